@@ -1,0 +1,95 @@
+"""Degeneracy filters on outputs, shared by the evaluator and the task-level tests.
+
+The public suite's five filters (output range, output std, axes variation, input impact,
+source analysis) done right: thresholds scale with the dtype's epsilon and the output's
+magnitude, input impact perturbs EVERY input and compares the function's own outputs,
+and outputs must differ from zeros and from every input of the same shape. Source
+analysis lives with the evaluator (it reads the jaxpr, not only the text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import numpy as np
+
+from pallasbench_dataset.schema import FilterResult
+
+EPS_MULTIPLE: Final = 64  # a change below 64 ulps of the output's scale counts as no change
+
+
+def threshold(reference: np.ndarray) -> float:
+  """Smallest meaningful variation for outputs like `reference`: 64 eps * max(1, max |ref|)."""
+  scale = float(np.max(np.abs(reference))) if reference.size else 1.0
+  return EPS_MULTIPLE * float(np.finfo(reference.dtype).eps) * max(1.0, scale)
+
+
+def output_range(out: np.ndarray, thr: float) -> FilterResult:
+  value = float(np.max(out) - np.min(out)) if out.size else 0.0
+  return FilterResult(name="output_range", passed=bool(np.isfinite(value) and value > thr),
+                      value=value, threshold=thr, detail=f"max - min = {value:.3g}")
+
+
+def output_std(out: np.ndarray, thr: float) -> FilterResult:
+  value = float(np.std(out)) if out.size else 0.0
+  return FilterResult(name="output_std", passed=bool(np.isfinite(value) and value > thr),
+                      value=value, threshold=thr, detail=f"std = {value:.3g}")
+
+
+def axes_variation(out: np.ndarray, thr: float) -> FilterResult:
+  """The output varies along every axis: some fiber along each axis has std above thr."""
+  flat = []
+  for axis in range(out.ndim):
+    flat.append(float(np.max(np.std(out, axis=axis))) if out.size else 0.0)
+  weakest = min(flat) if flat else 0.0
+  dead = [a for a, v in enumerate(flat) if not v > thr]
+  return FilterResult(
+      name="axes_variation", passed=not dead and out.ndim > 0, value=weakest, threshold=thr,
+      detail=f"constant along axes {dead}" if dead else f"max std per axis {[f'{v:.3g}' for v in flat]}")
+
+
+def not_zeros(out: np.ndarray, thr: float) -> FilterResult:
+  value = float(np.max(np.abs(out))) if out.size else 0.0
+  return FilterResult(name="not_zeros", passed=value > thr, value=value, threshold=thr,
+                      detail=f"max |out| = {value:.3g}")
+
+
+def not_input_copy(out: np.ndarray, inputs: Sequence[np.ndarray], names: Sequence[str],
+                   thr: float) -> FilterResult:
+  """The output is not (numerically) one of the inputs passed through."""
+  copies = [n for x, n in zip(inputs, names)
+            if x.shape == out.shape and float(np.max(np.abs(out - x.astype(out.dtype)))) <= thr]
+  return FilterResult(name="not_input_copy", passed=not copies, value=None, threshold=thr,
+                      detail=f"output equals input(s) {copies}" if copies else "differs from every input")
+
+
+def input_impact(fn: Callable[..., np.ndarray], inputs: Sequence[np.ndarray],
+                 perturbed: Sequence[np.ndarray], names: Sequence[str], base: np.ndarray,
+                 thr: float) -> FilterResult:
+  """Replacing ANY single input by a fresh draw must change fn's own output.
+
+  `perturbed[i]` is the replacement for input i; `base` is fn(*inputs).
+  """
+  changes, dead = [], []
+  for i, name in enumerate(names):
+    args = list(inputs)
+    args[i] = perturbed[i]
+    out = np.asarray(fn(*args))
+    change = float(np.max(np.abs(out - base))) if out.shape == base.shape else float("inf")
+    changes.append(change)
+    if not change > thr:
+      dead.append(name)
+  weakest = min(changes) if changes else 0.0
+  return FilterResult(
+      name="input_impact", passed=not dead, value=weakest, threshold=thr,
+      detail=(f"output ignores input(s) {dead}" if dead else
+              "output changes with every input: " +
+              ", ".join(f"{n} {c:.3g}" for n, c in zip(names, changes))))
+
+
+def output_filters(out: np.ndarray, inputs: Sequence[np.ndarray], names: Sequence[str],
+                   thr: float) -> tuple[FilterResult, ...]:
+  """The filters that need only one output: range, std, axes, zeros, input copy."""
+  return (output_range(out, thr), output_std(out, thr), axes_variation(out, thr),
+          not_zeros(out, thr), not_input_copy(out, inputs, names, thr))

@@ -1,0 +1,77 @@
+"""Finding and loading kernel modules: the two shipped trees and candidate sources.
+
+A kernel is one self-contained Python source defining `kernel(*inputs, interpret=False)`.
+It is loaded as a fresh module object from its text, so a candidate never lands in
+`sys.modules` and two candidates for one task never share state.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import importlib.util
+import pathlib
+import types
+
+
+class Variant(enum.StrEnum):
+  TPU = "tpu"              # kernels_tpu/: the original, TPU-oriented kernel
+  GPU = "gpu"              # kernels_gpu/: the GPU-fixed kernel
+  CANDIDATE = "candidate"  # a user's kernel given to the evaluator
+
+
+class KernelLoadError(Exception):
+  """The source does not define a usable kernel; the message says what to fix."""
+
+
+def tree_dir(variant: Variant | str) -> pathlib.Path:
+  """The folder of a shipped kernel tree (kernels_tpu/ or kernels_gpu/)."""
+  variant = Variant(variant)
+  if variant is Variant.CANDIDATE:
+    raise ValueError("candidate kernels have no tree; pass their path or source")
+  spec = importlib.util.find_spec(f"kernels_{variant.value}")
+  if spec is None or not spec.submodule_search_locations:
+    raise FileNotFoundError(f"kernels_{variant.value} is not importable; install the project "
+                            "with `pip install -e .` from its checkout")
+  return pathlib.Path(next(iter(spec.submodule_search_locations)))
+
+
+def kernel_path(variant: Variant | str, task: str) -> pathlib.Path:
+  return tree_dir(variant) / f"{task}.py"
+
+
+def sha256(source: str) -> str:
+  return hashlib.sha256(source.encode()).hexdigest()
+
+
+def read_source(kernel: str | pathlib.Path) -> tuple[str, str]:
+  """(source text, display name) from a path or from source text itself."""
+  if isinstance(kernel, pathlib.Path) or ("\n" not in kernel and kernel.endswith(".py")):
+    path = pathlib.Path(kernel)
+    if not path.is_file():
+      raise KernelLoadError(f"kernel file {str(path)!r} does not exist")
+    return path.read_text(), str(path)
+  return kernel, "<kernel source>"
+
+
+def load_module(source: str, filename: str = "<kernel source>") -> types.ModuleType:
+  """Executes a kernel source as a new module and checks that it defines `kernel`."""
+  try:
+    code = compile(source, filename, "exec")
+  except SyntaxError as e:
+    raise KernelLoadError(f"syntax error in {filename}, line {e.lineno}: {e.msg}") from None
+  module = types.ModuleType(pathlib.Path(filename).stem or "candidate_kernel")
+  module.__file__ = filename
+  try:
+    exec(code, module.__dict__)  # pylint: disable=exec-used
+  except Exception as e:  # a candidate may raise anything at import time
+    raise KernelLoadError(f"importing {filename} raised {type(e).__name__}: {e}") from None
+  if not callable(getattr(module, "kernel", None)):
+    raise KernelLoadError(f"{filename} defines no function `kernel(*inputs, interpret=False)`")
+  return module
+
+
+def load_kernel(variant: Variant | str, task: str) -> types.ModuleType:
+  """Loads a shipped kernel module (kernels_tpu/<task>.py or kernels_gpu/<task>.py)."""
+  path = kernel_path(variant, task)
+  return load_module(path.read_text(), str(path))

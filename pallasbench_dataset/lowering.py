@@ -1,0 +1,77 @@
+"""Lowering checks that run on a CPU host: Triton for an abstract NVIDIA GPU, Mosaic for TPU.
+
+Interpret mode ignores the Triton rules (power-of-two tensors, no batched dots, no value
+slices, ...); lowering for the real target catches them without a GPU. It does not catch
+what is decided after the Triton IR: the 2^20-element tensor limit, shared-memory overflow,
+ptxas errors, races and missing masks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final
+
+import jax
+
+TRITON_CUSTOM_CALL: Final = "__gpu$xla.gpu.triton"
+TPU_CUSTOM_CALL: Final = "tpu_custom_call"
+DEFAULT_GPU: Final = ("NVIDIA H200", 132)
+
+
+@contextlib.contextmanager
+def abstract_gpu(device_kind: str = DEFAULT_GPU[0], num_cores: int = DEFAULT_GPU[1]) -> Iterator[None]:
+  """Makes Pallas' Triton lowering target `device_kind` without a GPU present."""
+  device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=num_cores,
+                                       platform="cuda")
+  mesh = jax.sharding.AbstractMesh((1,), ("_",), abstract_device=device)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    with jax.sharding.use_abstract_mesh(mesh):
+      yield
+
+
+def lower_for_triton(fn: Callable, *args: jax.ShapeDtypeStruct,
+                     device_kind: str = DEFAULT_GPU[0]) -> str:
+  """StableHLO text of `fn` lowered for CUDA; raises if any pallas_call fails to lower."""
+  with abstract_gpu(device_kind):
+    return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+
+def lower_for_tpu(fn: Callable, *args: jax.ShapeDtypeStruct) -> str:
+  """StableHLO text of `fn` exported for TPU (Mosaic); raises if a pallas_call fails to lower."""
+  return jax.export.export(jax.jit(fn), platforms=["tpu"])(*args).mlir_module()
+
+
+def shape_structs(arrays: Sequence[jax.Array]) -> tuple[jax.ShapeDtypeStruct, ...]:
+  return tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays)
+
+
+@contextlib.contextmanager
+def capture_triton_ir() -> Iterator[list[str]]:
+  """Collects the Triton IR text of every pallas_call lowered inside the block.
+
+  Wraps jax 0.11's private `lower_jaxpr_to_triton_module`; with another JAX the list stays
+  empty rather than failing, and the caller records the IR as unavailable.
+  """
+  texts: list[str] = []
+  try:
+    from jax._src.pallas.triton import lowering as triton_lowering  # pylint: disable=import-outside-toplevel
+    original = triton_lowering.lower_jaxpr_to_triton_module
+  except (ImportError, AttributeError):
+    yield texts
+    return
+
+  @functools.wraps(original)
+  def recording(*args, **kwargs):
+    result = original(*args, **kwargs)
+    texts.append(result.module.operation.get_asm(enable_debug_info=False))
+    return result
+
+  triton_lowering.lower_jaxpr_to_triton_module = recording
+  try:
+    yield texts
+  finally:
+    triton_lowering.lower_jaxpr_to_triton_module = original

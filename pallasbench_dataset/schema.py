@@ -1,0 +1,294 @@
+"""The records the evaluator writes and the dataset's row types, with their `datasets.Features`.
+
+Frozen dataclasses are the single source of truth: JSON (de)serialisation and the
+`datasets.Features` of every config are derived from their type hints, so a field added
+here reaches the JSON Lines, the Parquet files and the card without a second list.
+`FEATURES`, `SUMMARY_FEATURES` and `ARTIFACT_FEATURES` import `datasets` lazily: the
+measuring side (the GPU machine has no `datasets`) never touches them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import types
+import typing
+from typing import Any, Final
+
+
+class Status(enum.StrEnum):
+  PASS = "pass"            # correct and robust
+  INCORRECT = "incorrect"  # ran, but the output is wrong
+  REJECTED = "rejected"    # not a real Pallas kernel for this task (anti-gaming filters)
+  ERROR = "error"          # failed to load, lower, compile or run
+  TIMEOUT = "timeout"      # exceeded the wall-clock limit
+
+
+class ErrorType(enum.StrEnum):
+  LOAD = "load_error"              # syntax error, missing `kernel`, bad import
+  LOWERING = "lowering_error"      # tracing or lowering to the backend failed
+  COMPILE = "compile_error"        # the backend compiler (Triton, ptxas) failed
+  RUNTIME = "runtime_error"        # raised while running
+  OUTPUT = "output_error"          # wrong output shape, dtype or structure
+  OUT_OF_MEMORY = "out_of_memory"  # RESOURCE_EXHAUSTED or the memory limit
+  CRASH = "crash"                  # the child process died (segfault, abort)
+  TIMEOUT = "timeout"
+  HARNESS = "harness_error"        # the evaluator itself failed: a bug to report
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FilterResult:
+  """One robustness filter: passed, the measured value, its threshold and a readable detail."""
+  name: str
+  passed: bool
+  value: float | None
+  threshold: float | None
+  detail: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PallasCallInfo:
+  """One pallas_call of a kernel, read from its jaxpr."""
+  name: str
+  grid: tuple[int, ...]
+  block_shapes: tuple[str, ...]  # one per operand, inputs then outputs, e.g. "(8, 1024)"
+  num_warps: int | None
+  num_stages: int | None
+  max_tensor_elements: int       # largest value inside the body (Triton's limit is 2^20)
+  interpret: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CompileProfile:
+  """Cold compile stages (fresh jit, no persistent cache) and IR sizes."""
+  trace_s: float | None
+  lower_s: float | None
+  compile_s: float | None
+  jaxpr_bytes: int | None
+  triton_ir_bytes: int | None
+  ptx_bytes: int | None
+  pallas_calls: tuple[PallasCallInfo, ...]
+  lowers_triton: bool | None      # CPU check: lowers to Triton for an abstract H200
+  lowers_triton_error: str | None
+  lowers_tpu: bool | None         # CPU check: lowers to a Mosaic tpu_custom_call
+  lowers_tpu_error: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Roofline:
+  """Achieved rates from the task's analytic counts against ceilings measured in the same run."""
+  flops: int
+  bytes: int
+  achieved_tflops: float | None
+  achieved_gbps: float | None
+  ceiling_tflops: float | None
+  ceiling_gbps: float | None
+  frac_compute: float | None
+  frac_bandwidth: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+  """Where a record was measured."""
+  platform: str                # "gpu" or "cpu"
+  device_kind: str             # e.g. "NVIDIA H200"
+  hardware: str                # short slug, e.g. "h200", "a100", "cpu"
+  compute_capability: str | None
+  driver: str | None
+  cuda: str | None
+  jax: str
+  jaxlib: str
+  python: str
+  git_commit: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class EvalRecord:
+  """One evaluation of one kernel for one task at one size: a row of the `runs` config."""
+  task: str
+  task_id: int
+  level: int
+  category: str
+  variant: str                 # "tpu" (original), "gpu" (fixed) or "candidate"
+  size: str
+  input_shapes: tuple[str, ...]
+  device: str                  # "gpu" or "cpu"
+  interpret: bool
+  kernel_sha256: str
+  status: Status
+  error_type: ErrorType | None
+  error: str | None
+  reasons: tuple[str, ...]
+  correct: bool
+  robust: bool
+  general_shapes: bool | None  # correct on the task's edge shape too
+  seeds: tuple[int, ...]
+  tolerance: str
+  rtol: float
+  atol: float
+  max_rel_l2: float | None
+  max_abs_error: float | None
+  max_rel_error: float | None
+  rel_l2_error: float | None
+  filters: tuple[FilterResult, ...]
+  compile: CompileProfile | None
+  timing_method: str | None    # "cupti" or "wallclock"
+  timing_comparable: bool
+  timing_iterations: int | None
+  timing_input_sets: int | None
+  runtime_ms: float | None     # median device time per call, compile excluded
+  runtime_iqr_ms: float | None
+  runtime_samples_ms: tuple[float, ...]
+  baseline_ms: float | None    # the jitted JAX reference, measured the same way
+  baseline_iqr_ms: float | None
+  baseline_samples_ms: tuple[float, ...]
+  speedup: float | None        # baseline_ms / runtime_ms: above 1, the kernel is faster
+  roofline: Roofline | None
+  environment: Environment
+  measured_at: str             # ISO 8601, UTC
+  eval_wall_s: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Artifacts:
+  """The heavy IR of one evaluation: a row of the `artifacts` config."""
+  task: str
+  variant: str
+  size: str
+  jaxpr: str | None
+  stablehlo: str | None
+  triton_ir: str | None
+  ptx: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryRow:
+  """A row of the default config: one task at the headline size, a superset of the public schema."""
+  Op_Name: str
+  Level_ID: int
+  Task_ID: int
+  Category: str
+  Pallas_Runtime: float | None        # ms, the GPU-fixed kernel, compile excluded
+  JAX_Baseline_Runtime: float | None  # ms, the jitted reference
+  Pallas_Speedup: float | None        # baseline / kernel: above 1, the kernel is faster
+  Pallas_Code: str                    # kernels_gpu/<task>.py
+  Pallas_Code_Original: str           # kernels_tpu/<task>.py
+  JAX_Baseline_Code: str
+  Correct: bool
+  Error: str | None
+  Target_Hardware: str
+  Framework: str
+  Backend: str
+  Fix_Applied: str
+  Fix_Reason: str
+  Status: str
+  Robust: bool
+  General_Shapes: bool | None
+  Max_Abs_Error: float | None
+  Rel_L2_Error: float | None
+  Tolerance: str
+  Compile_Time_s: float | None
+  Roofline_Fraction: float | None
+  Timing_Method: str | None
+  Original_Status: str
+  Original_Error: str | None
+  Original_Runtime: float | None
+  Original_Speedup: float | None
+  Size: str
+  Input_Shapes: tuple[str, ...]
+  Corrections: str
+  JAX_Version: str
+  Measured_At: str
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON round trip, strict in both directions.
+
+def to_json_dict(obj: Any) -> Any:
+  """A record as plain JSON values (enums to strings, tuples to lists)."""
+  if dataclasses.is_dataclass(obj):
+    return {f.name: to_json_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+  if isinstance(obj, enum.Enum):
+    return obj.value
+  if isinstance(obj, (tuple, list)):
+    return [to_json_dict(v) for v in obj]
+  return obj
+
+
+def from_json_dict(cls: type, data: dict[str, Any]) -> Any:
+  """Rebuilds a record; unknown or missing keys and wrong types raise ValueError."""
+  hints = _hints(cls)
+  names = {f.name for f in dataclasses.fields(cls)}
+  if set(data) != names:
+    extra, missing = sorted(set(data) - names), sorted(names - set(data))
+    raise ValueError(f"{cls.__name__}: unknown keys {extra}, missing keys {missing}")
+  return cls(**{k: _convert(hints[k], v, f"{cls.__name__}.{k}") for k, v in data.items()})
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+  return typing.get_type_hints(cls)
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+  origin, args = typing.get_origin(tp), typing.get_args(tp)
+  if origin in (types.UnionType, typing.Union):
+    if value is None:
+      if type(None) in args:
+        return None
+      raise ValueError(f"{where}: None is not allowed")
+    (inner,) = [a for a in args if a is not type(None)]
+    return _convert(inner, value, where)
+  if value is None:
+    raise ValueError(f"{where}: None is not allowed")
+  if origin is tuple:
+    if not isinstance(value, (list, tuple)):
+      raise ValueError(f"{where}: expected a list, got {type(value).__name__}")
+    return tuple(_convert(args[0], v, f"{where}[]") for v in value)
+  if dataclasses.is_dataclass(tp):
+    if not isinstance(value, dict):
+      raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
+    return from_json_dict(tp, value)
+  if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    return tp(value)
+  if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+    return float(value)
+  if tp in (int, str, bool) and type(value) is tp:
+    return value
+  raise ValueError(f"{where}: expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# datasets.Features, derived from the dataclasses (imports `datasets` on first use).
+
+def features_of(cls: type):
+  """The `datasets.Features` of a row dataclass: str -> string, int -> int64, and so on."""
+  import datasets  # pylint: disable=import-outside-toplevel
+  return datasets.Features({f.name: _feature(_hints(cls)[f.name]) for f in dataclasses.fields(cls)})
+
+
+def _feature(tp: Any):
+  import datasets  # pylint: disable=import-outside-toplevel
+  origin, args = typing.get_origin(tp), typing.get_args(tp)
+  if origin in (types.UnionType, typing.Union):
+    (inner,) = [a for a in args if a is not type(None)]
+    return _feature(inner)
+  if origin is tuple:
+    return datasets.List(_feature(args[0]))
+  if dataclasses.is_dataclass(tp):
+    return {f.name: _feature(_hints(tp)[f.name]) for f in dataclasses.fields(tp)}
+  if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    return datasets.Value("string")
+  scalar = {str: "string", int: "int64", float: "float64", bool: "bool"}
+  return datasets.Value(scalar[tp])
+
+
+_LAZY_FEATURES: Final = {
+    "FEATURES": EvalRecord, "SUMMARY_FEATURES": SummaryRow, "ARTIFACT_FEATURES": Artifacts}
+
+
+def __getattr__(name: str):
+  if name in _LAZY_FEATURES:
+    return features_of(_LAZY_FEATURES[name])
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,465 @@
+"""The task registry: the 45 PallasBench tasks as frozen specs (see TASKS.md for the semantics).
+
+`list_tasks()` gives them in task-id order, `get_task(name)` one by name. A spec knows its
+inputs (names, dtypes, distributions, symbolic shapes), its registered sizes, its output
+shape, tolerance class, analytic FLOP and byte counts, the corrections made to the public
+suite (`notes`), and its reference (`references/<name>.py`, the JAX baseline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+import importlib.resources
+import math
+import types
+from collections.abc import Callable, Mapping
+from typing import Final
+
+import jax
+import numpy as np
+
+from pallasbench_dataset.inputs import (
+    INT32, BinaryMask, Dims, DNACodes, FanInNormal, InputSpec, Integers, Normal, OneHotDNA,
+    SoftmaxRows, Uniform)
+from pallasbench_dataset.tolerance import TOLERANCES, Tolerance, ToleranceClass
+
+
+class Size(enum.StrEnum):
+  SMALL = "small"    # CI, interpret mode
+  MEDIUM = "medium"  # the headline size of the dataset
+  LARGE = "large"    # scaling
+  EDGE = "edge"      # dimensions that are not multiples of any block: tests generality
+
+
+HEADLINE_SIZE: Final = Size.MEDIUM
+SIZE_TAGS: Final[Mapping[str, tuple[Size, ...]]] = types.MappingProxyType({
+    "ci": (Size.SMALL, Size.EDGE),
+    "full": (Size.MEDIUM, Size.LARGE),
+})
+LEVEL_SPLITS: Final[Mapping[int, str]] = types.MappingProxyType(
+    {1: "level_1", 2: "level_2", 3: "level_3"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+  """One task: what the kernel takes, what it must return, and how it is judged."""
+  task_id: int
+  name: str
+  level: int
+  category: str
+  inputs: tuple[InputSpec, ...]
+  output: Callable[[Dims], tuple[int, ...]]
+  tolerance_class: ToleranceClass
+  sizes: Mapping[Size, Dims]
+  flops_per_call: Callable[[Dims], int]
+  notes: str
+  touched_bytes: Callable[[Dims], int] | None = None  # for gathers: bytes a kernel must move
+  output_dtype: str = "float32"
+
+  @property
+  def tolerance(self) -> Tolerance:
+    return TOLERANCES[self.tolerance_class]
+
+  @property
+  def split(self) -> str:
+    return LEVEL_SPLITS[self.level]
+
+  @property
+  def reference(self) -> Callable[..., jax.Array]:
+    """The JAX baseline (plain jax.numpy); call it under jax.jit."""
+    return importlib.import_module(f"pallasbench_dataset.references.{self.name}").reference
+
+  @property
+  def reference_source(self) -> str:
+    """The reference's source text: the dataset's JAX_Baseline_Code, runnable on its own."""
+    files = importlib.resources.files("pallasbench_dataset.references")
+    return files.joinpath(f"{self.name}.py").read_text()
+
+  def dims(self, size: Size | str | Dims) -> Dims:
+    """Dimensions of a registered size, or a caller's own mapping (any shape of the family)."""
+    if isinstance(size, Mapping):
+      return types.MappingProxyType(dict(size))
+    try:
+      return self.sizes[Size(size)]
+    except ValueError:
+      raise ValueError(f"unknown size {size!r}; registered sizes: {[s.value for s in Size]}") from None
+
+  def input_shapes(self, size: Size | str | Dims) -> tuple[tuple[int, ...], ...]:
+    dims = self.dims(size)
+    return tuple(spec.concrete_shape(dims) for spec in self.inputs)
+
+  def output_shape(self, size: Size | str | Dims) -> tuple[int, ...]:
+    return self.output(self.dims(size))
+
+  def make_inputs(self, size: Size | str | Dims, seed: int) -> tuple[jax.Array, ...]:
+    """Deterministic inputs for (task, size, seed): the same on every backend (threefry)."""
+    dims = self.dims(size)
+    base = jax.random.fold_in(jax.random.key(seed), self.task_id)
+    return tuple(
+        spec.sample(jax.random.fold_in(base, i), dims) for i, spec in enumerate(self.inputs))
+
+  def expected(self, *inputs: jax.Array) -> jax.Array:
+    """The correctness reference: the baseline at the highest matmul precision."""
+    with jax.default_matmul_precision("highest"):
+      return jax.jit(self.reference)(*inputs)
+
+  def flops(self, size: Size | str | Dims) -> int:
+    """Analytic FLOPs: add, multiply, compare and each transcendental count as one."""
+    return int(self.flops_per_call(self.dims(size)))
+
+  def io_bytes(self, size: Size | str | Dims) -> int:
+    """Bytes of all inputs plus the output."""
+    dims = self.dims(size)
+    out = math.prod(self.output(dims)) * np.dtype(self.output_dtype).itemsize
+    return sum(spec.nbytes(dims) for spec in self.inputs) + out
+
+  def min_bytes(self, size: Size | str | Dims) -> int:
+    """The fewest bytes a kernel must move: `io_bytes`, except for gathers (rows touched)."""
+    if self.touched_bytes is not None:
+      return int(self.touched_bytes(self.dims(size)))
+    return self.io_bytes(size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes shared by several tasks.
+
+def _sizes(small: Dims, medium: Dims, large: Dims, edge: Dims) -> Mapping[Size, Dims]:
+  return types.MappingProxyType({
+      Size.SMALL: types.MappingProxyType(dict(small)),
+      Size.MEDIUM: types.MappingProxyType(dict(medium)),
+      Size.LARGE: types.MappingProxyType(dict(large)),
+      Size.EDGE: types.MappingProxyType(dict(edge)),
+  })
+
+
+_UNARY = _sizes(dict(N=512, M=512), dict(N=4096, M=4096), dict(N=16384, M=16384),
+                dict(N=1000, M=300))
+_NORM = _sizes(dict(N=256, D=256), dict(N=2048, D=1024), dict(N=8192, D=4096),
+               dict(N=333, D=300))
+_MATMUL = _sizes(dict(M=256, K=256, N=256), dict(M=1024, K=1024, N=1024),
+                 dict(M=4096, K=4096, N=4096), dict(M=200, K=300, N=100))
+_REDUCE = _sizes(dict(N=512, M=256), dict(N=4096, M=2048), dict(N=16384, M=8192),
+                 dict(N=300, M=1000))
+_SOFTMAX = _sizes(dict(N=256, M=256), dict(N=2048, M=2048), dict(N=8192, M=8192),
+                  dict(N=100, M=1000))
+_ROWLOSS = _sizes(dict(N=256, M=128), dict(N=2048, M=1024), dict(N=8192, M=4096),
+                  dict(N=100, M=300))
+_GLU = _sizes(dict(M=128, K=256, N=512), dict(M=512, K=1024, N=2048),
+              dict(M=2048, K=4096, N=8192), dict(M=100, K=300, N=200))
+_ATTN = _sizes(dict(S=128, d=32), dict(S=512, d=64), dict(S=2048, d=128), dict(S=201, d=40))
+
+_W: Final = FanInNormal()
+_WEIGHT_NOTE: Final = ("The second operand is drawn normal / sqrt(K) like a weight, so the output "
+                       "has unit scale at every size and TF32 rounding stays inside the matmul "
+                       "tolerance (public: standard normal, output scale sqrt(K)).")
+
+
+def _x(name: str = "x", shape=("N", "M"), dist=Normal()) -> InputSpec:
+  return InputSpec(name=name, shape=shape, dist=dist)
+
+
+def _rows(d: Dims) -> tuple[int, ...]:
+  return (d["N"],)
+
+
+def _like_x(d: Dims) -> tuple[int, ...]:
+  return (d["N"], d["M"])
+
+
+def _per_element(ops: int) -> Callable[[Dims], int]:
+  return lambda d: ops * d["N"] * d["M"]
+
+
+def _unary(task_id, name, category, tol, ops, notes="", dist=Normal()) -> TaskSpec:
+  return TaskSpec(task_id=task_id, name=name, level=1, category=category, inputs=(_x(dist=dist),),
+                  output=_like_x, tolerance_class=tol, sizes=_UNARY,
+                  flops_per_call=_per_element(ops), notes=notes)
+
+
+def _binary(task_id, name, ops) -> TaskSpec:
+  return TaskSpec(task_id=task_id, name=name, level=1, category="elementwise",
+                  inputs=(_x("x"), _x("y")), output=_like_x,
+                  tolerance_class=ToleranceClass.EXACT, sizes=_UNARY,
+                  flops_per_call=_per_element(ops), notes="")
+
+
+def _norm(task_id, name, ops, inputs=("x",), level=1, category="normalization", notes=""):
+  return TaskSpec(task_id=task_id, name=name, level=level, category=category,
+                  inputs=tuple(_x(n, ("N", "D")) for n in inputs),
+                  output=lambda d: (d["N"], d["D"]),
+                  tolerance_class=ToleranceClass.TRANSCENDENTAL, sizes=_NORM,
+                  flops_per_call=lambda d: ops * d["N"] * d["D"], notes=notes)
+
+
+def _matmul_act(task_id, name, level, act_ops, notes="") -> TaskSpec:
+  return TaskSpec(task_id=task_id, name=name, level=level,
+                  category="matmul" if level == 1 else "matmul_activation",
+                  inputs=(_x("x", ("M", "K")),
+                          InputSpec(name="y" if level == 1 else "w", shape=("K", "N"), dist=_W)),
+                  output=lambda d: (d["M"], d["N"]), tolerance_class=ToleranceClass.MATMUL,
+                  sizes=_MATMUL,
+                  flops_per_call=lambda d: 2 * d["M"] * d["N"] * d["K"] + act_ops * d["M"] * d["N"],
+                  notes=notes)
+
+
+def _reduce(task_id, name, tol) -> TaskSpec:
+  return TaskSpec(task_id=task_id, name=name, level=1, category="reduce", inputs=(_x(),),
+                  output=_rows, tolerance_class=tol, sizes=_REDUCE,
+                  flops_per_call=_per_element(1), notes="")
+
+
+def _glu(task_id, name, act_ops) -> TaskSpec:
+  return TaskSpec(task_id=task_id, name=name, level=2, category="mlp_fusion",
+                  inputs=(_x("x", ("M", "K")), InputSpec(name="w_gate", shape=("K", "N"), dist=_W),
+                          InputSpec(name="w_up", shape=("K", "N"), dist=_W)),
+                  output=lambda d: (d["M"], d["N"]), tolerance_class=ToleranceClass.MATMUL,
+                  sizes=_GLU,
+                  flops_per_call=lambda d: 4 * d["M"] * d["N"] * d["K"] + (act_ops + 1) * d["M"] * d["N"],
+                  notes="Weights are normal / sqrt(K) so activations keep unit scale (public: "
+                        "standard normal weights).")
+
+
+def _attention_flops(d: Dims) -> int:
+  return 4 * d["S"] * d["S"] * d["d"] + 5 * d["S"] * d["S"]
+
+
+def _transformer_flops(d: Dims) -> int:
+  s, dm, h, dh, f = d["S"], d["H"] * d["dh"], d["H"], d["dh"], d["F"]
+  projections = 2 * s * dm * h * dh * 4            # q, k, v and the output projection
+  attention = h * (4 * s * s * dh + 5 * s * s)
+  feed_forward = 6 * s * dm * f + 5 * s * f
+  return projections + attention + feed_forward + 2 * 3 * s * dm + 2 * s * dm
+
+
+def _triangle_flops(d: Dims) -> int:
+  n, c = d["N"], d["C"]
+  return 4 * 2 * n * n * c * c + 2 * n * n * n * c + 2 * 6 * n * n * c + 8 * n * n * c
+
+
+_L1: Final = (
+    _unary(1, "relu", "activation", ToleranceClass.EXACT, 1),
+    _unary(2, "gelu", "activation", ToleranceClass.TRANSCENDENTAL, 8),
+    _unary(3, "silu", "activation", ToleranceClass.TRANSCENDENTAL, 4),
+    _unary(4, "sigmoid", "activation", ToleranceClass.TRANSCENDENTAL, 3),
+    _unary(5, "tanh", "activation", ToleranceClass.TRANSCENDENTAL, 1),
+    _norm(6, "layernorm", 6),
+    _norm(7, "rmsnorm", 4),
+    _matmul_act(8, "matmul", 1, 0, notes=_WEIGHT_NOTE),
+    TaskSpec(task_id=9, name="batched_matmul", level=1, category="matmul",
+             inputs=(_x("x", ("B", "M", "K")),
+                     InputSpec(name="y", shape=("B", "K", "N"), dist=FanInNormal(contracted_axes=(1,)))),
+             output=lambda d: (d["B"], d["M"], d["N"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(B=4, M=64, K=64, N=64), dict(B=8, M=256, K=256, N=256),
+                          dict(B=16, M=512, K=512, N=512), dict(B=3, M=50, K=70, N=40)),
+             flops_per_call=lambda d: 2 * d["B"] * d["M"] * d["N"] * d["K"], notes=_WEIGHT_NOTE),
+    TaskSpec(task_id=10, name="outer_product", level=1, category="matmul",
+             inputs=(_x("x", ("M",)), _x("y", ("N",))), output=lambda d: (d["M"], d["N"]),
+             tolerance_class=ToleranceClass.EXACT,
+             sizes=_sizes(dict(M=256, N=256), dict(M=1024, N=1024), dict(M=4096, N=4096),
+                          dict(M=300, N=500)),
+             flops_per_call=lambda d: d["M"] * d["N"], notes=""),
+    _reduce(11, "reduce_sum", ToleranceClass.REDUCTION),
+    _reduce(12, "reduce_max", ToleranceClass.EXACT),
+    _reduce(13, "reduce_mean", ToleranceClass.REDUCTION),
+    TaskSpec(task_id=14, name="softmax", level=1, category="softmax", inputs=(_x(),),
+             output=_like_x, tolerance_class=ToleranceClass.REDUCTION, sizes=_SOFTMAX,
+             flops_per_call=_per_element(5), notes=""),
+    TaskSpec(task_id=15, name="log_softmax", level=1, category="softmax", inputs=(_x(),),
+             output=_like_x, tolerance_class=ToleranceClass.REDUCTION, sizes=_SOFTMAX,
+             flops_per_call=_per_element(4), notes=""),
+    _unary(16, "exp", "elementwise", ToleranceClass.TRANSCENDENTAL, 1),
+    _unary(17, "log", "elementwise", ToleranceClass.TRANSCENDENTAL, 2,
+           dist=Uniform(low=0.1, high=5.0),
+           notes="Inputs uniform in [0.1, 5) (the public suite first drew normal inputs, so "
+                 "log of negatives gave NaN on both sides)."),
+    _binary(18, "add", 1),
+    _binary(19, "multiply", 1),
+    _unary(20, "rsqrt", "elementwise", ToleranceClass.TRANSCENDENTAL, 2,
+           dist=Uniform(low=0.1, high=5.0),
+           notes="Inputs uniform in [0.1, 5), as for log."),
+    _unary(21, "clamp", "elementwise", ToleranceClass.EXACT, 2, dist=Normal(scale=2.0),
+           notes="Inputs are normal * 2 so that about 60% of them are clipped."),
+    TaskSpec(task_id=22, name="cross_entropy", level=1, category="loss",
+             inputs=(_x("logits", ("N", "C")), _x("labels", ("N", "C"), SoftmaxRows())),
+             output=_rows, tolerance_class=ToleranceClass.REDUCTION,
+             sizes=_sizes(dict(N=128, C=64), dict(N=1024, C=512), dict(N=4096, C=2048),
+                          dict(N=100, C=300)),
+             flops_per_call=lambda d: 6 * d["N"] * d["C"],
+             notes="(corrected) labels are a probability distribution per row (softmax of "
+                   "normal draws); the public suite fed standard-normal labels, which can be "
+                   "negative, so its loss could be negative."),
+    TaskSpec(task_id=23, name="mse_loss", level=1, category="loss",
+             inputs=(_x("pred"), _x("target")), output=_rows,
+             tolerance_class=ToleranceClass.REDUCTION, sizes=_ROWLOSS,
+             flops_per_call=_per_element(3), notes=""),
+    TaskSpec(task_id=24, name="cosine_sim", level=1, category="loss",
+             inputs=(_x("x"), _x("y")), output=_rows,
+             tolerance_class=ToleranceClass.REDUCTION, sizes=_ROWLOSS,
+             flops_per_call=_per_element(6), notes=""),
+    TaskSpec(task_id=25, name="embedding_lookup", level=1, category="index",
+             inputs=(_x("table", ("V", "D")),
+                     InputSpec(name="ids", shape=("S",), dtype=INT32, dist=Integers(high="V"))),
+             output=lambda d: (d["S"], d["D"]), tolerance_class=ToleranceClass.EXACT,
+             sizes=_sizes(dict(V=8000, D=256, S=128), dict(V=32000, D=768, S=512),
+                          dict(V=128000, D=1024, S=2048), dict(V=1000, D=300, S=100)),
+             flops_per_call=lambda d: 0,
+             touched_bytes=lambda d: 4 * (2 * d["S"] * d["D"] + d["S"]),
+             notes="(corrected) ids are uniform over all of [0, V); the public suite drew them "
+                   "from [0, S), so only the first S rows of the table were ever read. The "
+                   "roofline counts the rows touched, not the whole table."),
+    TaskSpec(task_id=26, name="one_hot", level=1, category="index",
+             inputs=(InputSpec(name="ids", shape=("S",), dtype=INT32,
+                               dist=Integers(high=1024, out_of_range=0.01)),),
+             output=lambda d: (d["S"], 1024), tolerance_class=ToleranceClass.EXACT,
+             sizes=_sizes(dict(S=128), dict(S=512), dict(S=2048), dict(S=100)),
+             flops_per_call=lambda d: d["S"] * 1024,
+             notes="(corrected) ids uniform in [0, 1024) with about 1% out of range (negative "
+                   "or >= 1024), which give all-zero rows as jax.nn.one_hot does; the public "
+                   "suite drew ids from [0, S), half out of range at the large size."),
+    TaskSpec(task_id=27, name="nucleotide_onehot", level=1, category="genomics",
+             inputs=(InputSpec(name="seq", shape=("L",), dtype=INT32, dist=DNACodes()),),
+             output=lambda d: (d["L"], 4), tolerance_class=ToleranceClass.EXACT,
+             sizes=_sizes(dict(L=1024), dict(L=4096), dict(L=16384), dict(L=1001)),
+             flops_per_call=lambda d: 4 * d["L"],
+             notes="(corrected) codes 0..3 = A,C,G,T with about 2% code 4 (N), which gives an "
+                   "all-zero row; the public suite drew codes from [0, L), so 99.9% of rows "
+                   "were zero."),
+)
+
+_L2: Final = (
+    _matmul_act(28, "matmul_relu", 2, 1, notes=_WEIGHT_NOTE),
+    _matmul_act(29, "matmul_gelu", 2, 8, notes=_WEIGHT_NOTE),
+    _matmul_act(30, "matmul_silu", 2, 4, notes=_WEIGHT_NOTE),
+    _norm(31, "rmsnorm_residual", 5, ("x", "residual"), 2, "norm_residual",
+          notes="(corrected) rmsnorm(x + residual): add, then normalise, the fused pattern "
+                "real models use; the public suite normalised x and added the residual after."),
+    _norm(32, "layernorm_residual", 7, ("x", "residual"), 2, "norm_residual",
+          notes="(corrected) layernorm(x + residual), as for rmsnorm_residual."),
+    _glu(33, "swiglu", 4),
+    _glu(34, "geglu", 8),
+    TaskSpec(task_id=35, name="linear_bias_relu", level=2, category="matmul_activation",
+             inputs=(_x("x", ("M", "K")), InputSpec(name="w", shape=("K", "N"), dist=_W),
+                     _x("b", ("N",))),
+             output=lambda d: (d["M"], d["N"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(M=256, K=256, N=512), dict(M=1024, K=1024, N=2048),
+                          dict(M=4096, K=4096, N=8192), dict(M=100, K=300, N=200)),
+             flops_per_call=lambda d: 2 * d["M"] * d["N"] * d["K"] + 2 * d["M"] * d["N"],
+             notes=""),
+    TaskSpec(task_id=36, name="qk_softmax", level=2, category="attention_component",
+             inputs=(_x("q", ("S", "d")), _x("k", ("S", "d"))), output=lambda d: (d["S"], d["S"]),
+             tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(S=64, d=32), dict(S=256, d=64), dict(S=1024, d=128),
+                          dict(S=100, d=40)),
+             flops_per_call=lambda d: 2 * d["S"] * d["S"] * d["d"] + 5 * d["S"] * d["S"],
+             notes=""),
+    TaskSpec(task_id=37, name="fused_softmax_cross_entropy", level=2, category="loss_fusion",
+             inputs=(_x("logits", ("N", "V")),
+                     InputSpec(name="labels", shape=("N",), dtype=INT32, dist=Integers(high="V"))),
+             output=_rows, tolerance_class=ToleranceClass.REDUCTION,
+             sizes=_sizes(dict(N=128, V=512), dict(N=1024, V=4096), dict(N=4096, V=32000),
+                          dict(N=100, V=1000)),
+             flops_per_call=lambda d: 4 * d["N"] * d["V"],
+             notes="(corrected) the hard-label LLM loss logsumexp(logits) - logits[label] with "
+                   "int labels and a vocabulary that is not a power of two at the large size; "
+                   "the public suite duplicated L1 cross_entropy here."),
+    TaskSpec(task_id=38, name="sigmoid_bce", level=2, category="loss_fusion",
+             inputs=(_x("logits"), _x("targets", dist=Uniform(low=0.0, high=1.0))),
+             output=_like_x, tolerance_class=ToleranceClass.TRANSCENDENTAL, sizes=_ROWLOSS,
+             flops_per_call=_per_element(7),
+             notes="(corrected) elementwise BCE with logits in the stable form max(z,0) - z t + "
+                   "log1p(exp(-|z|)) with targets uniform in [0, 1]; the public formula "
+                   "returned softplus(-z) - t z + t softplus(-z), and its targets were normal."),
+    TaskSpec(task_id=39, name="pwm_scan", level=2, category="genomics",
+             inputs=(InputSpec(name="seq_onehot", shape=("L", 4), dist=OneHotDNA()),
+                     InputSpec(name="pwm", shape=(4, "W"))),
+             output=lambda d: (d["L"] - d["W"] + 1,), tolerance_class=ToleranceClass.REDUCTION,
+             sizes=_sizes(dict(L=256, W=8), dict(L=1024, W=12), dict(L=4096, W=16),
+                          dict(L=1000, W=7)),
+             flops_per_call=lambda d: 8 * (d["L"] - d["W"] + 1) * d["W"],
+             notes="(corrected) seq_onehot is a real one-hot encoding of random A/C/G/T; the "
+                   "public suite fed standard-normal data."),
+    TaskSpec(task_id=40, name="pairwise_distance", level=2, category="genomics",
+             inputs=(_x("x", ("N", "D")),), output=lambda d: (d["N"], d["N"]),
+             tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(N=64, D=16), dict(N=256, D=32), dict(N=1024, D=64),
+                          dict(N=100, D=20)),
+             flops_per_call=lambda d: 3 * d["N"] * d["N"] * d["D"] + 2 * d["N"] * d["N"],
+             notes="The distance through norms and a dot product cancels; kernels need full "
+                   "float32 precision there (the diagonal is sqrt(1e-8) = 1e-4)."),
+)
+
+_L3: Final = (
+    TaskSpec(task_id=41, name="flash_attention", level=3, category="attention",
+             inputs=(_x("q", ("S", "d")), _x("k", ("S", "d")), _x("v", ("S", "d"))),
+             output=lambda d: (d["S"], d["d"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_ATTN, flops_per_call=_attention_flops,
+             notes="(corrected) the GPU kernel is a real flash kernel (online softmax over key "
+                   "blocks; the (S, S) scores never exist in memory); the public kernel was "
+                   "plain attention over whole K and V."),
+    TaskSpec(task_id=42, name="multi_head_attention", level=3, category="attention",
+             inputs=tuple(_x(n, ("H", "S", "d")) for n in ("q", "k", "v")),
+             output=lambda d: (d["H"], d["S"], d["d"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(H=4, S=64, d=32), dict(H=8, S=256, d=64),
+                          dict(H=16, S=512, d=128), dict(H=3, S=100, d=40)),
+             flops_per_call=lambda d: d["H"] * _attention_flops(d), notes=""),
+    TaskSpec(task_id=43, name="gated_mlp", level=3, category="mlp",
+             inputs=(_x("x", ("M", "D")), InputSpec(name="w_gate", shape=("D", "F"), dist=_W),
+                     InputSpec(name="w_up", shape=("D", "F"), dist=_W),
+                     InputSpec(name="w_down", shape=("F", "D"), dist=_W)),
+             output=lambda d: (d["M"], d["D"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(M=64, D=128, F=256), dict(M=256, D=512, F=1024),
+                          dict(M=1024, D=2048, F=4096), dict(M=100, D=96, F=200)),
+             flops_per_call=lambda d: 6 * d["M"] * d["D"] * d["F"] + 5 * d["M"] * d["F"],
+             notes="Weights are normal / sqrt(fan_in)."),
+    TaskSpec(task_id=44, name="transformer_block", level=3, category="full_model",
+             inputs=(_x("x", ("S", "D")),
+                     InputSpec(name="wq", shape=("D", "H", "dh"), dist=_W),
+                     InputSpec(name="wk", shape=("D", "H", "dh"), dist=_W),
+                     InputSpec(name="wv", shape=("D", "H", "dh"), dist=_W),
+                     InputSpec(name="wo", shape=("H", "dh", "D"), dist=FanInNormal(contracted_axes=(0, 1))),
+                     InputSpec(name="w_gate", shape=("D", "F"), dist=_W),
+                     InputSpec(name="w_up", shape=("D", "F"), dist=_W),
+                     InputSpec(name="w_down", shape=("F", "D"), dist=_W)),
+             output=lambda d: (d["S"], d["D"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(S=32, D=64, H=2, dh=32, F=128),
+                          dict(S=128, D=256, H=4, dh=64, F=512),
+                          dict(S=512, D=1024, H=8, dh=128, F=2048),
+                          dict(S=100, D=96, H=3, dh=32, F=200)),
+             flops_per_call=_transformer_flops,
+             notes="(corrected) a pre-norm block with multi-head attention (heads read from the "
+                   "weight shapes) and a SwiGLU feed-forward; the public task was a single-head "
+                   "toy with a relu feed-forward and no down-projection."),
+    TaskSpec(task_id=45, name="triangle_update", level=3, category="genomics",
+             inputs=(_x("z", ("N", "N", "C")),
+                     InputSpec(name="mask", shape=("N", "N"), dist=BinaryMask()),
+                     *(InputSpec(name=n, shape=("C", "C"), dist=_W)
+                       for n in ("w_a", "w_b", "w_g", "w_o"))),
+             output=lambda d: (d["N"], d["N"], d["C"]), tolerance_class=ToleranceClass.MATMUL,
+             sizes=_sizes(dict(N=16, C=16), dict(N=64, C=32), dict(N=128, C=64),
+                          dict(N=50, C=24)),
+             flops_per_call=_triangle_flops,
+             notes="(corrected) the AlphaFold triangle multiplicative update (outgoing edges: "
+                   "layernorm, masked projections, the triangle product, layernorm, output "
+                   "projection and sigmoid gate); the public task was a bare masked einsum of "
+                   "the pair tensor with itself, and its mask was normal data, not 0/1."),
+)
+
+TASKS: Final[Mapping[str, TaskSpec]] = types.MappingProxyType(
+    {spec.name: spec for spec in (*_L1, *_L2, *_L3)})
+
+
+def list_tasks(*, levels: tuple[int, ...] | None = None) -> tuple[TaskSpec, ...]:
+  """All task specs in task-id order, optionally only those of some levels."""
+  specs = sorted(TASKS.values(), key=lambda s: s.task_id)
+  return tuple(s for s in specs if levels is None or s.level in levels)
+
+
+def get_task(name: str) -> TaskSpec:
+  """The spec of one task by name; a clear error that lists the names for an unknown one."""
+  try:
+    return TASKS[name]
+  except KeyError:
+    raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
+

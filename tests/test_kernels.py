@@ -1,0 +1,117 @@
+"""Both kernel trees: interpret-mode correctness on CPU and lowering for the real targets.
+
+kernels_tpu/ must compute the task at `small` and lower for TPU (Mosaic) at `medium`;
+kernels_gpu/ must compute it at `small` and at the edge shape, and lower to Triton for an
+abstract H200 at every registered size, with no value above Triton's 2^20-element limit
+and the heavy work inside its pallas_calls.
+"""
+
+import ast
+import functools
+import operator
+
+import jax
+import pytest
+
+from pallasbench_dataset import Size, list_tasks
+from pallasbench_dataset.jaxpr_analysis import TRITON_MAX_TENSOR_ELEMENTS, analyze
+from pallasbench_dataset.kernels import kernel_path, load_kernel
+from pallasbench_dataset.lowering import (
+    TPU_CUSTOM_CALL, TRITON_CUSTOM_CALL, lower_for_tpu, lower_for_triton)
+from pallasbench_dataset.tolerance import compare
+
+SPECS = list_tasks()
+IDS = operator.attrgetter("name")
+ALLOWED_IMPORTS = {"jax", "numpy", "functools", "math", "typing"}
+SEEDS = (0, 1, 2)
+
+# Original kernels that cannot lower for TPU, each with the reason (none expected).
+TPU_LOWERING_EXCEPTIONS: dict[str, str] = {}
+
+
+def _avals(spec, size):
+  dims = spec.dims(size)
+  return [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
+
+
+def _compiled_fn(module):
+  return functools.partial(module.kernel, interpret=False)
+
+
+def _check_interpret(spec, variant, size, seeds):
+  module = load_kernel(variant, spec.name)
+  for seed in seeds:
+    inputs = spec.make_inputs(size, seed)
+    result = compare(module.kernel(*inputs, interpret=True), spec.expected(*inputs),
+                     spec.tolerance)
+    assert result.passed, f"{spec.name} [{variant}, {size}, seed {seed}]: {result.reason}"
+
+
+@pytest.mark.parametrize("variant", ["tpu", "gpu"])
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_module_is_a_self_contained_dataset_cell(spec, variant):
+  path = kernel_path(variant, spec.name)
+  tree = ast.parse(path.read_text())
+  roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+           for alias in node.names}
+  roots |= {node.module.split(".")[0] for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module}
+  assert roots <= ALLOWED_IMPORTS, f"{path.name} imports {sorted(roots - ALLOWED_IMPORTS)}"
+  module = load_kernel(variant, spec.name)
+  assert module.TASK_NAME == spec.name
+  assert ast.get_docstring(tree), f"{path.name} has no module docstring"
+  if variant == "gpu":
+    assert isinstance(module.FIX_APPLIED, str) and module.FIX_APPLIED.strip()
+    assert isinstance(module.FIX_REASON, str) and "\n" not in module.FIX_REASON
+    assert len(module.FIX_REASON) > 20
+
+
+@pytest.mark.parametrize("variant", ["tpu", "gpu"])
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_interpret_matches_reference_at_small(spec, variant):
+  _check_interpret(spec, variant, Size.SMALL, SEEDS)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_gpu_kernel_matches_reference_at_edge_shape(spec):
+  _check_interpret(spec, "gpu", Size.EDGE, SEEDS[:1])
+
+
+@pytest.mark.parametrize("variant", ["tpu", "gpu"])
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_interpret_flag_reaches_every_pallas_call(spec, variant):
+  module = load_kernel(variant, spec.name)
+  avals = _avals(spec, Size.SMALL)
+  for flag in (True, False):
+    report = analyze(jax.make_jaxpr(functools.partial(module.kernel, interpret=flag))(*avals))
+    assert report.pallas_calls, f"{spec.name} [{variant}] has no pallas_call"
+    assert all(call.interpret == flag for call in report.pallas_calls)
+
+
+@pytest.mark.parametrize("size", [Size.SMALL, Size.MEDIUM, Size.LARGE, Size.EDGE])
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_gpu_kernel_lowers_to_triton_within_limits(spec, size):
+  fn = _compiled_fn(load_kernel("gpu", spec.name))
+  avals = _avals(spec, size)
+  assert TRITON_CUSTOM_CALL in lower_for_triton(fn, *avals)
+  report = analyze(jax.make_jaxpr(fn)(*avals))
+  for call in report.pallas_calls:
+    assert call.max_tensor_elements <= TRITON_MAX_TENSOR_ELEMENTS, (
+        f"{spec.name} {call.name}: a value of {call.max_tensor_elements} elements exceeds "
+        f"Triton's limit of {TRITON_MAX_TENSOR_ELEMENTS}")
+  assert report.outside.contraction_flops == 0, (
+      f"{spec.name}: contractions outside the kernels ({report.outside.primitives})")
+  assert report.outside.flops <= 0.1 * max(spec.flops(spec.dims(size)), 1), (
+      f"{spec.name}: {report.outside.flops} FLOPs outside the kernels "
+      f"({report.outside.primitives}) vs {spec.flops(spec.dims(size))} for the task")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_tpu_kernel_lowers_for_tpu_at_medium(spec):
+  fn = _compiled_fn(load_kernel("tpu", spec.name))
+  avals = _avals(spec, Size.MEDIUM)
+  if spec.name in TPU_LOWERING_EXCEPTIONS:
+    with pytest.raises(Exception):  # noqa: B017  (any lowering error; the reason is listed)
+      lower_for_tpu(fn, *avals)
+  else:
+    assert TPU_CUSTOM_CALL in lower_for_tpu(fn, *avals)
