@@ -10,38 +10,43 @@ analysis lives with the evaluator (it reads the jaxpr, not only the text).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 from typing import Final
 
-import numpy as np
+import jax.numpy as jnp
 
 from pallasbench_dataset.schema import FilterResult
 
 EPS_MULTIPLE: Final = 64  # a change below 64 ulps of the output's scale counts as no change
 
 
-def threshold(reference: np.ndarray) -> float:
+def _finite(x):
+  return jnp.where(jnp.isfinite(x), x, jnp.nan)
+
+
+def threshold(reference) -> float:
   """Smallest meaningful variation for outputs like `reference`: 64 eps * max(1, max |ref|)."""
-  scale = float(np.max(np.abs(reference))) if reference.size else 1.0
-  return EPS_MULTIPLE * float(np.finfo(reference.dtype).eps) * max(1.0, scale)
+  scale = float(jnp.nanmax(jnp.abs(_finite(reference)))) if reference.size else 1.0
+  return EPS_MULTIPLE * float(jnp.finfo(reference.dtype).eps) * max(1.0, scale)
 
 
-def output_range(out: np.ndarray, thr: float) -> FilterResult:
-  value = float(np.max(out) - np.min(out)) if out.size else 0.0
-  return FilterResult(name="output_range", passed=bool(np.isfinite(value) and value > thr),
+def output_range(out, thr: float) -> FilterResult:
+  value = float(jnp.nanmax(_finite(out)) - jnp.nanmin(_finite(out))) if out.size else 0.0
+  return FilterResult(name="output_range", passed=bool(math.isfinite(value) and value > thr),
                       value=value, threshold=thr, detail=f"max - min = {value:.3g}")
 
 
-def output_std(out: np.ndarray, thr: float) -> FilterResult:
-  value = float(np.std(out)) if out.size else 0.0
-  return FilterResult(name="output_std", passed=bool(np.isfinite(value) and value > thr),
+def output_std(out, thr: float) -> FilterResult:
+  value = float(jnp.nanstd(_finite(out))) if out.size else 0.0
+  return FilterResult(name="output_std", passed=bool(math.isfinite(value) and value > thr),
                       value=value, threshold=thr, detail=f"std = {value:.3g}")
 
 
-def axes_variation(out: np.ndarray, thr: float) -> FilterResult:
+def axes_variation(out, thr: float) -> FilterResult:
   """The output varies along every axis: some fiber along each axis has std above thr."""
   flat = []
   for axis in range(out.ndim):
-    flat.append(float(np.max(np.std(out, axis=axis))) if out.size else 0.0)
+    flat.append(float(jnp.nanmax(jnp.nanstd(_finite(out), axis=axis))) if out.size else 0.0)
   weakest = min(flat) if flat else 0.0
   dead = [a for a, v in enumerate(flat) if not v > thr]
   return FilterResult(
@@ -49,24 +54,23 @@ def axes_variation(out: np.ndarray, thr: float) -> FilterResult:
       detail=f"constant along axes {dead}" if dead else f"max std per axis {[f'{v:.3g}' for v in flat]}")
 
 
-def not_zeros(out: np.ndarray, thr: float) -> FilterResult:
-  value = float(np.max(np.abs(out))) if out.size else 0.0
+def not_zeros(out, thr: float) -> FilterResult:
+  value = float(jnp.nanmax(jnp.abs(_finite(out)))) if out.size else 0.0
   return FilterResult(name="not_zeros", passed=value > thr, value=value, threshold=thr,
                       detail=f"max |out| = {value:.3g}")
 
 
-def not_input_copy(out: np.ndarray, inputs: Sequence[np.ndarray], names: Sequence[str],
-                   thr: float) -> FilterResult:
+def not_input_copy(out, inputs: Sequence, names: Sequence[str], thr: float) -> FilterResult:
   """The output is not (numerically) one of the inputs passed through."""
   copies = [n for x, n in zip(inputs, names)
-            if x.shape == out.shape and float(np.max(np.abs(out - x.astype(out.dtype)))) <= thr]
+            if x.shape == out.shape
+            and float(jnp.nanmax(jnp.abs(_finite(out) - x.astype(out.dtype)))) <= thr]
   return FilterResult(name="not_input_copy", passed=not copies, value=None, threshold=thr,
                       detail=f"output equals input(s) {copies}" if copies else "differs from every input")
 
 
-def input_impact(fn: Callable[..., np.ndarray], inputs: Sequence[np.ndarray],
-                 perturbed: Sequence[np.ndarray], names: Sequence[str], base: np.ndarray,
-                 thr: float) -> FilterResult:
+def input_impact(fn: Callable, inputs: Sequence, perturbed: Sequence, names: Sequence[str],
+                 base, thr: float) -> FilterResult:
   """Replacing ANY single input by a fresh draw must change fn's own output.
 
   `perturbed[i]` is the replacement for input i; `base` is fn(*inputs).
@@ -75,8 +79,9 @@ def input_impact(fn: Callable[..., np.ndarray], inputs: Sequence[np.ndarray],
   for i, name in enumerate(names):
     args = list(inputs)
     args[i] = perturbed[i]
-    out = np.asarray(fn(*args))
-    change = float(np.max(np.abs(out - base))) if out.shape == base.shape else float("inf")
+    out = fn(*args)
+    change = (float(jnp.nanmax(jnp.abs(_finite(out) - _finite(base))))
+              if out.shape == base.shape else float("inf"))
     changes.append(change)
     if not change > thr:
       dead.append(name)
@@ -88,7 +93,7 @@ def input_impact(fn: Callable[..., np.ndarray], inputs: Sequence[np.ndarray],
               ", ".join(f"{n} {c:.3g}" for n, c in zip(names, changes))))
 
 
-def output_filters(out: np.ndarray, inputs: Sequence[np.ndarray], names: Sequence[str],
+def output_filters(out, inputs: Sequence, names: Sequence[str],
                    thr: float) -> tuple[FilterResult, ...]:
   """The filters that need only one output: range, std, axes, zeros, input copy."""
   return (output_range(out, thr), output_std(out, thr), axes_variation(out, thr),

@@ -36,6 +36,7 @@ _REDUCTIONS: Final = frozenset({
     "argmax", "argmin", "cumsum", "cumprod", "cummax", "cumlogsumexp", "reduce_precision",
     "sort", "top_k",
 })
+_REF_WRITES: Final = frozenset({"swap", "masked_swap", "addupdate", "atomic_rmw", "atomic_cas"})
 _HOST_CALLBACKS: Final = frozenset({"pure_callback", "io_callback", "callback", "debug_callback"})
 TRITON_MAX_TENSOR_ELEMENTS: Final = 1 << 20
 
@@ -54,6 +55,7 @@ class OutsideWork:
 class JaxprReport:
   pallas_calls: tuple[PallasCallInfo, ...]
   outside: OutsideWork
+  input_writes: tuple[str, ...]  # "<pallas_call name>: input <i>" for kernels writing an input ref
   text: str
 
 
@@ -105,6 +107,42 @@ def _pallas_call_info(eqn) -> PallasCallInfo:
   )
 
 
+def _aligned(eqn, sub) -> list:
+  """The outer operands that a sub-jaxpr's invars stand for (while, cond and 1:1 bodies)."""
+  ops = list(eqn.invars)
+  name = eqn.primitive.name
+  if name == "while":
+    if sub is getattr(eqn.params.get("cond_jaxpr"), "jaxpr", None):
+      ops = ops[:eqn.params["cond_nconsts"]] + ops[eqn.params["cond_nconsts"] + eqn.params["body_nconsts"]:]
+    else:
+      ops = ops[eqn.params["cond_nconsts"]:]
+  elif name == "cond":
+    ops = ops[1:]
+  return ops if len(ops) == len(sub.invars) else [None] * len(sub.invars)
+
+
+def _written_refs(jaxpr, watched: dict) -> set:
+  """Which watched ref vars (var -> label) the jaxpr writes, following refs into sub-jaxprs."""
+  written = set()
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name in _REF_WRITES and eqn.invars and eqn.invars[0] in watched:
+      written.add(watched[eqn.invars[0]])
+    for sub in _subjaxprs(eqn):
+      inner = {v: watched[o] for v, o in zip(sub.invars, _aligned(eqn, sub))
+               if o is not None and not isinstance(o, jex_core.Literal) and o in watched}
+      if inner:
+        written |= _written_refs(sub, inner)
+  return written
+
+
+def _input_writes(eqn, name: str) -> list[str]:
+  kernel = eqn.params["jaxpr"]
+  n_in = eqn.params["grid_mapping"].num_inputs
+  aliased = {i for i, _ in eqn.params.get("input_output_aliases", ())}
+  watched = {v: i for i, v in enumerate(kernel.invars[:n_in]) if i not in aliased}
+  return [f"{name}: input {i}" for i in sorted(_written_refs(kernel, watched))]
+
+
 def _eqn_flops(eqn) -> tuple[int, int, int]:
   """(flops, contraction flops, transcendental elements) of one equation outside kernels."""
   name = eqn.primitive.name
@@ -123,9 +161,10 @@ def _eqn_flops(eqn) -> tuple[int, int, int]:
   return out, 0, out if name in _TRANSCENDENTAL else 0
 
 
-def analyze(closed_jaxpr) -> JaxprReport:
-  """Finds every pallas_call and totals the arithmetic outside them."""
+def analyze(jaxpr) -> JaxprReport:
+  """Finds every pallas_call of a (closed) jaxpr and totals the arithmetic outside them."""
   calls: list[PallasCallInfo] = []
+  writes: list[str] = []
   counts: collections.Counter[str] = collections.Counter()
   flops = contraction = transcendental = 0
   callbacks: list[str] = []
@@ -136,6 +175,7 @@ def analyze(closed_jaxpr) -> JaxprReport:
       name = eqn.primitive.name
       if name == "pallas_call":
         calls.append(_pallas_call_info(eqn))
+        writes.extend(_input_writes(eqn, calls[-1].name))
         continue
       if name in _HOST_CALLBACKS:
         callbacks.append(name)
@@ -146,8 +186,9 @@ def analyze(closed_jaxpr) -> JaxprReport:
       for sub in _subjaxprs(eqn):
         visit(sub)
 
-  visit(closed_jaxpr.jaxpr)
+  visit(jaxpr.jaxpr if isinstance(jaxpr, jex_core.ClosedJaxpr) else jaxpr)
   outside = OutsideWork(flops=flops, contraction_flops=contraction,
                         transcendental_elements=transcendental, host_callbacks=tuple(callbacks),
                         primitives=tuple(name for name, _ in counts.most_common()))
-  return JaxprReport(pallas_calls=tuple(calls), outside=outside, text=str(closed_jaxpr))
+  return JaxprReport(pallas_calls=tuple(calls), outside=outside, input_writes=tuple(writes),
+                     text=str(jaxpr))

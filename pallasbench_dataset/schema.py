@@ -27,7 +27,8 @@ class Status(enum.StrEnum):
 
 class ErrorType(enum.StrEnum):
   LOAD = "load_error"              # syntax error, missing `kernel`, bad import
-  LOWERING = "lowering_error"      # tracing or lowering to the backend failed
+  TRACE = "trace_error"            # the kernel's Python raised while being traced (e.g. a shape check)
+  LOWERING = "lowering_error"      # lowering to the backend (Triton, Mosaic) failed
   COMPILE = "compile_error"        # the backend compiler (Triton, ptxas) failed
   RUNTIME = "runtime_error"        # raised while running
   OUTPUT = "output_error"          # wrong output shape, dtype or structure

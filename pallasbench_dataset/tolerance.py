@@ -7,6 +7,8 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -52,34 +54,54 @@ def compare(out, ref, tol: Tolerance) -> Comparison:
 
   NaN or Inf where the reference is finite always fails. The relative error of an element
   is measured against max(|ref|, atol), so zeros in the reference do not divide by zero.
+  The reductions run where the arrays live (on the GPU for large outputs); only scalars
+  come back to the host.
   """
-  out_np, ref_np = np.asarray(out), np.asarray(ref)
-  if out_np.shape != ref_np.shape:
+  if tuple(out.shape) != tuple(ref.shape):
     return Comparison(passed=False, max_abs_error=None, max_rel_error=None, rel_l2_error=None,
-                      reason=f"output shape {out_np.shape} != expected {ref_np.shape}")
-  if out_np.dtype != ref_np.dtype:
+                      reason=f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}")
+  if jnp.dtype(out.dtype) != jnp.dtype(ref.dtype):
     return Comparison(passed=False, max_abs_error=None, max_rel_error=None, rel_l2_error=None,
-                      reason=f"output dtype {out_np.dtype} != expected {ref_np.dtype}")
-  o, r = out_np.astype(np.float64), ref_np.astype(np.float64)
-  bad = ~np.isfinite(o) & np.isfinite(r)
-  err = np.abs(o - r)
-  if bad.any():
+                      reason=f"output dtype {jnp.dtype(out.dtype)} != expected {jnp.dtype(ref.dtype)}")
+  stats = {k: float(v) for k, v in _error_stats(jnp.asarray(out), jnp.asarray(ref),
+                                                tol.rtol, tol.atol).items()}
+  size = int(np.prod(out.shape))
+  if stats["nonfinite"]:
     return Comparison(passed=False, max_abs_error=float("inf"), max_rel_error=float("inf"),
                       rel_l2_error=float("inf"),
-                      reason=f"{int(bad.sum())} of {o.size} elements are NaN/Inf where the "
-                             "reference is finite (unwritten or overflowed)")
-  max_abs = float(err.max()) if err.size else 0.0
-  max_rel = float((err / np.maximum(np.abs(r), tol.atol)).max()) if err.size else 0.0
-  ref_norm = float(np.linalg.norm(r))
-  err_norm = float(np.linalg.norm(o - r))
+                      reason=f"{int(stats['nonfinite'])} of {size} elements are NaN/Inf where "
+                             "the reference is finite (unwritten or overflowed)")
+  ref_norm, err_norm = stats["ref_norm"], stats["err_norm"]
   rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-  close = bool(np.all(err <= tol.atol + tol.rtol * np.abs(r)))
   reason = None
-  if not close:
-    worst = np.unravel_index(int(np.argmax(err - tol.rtol * np.abs(r))), err.shape)
-    reason = (f"not allclose(rtol={tol.rtol:g}, atol={tol.atol:g}): worst at index "
-              f"{tuple(int(i) for i in worst)}, got {o[worst]:.6g}, expected {r[worst]:.6g}")
+  if stats["violations"]:
+    worst = np.unravel_index(int(stats["worst"]), tuple(out.shape))
+    got = float(np.asarray(out[worst]))
+    want = float(np.asarray(ref[worst]))
+    reason = (f"not allclose(rtol={tol.rtol:g}, atol={tol.atol:g}): {int(stats['violations'])} "
+              f"of {size} elements off; worst at index {tuple(int(i) for i in worst)}, got "
+              f"{got:.6g}, expected {want:.6g}")
   elif tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
     reason = f"relative L2 error {rel_l2:.3g} > {tol.max_rel_l2:g}"
-  return Comparison(passed=reason is None, max_abs_error=max_abs, max_rel_error=max_rel,
-                    rel_l2_error=rel_l2, reason=reason)
+  return Comparison(passed=reason is None, max_abs_error=stats["max_abs"],
+                    max_rel_error=stats["max_rel"], rel_l2_error=rel_l2, reason=reason)
+
+
+@jax.jit
+def _error_stats(out, ref, rtol, atol):
+  o, r = out.astype(jnp.float32), ref.astype(jnp.float32)
+  finite_ref = jnp.isfinite(r)
+  nonfinite = jnp.sum(~jnp.isfinite(o) & finite_ref)
+  err = jnp.where(finite_ref, jnp.abs(o - r), 0.0)
+  excess = err - (atol + rtol * jnp.abs(r))
+  ref_scale = jnp.maximum(jnp.max(jnp.abs(jnp.where(finite_ref, r, 0.0))), 1.0)
+  return {
+      "nonfinite": nonfinite,
+      "max_abs": jnp.max(err, initial=0.0),
+      "max_rel": jnp.max(err / jnp.maximum(jnp.abs(r), atol), initial=0.0),
+      # Norms of scaled values, so float32 sums of squares neither overflow nor underflow.
+      "ref_norm": jnp.sqrt(jnp.sum(jnp.square(r / ref_scale))) * ref_scale,
+      "err_norm": jnp.sqrt(jnp.sum(jnp.square(err / ref_scale))) * ref_scale,
+      "violations": jnp.sum(excess > 0),
+      "worst": jnp.argmax(excess),
+  }

@@ -1,0 +1,136 @@
+"""Evaluate a candidate Pallas kernel against a task, robustly, in a separate process.
+
+    python -m pallasbench_dataset.evaluate --task softmax --kernel my_softmax.py --json
+
+Exit status 0 when the kernel passes (correct, a real Pallas kernel, robust), 1 when it
+does not, 2 for bad arguments (unknown task, missing file, no GPU for --device gpu).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import logging
+import pathlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from pallasbench_dataset.evaluation.core import EvalOptions, WorkItem
+from pallasbench_dataset.evaluation.isolation import (
+    ChildConfig, Limits, default_memory_limit, make_dump_dir, run_items)
+from pallasbench_dataset.kernels import KernelLoadError, Variant, read_source
+from pallasbench_dataset.schema import EvalRecord, Status, to_json_dict
+from pallasbench_dataset.tasks import Size, get_task
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = {"gpu": 300.0, "cpu": 900.0}
+CPU_OPTIONS = EvalOptions(timing_iterations=5, timing_rounds=1, warmup=1)
+
+
+def gpu_available() -> bool:
+  """A CUDA plugin for jax is installed and nvidia-smi lists a GPU (without touching CUDA here)."""
+  plugin = any(importlib.util.find_spec(name) is not None
+               for name in ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins.xla_cuda13",
+                            "jax_plugins.xla_cuda12"))
+  if not plugin or shutil.which("nvidia-smi") is None:
+    return False
+  try:
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+  except (OSError, subprocess.SubprocessError):
+    return False
+  return out.returncode == 0 and "GPU" in out.stdout
+
+
+def resolve_device(device: str) -> str:
+  """'auto' -> 'gpu' when one is usable, else 'cpu'; a clear error for an unusable 'gpu'."""
+  if device not in ("auto", "gpu", "cpu"):
+    raise ValueError(f"device must be auto, gpu or cpu, not {device!r}")
+  if device == "auto":
+    return "gpu" if gpu_available() else "cpu"
+  if device == "gpu" and not gpu_available():
+    raise RuntimeError("--device gpu, but no usable NVIDIA GPU with a jax CUDA plugin was found "
+                       "(install with `pip install -e .[cuda13]`, or use --device cpu)")
+  return device
+
+
+def default_options(device: str) -> EvalOptions:
+  return EvalOptions() if device == "gpu" else CPU_OPTIONS
+
+
+def evaluate(task: str, kernel: str | pathlib.Path, *, size: str = "small", device: str = "auto",
+             timeout_s: float | None = None, options: EvalOptions | None = None) -> EvalRecord:
+  """Evaluates `kernel` (a file path or source text defining `kernel(*inputs, interpret=False)`).
+
+  Runs in a spawned child with a wall-clock and a memory limit; the kernel's failures come
+  back as the record's status (`pass`, `incorrect`, `rejected`, `error`, `timeout`), never
+  as exceptions. Raises only for bad arguments (unknown task or size, missing file).
+  """
+  spec = get_task(task)
+  Size(size)
+  source, filename = read_source(kernel)
+  device = resolve_device(device)
+  item = WorkItem(task=spec.name, variant=Variant.CANDIDATE.value, size=size, source=source,
+                  filename=filename, options=options or default_options(device))
+  limits = Limits(timeout_s=timeout_s or DEFAULT_TIMEOUT_S[device],
+                  memory_bytes=default_memory_limit())
+  records: list[EvalRecord] = []
+  run_items([item], ChildConfig(device=device, git_commit=None, dump_dir=make_dump_dir(device)),
+            limits, on_result=lambda record, _: records.append(record))
+  return records[0]
+
+
+def summary_text(record: EvalRecord) -> str:
+  def ms(v):
+    return "-" if v is None else f"{v:.4g} ms"
+  lines = [f"{record.task} [{record.size}, {record.device}]: {record.status.value}",
+           f"  correct={record.correct} robust={record.robust} "
+           f"general_shapes={record.general_shapes} max_abs_error={record.max_abs_error}",
+           f"  kernel {ms(record.runtime_ms)}  baseline {ms(record.baseline_ms)}  "
+           f"speedup {'-' if record.speedup is None else f'{record.speedup:.3g}x'}"
+           + ("" if record.timing_comparable else "  (CPU interpret mode: not comparable)")]
+  lines += [f"  - {reason}" for reason in record.reasons]
+  if record.error:
+    lines.append("  error: " + record.error.splitlines()[0])
+  return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog="python -m pallasbench_dataset.evaluate", description=__doc__.split("\n\n")[0],
+      formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--task", required=True, help="task name, e.g. softmax")
+  parser.add_argument("--kernel", required=True, type=pathlib.Path,
+                      help="file defining kernel(*inputs, interpret=False)")
+  parser.add_argument("--size", default="small", choices=[s.value for s in Size])
+  parser.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+  parser.add_argument("--timeout", type=float, default=None, help="seconds (default 300 GPU, 900 CPU)")
+  parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                      help="fixed seeds (default: 5 fresh random seeds)")
+  parser.add_argument("--json", action="store_true", help="print the full record as JSON")
+  return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  args = build_parser().parse_args(argv)
+  logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+  try:
+    device = resolve_device(args.device)
+    options = default_options(device)
+    if args.seeds:
+      options = dataclasses.replace(options, seeds=tuple(args.seeds))
+    record = evaluate(args.task, args.kernel, size=args.size, device=device,
+                      timeout_s=args.timeout, options=options)
+  except (KeyError, ValueError, RuntimeError, KernelLoadError) as e:
+    print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
+    return 2
+  print(json.dumps(to_json_dict(record), indent=1) if args.json else summary_text(record))
+  return 0 if record.status is Status.PASS else 1
+
+
+if __name__ == "__main__":
+  sys.exit(main())

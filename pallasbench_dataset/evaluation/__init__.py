@@ -1,0 +1,1 @@
+"""The robust evaluator: isolation, correctness, anti-gaming filters, compile profile, timing."""

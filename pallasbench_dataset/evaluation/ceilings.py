@@ -1,0 +1,64 @@
+"""Hardware ceilings measured in the same run: memory bandwidth and float32 matmul rate.
+
+Bandwidth is the larger of a 1 GiB device copy (bytes read + written) and a 1 GiB read-only
+reduction, so read-mostly kernels are not judged against a copy's lower rate. The matmul
+rate is XLA's float32 8192^3 product at default precision (TF32 on NVIDIA GPUs), the same
+precision a Pallas `jnp.dot` gets. A kernel above either ceiling is a measurement error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Final
+
+import jax
+import jax.numpy as jnp
+
+from pallasbench_dataset.evaluation.timing import TimingMethod, time_interleaved
+
+COPY_ELEMENTS: Final = 1 << 28   # 1 GiB of float32
+MATMUL_N: Final = 8192
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Ceilings:
+  copy_gbps: float | None
+  read_gbps: float | None
+  matmul_tflops: float | None
+  method: str
+
+  @property
+  def bandwidth_gbps(self) -> float | None:
+    rates = [r for r in (self.copy_gbps, self.read_gbps) if r is not None]
+    return max(rates) if rates else None
+
+  def to_json(self) -> dict:
+    return {"copy_gbps": self.copy_gbps, "read_gbps": self.read_gbps,
+            "matmul_tflops": self.matmul_tflops, "bandwidth_gbps": self.bandwidth_gbps,
+            "method": self.method}
+
+
+NOT_MEASURED: Final = Ceilings(copy_gbps=None, read_gbps=None, matmul_tflops=None,
+                               method="not measured (CPU: interpret-mode timings are not comparable)")
+
+
+def measure(method: TimingMethod) -> Ceilings:
+  """Measures the ceilings on the default GPU; CPU runs get NOT_MEASURED."""
+  if jax.default_backend() != "gpu":
+    return NOT_MEASURED
+  x = jax.random.normal(jax.random.key(0), (COPY_ELEMENTS,), jnp.float32)
+  a, b = (jax.random.normal(jax.random.key(i), (MATMUL_N, MATMUL_N), jnp.float32) for i in (1, 2))
+  copy = jax.jit(lambda v: v * 1.5 + 0.5)
+  read = jax.jit(jnp.sum)
+  matmul = jax.jit(jnp.matmul)
+  copy_t, read_t = time_interleaved([copy, read], [(x,)], iterations=10, rounds=2, warmup=2,
+                                    method=method)
+  (matmul_t,) = time_interleaved([matmul], [(a, b)], iterations=10, rounds=1, warmup=2,
+                                 method=method)
+  nbytes = COPY_ELEMENTS * 4
+  return Ceilings(
+      copy_gbps=2 * nbytes / copy_t.median_ms / 1e6,
+      read_gbps=nbytes / read_t.median_ms / 1e6,
+      matmul_tflops=2 * MATMUL_N**3 / matmul_t.median_ms / 1e9,
+      method=f"{method.value}: 1 GiB copy and read-only sum, {MATMUL_N}^3 float32 XLA matmul "
+             "at default precision, median of 10")

@@ -1,0 +1,117 @@
+"""Device timing: CUPTI kernel times where the GPU plugin has them, wall clock otherwise.
+
+Several functions are timed in one process, interleaved in rounds (kernel, baseline,
+baseline, kernel, ...) so that clock and thermal drift hit both alike, and each call takes
+the next of several input sets so that a memory-bound kernel does not run from L2.
+A sample is the device time of one call: the sum of the durations of every GPU kernel the
+call launched (a Pallas kernel plus any XLA glue it needs), launch gaps excluded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import jax
+
+
+class TimingMethod(enum.StrEnum):
+  CUPTI = "cupti"
+  WALLCLOCK = "wallclock"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Samples:
+  method: TimingMethod
+  samples_ms: tuple[float, ...]
+  kernel_names: tuple[str, ...]  # the device kernels one call launched (CUPTI only)
+
+  @property
+  def median_ms(self) -> float:
+    return statistics.median(self.samples_ms)
+
+  @property
+  def iqr_ms(self) -> float:
+    if len(self.samples_ms) < 4:
+      return 0.0
+    q = statistics.quantiles(self.samples_ms, n=4)
+    return q[2] - q[0]
+
+
+def _cupti_ext():
+  """The CUPTI bindings of the jax CUDA plugin (what profiler.measure uses), or None."""
+  try:
+    from jax._src.lib import mosaic_gpu  # pylint: disable=import-outside-toplevel
+    ext = mosaic_gpu._mosaic_gpu_ext  # pylint: disable=protected-access
+  except (ImportError, AttributeError):
+    return None
+  return ext if hasattr(ext, "_cupti_init") else None
+
+
+def available_method() -> TimingMethod:
+  if jax.default_backend() == "gpu" and _cupti_ext() is not None:
+    return TimingMethod.CUPTI
+  return TimingMethod.WALLCLOCK
+
+
+@contextlib.contextmanager
+def _cupti_session(out: list) -> Iterator[None]:
+  ext = _cupti_ext()
+  ext._cupti_init()  # pylint: disable=protected-access
+  try:
+    yield
+  finally:
+    out.extend(ext._cupti_get_timings(True) or ())  # pylint: disable=protected-access
+
+
+def _cupti_round(fn: Callable, sets: Sequence[tuple], start: int, n: int):
+  events: list = []
+  with _cupti_session(events):
+    results = [fn(*sets[(start + i) % len(sets)]) for i in range(n)]
+    jax.block_until_ready(results)
+  if not events or len(events) % n:
+    raise RuntimeError(f"CUPTI saw {len(events)} kernel launches for {n} calls")
+  per_call = len(events) // n
+  samples = [sum(ms for _, ms in events[i * per_call:(i + 1) * per_call]) for i in range(n)]
+  return samples, tuple(name for name, _ in events[:per_call])
+
+
+def _wallclock_round(fn: Callable, sets: Sequence[tuple], start: int, n: int):
+  samples = []
+  for i in range(n):
+    args = sets[(start + i) % len(sets)]
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    samples.append((time.perf_counter() - t0) * 1e3)
+  return samples, ()
+
+
+def time_interleaved(fns: Sequence[Callable], sets: Sequence[tuple], *, iterations: int,
+                     rounds: int, warmup: int, method: TimingMethod) -> list[Samples]:
+  """Times each fn on the rotating input sets; `iterations` samples each, over `rounds` rounds."""
+  for fn in fns:
+    for i in range(warmup):
+      jax.block_until_ready(fn(*sets[i % len(sets)]))
+  per_round = max(1, -(-iterations // rounds))
+  one_round = _cupti_round if method is TimingMethod.CUPTI else _wallclock_round
+  samples: list[list[float]] = [[] for _ in fns]
+  names: list[tuple[str, ...]] = [() for _ in fns]
+  for r in range(rounds):
+    order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+    for j in order:
+      got, names[j] = one_round(fns[j], sets, r * per_round, per_round)
+      samples[j].extend(got)
+  return [Samples(method=method, samples_ms=tuple(s[:iterations]), kernel_names=n)
+          for s, n in zip(samples, names)]
+
+
+def input_set_count(set_bytes: int, l2_bytes: int, budget_bytes: int) -> int:
+  """How many distinct input sets to rotate through: 4x the L2 in total, within the budget."""
+  if set_bytes <= 0:
+    return 1
+  wanted = -(-4 * l2_bytes // set_bytes)
+  return max(1, min(wanted, budget_bytes // set_bytes, 64))

@@ -1,0 +1,175 @@
+"""The robust evaluator judged by its controls: every cheat rejected, every honest kernel passed.
+
+Negative controls live in tests/controls/ (one file each, expected outcome in its docstring);
+positive controls (pos_*) are correct kernels written in other styles than kernels_gpu/.
+All run on the CPU in interpret mode, each in the evaluator's child process.
+"""
+
+import dataclasses
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pallasbench_dataset import evaluate as evaluate_cli
+from pallasbench_dataset.evaluation import checks, core
+from pallasbench_dataset.evaluation.core import EvalOptions, WorkItem
+from pallasbench_dataset.evaluation.isolation import ChildConfig, Limits, run_items
+from pallasbench_dataset.evaluate import evaluate
+from pallasbench_dataset.jaxpr_analysis import analyze
+from pallasbench_dataset.kernels import kernel_path, load_module
+from pallasbench_dataset.schema import ErrorType, EvalRecord, Status, from_json_dict, to_json_dict
+from pallasbench_dataset.tasks import Size, get_task
+
+CONTROLS = pathlib.Path(__file__).parent / "controls"
+OPTIONS = EvalOptions(seeds=(11, 12, 13, 14, 15), check_edge=False, timing_iterations=2,
+                      timing_rounds=1, warmup=1)
+LIMITS = Limits(timeout_s=300, memory_bytes=8 << 30)
+
+# control file -> (task, expected status, expected error type or a text every reason list contains)
+EXPECTED = {
+    "identity_relu": ("relu", Status.REJECTED, "not_input_copy"),
+    "zeros_relu": ("relu", Status.REJECTED, "output_std"),
+    "constant_sigmoid": ("sigmoid", Status.REJECTED, "output_std"),
+    "jnp_only_relu": ("relu", Status.REJECTED, "no pallas_call"),
+    "outside_matmul": ("matmul", Status.REJECTED, "contraction done outside the kernel"),
+    "outside_exp": ("exp", Status.REJECTED, "the real work is done outside the kernel"),
+    "cached_relu": ("relu", Status.REJECTED, "output cached across calls"),
+    "mutates_input_relu": ("relu", Status.REJECTED, "writes to its input refs"),
+    "ignores_input_add": ("add", Status.REJECTED, "output ignores input(s) ['y']"),
+    "imports_reference_relu": ("relu", Status.REJECTED, "imports pallasbench_dataset"),
+    "unwritten_relu": ("relu", Status.INCORRECT, "NaN/Inf where the reference is finite"),
+    "wrong_math_relu": ("relu", Status.INCORRECT, "not allclose"),
+    "nan_relu": ("relu", Status.INCORRECT, "NaN/Inf where the reference is finite"),
+    "wrong_dtype_relu": ("relu", Status.ERROR, ErrorType.OUTPUT),
+    "wrong_shape_relu": ("relu", Status.ERROR, ErrorType.OUTPUT),
+    "raises_relu": ("relu", Status.ERROR, ErrorType.TRACE),
+    "syntax_error": ("relu", Status.ERROR, ErrorType.LOAD),
+    "no_kernel_function": ("relu", Status.ERROR, ErrorType.LOAD),
+    "aborts_relu": ("relu", Status.ERROR, ErrorType.CRASH),
+    "pos_calls_reference_relu": ("relu", Status.PASS, None),
+    "pos_softmax_rowwise": ("softmax", Status.PASS, None),
+    "pos_matmul_strips": ("matmul", Status.PASS, None),
+    "pos_add_tiles": ("add", Status.PASS, None),
+}
+
+
+def _item(name, task, options=OPTIONS, size="small"):
+  path = CONTROLS / f"{name}.py"
+  return WorkItem(task=task, variant="candidate", size=size, source=path.read_text(),
+                  filename=str(path), options=options)
+
+
+def _run(items, limits=LIMITS):
+  records = []
+  run_items(items, ChildConfig(device="cpu", git_commit=None, dump_dir=None), limits,
+            on_result=lambda record, _: records.append(record))
+  return records
+
+
+@pytest.fixture(scope="module")
+def control_records():
+  items = [_item(name, task) for name, (task, _, _) in EXPECTED.items()]
+  return dict(zip(EXPECTED, _run(items)))
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_control_gets_its_exact_status(control_records, name):
+  _, status, detail = EXPECTED[name]
+  record = control_records[name]
+  assert record.status is status, (name, record.status, record.reasons, record.error)
+  if isinstance(detail, ErrorType):
+    assert record.error_type is detail, (record.error_type, record.error)
+    assert record.error and record.reasons
+  elif detail is not None:
+    assert any(detail in r for r in record.reasons), record.reasons
+  else:
+    assert record.correct and record.robust and record.reasons == ()
+    assert record.runtime_ms > 0 and record.baseline_ms > 0 and record.speedup > 0
+    assert record.timing_method == "wallclock" and not record.timing_comparable
+
+
+def test_every_control_file_has_an_expectation():
+  files = {p.stem for p in CONTROLS.glob("*.py")}
+  special = {"hangs_relu", "hogs_memory_relu", "interpret_forced_relu"}
+  assert files == set(EXPECTED) | special
+
+
+def test_records_round_trip_through_json(control_records):
+  for record in control_records.values():
+    text = json.dumps(to_json_dict(record))
+    assert json.dumps(to_json_dict(from_json_dict(EvalRecord, json.loads(text)))) == text
+
+
+def test_hanging_kernel_times_out_and_the_run_goes_on():
+  records = _run([_item("hangs_relu", "relu"), _item("pos_calls_reference_relu", "relu")],
+                 Limits(timeout_s=20, memory_bytes=8 << 30))
+  assert records[0].status is Status.TIMEOUT and records[0].error_type is ErrorType.TIMEOUT
+  assert records[1].status is Status.PASS
+
+
+def test_memory_hog_is_killed_at_the_limit():
+  (record,) = _run([_item("hogs_memory_relu", "relu")], Limits(timeout_s=120, memory_bytes=3 << 30))
+  assert record.status is Status.ERROR and record.error_type is ErrorType.OUT_OF_MEMORY
+  assert "exceeded" in record.error
+
+
+def test_interpret_forced_is_rejected_on_gpu():
+  """On a CPU every kernel runs interpreted; the jaxpr shows the hard-coded flag for a GPU."""
+  spec = get_task("relu")
+  module = load_module((CONTROLS / "interpret_forced_relu.py").read_text())
+  args = spec.make_inputs(Size.SMALL, 0)
+  report = analyze(jax.make_jaxpr(lambda x: module.kernel(x, interpret=False))(*args))
+  dims = spec.dims(Size.SMALL)
+  assert any("interpret=True forced" in r for r in checks.jaxpr_reasons(report, spec, dims, on_gpu=True))
+  assert checks.jaxpr_reasons(report, spec, dims, on_gpu=False) == []
+
+
+def test_speedup_is_baseline_over_kernel():
+  assert core.speedup(kernel_ms=2.0, baseline_ms=4.0) == 2.0  # the kernel is twice as fast
+  assert core.speedup(kernel_ms=4.0, baseline_ms=2.0) == 0.5
+
+
+def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
+  options = dataclasses.replace(OPTIONS, check_edge=True)
+  gpu, tpu = _run([
+      WorkItem(task=t, variant=v, size="small", source=kernel_path(v, t).read_text(),
+               filename=f"{v}/{t}.py", options=options)
+      for v, t in (("gpu", "relu"), ("tpu", "layernorm"))])
+  assert gpu.status is Status.PASS and gpu.general_shapes is True
+  assert tpu.status is Status.PASS and tpu.general_shapes is False  # 128-row blocks, 333 rows
+  assert any("edge shape" in r for r in tpu.reasons)
+  assert gpu.compile.lowers_triton is True and gpu.compile.lowers_tpu is False
+  assert tpu.compile.lowers_tpu is True
+  assert gpu.compile.pallas_calls[0].name == "relu" and gpu.compile.triton_ir_bytes > 0
+
+
+def test_evaluate_api_accepts_source_text():
+  source = (CONTROLS / "pos_add_tiles.py").read_text()
+  record = evaluate("add", source, size="small", device="cpu", options=OPTIONS)
+  assert record.status is Status.PASS and record.variant == "candidate"
+  assert record.task == "add" and record.seeds == OPTIONS.seeds
+
+
+def test_cli_exit_status_and_json(capsys):
+  ok = evaluate_cli.main(["--task", "relu", "--kernel", str(CONTROLS / "pos_calls_reference_relu.py"),
+                          "--device", "cpu", "--json", "--seeds", "1", "2", "3", "4", "5"])
+  out = json.loads(capsys.readouterr().out)
+  assert ok == 0
+  for field in ("task", "status", "correct", "robust", "reasons", "max_abs_error", "runtime_ms",
+                "baseline_ms", "speedup"):
+    assert field in out
+  assert evaluate_cli.main(["--task", "relu", "--kernel", str(CONTROLS / "wrong_math_relu.py"),
+                            "--device", "cpu"]) == 1
+  assert evaluate_cli.main(["--task", "relux", "--kernel", str(CONTROLS / "wrong_math_relu.py"),
+                            "--device", "cpu"]) == 2
+  assert evaluate_cli.main(["--task", "relu", "--kernel", "missing.py", "--device", "cpu"]) == 2
+  assert "unknown task 'relux'" in capsys.readouterr().err
+
+
+def test_source_analysis_allows_only_the_kernel_imports():
+  assert checks.source_reasons("import jax\nimport numpy as np\nfrom typing import Final\n") == []
+  assert checks.source_reasons("import os\n") != []
+  assert checks.source_reasons("from . import x\n") != []
