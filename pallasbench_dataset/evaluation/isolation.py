@@ -49,11 +49,14 @@ class ChildConfig:
   git_commit: str | None
   dump_dir: pathlib.Path | None    # where XLA dumps the candidate's PTX (GPU only)
   ceilings: dict | None = None     # measured once per run; None: the child measures them
+  visible_device: str | None = None  # CUDA_VISIBLE_DEVICES for the child (one GPU per worker)
 
 
 def _child_main(conn, config: ChildConfig) -> None:
   """Entry point of the child process (spawned: a fresh interpreter)."""
   os.environ["JAX_PLATFORMS"] = "cuda" if config.device == "gpu" else "cpu"
+  if config.visible_device is not None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = config.visible_device
   os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   if config.device == "gpu" and config.dump_dir is not None:
     from pallasbench_dataset.evaluation.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
@@ -181,10 +184,12 @@ _FAILURES: Final = {
 def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
               on_result: Callable[[EvalRecord, Artifacts | None], None],
               fresh_process_per: str = "task",
-              on_start: Callable[[WorkItem], None] | None = None) -> Environment | None:
+              on_start: Callable[[WorkItem], None] | None = None
+              ) -> tuple[Environment | None, dict | None]:
   """Evaluates `items` in children, calling `on_result` once per item, in order.
 
-  Returns the environment of the last child (None when there was no item).
+  Returns the environment and ceilings of the last child (None, None without items); pass
+  the ceilings back in the config of later calls so they are measured once.
   """
   worker: Worker | None = None
   env: Environment | None = None
@@ -219,7 +224,7 @@ def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
   finally:
     if worker is not None:
       worker.close()
-  return env
+  return env, config.ceilings
 
 
 def make_dump_dir(device: str) -> pathlib.Path | None:

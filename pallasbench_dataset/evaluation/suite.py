@@ -1,0 +1,189 @@
+"""Running many evaluations: the measuring half of `python -m builder.regenerate`.
+
+A run writes one folder: `manifest.json` (command, commit, environment, ceilings, plan),
+`records.jsonl` (one EvalRecord per line, appended and flushed as each evaluation
+finishes) and `artifacts.jsonl` (the IR). `resume=True` skips what the folder already
+holds, so an interrupted run continues where it stopped. Work is grouped by (task, size):
+one child process per group, and with several GPUs one queue feeds one worker thread
+per GPU, each pinned to its device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import logging
+import pathlib
+import queue
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Final, TextIO
+
+from pallasbench_dataset.evaluation.core import EvalOptions, WorkItem
+from pallasbench_dataset.evaluation.isolation import ChildConfig, Limits, make_dump_dir, run_items
+from pallasbench_dataset.kernels import kernel_path
+from pallasbench_dataset.schema import Artifacts, EvalRecord, from_json_dict, to_json_dict
+from pallasbench_dataset.tasks import TaskSpec
+
+logger = logging.getLogger(__name__)
+
+MANIFEST: Final = "manifest.json"
+RECORDS: Final = "records.jsonl"
+ARTIFACTS: Final = "artifacts.jsonl"
+
+
+def suite_seeds(spec: TaskSpec, count: int) -> tuple[int, ...]:
+  """Deterministic seeds of the dataset's runs, derived from the task id."""
+  return tuple(spec.task_id * 1000 + i for i in range(count))
+
+
+def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
+         options: EvalOptions) -> list[WorkItem]:
+  """Every (task, size, variant) evaluation, in task-id order."""
+  items = []
+  for spec in specs:
+    opts = dataclasses.replace(options, seeds=options.seeds or suite_seeds(spec, options.num_seeds))
+    for size in sizes:
+      for variant in variants:
+        path = kernel_path(variant, spec.name)
+        items.append(WorkItem(task=spec.name, variant=variant, size=size, source=path.read_text(),
+                              filename=f"kernels_{variant}/{spec.name}.py", options=opts))
+  return items
+
+
+def read_records(run_dir: pathlib.Path) -> list[EvalRecord]:
+  """The records of a run folder; a torn last line (a killed run) is skipped with a warning."""
+  path = run_dir / RECORDS
+  if not path.exists():
+    return []
+  records = []
+  for n, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+      records.append(from_json_dict(EvalRecord, json.loads(line)))
+    except (json.JSONDecodeError, ValueError) as e:
+      logger.warning("%s line %d is not a valid record (%s); it will be re-measured", path, n, e)
+  return records
+
+
+def _key(x) -> tuple[str, str, str]:
+  return (x.task, x.variant, str(x.size))
+
+
+class _Progress:
+  """One line per finished evaluation: a bar, the counts, elapsed time and the outcome."""
+
+  def __init__(self, total: int, stream: TextIO):
+    self.total, self.done, self.stream = total, 0, stream
+    self.start = time.monotonic()
+
+  def finished(self, record: EvalRecord) -> None:
+    self.done += 1
+    width = 24
+    filled = width * self.done // max(self.total, 1)
+    elapsed = datetime.timedelta(seconds=int(time.monotonic() - self.start))
+    speed = "" if record.runtime_ms is None else f"  {record.runtime_ms:.4g} ms"
+    print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed} "
+          f"{record.task} {record.variant} {record.size}: {record.status.value}{speed} "
+          f"({record.eval_wall_s:.1f} s)", file=self.stream, flush=True)
+
+
+class _Sink:
+  """Appends records and artifacts to the run folder, one line each, flushed immediately."""
+
+  def __init__(self, run_dir: pathlib.Path, progress: _Progress):
+    self._records = (run_dir / RECORDS).open("a", encoding="utf-8")
+    self._artifacts = (run_dir / ARTIFACTS).open("a", encoding="utf-8")
+    self._lock = threading.Lock()
+    self._progress = progress
+
+  def __call__(self, record: EvalRecord, artifacts: Artifacts | None) -> None:
+    with self._lock:
+      self._records.write(json.dumps(to_json_dict(record)) + "\n")
+      self._records.flush()
+      if artifacts is not None:
+        self._artifacts.write(json.dumps(to_json_dict(artifacts)) + "\n")
+        self._artifacts.flush()
+      self._progress.finished(record)
+
+  def close(self) -> None:
+    self._records.close()
+    self._artifacts.close()
+
+
+def _write_manifest(run_dir: pathlib.Path, manifest: dict) -> None:
+  tmp = run_dir / (MANIFEST + ".tmp")
+  tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+  tmp.replace(run_dir / MANIFEST)
+
+
+def _groups(items: Sequence[WorkItem]) -> list[list[WorkItem]]:
+  groups: dict[tuple[str, str], list[WorkItem]] = {}
+  for item in items:
+    groups.setdefault((item.task, str(item.size)), []).append(item)
+  return list(groups.values())
+
+
+def _worker_thread(work: queue.Queue, config: ChildConfig, limits: Limits, sink: _Sink,
+                   measured: list) -> None:
+  """Takes (task, size) groups off the queue until it is empty; measures ceilings once."""
+  while True:
+    try:
+      group = work.get_nowait()
+    except queue.Empty:
+      return
+    env, ceilings = run_items(group, config, limits, on_result=sink, fresh_process_per="task")
+    if env is not None and config.ceilings is None:
+      config = dataclasses.replace(config, ceilings=ceilings)
+      measured.append({"device": config.visible_device or "0", "environment": to_json_dict(env),
+                       "ceilings": ceilings})
+
+
+def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
+              git_commit: str | None, command: str, resume: bool = False, devices: int = 1,
+              ceilings: dict | None = None, stream: TextIO = sys.stderr) -> pathlib.Path:
+  """Evaluates `items` into `run_dir`; returns the folder. Refuses to mix with an old run."""
+  run_dir.mkdir(parents=True, exist_ok=True)
+  done = {_key(r) for r in read_records(run_dir)}
+  if done and not resume:
+    raise FileExistsError(f"{run_dir} already holds {len(done)} records: pass --resume to "
+                          "continue that run, or choose another folder")
+  todo = [item for item in items if _key(item) not in done]
+  manifest = {
+      "command": command, "argv": sys.argv, "git_commit": git_commit, "device": device,
+      "started_at": _now(), "finished_at": None, "environment": None, "ceilings": ceilings,
+      "sizes": sorted({str(i.size) for i in items}), "variants": sorted({i.variant for i in items}),
+      "tasks": sorted({i.task for i in items}, key=[i.task for i in items].index),
+      "devices": devices, "resumed_with": len(done)}
+  _write_manifest(run_dir, manifest)
+  progress = _Progress(len(todo), stream)
+  sink = _Sink(run_dir, progress)
+  work: queue.Queue = queue.Queue()
+  for group in _groups(todo):
+    work.put(group)
+  measured: list = []
+  threads = [threading.Thread(
+      target=_worker_thread, daemon=True,
+      args=(work, ChildConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
+                              ceilings=ceilings, visible_device=str(i) if devices > 1 else None),
+            limits, sink, measured)) for i in range(max(devices, 1))]
+  try:
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
+  finally:
+    sink.close()
+    if measured:
+      manifest["environment"] = measured[0]["environment"]
+      manifest["ceilings"] = measured[0]["ceilings"]
+      manifest["per_device"] = measured
+    manifest["finished_at"] = _now()
+    _write_manifest(run_dir, manifest)
+  return run_dir
+
+
+def _now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
