@@ -8,8 +8,11 @@ name=$1; shift
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv
 start=$(date +%s)
-python3 -m builder.regenerate --device gpu --measure-only --results "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log"
+# Stop measuring before the device's 10-minute limit so the folder still gets packed.
+timeout --signal=INT "${RUN_LIMIT:-540}" \
+  python3 -m builder.regenerate --device gpu --measure-only --results "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log"
 echo "wall: $(( $(date +%s) - start )) s"
 python3 -m pallasbench_dataset.evaluation.report "$OUT/$name" > "$OUT/$name.report.txt" 2>&1
 tar czf "$OUT/$name.tar.gz" -C "$OUT" "$name" && rm -rf "${OUT:?}/$name"
-tail -n 60 "$OUT/$name.report.txt"
+tail -n "${REPORT_LINES:-60}" "$OUT/$name.report.txt"
+grep -q " pass " "$OUT/$name.report.txt"  # exit status: did anything pass?
