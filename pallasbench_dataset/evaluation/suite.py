@@ -42,11 +42,12 @@ def suite_seeds(spec: TaskSpec, count: int) -> tuple[int, ...]:
 
 def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
          options: EvalOptions) -> list[WorkItem]:
-  """Every (task, size, variant) evaluation, in task-id order."""
+  """Every (task, size, variant) evaluation: size by size, each in task-id order, so an
+  interrupted run holds whole sizes first."""
   items = []
-  for spec in specs:
-    opts = dataclasses.replace(options, seeds=options.seeds or suite_seeds(spec, options.num_seeds))
-    for size in sizes:
+  for size in sizes:
+    for spec in specs:
+      opts = dataclasses.replace(options, seeds=options.seeds or suite_seeds(spec, options.num_seeds))
       for variant in variants:
         path = kernel_path(variant, spec.name)
         items.append(WorkItem(task=spec.name, variant=variant, size=size, source=path.read_text(),
