@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--headline-size", default="medium", choices=[s.value for s in Size])
   p.add_argument("--timeout", type=float, help="seconds per evaluation (default 300 GPU, 900 CPU)")
   p.add_argument("--gpus", type=int, default=1, help="GPUs to spread the work over")
+  p.add_argument("--isolation", default="task", choices=["task", "run"],
+                 help="a fresh child process per task (default), or one per run, replaced "
+                      "after any error")
+  p.add_argument("--git-commit", help="commit to record (default: the checkout's HEAD); for "
+                                      "copies of the tree without .git")
   p.add_argument("--push", action="store_true", help="publish the built folder to the Hub")
   p.add_argument("--repo-id", help="ORG/NAME (default: <your user>/pallasbench-robust-gpu-<hw>)")
   p.add_argument("--revision", help="branch to push to")
@@ -72,9 +77,10 @@ def _measure(args, device: str) -> pathlib.Path:
                   memory_bytes=default_memory_limit())
   logger.info("measuring %d evaluations (%d tasks x %s x %s) on %s into %s", len(items),
               len(specs), sizes, variants, device, run_dir)
-  return run_suite(items, run_dir, device=device, limits=limits, git_commit=git_commit(),
+  return run_suite(items, run_dir, device=device, limits=limits,
+                   git_commit=args.git_commit or git_commit(),
                    command=shlex.join(["python", "-m", "builder.regenerate", *sys.argv[1:]]),
-                   resume=args.resume, devices=args.gpus)
+                   resume=args.resume, devices=args.gpus, isolation=args.isolation)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -38,7 +38,7 @@ class EvalOptions:
   num_seeds: int = 5
   check_edge: bool = True          # also run the task's edge shape (general_shapes)
   timing_iterations: int = 50
-  timing_rounds: int = 5
+  timing_rounds: int = 2          # kernel, baseline | baseline, kernel
   warmup: int = 3
   input_budget_bytes: int = 4 << 30
   capture_artifacts: bool = True

@@ -196,6 +196,7 @@ def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
   last_task = None
   try:
     for item in items:
+      # fresh_process_per: "item", "task", or "error" (keep the child until an error).
       if worker is not None and (fresh_process_per == "item" or
                                  (fresh_process_per == "task" and item.task != last_task)):
         worker.close()

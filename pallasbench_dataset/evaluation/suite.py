@@ -102,6 +102,8 @@ class _Sink:
 
   def __call__(self, record: EvalRecord, artifacts: Artifacts | None) -> None:
     with self._lock:
+      if self._records.closed:  # the run was interrupted; this record is not kept
+        return
       self._records.write(json.dumps(to_json_dict(record)) + "\n")
       self._records.flush()
       if artifacts is not None:
@@ -110,8 +112,9 @@ class _Sink:
       self._progress.finished(record)
 
   def close(self) -> None:
-    self._records.close()
-    self._artifacts.close()
+    with self._lock:
+      self._records.close()
+      self._artifacts.close()
 
 
 def _write_manifest(run_dir: pathlib.Path, manifest: dict) -> None:
@@ -127,24 +130,33 @@ def _groups(items: Sequence[WorkItem]) -> list[list[WorkItem]]:
   return list(groups.values())
 
 
-def _worker_thread(work: queue.Queue, config: ChildConfig, limits: Limits, sink: _Sink,
-                   measured: list) -> None:
-  """Takes (task, size) groups off the queue until it is empty; measures ceilings once."""
+def _drain(work: queue.Queue):
   while True:
     try:
       group = work.get_nowait()
     except queue.Empty:
       return
-    env, ceilings = run_items(group, config, limits, on_result=sink, fresh_process_per="task")
-    if env is not None and config.ceilings is None:
-      config = dataclasses.replace(config, ceilings=ceilings)
-      measured.append({"device": config.visible_device or "0", "environment": to_json_dict(env),
-                       "ceilings": ceilings})
+    yield from group
+
+
+def _worker_thread(work: queue.Queue, config: ChildConfig, limits: Limits, sink: _Sink,
+                   measured: list, isolation: str) -> None:
+  """Takes (task, size) groups off the queue until it is empty.
+
+  isolation "task": a fresh child per (task, size) group; "run": one child for the whole
+  queue, replaced only after an error (faster where starting the device costs seconds).
+  """
+  env, ceilings = run_items(_drain(work), config, limits, on_result=sink,
+                            fresh_process_per="task" if isolation == "task" else "error")
+  if env is not None:
+    measured.append({"device": config.visible_device or "0", "environment": to_json_dict(env),
+                     "ceilings": ceilings})
 
 
 def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
               git_commit: str | None, command: str, resume: bool = False, devices: int = 1,
-              ceilings: dict | None = None, stream: TextIO = sys.stderr) -> pathlib.Path:
+              ceilings: dict | None = None, isolation: str = "task",
+              stream: TextIO = sys.stderr) -> pathlib.Path:
   """Evaluates `items` into `run_dir`; returns the folder. Refuses to mix with an old run."""
   run_dir.mkdir(parents=True, exist_ok=True)
   done = {_key(r) for r in read_records(run_dir)}
@@ -157,7 +169,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
       "started_at": _now(), "finished_at": None, "environment": None, "ceilings": ceilings,
       "sizes": sorted({str(i.size) for i in items}), "variants": sorted({i.variant for i in items}),
       "tasks": sorted({i.task for i in items}, key=[i.task for i in items].index),
-      "devices": devices, "resumed_with": len(done)}
+      "devices": devices, "isolation": isolation, "resumed_with": len(done)}
   _write_manifest(run_dir, manifest)
   progress = _Progress(len(todo), stream)
   sink = _Sink(run_dir, progress)
@@ -169,7 +181,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
       target=_worker_thread, daemon=True,
       args=(work, ChildConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
                               ceilings=ceilings, visible_device=str(i) if devices > 1 else None),
-            limits, sink, measured)) for i in range(max(devices, 1))]
+            limits, sink, measured, isolation)) for i in range(max(devices, 1))]
   try:
     for t in threads:
       t.start()

@@ -1,0 +1,169 @@
+"""Analysis of the dataset: pure functions from DataFrames to DataFrames or numbers.
+
+They accept either config, as `to_pandas()` or `load(...)[split].to_pandas()` gives it:
+
+- the default config (one row per task): columns `Op_Name`, `Level_ID`, `Correct`, `Status`,
+  `Pallas_Speedup`, `Error`;
+- the `runs` config (one row per task, variant and size): columns `task`, `level`, `correct`,
+  `status`, `speedup`, `error` (and `variant`, `size`, `error_type`, `reasons` where shown);
+  filter it to one variant and size first (`df[(df.variant == "gpu") & (df["size"] == "medium")]`)
+  unless you mean to pool them.
+
+A row PASSES when it is correct and, where a status column exists, its status is `pass`
+(correct and robust: a kernel the anti-gaming filters rejected does not count, however
+close its output). fast_p follows KernelBench: the share of ALL rows that pass AND have a
+speedup (baseline / kernel) above p. The builder's card uses these same functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+_COLUMNS: Final = {  # meaning -> (default-config name, runs-config name)
+    "task": ("Op_Name", "task"),
+    "task_id": ("Task_ID", "task_id"),
+    "level": ("Level_ID", "level"),
+    "correct": ("Correct", "correct"),
+    "status": ("Status", "status"),
+    "speedup": ("Pallas_Speedup", "speedup"),
+    "error": ("Error", "error"),
+}
+_KEY: Final = ("task", "variant", "size")
+
+
+def _col(df: pd.DataFrame, meaning: str, *, required: bool = True) -> str | None:
+  for name in _COLUMNS[meaning]:
+    if name in df.columns:
+      return name
+  if required:
+    raise KeyError(f"the DataFrame has no {meaning!r} column (expected one of "
+                   f"{_COLUMNS[meaning]}); pass a default-config or runs-config DataFrame")
+  return None
+
+
+def passed(df: pd.DataFrame) -> pd.Series:
+  """Boolean per row: correct and (where there is a status column) status == 'pass'."""
+  ok = df[_col(df, "correct")].fillna(False).astype(bool)
+  status = _col(df, "status", required=False)
+  if status is not None:
+    ok = ok & (df[status] == "pass")
+  return ok
+
+
+def _speedups(df: pd.DataFrame) -> pd.Series:
+  return pd.to_numeric(df[_col(df, "speedup")], errors="coerce").astype(float)
+
+
+def fast_p(df: pd.DataFrame, p: float) -> float:
+  """Share of ALL rows that pass and have speedup > p (NaN for an empty frame)."""
+  if len(df) == 0:
+    return math.nan
+  speedup = _speedups(df)
+  fast = passed(df) & speedup.notna() & (speedup > p)
+  return float(fast.sum()) / len(df)
+
+
+def geomean_speedup(df: pd.DataFrame) -> float:
+  """Geometric mean of the speedup over passing rows with a positive finite speedup (else NaN)."""
+  speedup = _speedups(df)[passed(df)]
+  speedup = speedup[np.isfinite(speedup) & (speedup > 0)]
+  if speedup.empty:
+    return math.nan
+  return float(np.exp(np.log(speedup.to_numpy()).mean()))
+
+
+def _level_row(df: pd.DataFrame, level: str, ps: Sequence[float]) -> dict[str, Any]:
+  row: dict[str, Any] = {"level": level, "tasks": len(df), "passed": int(passed(df).sum())}
+  row.update({f"fast_{p:g}": fast_p(df, p) for p in ps})
+  row["geomean_speedup"] = geomean_speedup(df)
+  return row
+
+
+def summary_by_level(df: pd.DataFrame, ps: Sequence[float] = (0, 1, 2)) -> pd.DataFrame:
+  """One row per level and a final `all` row: tasks, passed, fast_<p> for each p, geomean."""
+  level = _col(df, "level")
+  rows = [_level_row(df[df[level] == lv], str(lv), ps) for lv in sorted(df[level].unique())]
+  rows.append(_level_row(df, "all", ps))
+  columns = ["level", "tasks", "passed", *(f"fast_{p:g}" for p in ps), "geomean_speedup"]
+  return pd.DataFrame(rows, columns=columns)
+
+
+def failures(df: pd.DataFrame) -> pd.DataFrame:
+  """The rows that do not pass, with what went wrong, in task order."""
+  wanted = [_col(df, "task_id", required=False), _col(df, "task"), _col(df, "level"),
+            "variant", "size", _col(df, "status", required=False), "error_type",
+            _col(df, "error"), "reasons"]
+  columns = [c for c in wanted if c is not None and c in df.columns]
+  out = df.loc[~passed(df), columns]
+  return out.sort_values([c for c in columns if c in (*_COLUMNS["task_id"], *_KEY)],
+                         kind="stable").reset_index(drop=True)
+
+
+_STAGES: Final = ("trace_s", "lower_s", "compile_s")
+
+
+def compile_time_table(runs_df: pd.DataFrame) -> pd.DataFrame:
+  """Cold compile stages per evaluation, from the runs config (`compile` struct column).
+
+  Columns: task, variant, size, trace_s, lower_s, compile_s, total_s (the sum of the stages
+  present), triton_ir_bytes, ptx_bytes. Rows without a compile profile are left out.
+  """
+  rows = []
+  for _, r in runs_df.iterrows():
+    profile = r["compile"]
+    if not isinstance(profile, dict):
+      continue
+    stages = {s: profile.get(s) for s in _STAGES}
+    present = [v for v in stages.values() if v is not None and not pd.isna(v)]
+    rows.append({"task_id": r.get("task_id"), "task": r["task"], "variant": r["variant"],
+                 "size": r["size"], **stages, "total_s": sum(present) if present else None,
+                 "triton_ir_bytes": profile.get("triton_ir_bytes"),
+                 "ptx_bytes": profile.get("ptx_bytes")})
+  columns = ["task_id", "task", "variant", "size", *_STAGES, "total_s", "triton_ir_bytes",
+             "ptx_bytes"]
+  out = pd.DataFrame(rows, columns=columns)
+  return out.sort_values(["task_id", "variant", "size"], kind="stable").drop(
+      columns="task_id").reset_index(drop=True)
+
+
+def reproducibility(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
+                    threshold: float = 0.05) -> pd.DataFrame:
+  """Run-to-run difference of `runtime_ms` for the evaluations two runs share.
+
+  Both frames are runs-config rows (`task`, `variant`, `size`, `runtime_ms`, and optionally
+  `timing_comparable`). Only evaluations timed comparably in both runs with a positive
+  runtime count. Columns: task, variant, size, runtime_a_ms, runtime_b_ms,
+  rel_diff = |b - a| / a, above_threshold (rel_diff > threshold); in key order.
+  """
+  keep = [*_KEY, "runtime_ms"]
+  a = _timed(runs_a)[keep].rename(columns={"runtime_ms": "runtime_a_ms"})
+  b = _timed(runs_b)[keep].rename(columns={"runtime_ms": "runtime_b_ms"})
+  out = a.merge(b, on=list(_KEY), how="inner")
+  out["rel_diff"] = (out["runtime_b_ms"] - out["runtime_a_ms"]).abs() / out["runtime_a_ms"]
+  out["above_threshold"] = out["rel_diff"] > threshold
+  return out.sort_values(list(_KEY), kind="stable").reset_index(drop=True)
+
+
+def _timed(df: pd.DataFrame) -> pd.DataFrame:
+  runtime = pd.to_numeric(df["runtime_ms"], errors="coerce")
+  ok = runtime.notna() & (runtime > 0)
+  if "timing_comparable" in df.columns:
+    ok = ok & df["timing_comparable"].fillna(False).astype(bool)
+  out = df.loc[ok, list(_KEY)].copy()
+  out["runtime_ms"] = runtime[ok].astype(float)
+  return out
+
+
+def reproducibility_summary(table: pd.DataFrame) -> dict[str, Any]:
+  """The distribution of `reproducibility(...)`'s rel_diff: n, median, p90, max, n_above."""
+  diffs = table["rel_diff"].to_numpy(dtype=float)
+  if diffs.size == 0:
+    return {"n": 0, "median": math.nan, "p90": math.nan, "max": math.nan, "n_above": 0}
+  return {"n": int(diffs.size), "median": float(np.median(diffs)),
+          "p90": float(np.percentile(diffs, 90)), "max": float(diffs.max()),
+          "n_above": int(table["above_threshold"].sum())}
