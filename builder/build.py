@@ -1,0 +1,313 @@
+"""Measuring runs -> the dataset folder that `datasets.load_dataset(folder)` loads offline.
+
+    from builder.build import build_dataset
+    summary = build_dataset([Path("runs/h200-medium"), Path("runs/h200-large")], Path("data"))
+
+The folder (exactly what the Hub repo holds):
+
+    README.md                                  the generated card
+    default/level_{1,2,3}-00000-of-00001.parquet   one SummaryRow per task at the headline size
+    runs/train-00000-of-00001.parquet          every EvalRecord (task x variant x size)
+    artifacts/train-00000-of-00001.parquet     Artifacts rows (only when a run recorded them)
+    sakanaai_pallasbench.json                  the default config as one JSON list
+    fix.patch                                  unified diff kernels_tpu -> kernels_gpu
+    kernels_tpu/*.py, kernels_gpu/*.py         both kernel trees
+    plots/speedup.png, plots/roofline.png
+    results/<run>/manifest.json, records.jsonl, artifacts.jsonl   the raw records, as measured
+
+Everything is validated strictly and the build is refused with a BuildError that says what
+to fix; the folder is written next to `out_dir` and swapped in with `os.replace`, then
+checked by loading it. The same records give byte-identical files (no build timestamps).
+Splits and configs without rows are left out (`datasets` cannot load an empty split).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import pathlib
+import shutil
+import tempfile
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import pandas as pd
+
+from pallasbench_dataset import analysis, schema
+from pallasbench_dataset.schema import to_json_dict
+from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
+
+from builder import card, plots
+from builder.records import (
+    BuildError, Merged, Run, check_headline, merge_runs, read_run, unmeasured)
+from builder.rows import summary_rows
+from builder.trees import KernelTrees, check_sha256, fix_patch
+from builder.validate import EXPECTED_FEATURES, validate_folder
+
+__all__ = ["BuildError", "BuildSummary", "KernelTrees", "build_dataset"]
+
+log = logging.getLogger(__name__)
+
+JSON_NAME: Final = "sakanaai_pallasbench.json"
+REPRO_THRESHOLD: Final = 0.05
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BuildSummary:
+  """What a build wrote."""
+  out_dir: pathlib.Path
+  rows: Mapping[str, Mapping[str, int]]  # config -> split -> rows, as `load_dataset` reads them
+  tasks: int                             # rows of the default config
+  complete: bool                         # all registered tasks are in the default config
+  reproducibility: Mapping[str, Any] | None  # n, median, p90, max, n_above; None without repeats
+  folder_bytes: int
+  files: tuple[str, ...]                 # relative paths, sorted
+  hardware: str                          # slug of the GPU-kernel rows, e.g. "h200" ("cpu")
+
+  @property
+  def repo_name(self) -> str:
+    return f"pallasbench-robust-gpu-{self.hardware}"
+
+  def default_repo_id(self, namespace: str | None = None, *, token: str | None = None) -> str:
+    """`<namespace>/pallasbench-robust-gpu-<hardware>`; the namespace defaults to the user
+    the Hub token belongs to (asks the Hub: needs a token)."""
+    if namespace is None:
+      from builder.push import token_owner  # pylint: disable=import-outside-toplevel
+      namespace = token_owner(token)
+    return f"{namespace}/{self.repo_name}"
+
+  def describe(self) -> str:
+    configs = "; ".join(f"{c}: " + ", ".join(f"{s} {n}" for s, n in splits.items())
+                        for c, splits in self.rows.items())
+    lines = [f"built {self.out_dir} ({self.folder_bytes / 1e6:.2f} MB, {len(self.files)} files)",
+             f"  {self.tasks} of {len(TASKS)} tasks; {configs}"]
+    if self.reproducibility and self.reproducibility["n"]:
+      r = self.reproducibility
+      lines.append(f"  reproducibility over {r['n']} repeats: median {r['median']:.1%}, p90 "
+                   f"{r['p90']:.1%}, max {r['max']:.1%}, {r['n_above']} above "
+                   f"{REPRO_THRESHOLD:.0%}")
+    return "\n".join(lines)
+
+
+def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
+                  headline_size: str = "medium", kernel_trees: KernelTrees | None = None,
+                  repo_id: str | None = None, allow_partial: bool = False) -> BuildSummary:
+  """Builds the dataset folder `out_dir` from measuring runs (the first run wins per row).
+
+  `kernel_trees` defaults to this checkout's kernels_tpu/ and kernels_gpu/; `repo_id` only
+  fills the card's loading examples. A run that did not finish what it planned is refused
+  at the headline size unless `allow_partial`; the card lists what was not measured.
+  """
+  headline = _headline(headline_size)
+  if not run_dirs:
+    raise BuildError("no run folders given; pass at least one folder written by the evaluator")
+  runs = [read_run(pathlib.Path(p)) for p in run_dirs]
+  merged = merge_runs(runs)
+  trees = kernel_trees or KernelTrees.shipped()
+  out_dir = pathlib.Path(out_dir)
+  _check_out_dir(out_dir, runs, trees)
+  check_sha256([r for run in runs for r in run.records], trees)
+  missing = unmeasured(runs, merged, headline)
+  check_headline(missing, headline, allow_partial=allow_partial)
+  rows = summary_rows(merged, trees, headline)
+  if not rows:
+    raise BuildError(f"no GPU-kernel record at the headline size {headline!r}: nothing to build")
+  repro = _reproducibility(merged)
+  out_dir.parent.mkdir(parents=True, exist_ok=True)
+  staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
+  try:
+    _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
+                  headline=headline, repo_id=repo_id or _default_repo_id(merged),
+                  missing=missing)
+    counts = validate_folder(staging)
+    _swap_in(staging, out_dir)
+  except BaseException:
+    shutil.rmtree(staging, ignore_errors=True)
+    raise
+  return _summary(out_dir, counts, rows, repro, merged)
+
+
+def _headline(size: str) -> str:
+  try:
+    return Size(size).value
+  except ValueError:
+    raise BuildError(f"unknown headline size {size!r}; sizes: {[s.value for s in Size]}") from None
+
+
+REPUBLISHED: Final = ("results", "kernels_tpu", "kernels_gpu")  # rewritten from the inputs
+
+
+def _check_out_dir(out_dir: pathlib.Path, runs: Sequence[Run], trees: KernelTrees) -> None:
+  """Never replace a folder the build did not write, nor one holding inputs it would lose.
+
+  Inputs inside out_dir's results/ and kernel trees are fine: a dataset folder rebuilds
+  from its own published records and kernels, which the new folder carries again.
+  """
+  target = out_dir.resolve()
+  for inp in [run.path for run in runs] + [trees.tpu, trees.gpu]:
+    inp = inp.resolve()
+    inside = target in inp.parents
+    if inp == target or (inside and inp.relative_to(target).parts[0] not in REPUBLISHED):
+      raise BuildError(f"out_dir {str(out_dir)!r} holds the build's input {str(inp)!r}; "
+                       "choose another output folder")
+  if not out_dir.exists():
+    return
+  readme = out_dir / "README.md"
+  ours = readme.is_file() and card.MARKER in readme.read_text(errors="replace")
+  if not out_dir.is_dir() or (any(out_dir.iterdir()) and not ours):
+    raise BuildError(f"out_dir {str(out_dir)!r} exists and is not a dataset folder written by "
+                     "builder.build; pass a new or empty folder (it would be replaced)")
+
+
+def _hardware(merged: Merged) -> str:
+  """The hardware slug of the fixed kernels' rows (several: joined with '-')."""
+  slugs = sorted({r.environment.hardware for r in merged.records if r.variant == "gpu"})
+  return "-".join(slugs) or "unknown"
+
+
+def _default_repo_id(merged: Merged) -> str:
+  return f"<org>/pallasbench-robust-gpu-{_hardware(merged)}"
+
+
+def _reproducibility(merged: Merged) -> pd.DataFrame | None:
+  """Later runs' repeats against the rows: one line per repeated evaluation."""
+  if not merged.repeats:
+    return None
+  rows_df = pd.DataFrame([to_json_dict(r) for r in merged.records])
+  tables = []
+  for name, repeated in merged.repeats:
+    table = analysis.reproducibility(rows_df, pd.DataFrame([to_json_dict(r) for r in repeated]),
+                                     REPRO_THRESHOLD)
+    table.insert(3, "run_a", [merged.source_run[k] for k in
+                              zip(table["task"], table["variant"], table["size"])])
+    table.insert(4, "run_b", name)
+    tables.append(table)
+  return pd.concat(tables, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing the folder.
+
+def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow]
+                 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+  """config -> split -> JSON rows; empty splits and configs are left out."""
+  default = {split: [to_json_dict(r) for r in rows if r.Level_ID == level]
+             for level, split in sorted(LEVEL_SPLITS.items())}
+  configs = {"default": {s: v for s, v in default.items() if v},
+             "runs": {"train": [to_json_dict(r) for r in merged.records]},
+             "artifacts": {"train": [to_json_dict(a) for a in merged.artifacts]}}
+  return {c: splits for c, splits in configs.items() if any(splits.values())}
+
+
+def _write_parquet(path: pathlib.Path, rows: list[dict[str, Any]], features) -> tuple[int, int]:
+  """Strictly typed rows to Parquet; (rows, in-memory bytes)."""
+  import datasets  # pylint: disable=import-outside-toplevel
+  try:
+    ds = datasets.Dataset.from_list(rows, features=features)
+  except (ValueError, TypeError, KeyError) as e:
+    raise BuildError(f"rows for {path.name} do not match schema.py's features: {e}") from None
+  path.parent.mkdir(parents=True, exist_ok=True)
+  ds.to_parquet(str(path))
+  return ds.num_rows, ds.data.nbytes
+
+
+def _write_configs(folder: pathlib.Path, configs: Mapping[str, Mapping[str, list]]):
+  """Parquet files, and the `configs:` / `dataset_info:` YAML blocks describing them."""
+  import datasets  # pylint: disable=import-outside-toplevel
+  from datasets.info import DatasetInfosDict  # pylint: disable=import-outside-toplevel
+  from datasets.utils.metadata import MetadataConfigs  # pylint: disable=import-outside-toplevel
+  metadata, infos = {}, {}
+  for name, splits in configs.items():
+    features = schema.features_of(EXPECTED_FEATURES[name])
+    split_dict, download = datasets.SplitDict(), 0
+    for split, rows in splits.items():
+      path = folder / name / f"{split}-00000-of-00001.parquet"
+      n, nbytes = _write_parquet(path, rows, features)
+      split_dict.add(datasets.SplitInfo(name=split, num_bytes=nbytes, num_examples=n))
+      download += path.stat().st_size
+    metadata[name] = {"data_files": [{"split": s, "path": f"{name}/{s}-*.parquet"}
+                                     for s in splits]}
+    infos[name] = datasets.DatasetInfo(
+        features=features, splits=split_dict, download_size=download,
+        dataset_size=sum(s.num_bytes for s in split_dict.values()))
+  metadata["default"]["default"] = True
+  return MetadataConfigs(metadata), DatasetInfosDict(infos)
+
+
+def _finite(value: Any) -> Any:
+  """JSON has no NaN or Infinity: they become null in the JSON list (Parquet keeps them)."""
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  if isinstance(value, dict):
+    return {k: _finite(v) for k, v in value.items()}
+  if isinstance(value, list):
+    return [_finite(v) for v in value]
+  return value
+
+
+def _write_sources(folder: pathlib.Path, runs: Sequence[Run], rows, trees: KernelTrees) -> None:
+  """The JSON list, fix.patch, both kernel trees and the raw results."""
+  data = [_finite(to_json_dict(r)) for r in rows]
+  (folder / JSON_NAME).write_text(
+      json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+  (folder / "fix.patch").write_text(fix_patch(trees))
+  for variant in ("tpu", "gpu"):
+    (folder / f"kernels_{variant}").mkdir()
+    for path in trees.files(variant):
+      (folder / f"kernels_{variant}" / path.name).write_bytes(path.read_bytes())
+  for run in runs:
+    dest = folder / "results" / run.name
+    dest.mkdir(parents=True)
+    for name in ("manifest.json", "records.jsonl", "artifacts.jsonl"):
+      if (run.path / name).is_file():  # artifacts too, so the folder rebuilds on its own
+        shutil.copyfile(run.path / name, dest / name)
+
+
+def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
+                  trees: KernelTrees, repro: pd.DataFrame | None, headline: str,
+                  repo_id: str, missing) -> None:
+  configs = _config_rows(merged, rows)
+  metadata, infos = _write_configs(folder, configs)
+  _write_sources(folder, runs, rows, trees)
+  (folder / "plots").mkdir()
+  (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(rows))
+  (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(merged.records))
+  counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}
+  hardware = ", ".join(sorted({r.Target_Hardware for r in rows}))
+  text = card.render_card(
+      f"PallasBench-Robust ({hardware})", [metadata, infos],
+      **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
+                   repo_id=repo_id, configs=counts, missing=missing))
+  (folder / "README.md").write_text(text)
+
+
+def _swap_in(staging: pathlib.Path, out_dir: pathlib.Path) -> None:
+  """Replaces out_dir by the finished folder; out_dir is never half-written."""
+  os.chmod(staging, 0o755)  # mkdtemp makes it 0700
+  if not out_dir.exists():
+    os.replace(staging, out_dir)
+    return
+  old = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+  os.replace(out_dir, old / "previous")
+  os.replace(staging, out_dir)
+  shutil.rmtree(old, ignore_errors=True)
+
+
+def _summary(out_dir: pathlib.Path, counts, rows, repro: pd.DataFrame | None,
+             merged: Merged) -> BuildSummary:
+  files = sorted(p for p in out_dir.rglob("*") if p.is_file())
+  stats = analysis.reproducibility_summary(repro) if repro is not None else None
+  summary = BuildSummary(
+      out_dir=out_dir, rows=counts, tasks=len(rows), complete=len(rows) == len(TASKS),
+      reproducibility=types.MappingProxyType(stats) if stats else None,
+      folder_bytes=sum(p.stat().st_size for p in files),
+      files=tuple(str(p.relative_to(out_dir)) for p in files),
+      hardware=_hardware(merged))
+  if not summary.complete:
+    log.warning("built %d of %d tasks: a partial dataset", len(rows), len(TASKS))
+  log.info("built %s: %s, %d bytes", out_dir, dict(counts), summary.folder_bytes)
+  return summary

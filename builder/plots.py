@@ -1,0 +1,118 @@
+"""The card's plots, rendered with matplotlib's Agg canvas to deterministic PNG bytes.
+
+No pyplot (no global figure state) and no PNG metadata (matplotlib otherwise writes its
+version as `Software`); the same rows give the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+from pallasbench_dataset.schema import EvalRecord, SummaryRow
+
+_DPI = 100
+
+
+def _figure(width: float, height: float):
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+  from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+  fig = Figure(figsize=(width, height), dpi=_DPI)
+  FigureCanvasAgg(fig)
+  return fig
+
+
+def _png(fig) -> bytes:
+  buf = io.BytesIO()
+  fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
+  return buf.getvalue()
+
+
+def _empty(title: str, message: str) -> bytes:
+  fig = _figure(6, 2.5)
+  ax = fig.add_subplot()
+  ax.set_axis_off()
+  ax.set_title(title)
+  ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
+  return _png(fig)
+
+
+def _positive(value: float | None) -> bool:
+  return value is not None and math.isfinite(value) and value > 0
+
+
+def speedup_png(rows: Sequence[SummaryRow]) -> bytes:
+  """Speedup (baseline / kernel, log scale) per task: fixed kernels as bars, originals as dots."""
+  hardware = ", ".join(sorted({r.Target_Hardware for r in rows})) or "no rows"
+  title = f"Pallas speedup over the jitted JAX reference ({hardware})"
+  if any(r.Backend != "triton" for r in rows):
+    title += "\nCPU interpret-mode timings: not comparable"
+  if not any(_positive(r.Pallas_Speedup) or _positive(r.Original_Speedup) for r in rows):
+    return _empty(title, "no timings to plot (not measured, or every kernel failed)")
+  fig = _figure(8, max(3.0, 0.25 * len(rows) + 1.2))
+  ax = fig.add_subplot()
+  ys = range(len(rows))
+  values = [r.Pallas_Speedup if _positive(r.Pallas_Speedup) else 0.0 for r in rows]
+  colors = ["tab:green" if r.Status == "pass" else "tab:red" for r in rows]
+  ax.barh(list(ys), values, color=colors, label="fixed kernel (green: pass, red: fails)")
+  orig = [(y, r.Original_Speedup) for y, r in zip(ys, rows) if _positive(r.Original_Speedup)]
+  if orig:
+    ax.plot([v for _, v in orig], [y for y, _ in orig], "k.", label="original kernel")
+  ax.axvline(1.0, color="grey", linewidth=0.8)
+  ax.set_xscale("log")
+  ax.set_yticks(list(ys), [f"{r.Task_ID:02d} {r.Op_Name}" for r in rows], fontsize=7)
+  ax.invert_yaxis()
+  ax.set_xlabel("speedup (baseline / kernel; > 1: the kernel is faster)")
+  ax.set_title(title, fontsize=9)
+  ax.legend(fontsize=7, loc="lower right")
+  fig.tight_layout()
+  return _png(fig)
+
+
+def _roofline_points(records: Sequence[EvalRecord]):
+  for r in records:
+    roof = r.roofline
+    if (r.variant == "gpu" and r.timing_comparable and roof is not None and roof.bytes > 0
+        and _positive(roof.achieved_tflops)):
+      yield r, roof.flops / roof.bytes, roof.achieved_tflops
+
+
+def roofline_png(records: Sequence[EvalRecord]) -> bytes:
+  """Achieved TFLOP/s against arithmetic intensity for the fixed kernels, under the ceilings."""
+  points = list(_roofline_points(records))
+  hardware = ", ".join(sorted({r.environment.device_kind for r, _, _ in points})) or "no GPU rows"
+  title = f"Roofline of the fixed kernels ({hardware})"
+  if not points:
+    return _empty(title, "no comparable GPU timings (a CPU run, or nothing measured)")
+  fig = _figure(8, 5.5)
+  ax = fig.add_subplot()
+  xs = [x for _, x, _ in points]
+  for r, x, y in points:
+    ax.plot([x], [y], "o", color="tab:green" if r.status == "pass" else "tab:red", markersize=4)
+    ax.annotate(f"{r.task} ({r.size})", (x, y), fontsize=5, xytext=(3, 2),
+                textcoords="offset points")
+  _ceilings(ax, [r for r, _, _ in points], min(xs), max(xs))
+  ax.set_xscale("log")
+  ax.set_yscale("log")
+  ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+  ax.set_ylabel("achieved TFLOP/s")
+  ax.set_title(title, fontsize=9)
+  fig.tight_layout()
+  return _png(fig)
+
+
+def _ceilings(ax, records: Sequence[EvalRecord], x_min: float, x_max: float) -> None:
+  gbps = [r.roofline.ceiling_gbps for r in records if _positive(r.roofline.ceiling_gbps)]
+  tflops = [r.roofline.ceiling_tflops for r in records if _positive(r.roofline.ceiling_tflops)]
+  if not gbps and not tflops:
+    return
+  lo, hi = x_min / 4, x_max * 4
+  xs = [lo * (hi / lo) ** (i / 63) for i in range(64)]
+  bandwidth = max(gbps) if gbps else math.inf
+  peak = max(tflops) if tflops else math.inf
+  ys = [min(peak, bandwidth * x / 1000.0) for x in xs]  # GB/s * FLOP/B = GFLOP/s
+  label = (f"measured ceilings: {f'{bandwidth:g} GB/s' if gbps else 'no copy ceiling'}, "
+           f"{f'{peak:g} TFLOP/s' if tflops else 'no matmul ceiling'}")
+  ax.plot(xs, ys, "--", color="grey", linewidth=1, label=label)
+  ax.legend(fontsize=7, loc="lower right")

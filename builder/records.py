@@ -1,0 +1,281 @@
+"""Reading measuring runs: a run folder's manifest, records and artifacts, validated strictly.
+
+A run folder holds `manifest.json`, `records.jsonl` (one `EvalRecord` a line) and optionally
+`artifacts.jsonl` (one `Artifacts` a line). Several runs merge into one set of rows: the
+FIRST run given that holds a (task, variant, size) provides its row; the same key in a
+later run is a repeat that only feeds the reproducibility table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from pallasbench_dataset import schema
+from pallasbench_dataset.kernels import Variant
+from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord
+from pallasbench_dataset.tasks import TASKS, Size
+
+log = logging.getLogger(__name__)
+
+VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
+Key = tuple[str, str, str]  # (task, variant, size)
+
+
+class BuildError(ValueError):
+  """The inputs cannot make an honest dataset; the message says what to fix."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Ceilings:
+  """Hardware ceilings measured in the run (a device copy and read, a large matmul)."""
+  copy_gbps: float | None
+  read_gbps: float | None
+  bandwidth_gbps: float | None  # the larger of copy and read
+  matmul_tflops: float | None
+  method: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Resume:
+  """A later command that continued the run (`regenerate --resume`) into the same folder."""
+  command: str
+  started_at: str
+  finished_at: str | None
+  git_commit: str | None
+  sizes: tuple[str, ...]
+  variants: tuple[str, ...]
+  tasks: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Manifest:
+  """`<run>/manifest.json`: how and where a run was made."""
+  command: str
+  argv: tuple[str, ...]
+  started_at: str
+  finished_at: str | None
+  git_commit: str | None
+  device: str
+  environment: Environment | None  # None when the run measured nothing
+  ceilings: Ceilings | None
+  sizes: tuple[str, ...]
+  variants: tuple[str, ...]
+  tasks: tuple[str, ...]
+  resumes: tuple[Resume, ...] = ()
+
+  def planned(self) -> set[Key]:
+    """Every (task, variant, size) the run's commands set out to measure."""
+    return {(t, v, s) for seg in (self, *self.resumes)
+            for t in seg.tasks for v in seg.variants for s in seg.sizes}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Run:
+  """One run folder, read and validated."""
+  name: str
+  path: pathlib.Path
+  manifest: Manifest
+  records: tuple[EvalRecord, ...]
+  artifacts: tuple[Artifacts, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Merged:
+  """The rows of the dataset and the repeats, from several runs."""
+  records: tuple[EvalRecord, ...]          # one per key, sorted by (task_id, variant, size)
+  artifacts: tuple[Artifacts, ...]         # same order and precedence
+  source_run: Mapping[Key, str]            # which run each row comes from
+  repeats: tuple[tuple[str, tuple[EvalRecord, ...]], ...]  # (run name, its repeated records)
+
+
+def key_of(item: EvalRecord | Artifacts) -> Key:
+  return (item.task, item.variant, item.size)
+
+
+def sort_key(item: EvalRecord | Artifacts) -> tuple[int, str, str]:
+  return (TASKS[item.task].task_id, item.variant, item.size)
+
+
+def read_run(path: pathlib.Path) -> Run:
+  """Reads and validates one run folder; BuildError names the file and line at fault."""
+  path = pathlib.Path(path)
+  if not path.is_dir():
+    raise BuildError(f"run folder {str(path)!r} does not exist")
+  manifest = read_manifest(path / "manifest.json")
+  records_path = path / "records.jsonl"
+  if not records_path.is_file():
+    raise BuildError(f"{records_path} is missing: a run folder needs manifest.json and records.jsonl")
+  records = tuple(_read_jsonl(records_path, EvalRecord))
+  artifacts_path = path / "artifacts.jsonl"
+  artifacts = tuple(_read_jsonl(artifacts_path, Artifacts)) if artifacts_path.is_file() else ()
+  for item, where in [(r, records_path) for r in records] + [(a, artifacts_path) for a in artifacts]:
+    _check_known(item.task, item.variant, item.size, f"{where} ({'/'.join(key_of(item))})")
+  for r in records:
+    _check_registry(r, records_path)
+    _check_speedup(r, records_path)
+  _check_unique(records, records_path)
+  _check_unique(artifacts, artifacts_path)
+  return Run(name=path.resolve().name, path=path, manifest=manifest, records=records,
+             artifacts=artifacts)
+
+
+def read_manifest(path: pathlib.Path) -> Manifest:
+  data = _load_json(path)
+  names = [f.name for f in dataclasses.fields(Manifest)]
+  missing = sorted(set(names) - set(data) - {"resumes"})
+  if missing:
+    raise BuildError(f"{path} lacks the keys {missing}; it must be written by the evaluator")
+  picked = {k: data[k] for k in names if k in data}  # other keys (per_device, ...) stay raw
+  picked["resumes"] = [{f.name: r.get(f.name) for f in dataclasses.fields(Resume)}
+                       for r in data.get("resumes", ())]
+  if isinstance(picked["ceilings"], dict):  # only the ceilings the card shows
+    picked["ceilings"] = {f.name: picked["ceilings"].get(f.name)
+                          for f in dataclasses.fields(Ceilings)}
+  try:
+    manifest = schema.from_json_dict(Manifest, picked)
+  except (ValueError, TypeError) as e:
+    raise BuildError(f"{path} is not a valid run manifest: {e}") from None
+  for task, variant, size in manifest.planned():
+    _check_known(task, variant, size, str(path))
+  return manifest
+
+
+def _load_json(path: pathlib.Path) -> dict[str, Any]:
+  if not path.is_file():
+    raise BuildError(f"{path} is missing: a run folder needs manifest.json and records.jsonl")
+  try:
+    data = json.loads(path.read_text())
+  except json.JSONDecodeError as e:
+    raise BuildError(f"{path} is not valid JSON: {e}") from None
+  if not isinstance(data, dict):
+    raise BuildError(f"{path} must hold a JSON object")
+  return data
+
+
+def _read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
+  """One record a line. A line that is not JSON at all is a torn write of a killed run
+  (the evaluator re-measures it on --resume): skipped with a warning. A JSON line that does
+  not fit the schema is an error."""
+  for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+    if not line.strip():
+      continue
+    try:
+      data = json.loads(line)
+    except json.JSONDecodeError as e:
+      log.warning("%s:%d is not JSON (a torn write?), skipped: %s", path, lineno, e)
+      continue
+    try:
+      if not isinstance(data, dict):
+        raise ValueError("a line must hold one JSON object")
+      yield schema.from_json_dict(cls, data)
+    except (ValueError, TypeError) as e:
+      raise BuildError(f"{path}:{lineno}: not a valid {cls.__name__}: {e}") from None
+
+
+def _check_known(task: str, variant: str, size: str, where: str) -> None:
+  _check_task(task, where)
+  _check_variant(variant, where)
+  _check_size(size, where)
+
+
+def _check_task(task: str, where: str) -> None:
+  if task not in TASKS:
+    raise BuildError(f"{where}: unknown task {task!r}; known tasks: {', '.join(TASKS)}")
+
+
+def _check_variant(variant: str, where: str) -> None:
+  if variant not in VARIANTS:
+    raise BuildError(f"{where}: variant {variant!r} is not one of {VARIANTS}; candidate "
+                     "evaluations do not belong in the dataset")
+
+
+def _check_size(size: str, where: str) -> None:
+  if size not in {s.value for s in Size}:
+    raise BuildError(f"{where}: unknown size {size!r}; sizes: {[s.value for s in Size]}")
+
+
+def _check_registry(record: EvalRecord, path: pathlib.Path) -> None:
+  spec = TASKS[record.task]
+  if (record.task_id, record.level) != (spec.task_id, spec.level):
+    raise BuildError(f"{path}: record {record.task!r} says task_id {record.task_id}, level "
+                     f"{record.level}; the registry says {spec.task_id}, {spec.level}")
+
+
+def _check_speedup(record: EvalRecord, path: pathlib.Path) -> None:
+  """speedup must be baseline_ms / runtime_ms (above 1: the kernel is faster), or absent."""
+  if record.speedup is None:
+    return
+  if record.runtime_ms is None or record.baseline_ms is None or record.runtime_ms <= 0:
+    raise BuildError(f"{path}: {'/'.join(key_of(record))} has a speedup but no timings")
+  expected = record.baseline_ms / record.runtime_ms
+  if abs(record.speedup - expected) > 1e-6 * abs(expected):
+    raise BuildError(f"{path}: {'/'.join(key_of(record))} speedup {record.speedup!r} is not "
+                     f"baseline_ms / runtime_ms = {expected!r}; fix the evaluator")
+
+
+def _check_unique(items: Sequence[EvalRecord | Artifacts], path: pathlib.Path) -> None:
+  seen: set[Key] = set()
+  for item in items:
+    if key_of(item) in seen:
+      raise BuildError(f"{path}: {'/'.join(key_of(item))} appears twice; a run holds one "
+                       "evaluation per (task, variant, size): remove the stale line")
+    seen.add(key_of(item))
+
+
+def merge_runs(runs: Sequence[Run]) -> Merged:
+  """First run wins per key; later records with a known key become repeats."""
+  names = [run.name for run in runs]
+  if len(set(names)) != len(names):
+    raise BuildError(f"run folders share a name ({names}); they are published as results/<name>/,"
+                     " so rename one")
+  rows: dict[Key, EvalRecord] = {}
+  source: dict[Key, str] = {}
+  repeats: list[tuple[str, tuple[EvalRecord, ...]]] = []
+  for run in runs:
+    repeated = tuple(r for r in run.records if key_of(r) in rows)
+    for r in run.records:
+      if key_of(r) not in rows:
+        rows[key_of(r)], source[key_of(r)] = r, run.name
+    if repeated:
+      repeats.append((run.name, tuple(sorted(repeated, key=sort_key))))
+  artifacts = _merge_artifacts(runs, source)
+  return Merged(records=tuple(sorted(rows.values(), key=sort_key)), artifacts=artifacts,
+                source_run=source, repeats=tuple(repeats))
+
+
+def _merge_artifacts(runs: Sequence[Run], source: Mapping[Key, str]) -> tuple[Artifacts, ...]:
+  """Artifacts of the run that gave each row; an artifact without its record is an error."""
+  chosen: dict[Key, Artifacts] = {}
+  for run in runs:
+    for a in run.artifacts:
+      if key_of(a) not in source:
+        raise BuildError(f"{run.path / 'artifacts.jsonl'}: {'/'.join(key_of(a))} has no record "
+                         "in any run; artifacts must belong to a measured evaluation")
+      if source[key_of(a)] == run.name:
+        chosen[key_of(a)] = a
+  return tuple(sorted(chosen.values(), key=sort_key))
+
+
+def unmeasured(runs: Sequence[Run], merged: Merged, headline: str) -> list[Key]:
+  """Planned evaluations without a record, plus any task lacking its GPU-kernel headline row."""
+  have = set(merged.source_run)
+  tasks = {r.task for r in merged.records} | {k[0] for run in runs for k in run.manifest.planned()}
+  wanted = {(t, Variant.GPU.value, headline) for t in tasks}
+  wanted |= {k for run in runs for k in run.manifest.planned()}
+  return sorted(wanted - have, key=lambda k: (k[2] != headline, k[2], TASKS[k[0]].task_id, k[1]))
+
+
+def check_headline(missing: Sequence[Key], headline: str, *, allow_partial: bool) -> None:
+  """Refuses a build with evaluations missing at the headline size, unless allowed."""
+  at_headline = [k for k in missing if k[2] == headline]
+  if at_headline and not allow_partial:
+    listed = ", ".join(f"{t} ({v})" for t, v, _ in at_headline)
+    raise BuildError(f"the headline size {headline!r} lacks records for {len(at_headline)} "
+                     f"evaluation(s): {listed}. Finish the run (regenerate --resume), add a run "
+                     "folder that measured them, or build with --allow-partial (the card then "
+                     "lists every evaluation that was not measured)")

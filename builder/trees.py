@@ -1,0 +1,93 @@
+"""The two kernel trees a build publishes: sources, sha256 checks, fix constants and fix.patch."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import pathlib
+from collections.abc import Iterable
+
+from pallasbench_dataset import kernels
+from pallasbench_dataset.schema import EvalRecord
+from pallasbench_dataset.tasks import TASKS
+
+from builder.records import BuildError
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class KernelTrees:
+  """Where kernels_tpu/ (the originals) and kernels_gpu/ (the fixes) are read from."""
+  tpu: pathlib.Path
+  gpu: pathlib.Path
+
+  @classmethod
+  def shipped(cls) -> KernelTrees:
+    """The trees of this checkout (kernels_tpu/, kernels_gpu/)."""
+    return cls(tpu=kernels.tree_dir("tpu"), gpu=kernels.tree_dir("gpu"))
+
+  def dir(self, variant: str) -> pathlib.Path:
+    return {"tpu": self.tpu, "gpu": self.gpu}[variant]
+
+  def path(self, variant: str, task: str) -> pathlib.Path:
+    return self.dir(variant) / f"{task}.py"
+
+  def source(self, variant: str, task: str) -> str:
+    path = self.path(variant, task)
+    if not path.is_file():
+      raise BuildError(f"{path} does not exist, but the records measured it: restore the kernel "
+                       "file or drop its records")
+    return path.read_text()
+
+  def files(self, variant: str) -> tuple[pathlib.Path, ...]:
+    """The tree's kernel modules (registered task names only; no __init__.py), sorted."""
+    return tuple(sorted(p for p in self.dir(variant).glob("*.py") if p.stem in TASKS))
+
+
+def check_sha256(records: Iterable[EvalRecord], trees: KernelTrees) -> None:
+  """Refuses records whose kernel_sha256 is not the kernel file the dataset would publish."""
+  stale = []
+  for r in records:
+    actual = kernels.sha256(trees.source(r.variant, r.task))
+    if actual != r.kernel_sha256:
+      stale.append(f"{r.task}/{r.variant}/{r.size}")
+  if stale:
+    raise BuildError(
+        f"{len(stale)} record(s) measured a kernel that differs from the file in the trees "
+        f"({', '.join(stale)}): the rows would publish code that was not measured. Re-measure "
+        "them (regenerate --tasks ...) or restore the measured kernel files")
+
+
+def gpu_fix(trees: KernelTrees, task: str) -> tuple[str, str]:
+  """FIX_APPLIED and FIX_REASON of kernels_gpu/<task>.py, read by loading the module."""
+  path = trees.path("gpu", task)
+  try:
+    module = kernels.load_module(trees.source("gpu", task), str(path))
+  except kernels.KernelLoadError as e:
+    raise BuildError(f"cannot load {path}: {e}") from None
+  values = (getattr(module, "FIX_APPLIED", None), getattr(module, "FIX_REASON", None))
+  if not all(isinstance(v, str) and v for v in values):
+    raise BuildError(f"{path} must define FIX_APPLIED and FIX_REASON as non-empty strings")
+  return values
+
+
+def fix_patch(trees: KernelTrees) -> str:
+  """Unified diff kernels_tpu -> kernels_gpu, one file per task in task-name order."""
+  names = sorted({p.stem for v in ("tpu", "gpu") for p in trees.files(v)})
+  chunks = []
+  for name in names:
+    old, new = trees.path("tpu", name), trees.path("gpu", name)
+    chunks.extend(difflib.unified_diff(
+        _lines(old), _lines(new),
+        fromfile=f"a/kernels_tpu/{name}.py" if old.is_file() else "/dev/null",
+        tofile=f"b/kernels_gpu/{name}.py" if new.is_file() else "/dev/null"))
+  return "".join(chunks)
+
+
+def _lines(path: pathlib.Path) -> list[str]:
+  """Lines with their ends; a missing final newline is marked as `diff` does."""
+  if not path.is_file():
+    return []
+  lines = path.read_text().splitlines(keepends=True)
+  if lines and not lines[-1].endswith("\n"):
+    lines[-1] += "\n\\ No newline at end of file\n"
+  return lines
