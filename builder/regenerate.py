@@ -42,13 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--variants", default="tpu,gpu", help="comma-separated: tpu (original), gpu (fixed)")
   p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="dataset folder to build")
   p.add_argument("--results", type=pathlib.Path,
-                 help="run folder for the records (default: <out>.runs/<device>)")
+                 help="run folder for the records (default: a new <out>.runs/<device>-<time>)")
   p.add_argument("--resume", action="store_true", help="continue the run in --results")
   p.add_argument("--from-results", type=pathlib.Path, nargs="+", metavar="RUN",
                  help="build from existing run folders instead of measuring (first wins; "
                       "later runs of the same kernels feed the reproducibility table)")
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
-  p.add_argument("--headline-size", default="medium", choices=[s.value for s in Size])
+  p.add_argument("--headline-size", choices=[s.value for s in Size],
+                 help="size of the default config's rows (default: medium when measured, else "
+                      "the first size measured)")
+  p.add_argument("--allow-partial", action="store_true",
+                 help="build even if the runs did not measure everything they planned; the "
+                      "card lists what is missing")
   p.add_argument("--timeout", type=float, help="seconds per evaluation (default 300 GPU, 900 CPU)")
   p.add_argument("--gpus", type=int, default=1, help="GPUs to spread the work over")
   p.add_argument("--isolation", default="task", choices=["task", "run"],
@@ -72,7 +77,10 @@ def _measure(args, device: str) -> pathlib.Path:
       levels=tuple(args.levels) if args.levels else None)
   sizes = args.sizes or DEFAULT_SIZES[device]
   items = plan(specs, variants, sizes, default_options(device))
-  run_dir = args.results or args.out.with_name(args.out.name + ".runs") / device
+  if args.resume and not args.results:
+    raise ValueError("--resume continues the run in --results: name that folder")
+  stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+  run_dir = args.results or args.out.with_name(args.out.name + ".runs") / f"{device}-{stamp}"
   limits = Limits(timeout_s=args.timeout or DEFAULT_TIMEOUT_S[device],
                   memory_bytes=default_memory_limit())
   logger.info("measuring %d evaluations (%d tasks x %s x %s) on %s into %s", len(items),
@@ -88,15 +96,20 @@ def main(argv: Sequence[str] | None = None) -> int:
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   start = time.monotonic()
   try:
+    headline = args.headline_size or "medium"
     if args.from_results:
       run_dirs = list(args.from_results)
     else:
-      run_dirs = [_measure(args, resolve_device(args.device))]
+      device = resolve_device(args.device)
+      run_dirs = [_measure(args, device)]
+      sizes = args.sizes or DEFAULT_SIZES[device]
+      headline = args.headline_size or ("medium" if "medium" in sizes else sizes[0])
       logger.info("measured in %.0f s", time.monotonic() - start)
     if args.measure_only:
       return 0
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
-    summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size)
+    summary = build_dataset(run_dirs, args.out, headline_size=headline,
+                            repo_id=args.repo_id, allow_partial=args.allow_partial)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel

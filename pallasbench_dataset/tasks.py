@@ -95,10 +95,12 @@ class TaskSpec:
 
   def make_inputs(self, size: Size | str | Dims, seed: int) -> tuple[jax.Array, ...]:
     """Deterministic inputs for (task, size, seed): the same on every backend (threefry)."""
-    dims = self.dims(size)
-    base = jax.random.fold_in(jax.random.key(seed), self.task_id)
-    return tuple(
-        spec.sample(jax.random.fold_in(base, i), dims) for i, spec in enumerate(self.inputs))
+    return tuple(self.make_input(size, seed, i) for i in range(len(self.inputs)))
+
+  def make_input(self, size: Size | str | Dims, seed: int, index: int) -> jax.Array:
+    """Input `index` of make_inputs(size, seed), drawn alone."""
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), self.task_id), index)
+    return self.inputs[index].sample(key, self.dims(size))
 
   def expected(self, *inputs: jax.Array) -> jax.Array:
     """The correctness reference: the baseline at the highest matmul precision."""

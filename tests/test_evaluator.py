@@ -173,3 +173,17 @@ def test_source_analysis_allows_only_the_kernel_imports():
   assert checks.source_reasons("import jax\nimport numpy as np\nfrom typing import Final\n") == []
   assert checks.source_reasons("import os\n") != []
   assert checks.source_reasons("from . import x\n") != []
+
+
+def test_timing_sets_rotate_what_a_call_reads():
+  """A gather shares its big table across sets and redraws the ids, so each call reads rows
+  that the previous calls did not leave in L2; other tasks redraw every input."""
+  spec = get_task("embedding_lookup")
+  dims = spec.dims(Size.SMALL)  # table 8 MB, 128 ids of 256 floats: 0.13 MB read per call
+  sets = core.timing_sets(spec, dims, l2_bytes=1 << 20, budget_bytes=1 << 30)
+  assert len(sets) == 32  # 4 MB (4x the L2) / 0.13 MB read per call
+  assert all(s[0] is sets[0][0] for s in sets)
+  assert len({bytes(jnp.asarray(s[1]).tobytes()) for s in sets}) == len(sets)
+  relu = get_task("relu")
+  sets = core.timing_sets(relu, relu.dims(Size.SMALL), l2_bytes=1 << 20, budget_bytes=1 << 30)
+  assert len(sets) == 4 and sets[0][0] is not sets[1][0]  # 1 MB each: 4 sets cover 4 MB

@@ -9,13 +9,16 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import math
 import pathlib
+import re
 import secrets
 import time
 from collections.abc import Sequence
 from typing import Any, Final
 
 import jax
+import jax.numpy as jnp
 
 from pallasbench_dataset.evaluation import checks, timing
 from pallasbench_dataset.evaluation.ceilings import Ceilings
@@ -70,13 +73,34 @@ class _Failure(Exception):
     self.error_type = error_type
 
 
+_ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\[0-7]{3}|\\[nrt'\"]){4,}")
+
+
+_ESCAPE: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|[0-7]{3})")
+
+
+def readable(text: str) -> str:
+  """Error text without serialised IR: escaped-byte runs become `<bytes>`, and a text that is
+  mostly escaped bytes (a dump of MLIR bytecode) becomes one marker."""
+  if sum(len(m) for m in _ESCAPE.findall(text)) >= 0.25 * max(len(text), 1):
+    return "<serialised IR bytes>"
+  return _ESCAPES.sub("<bytes>", text)
+
+
 def short_error(e: BaseException | str) -> str:
-  """First line and the tail of a long error (Triton and XLA errors run to pages)."""
+  """A readable digest of a long error: its first line, Triton's `error:` lines, and the tail.
+
+  XLA and Triton errors run to pages and may embed serialised IR (escaped bytes): those
+  runs are cut to `<bytes>`, and the head is kept when the text must be shortened.
+  """
   text = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
-  lines = text.strip().splitlines() or [text]
+  lines = [readable(line).strip() for line in text.strip().splitlines()]
+  lines = [line for line in lines if line and line not in ("<bytes>", "<serialised IR bytes>")
+           ] or [text.strip()[:MAX_ERROR_CHARS]]
   if len(lines) > 25:
-    lines = lines[:1] + ["..."] + lines[-20:]
-  return "\n".join(lines)[-MAX_ERROR_CHARS:]
+    errors = [line for line in lines[1:] if "error:" in line][:5]
+    lines = lines[:1] + errors + ["..."] + lines[-10:]
+  return "\n".join(dict.fromkeys(lines))[:MAX_ERROR_CHARS]
 
 
 def classify(e: BaseException, stage: str) -> ErrorType:
@@ -145,10 +169,29 @@ def _roofline(spec: TaskSpec, dims, runtime_ms: float, ceilings: Ceilings) -> Ro
                   frac_compute=tflops / mm if mm else None, frac_bandwidth=gbps / bw if bw else None)
 
 
+def timing_sets(spec: TaskSpec, dims, l2_bytes: int, budget_bytes: int) -> list[tuple]:
+  """Input sets to rotate through so that the data a call reads is not left in L2 by the last.
+
+  For a gather (a task with `touched_bytes`), only the rows it reads matter: inputs larger
+  than L2 (the table) are shared by every set and the small ones (the ids) are redrawn,
+  so each set reads other rows; the set count follows the bytes actually read.
+  """
+  out_bytes = math.prod(spec.output(dims)) * jnp.dtype(spec.output_dtype).itemsize
+  sizes = [i.nbytes(dims) for i in spec.inputs]
+  gather = spec.touched_bytes is not None
+  shared = {i for i, n in enumerate(sizes) if gather and n > l2_bytes}
+  read_bytes = spec.min_bytes(dims) - out_bytes if gather else sum(sizes)
+  n_sets = timing.input_set_count(read_bytes, l2_bytes,
+                                  budget_bytes, per_set_bytes=sum(
+                                      n for i, n in enumerate(sizes) if i not in shared))
+  first = spec.make_inputs(dims, 1_000_000)
+  return [first] + [tuple(first[i] if i in shared else spec.make_input(dims, 1_000_000 + k, i)
+                          for i in range(len(sizes))) for k in range(1, n_sets)]
+
+
 def _time(ck: CompiledKernel, spec: TaskSpec, dims, opts: EvalOptions, ctx: Context):
-  set_bytes = sum(i.nbytes(dims) for i in spec.inputs)
-  n_sets = timing.input_set_count(set_bytes, ctx.l2_bytes, opts.input_budget_bytes)
-  sets = [spec.make_inputs(dims, 1_000_000 + i) for i in range(n_sets)]
+  sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
+  n_sets = len(sets)
   baseline = jax.jit(spec.reference)
   kernel_t, baseline_t = timing.time_interleaved(
       [ck.executable, baseline], sets, iterations=opts.timing_iterations,

@@ -184,12 +184,14 @@ _FAILURES: Final = {
 def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
               on_result: Callable[[EvalRecord, Artifacts | None], None],
               fresh_process_per: str = "task",
-              on_start: Callable[[WorkItem], None] | None = None
+              on_start: Callable[[WorkItem], None] | None = None,
+              on_ready: Callable[[Environment, dict], None] | None = None
               ) -> tuple[Environment | None, dict | None]:
   """Evaluates `items` in children, calling `on_result` once per item, in order.
 
   Returns the environment and ceilings of the last child (None, None without items); pass
-  the ceilings back in the config of later calls so they are measured once.
+  the ceilings back in the config of later calls so they are measured once. `on_ready` is
+  called once, when the first child has measured them.
   """
   worker: Worker | None = None
   env: Environment | None = None
@@ -203,6 +205,8 @@ def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
         worker = None
       if worker is None:
         worker = Worker(config)
+        if env is None and on_ready is not None:
+          on_ready(worker.environment, worker.ceilings)
         env = worker.environment
         config = dataclasses.replace(config, ceilings=worker.ceilings)  # measured once per run
       last_task = item.task

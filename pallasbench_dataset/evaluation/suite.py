@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import logging
 import pathlib
@@ -117,12 +118,6 @@ class _Sink:
       self._artifacts.close()
 
 
-def _write_manifest(run_dir: pathlib.Path, manifest: dict) -> None:
-  tmp = run_dir / (MANIFEST + ".tmp")
-  tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-  tmp.replace(run_dir / MANIFEST)
-
-
 def _groups(items: Sequence[WorkItem]) -> list[list[WorkItem]]:
   groups: dict[tuple[str, str], list[WorkItem]] = {}
   for item in items:
@@ -140,17 +135,56 @@ def _drain(work: queue.Queue):
 
 
 def _worker_thread(work: queue.Queue, config: ChildConfig, limits: Limits, sink: _Sink,
-                   measured: list, isolation: str) -> None:
+                   on_ready, isolation: str) -> None:
   """Takes (task, size) groups off the queue until it is empty.
 
   isolation "task": a fresh child per (task, size) group; "run": one child for the whole
   queue, replaced only after an error (faster where starting the device costs seconds).
   """
-  env, ceilings = run_items(_drain(work), config, limits, on_result=sink,
-                            fresh_process_per="task" if isolation == "task" else "error")
-  if env is not None:
-    measured.append({"device": config.visible_device or "0", "environment": to_json_dict(env),
-                     "ceilings": ceilings})
+  run_items(_drain(work), config, limits, on_result=sink, on_ready=on_ready,
+            fresh_process_per="task" if isolation == "task" else "error")
+
+
+class _Manifest:
+  """manifest.json: the run's command, commit, plan, environment and ceilings.
+
+  Written at the start, as soon as each device reports its environment and ceilings, and
+  at the end. A resumed run keeps the original manifest and appends a `resumes` entry.
+  """
+
+  def __init__(self, run_dir: pathlib.Path, segment: dict, resume: bool):
+    self._path = run_dir / MANIFEST
+    self._lock = threading.Lock()
+    old = json.loads(self._path.read_text()) if resume and self._path.exists() else None
+    if old is None:
+      self.data = {**segment, "environment": None, "ceilings": segment.pop("ceilings"),
+                   "per_device": [], "resumes": []}
+      self._segment = self.data
+    else:
+      segment.pop("ceilings")
+      self.data = old
+      self.data.setdefault("resumes", []).append(segment)
+      self._segment = segment
+    self.write()
+
+  def device_ready(self, device: str, env, ceilings: dict | None) -> None:
+    with self._lock:
+      entry = {"device": device, "environment": to_json_dict(env), "ceilings": ceilings}
+      self._segment.setdefault("per_device", []).append(entry)
+      if self.data.get("environment") is None:
+        self.data["environment"], self.data["ceilings"] = entry["environment"], ceilings
+      self.write()
+
+  def finish(self) -> None:
+    with self._lock:
+      self._segment["finished_at"] = _now()
+      self.data["finished_at"] = self._segment["finished_at"]
+      self.write()
+
+  def write(self) -> None:
+    tmp = self._path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(self._path)
 
 
 def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
@@ -164,24 +198,24 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
     raise FileExistsError(f"{run_dir} already holds {len(done)} records: pass --resume to "
                           "continue that run, or choose another folder")
   todo = [item for item in items if _key(item) not in done]
-  manifest = {
+  manifest = _Manifest(run_dir, {
       "command": command, "argv": sys.argv, "git_commit": git_commit, "device": device,
-      "started_at": _now(), "finished_at": None, "environment": None, "ceilings": ceilings,
+      "started_at": _now(), "finished_at": None, "ceilings": ceilings,
       "sizes": sorted({str(i.size) for i in items}), "variants": sorted({i.variant for i in items}),
       "tasks": sorted({i.task for i in items}, key=[i.task for i in items].index),
-      "devices": devices, "isolation": isolation, "resumed_with": len(done)}
-  _write_manifest(run_dir, manifest)
-  progress = _Progress(len(todo), stream)
-  sink = _Sink(run_dir, progress)
+      "devices": devices, "isolation": isolation, "resumed_with": len(done)}, resume)
+  sink = _Sink(run_dir, _Progress(len(todo), stream))
   work: queue.Queue = queue.Queue()
   for group in _groups(todo):
     work.put(group)
-  measured: list = []
-  threads = [threading.Thread(
-      target=_worker_thread, daemon=True,
-      args=(work, ChildConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
-                              ceilings=ceilings, visible_device=str(i) if devices > 1 else None),
-            limits, sink, measured, isolation)) for i in range(max(devices, 1))]
+  threads = []
+  for i in range(max(devices, 1)):
+    visible = str(i) if devices > 1 else None
+    config = ChildConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
+                         ceilings=ceilings, visible_device=visible)
+    ready = functools.partial(manifest.device_ready, visible or "0")
+    threads.append(threading.Thread(target=_worker_thread, daemon=True,
+                                    args=(work, config, limits, sink, ready, isolation)))
   try:
     for t in threads:
       t.start()
@@ -189,12 +223,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
       t.join()
   finally:
     sink.close()
-    if measured:
-      manifest["environment"] = measured[0]["environment"]
-      manifest["ceilings"] = measured[0]["ceilings"]
-      manifest["per_device"] = measured
-    manifest["finished_at"] = _now()
-    _write_manifest(run_dir, manifest)
+    manifest.finish()
   return run_dir
 
 

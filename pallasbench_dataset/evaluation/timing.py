@@ -109,9 +109,12 @@ def time_interleaved(fns: Sequence[Callable], sets: Sequence[tuple], *, iteratio
           for s, n in zip(samples, names)]
 
 
-def input_set_count(set_bytes: int, l2_bytes: int, budget_bytes: int) -> int:
-  """How many distinct input sets to rotate through: 4x the L2 in total, within the budget."""
-  if set_bytes <= 0:
+def input_set_count(read_bytes: int, l2_bytes: int, budget_bytes: int, *,
+                    per_set_bytes: int | None = None) -> int:
+  """How many input sets to rotate through: calls read 4x the L2 before a set comes back,
+  within the memory budget (`per_set_bytes`: the memory one more set takes, default read_bytes)."""
+  if read_bytes <= 0:
     return 1
-  wanted = -(-4 * l2_bytes // set_bytes)
-  return max(1, min(wanted, budget_bytes // set_bytes, 64))
+  per_set = read_bytes if per_set_bytes is None else per_set_bytes
+  wanted = -(-4 * l2_bytes // read_bytes)
+  return max(1, min(wanted, budget_bytes // max(per_set, 1), 64))
