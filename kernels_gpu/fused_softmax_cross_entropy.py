@@ -4,9 +4,10 @@ logits (N, V) float32, labels (N,) int32 in [0, V) -> out (N,) float32, any N an
 Layout: whole-array refs (no BlockSpecs). Program i owns block_rows consecutive rows and walks
 them in (block_rows, block_cols) tiles with a fori_loop, keeping an online float32 (max, sum of
 exp(z - max)) per row, so the vocabulary (32000 at the large size, not a power of two) is never
-held whole. Tiles are masked past row N and column V (other=-inf, so exp gives 0). The target
-logits are one masked gather of block_rows scalars, logits[rows, labels]; a label outside
-[0, V) gives NaN instead of an out-of-bounds read. The store is masked to the valid rows.
+held whole. Tiles are masked past row N and column V (other=-inf, so exp gives 0; rows past N
+get NaN statistics that are never stored). The target logits are one masked gather of
+block_rows scalars, logits[rows, labels]; a label outside [0, V) gives NaN instead of an
+out-of-bounds read. The store is masked to the valid rows.
 
 Tiles (`_block_sizes`): block_cols = next_pow2(row length) <= 4096; block_rows fills a tile of
 8192 elements (<= 16 rows) but leaves about 512 programs or more, so that every SM has work.
@@ -22,10 +23,10 @@ from jax.experimental.pallas import triton as pltriton
 
 TASK_NAME: Final = "fused_softmax_cross_entropy"
 FIX_APPLIED: Final = "online_softmax"
-FIX_REASON: Final = ("the TPU kernel's (128, V) full-row blocks are not a power of two at the "
-                     "large size (V = 32000), so they cannot lower to Triton, hold 4M floats, "
-                     "and need N % 128 == 0; masked tiles of at most 8192 elements with an "
-                     "online logsumexp over the vocabulary fit and accept any shape")
+FIX_REASON: Final = ("the TPU kernel's (128, V) full-row blocks cannot lower to Triton at the "
+                     "large size (V = 32000 is not a power of two, and 4M floats exceed the "
+                     "2^20 limit) and need N % 128 == 0; masked tiles of at most 8192 elements "
+                     "with an online logsumexp over the vocabulary fit and accept any shape")
 TILE: Final = 8192  # elements per loaded tile
 MAX_BLOCK_ROWS: Final = 16
 MAX_BLOCK_COLS: Final = 4096
