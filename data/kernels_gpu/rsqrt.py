@@ -1,0 +1,40 @@
+"""rsqrt: 1 / sqrt(x + 1e-5) elementwise; x (N, M) float32 in [0.1, 5), any shape.
+
+GPU fix: the array is viewed flat and cut into 1-D blocks of BLOCK elements, far below
+Triton's 2^20-element tensor limit; the last block is masked, so any size works.
+"""
+import functools
+from typing import Final
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+
+TASK_NAME: Final = "rsqrt"
+FIX_APPLIED: Final = "masked_edges"
+FIX_REASON: Final = ("the TPU kernel's (1024, M) row blocks exceed Triton's 2^20-element limit "
+                     "at medium and large sizes; flat 4096-element blocks with a masked tail fit "
+                     "and accept any shape")
+BLOCK: Final = 4096
+NUM_WARPS: Final = 8
+EPS: Final = 1e-5
+
+
+def _rsqrt_kernel(x_ref, o_ref, *, n: int):
+  start = pl.program_id(0) * BLOCK
+  mask = start + jnp.arange(BLOCK) < n
+  x = pltriton.load(x_ref.at[pl.ds(start, BLOCK)], mask=mask, other=1.0)
+  pltriton.store(o_ref.at[pl.ds(start, BLOCK)], jax.lax.rsqrt(x + EPS), mask=mask)
+
+
+@functools.partial(jax.jit, static_argnames=("interpret",))
+def kernel(x, *, interpret: bool = False):
+  flat = x.reshape(-1)
+  n = flat.size
+  out = pl.pallas_call(
+      functools.partial(_rsqrt_kernel, n=n), grid=(pl.cdiv(n, BLOCK),),
+      out_shape=jax.ShapeDtypeStruct(flat.shape, jnp.float32),
+      compiler_params=pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
+      interpret=interpret, name=TASK_NAME)(flat)
+  return out.reshape(x.shape)

@@ -1,0 +1,42 @@
+"""matmul_gelu: gelu_tanh(x @ w); x (M, K), w (K, N) -> (M, N), float32 accumulation.
+
+TPU-oriented original: (512, 512) output tiles on a 2-D grid; each program holds the whole K
+strip of x (512, K) and of w (K, 512), does one dot and applies the gelu (tanh form) to the result
+before the store (no K loop, no accumulator); no masking (M and N must be multiples of the tile).
+"""
+import functools
+import math
+from typing import Final
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TASK_NAME: Final = "matmul_gelu"
+BLOCK_M: Final = 512
+BLOCK_N: Final = 512
+SQRT_2_OVER_PI: Final = math.sqrt(2.0 / math.pi)
+
+
+def _matmul_gelu_kernel(x_ref, w_ref, o_ref):
+  acc = jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+  inner = SQRT_2_OVER_PI * (acc + 0.044715 * acc * acc * acc)
+  o_ref[...] = 0.5 * acc * (1.0 + jnp.tanh(inner))
+
+
+@functools.partial(jax.jit, static_argnames=("interpret",))
+def kernel(x, w, *, interpret: bool = False):
+  m, k = x.shape
+  n = w.shape[1]
+  block_m, block_n = min(BLOCK_M, m), min(BLOCK_N, n)
+  if m % block_m:
+    raise ValueError(f"{m=} must be a multiple of {block_m=}")
+  if n % block_n:
+    raise ValueError(f"{n=} must be a multiple of {block_n=}")
+  return pl.pallas_call(
+      _matmul_gelu_kernel, grid=(m // block_m, n // block_n),
+      in_specs=[pl.BlockSpec((block_m, k), lambda i, j: (i, 0)),
+                pl.BlockSpec((k, block_n), lambda i, j: (0, j))],
+      out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
+      out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), interpret=interpret,
+      name=TASK_NAME)(x, w)

@@ -1,0 +1,34 @@
+"""rmsnorm_residual: h = x + residual, then per row h * rsqrt(mean(h^2) + 1e-5), no gain.
+
+x, residual (N, D). TPU-oriented original: x, residual and the output in blocks of up to 128
+full rows, the add fused before the norm, one grid step per block, no masking (N must be a
+multiple of the block).
+"""
+import functools
+from typing import Final
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TASK_NAME: Final = "rmsnorm_residual"
+BLOCK_ROWS: Final = 128
+EPS: Final = 1e-5
+
+
+def _rmsnorm_residual_kernel(x_ref, residual_ref, o_ref):
+  h = x_ref[...] + residual_ref[...]
+  o_ref[...] = h * jax.lax.rsqrt(jnp.mean(h * h, axis=-1, keepdims=True) + EPS)
+
+
+@functools.partial(jax.jit, static_argnames=("interpret",))
+def kernel(x, residual, *, interpret: bool = False):
+  n, d = x.shape
+  block_rows = min(BLOCK_ROWS, n)
+  if n % block_rows:
+    raise ValueError(f"{n=} must be a multiple of {block_rows=}")
+  spec = pl.BlockSpec((block_rows, d), lambda i: (i, 0))
+  return pl.pallas_call(
+      _rmsnorm_residual_kernel, grid=(n // block_rows,), in_specs=[spec, spec], out_specs=spec,
+      out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=interpret,
+      name=TASK_NAME)(x, residual)
