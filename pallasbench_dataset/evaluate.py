@@ -32,11 +32,17 @@ DEFAULT_TIMEOUT_S = {"gpu": 300.0, "cpu": 900.0}
 CPU_OPTIONS = EvalOptions(timing_iterations=5, timing_rounds=1, warmup=1)
 
 
+def _installed(module: str) -> bool:
+  try:
+    return importlib.util.find_spec(module) is not None
+  except ModuleNotFoundError:  # a dotted name whose parent package is absent
+    return False
+
+
 def gpu_available() -> bool:
   """A CUDA plugin for jax is installed and nvidia-smi lists a GPU (without touching CUDA here)."""
-  plugin = any(importlib.util.find_spec(name) is not None
-               for name in ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins.xla_cuda13",
-                            "jax_plugins.xla_cuda12"))
+  plugin = any(_installed(name) for name in ("jax_cuda13_plugin", "jax_cuda12_plugin",
+                                             "jax_plugins.xla_cuda13", "jax_plugins.xla_cuda12"))
   if not plugin or shutil.which("nvidia-smi") is None:
     return False
   try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import jax
@@ -43,10 +43,6 @@ def lower_for_triton(fn: Callable, *args: jax.ShapeDtypeStruct,
 def lower_for_tpu(fn: Callable, *args: jax.ShapeDtypeStruct) -> str:
   """StableHLO text of `fn` exported for TPU (Mosaic); raises if a pallas_call fails to lower."""
   return jax.export.export(jax.jit(fn), platforms=["tpu"])(*args).mlir_module()
-
-
-def shape_structs(arrays: Sequence[jax.Array]) -> tuple[jax.ShapeDtypeStruct, ...]:
-  return tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays)
 
 
 @contextlib.contextmanager

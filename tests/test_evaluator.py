@@ -187,3 +187,12 @@ def test_timing_sets_rotate_what_a_call_reads():
   relu = get_task("relu")
   sets = core.timing_sets(relu, relu.dims(Size.SMALL), l2_bytes=1 << 20, budget_bytes=1 << 30)
   assert len(sets) == 4 and sets[0][0] is not sets[1][0]  # 1 MB each: 4 sets cover 4 MB
+
+
+def test_device_auto_resolves_to_cpu_without_a_gpu():
+  assert evaluate_cli.resolve_device("auto") == "cpu"
+  assert evaluate_cli.resolve_device("cpu") == "cpu"
+  with pytest.raises(RuntimeError, match="no usable NVIDIA GPU"):
+    evaluate_cli.resolve_device("gpu")
+  with pytest.raises(ValueError, match="auto, gpu or cpu"):
+    evaluate_cli.resolve_device("tpu")

@@ -184,14 +184,12 @@ _FAILURES: Final = {
 def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
               on_result: Callable[[EvalRecord, Artifacts | None], None],
               fresh_process_per: str = "task",
-              on_start: Callable[[WorkItem], None] | None = None,
               on_ready: Callable[[Environment, dict], None] | None = None
-              ) -> tuple[Environment | None, dict | None]:
+              ) -> None:
   """Evaluates `items` in children, calling `on_result` once per item, in order.
 
-  Returns the environment and ceilings of the last child (None, None without items); pass
-  the ceilings back in the config of later calls so they are measured once. `on_ready` is
-  called once, when the first child has measured them.
+  The first child measures the ceilings and reports them with its environment through
+  `on_ready`; later children reuse them, so they are measured once per call.
   """
   worker: Worker | None = None
   env: Environment | None = None
@@ -210,8 +208,6 @@ def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
         env = worker.environment
         config = dataclasses.replace(config, ceilings=worker.ceilings)  # measured once per run
       last_task = item.task
-      if on_start is not None:
-        on_start(item)
       start = time.monotonic()
       kind, payload = worker.run(item, limits)
       if kind == "result":
@@ -229,7 +225,6 @@ def run_items(items: Iterable[WorkItem], config: ChildConfig, limits: Limits, *,
   finally:
     if worker is not None:
       worker.close()
-  return env, config.ceilings
 
 
 def make_dump_dir(device: str) -> pathlib.Path | None:
