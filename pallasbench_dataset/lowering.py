@@ -19,6 +19,7 @@ import jax
 TRITON_CUSTOM_CALL: Final = "__gpu$xla.gpu.triton"
 TPU_CUSTOM_CALL: Final = "tpu_custom_call"
 DEFAULT_GPU: Final = ("NVIDIA H200", 132)
+DEFAULT_TPU: Final = "TPU v5 lite"
 
 
 @contextlib.contextmanager
@@ -40,9 +41,15 @@ def lower_for_triton(fn: Callable, *args: jax.ShapeDtypeStruct,
     return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
 
 
-def lower_for_tpu(fn: Callable, *args: jax.ShapeDtypeStruct) -> str:
-  """StableHLO text of `fn` exported for TPU (Mosaic); raises if a pallas_call fails to lower."""
-  return jax.export.export(jax.jit(fn), platforms=["tpu"])(*args).mlir_module()
+def lower_for_tpu(fn: Callable, *args: jax.ShapeDtypeStruct, device_kind: str = DEFAULT_TPU) -> str:
+  """StableHLO text of `fn` exported for TPU (Mosaic); raises if a pallas_call fails to lower.
+
+  An abstract TPU device stands in for the hardware info some block checks read (1-D blocks
+  fail with 'Unsupported TPU device kind: cpu' without one).
+  """
+  device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=1, platform="tpu")
+  with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("_",), abstract_device=device)):
+    return jax.export.export(jax.jit(fn), platforms=["tpu"])(*args).mlir_module()
 
 
 @contextlib.contextmanager

@@ -115,3 +115,16 @@ def test_tpu_kernel_lowers_for_tpu_at_medium(spec):
       lower_for_tpu(fn, *avals)
   else:
     assert TPU_CUSTOM_CALL in lower_for_tpu(fn, *avals)
+
+
+def test_tpu_lowering_check_accepts_one_dimensional_blocks():
+  """Mosaic takes (256,) blocks; the CPU-host check must not reject them for lack of a TPU."""
+  from jax.experimental import pallas as pl  # pylint: disable=import-outside-toplevel
+
+  def double(x):
+    spec = pl.BlockSpec((256,), lambda i: (i,))
+    return pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2),
+                          grid=(4,), in_specs=[spec], out_specs=spec,
+                          out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+  assert TPU_CUSTOM_CALL in lower_for_tpu(double, jax.ShapeDtypeStruct((1024,), "float32"))
