@@ -58,9 +58,12 @@ def _child_main(conn, config: ChildConfig) -> None:
   if config.visible_device is not None:
     os.environ["CUDA_VISIBLE_DEVICES"] = config.visible_device
   os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  dump_dir = None
   if config.device == "gpu" and config.dump_dir is not None:
     from pallasbench_dataset.evaluation.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_dump_flags(config.dump_dir)}"
+    # XLA numbers dumped modules per process: a folder per child keeps names from colliding.
+    dump_dir = config.dump_dir / f"child-{os.getpid()}"
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_dump_flags(dump_dir)}"
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
   import jax  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.evaluation import ceilings, environment, timing  # pylint: disable=import-outside-toplevel
@@ -71,7 +74,7 @@ def _child_main(conn, config: ChildConfig) -> None:
     ceil = (Ceilings(**{k: v for k, v in config.ceilings.items() if k != "bandwidth_gbps"})
             if config.ceilings else ceilings.measure(method))
     ctx = Context(environment=env, ceilings=ceil, timing_method=method,
-                  l2_bytes=environment.l2_bytes(env), dump_dir=config.dump_dir)
+                  l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir)
   except Exception:  # the device itself is unusable: report and stop
     conn.send(("startup_failed", traceback.format_exc()))
     return
