@@ -12,7 +12,6 @@ import math
 from collections.abc import Iterator
 from typing import Final
 
-import jax
 import jax.extend.core as jex_core
 
 from pallasbench_dataset.schema import PallasCallInfo
