@@ -18,7 +18,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from pallasbench_dataset import analysis
 from pallasbench_dataset.schema import Environment, EvalRecord, SummaryRow, to_json_dict
-from pallasbench_dataset.evaluation.core import readable
+from pallasbench_dataset.evaluation.errors import readable
 from pallasbench_dataset.tasks import TASKS
 
 from builder.records import Merged, Run

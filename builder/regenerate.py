@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from pallasbench_dataset.evaluate import DEFAULT_TIMEOUT_S, default_options, resolve_device
 from pallasbench_dataset.evaluation.environment import git_commit
-from pallasbench_dataset.evaluation.isolation import Limits, default_memory_limit
+from pallasbench_dataset.evaluation.judge_process import Limits, default_memory_limit
 from pallasbench_dataset.evaluation.suite import plan, run_suite
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--timeout", type=float, help="seconds per evaluation (default 300 GPU, 900 CPU)")
   p.add_argument("--gpus", type=int, default=1, help="GPUs to spread the work over")
   p.add_argument("--isolation", default="task", choices=["task", "run"],
-                 help="a fresh child process per task (default), or one per run, replaced "
+                 help="a fresh judge process per task (default), or one per run, replaced "
                       "after any error")
   p.add_argument("--git-commit", help="commit to record (default: the checkout's HEAD); for "
                                       "copies of the tree without .git")

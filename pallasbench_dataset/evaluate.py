@@ -19,9 +19,10 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from pallasbench_dataset.evaluation.core import EvalOptions, WorkItem
-from pallasbench_dataset.evaluation.isolation import (
-    ChildConfig, Limits, default_memory_limit, make_dump_dir, run_items)
+from pallasbench_dataset.evaluation.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge import EvalOptions
+from pallasbench_dataset.evaluation.judge_process import (
+    JudgeConfig, Limits, default_memory_limit, make_dump_dir)
 from pallasbench_dataset.kernels import KernelLoadError, Variant, read_source
 from pallasbench_dataset.schema import EvalRecord, Status, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
@@ -72,9 +73,12 @@ def evaluate(task: str, kernel: str | pathlib.Path, *, size: str = "small", devi
              timeout_s: float | None = None, options: EvalOptions | None = None) -> EvalRecord:
   """Evaluates `kernel` (a file path or source text defining `kernel(*inputs, interpret=False)`).
 
-  Runs in a spawned child with a wall-clock and a memory limit; the kernel's failures come
-  back as the record's status (`pass`, `incorrect`, `rejected`, `error`, `timeout`), never
-  as exceptions. Raises only for bad arguments (unknown task or size, missing file).
+  The kernel is imported only by a sandboxed exporter process, which hands back `jax.export`
+  artifacts; a separate judge process runs and judges those, with a wall-clock and a memory
+  limit on each. Works from a plain script (the processes are started as programs). The
+  kernel's failures come back as the record's status (`pass`, `incorrect`, `rejected`,
+  `error`, `timeout`), never as exceptions. Raises only for bad arguments (unknown task or
+  size, missing file).
   """
   spec = get_task(task)
   Size(size)
@@ -85,7 +89,7 @@ def evaluate(task: str, kernel: str | pathlib.Path, *, size: str = "small", devi
   limits = Limits(timeout_s=timeout_s or DEFAULT_TIMEOUT_S[device],
                   memory_bytes=default_memory_limit())
   records: list[EvalRecord] = []
-  run_items([item], ChildConfig(device=device, git_commit=None, dump_dir=make_dump_dir(device)),
+  run_items([item], JudgeConfig(device=device, git_commit=None, dump_dir=make_dump_dir(device)),
             limits, on_result=lambda record, _: records.append(record))
   return records[0]
 

@@ -1,4 +1,4 @@
-"""Lowering checks that run on a CPU host: Triton for an abstract NVIDIA GPU, Mosaic for TPU.
+"""Lowering and export on a CPU host: Triton for an abstract NVIDIA GPU, Mosaic for TPU.
 
 Interpret mode ignores the Triton rules (power-of-two tensors, no batched dots, no value
 slices, ...); lowering for the real target catches them without a GPU. It does not catch
@@ -17,6 +17,7 @@ from typing import Final
 import jax
 
 TRITON_CUSTOM_CALL: Final = "__gpu$xla.gpu.triton"
+MOSAIC_GPU_CUSTOM_CALL: Final = "mosaic_gpu_v2"
 TPU_CUSTOM_CALL: Final = "tpu_custom_call"
 DEFAULT_GPU: Final = ("NVIDIA H200", 132)
 DEFAULT_TPU: Final = "TPU v5 lite"
@@ -34,22 +35,37 @@ def abstract_gpu(device_kind: str = DEFAULT_GPU[0], num_cores: int = DEFAULT_GPU
       yield
 
 
-def lower_for_triton(fn: Callable, *args: jax.ShapeDtypeStruct,
-                     device_kind: str = DEFAULT_GPU[0]) -> str:
-  """StableHLO text of `fn` lowered for CUDA; raises if any pallas_call fails to lower."""
-  with abstract_gpu(device_kind):
-    return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
-
-
-def lower_for_tpu(fn: Callable, *args: jax.ShapeDtypeStruct, device_kind: str = DEFAULT_TPU) -> str:
-  """StableHLO text of `fn` exported for TPU (Mosaic); raises if a pallas_call fails to lower.
-
-  An abstract TPU device stands in for the hardware info some block checks read (1-D blocks
-  fail with 'Unsupported TPU device kind: cpu' without one).
-  """
+@contextlib.contextmanager
+def abstract_tpu(device_kind: str = DEFAULT_TPU) -> Iterator[None]:
+  """An abstract TPU device for the hardware info some block checks read (1-D blocks fail
+  with 'Unsupported TPU device kind: cpu' without one)."""
   device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=1, platform="tpu")
   with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("_",), abstract_device=device)):
-    return jax.export.export(jax.jit(fn), platforms=["tpu"])(*args).mlir_module()
+    yield
+
+
+def export_for(platform: str, fn: Callable, *args: jax.ShapeDtypeStruct) -> jax.export.Exported:
+  """`jax.export` of `fn` for one platform ("cuda", "tpu" or "cpu"), on any host.
+
+  For "cuda" the Pallas GPU custom calls (Triton, Mosaic GPU) are allowed: they are the
+  kernel. `fn` must already carry its `interpret` flag (False for cuda/tpu, True for cpu).
+  """
+  if platform == "cuda":
+    checks = [jax.export.DisabledSafetyCheck.custom_call(t)
+              for t in (TRITON_CUSTOM_CALL, MOSAIC_GPU_CUSTOM_CALL)]
+    with abstract_gpu():
+      return jax.export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=checks)(*args)
+  if platform == "tpu":
+    with abstract_tpu():
+      return jax.export.export(jax.jit(fn), platforms=["tpu"])(*args)
+  if platform == "cpu":
+    return jax.export.export(jax.jit(fn), platforms=["cpu"])(*args)
+  raise ValueError(f"unknown platform {platform!r}: cuda, tpu or cpu")
+
+
+def lower_for_tpu(fn: Callable, *args: jax.ShapeDtypeStruct) -> str:
+  """StableHLO text of `fn` exported for TPU (Mosaic); raises if a pallas_call fails to lower."""
+  return export_for("tpu", fn, *args).mlir_module()
 
 
 @contextlib.contextmanager

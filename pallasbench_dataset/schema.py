@@ -62,7 +62,11 @@ class PallasCallInfo:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CompileProfile:
-  """Cold compile stages (fresh jit, no persistent cache) and IR sizes."""
+  """Cold compile stages (fresh jit, no persistent cache) and IR sizes.
+
+  Since judge version 2, trace_s and lower_s are reported by the untrusted exporter
+  (`exporter_reported`), and compile_s is measured by the judge on the exported artifact.
+  """
   trace_s: float | None
   lower_s: float | None
   compile_s: float | None
@@ -74,6 +78,8 @@ class CompileProfile:
   lowers_triton_error: str | None
   lowers_tpu: bool | None         # CPU check: lowers to a Mosaic tpu_custom_call
   lowers_tpu_error: str | None
+  exporter_reported: bool = False  # trace_s, lower_s, pallas_calls and IR came from the exporter
+  artifact_bytes: int | None = None  # the serialized jax.export artifact the judge ran
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +155,11 @@ class EvalRecord:
   environment: Environment
   measured_at: str             # ISO 8601, UTC
   eval_wall_s: float
+  judge_version: str = "1"     # 1: in-process evaluator (release 1); 2: exporter + sealed judge
+  edge_error: str | None = None  # why the edge-shape check failed (general_shapes False)
+  timed_outputs_checked: int | None = None  # timed calls whose outputs were compared
+  sandbox: tuple[str, ...] = ()  # the exporter's sandbox layers in force
+  exporter_output: str | None = None  # what the candidate printed while exported (truncated)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,11 +229,15 @@ def to_json_dict(obj: Any) -> Any:
 
 
 def from_json_dict(cls: type, data: dict[str, Any]) -> Any:
-  """Rebuilds a record; unknown or missing keys and wrong types raise ValueError."""
+  """Rebuilds a record; unknown keys, missing keys without a default (fields added later have
+  one, so older records still load) and wrong types raise ValueError."""
   hints = _hints(cls)
-  names = {f.name for f in dataclasses.fields(cls)}
-  if set(data) != names:
-    extra, missing = sorted(set(data) - names), sorted(names - set(data))
+  fields = dataclasses.fields(cls)
+  names = {f.name for f in fields}
+  required = {f.name for f in fields
+              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+  if not required <= set(data) <= names:
+    extra, missing = sorted(set(data) - names), sorted(required - set(data))
     raise ValueError(f"{cls.__name__}: unknown keys {extra}, missing keys {missing}")
   return cls(**{k: _convert(hints[k], v, f"{cls.__name__}.{k}") for k, v in data.items()})
 

@@ -5,7 +5,7 @@
 # The machine has jax 0.11.2 but no `datasets`: measure only; build here with --from-results.
 set -uo pipefail
 name=$1; shift
-export PYTHONUNBUFFERED=1 PYTHONPATH=.
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD"  # absolute: the sandboxed exporter runs in a scratch folder
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv
 start=$(date +%s)
 # Stop measuring before the device's 10-minute limit so the folder still gets packed.

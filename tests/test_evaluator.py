@@ -1,25 +1,25 @@
-"""The robust evaluator judged by its controls: every cheat rejected, every honest kernel passed.
+"""The evaluator judged by its controls: every broken kernel caught, every honest one passed.
 
 Negative controls live in tests/controls/ (one file each, expected outcome in its docstring);
 positive controls (pos_*) are correct kernels written in other styles than kernels_gpu/.
-All run on the CPU in interpret mode, each in the evaluator's child process.
+All run on the CPU in interpret mode, through the sandboxed exporter and the judge process.
+The attacks on the judge itself are in test_adversarial.py (controls adv_*).
 """
 
 import dataclasses
 import json
 import pathlib
 
-import jax
 import jax.numpy as jnp
 import pytest
 
 from pallasbench_dataset import evaluate as evaluate_cli
-from pallasbench_dataset.evaluation import checks, core
-from pallasbench_dataset.evaluation.core import EvalOptions, WorkItem
-from pallasbench_dataset.evaluation.isolation import ChildConfig, Limits, run_items
+from pallasbench_dataset.evaluation import judge
+from pallasbench_dataset.evaluation.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge import EvalOptions
+from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
 from pallasbench_dataset.evaluate import evaluate
-from pallasbench_dataset.jaxpr_analysis import analyze
-from pallasbench_dataset.kernels import kernel_path, load_module
+from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import ErrorType, EvalRecord, Status, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
 
@@ -33,13 +33,13 @@ EXPECTED = {
     "identity_relu": ("relu", Status.REJECTED, "not_input_copy"),
     "zeros_relu": ("relu", Status.REJECTED, "output_std"),
     "constant_sigmoid": ("sigmoid", Status.REJECTED, "output_std"),
-    "jnp_only_relu": ("relu", Status.REJECTED, "no pallas_call"),
-    "outside_matmul": ("matmul", Status.REJECTED, "contraction done outside the kernel"),
+    "jnp_only_relu": ("relu", Status.REJECTED, "no Pallas kernel in the exported module"),
+    "interpret_forced_relu": ("relu", Status.REJECTED, "no Pallas kernel in the exported module"),
+    "outside_matmul": ("matmul", Status.REJECTED, "contractions outside the kernel"),
     "outside_exp": ("exp", Status.REJECTED, "the real work is done outside the kernel"),
-    "cached_relu": ("relu", Status.REJECTED, "output cached across calls"),
+    "cached_relu": ("relu", Status.REJECTED, "host callbacks"),
     "mutates_input_relu": ("relu", Status.REJECTED, "writes to its input refs"),
     "ignores_input_add": ("add", Status.REJECTED, "output ignores input(s) ['y']"),
-    "imports_reference_relu": ("relu", Status.REJECTED, "imports pallasbench_dataset"),
     "unwritten_relu": ("relu", Status.INCORRECT, "NaN/Inf where the reference is finite"),
     "wrong_math_relu": ("relu", Status.INCORRECT, "not allclose"),
     "nan_relu": ("relu", Status.INCORRECT, "NaN/Inf where the reference is finite"),
@@ -64,7 +64,7 @@ def _item(name, task, options=OPTIONS, size="small"):
 
 def _run(items, limits=LIMITS):
   records = []
-  run_items(items, ChildConfig(device="cpu", git_commit=None, dump_dir=None), limits,
+  run_items(items, JudgeConfig(device="cpu", git_commit=None, dump_dir=None), limits,
             on_result=lambda record, _: records.append(record))
   return records
 
@@ -89,12 +89,14 @@ def test_control_gets_its_exact_status(control_records, name):
     assert record.correct and record.robust and record.reasons == ()
     assert record.runtime_ms > 0 and record.baseline_ms > 0 and record.speedup > 0
     assert record.timing_method == "wallclock" and not record.timing_comparable
+  assert (record.status is Status.PASS) == (record.reasons == ())
+  assert record.judge_version == judge.JUDGE_VERSION and "audit-hook" in record.sandbox
 
 
 def test_every_control_file_has_an_expectation():
   files = {p.stem for p in CONTROLS.glob("*.py")}
-  special = {"hangs_relu", "hogs_memory_relu", "interpret_forced_relu"}
-  assert files == set(EXPECTED) | special
+  special = {"hangs_relu", "hogs_memory_relu"}
+  assert files - {f for f in files if f.startswith("adv_")} == set(EXPECTED) | special
 
 
 def test_records_round_trip_through_json(control_records):
@@ -116,20 +118,9 @@ def test_memory_hog_is_killed_at_the_limit():
   assert "exceeded" in record.error
 
 
-def test_interpret_forced_is_rejected_on_gpu():
-  """On a CPU every kernel runs interpreted; the jaxpr shows the hard-coded flag for a GPU."""
-  spec = get_task("relu")
-  module = load_module((CONTROLS / "interpret_forced_relu.py").read_text())
-  args = spec.make_inputs(Size.SMALL, 0)
-  report = analyze(jax.make_jaxpr(lambda x: module.kernel(x, interpret=False))(*args))
-  dims = spec.dims(Size.SMALL)
-  assert any("interpret=True forced" in r for r in checks.jaxpr_reasons(report, spec, dims, on_gpu=True))
-  assert checks.jaxpr_reasons(report, spec, dims, on_gpu=False) == []
-
-
 def test_speedup_is_baseline_over_kernel():
-  assert core.speedup(kernel_ms=2.0, baseline_ms=4.0) == 2.0  # the kernel is twice as fast
-  assert core.speedup(kernel_ms=4.0, baseline_ms=2.0) == 0.5
+  assert judge.speedup(kernel_ms=2.0, baseline_ms=4.0) == 2.0  # the kernel is twice as fast
+  assert judge.speedup(kernel_ms=4.0, baseline_ms=2.0) == 0.5
 
 
 def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
@@ -140,7 +131,7 @@ def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
       for v, t in (("gpu", "relu"), ("tpu", "layernorm"))])
   assert gpu.status is Status.PASS and gpu.general_shapes is True
   assert tpu.status is Status.PASS and tpu.general_shapes is False  # 128-row blocks, 333 rows
-  assert any("edge shape" in r for r in tpu.reasons)
+  assert "edge shape" in tpu.edge_error and tpu.reasons == ()  # reported, not a rejection
   assert gpu.compile.lowers_triton is True and gpu.compile.lowers_tpu is False
   assert tpu.compile.lowers_tpu is True
   assert gpu.compile.pallas_calls[0].name == "relu" and gpu.compile.triton_ir_bytes > 0
@@ -169,24 +160,20 @@ def test_cli_exit_status_and_json(capsys):
   assert "unknown task 'relux'" in capsys.readouterr().err
 
 
-def test_source_analysis_allows_only_the_kernel_imports():
-  assert checks.source_reasons("import jax\nimport numpy as np\nfrom typing import Final\n") == []
-  assert checks.source_reasons("import os\n") != []
-  assert checks.source_reasons("from . import x\n") != []
-
-
 def test_timing_sets_rotate_what_a_call_reads():
   """A gather shares its big table across sets and redraws the ids, so each call reads rows
   that the previous calls did not leave in L2; other tasks redraw every input."""
   spec = get_task("embedding_lookup")
   dims = spec.dims(Size.SMALL)  # table 8 MB, 128 ids of 256 floats: 0.13 MB read per call
-  sets = core.timing_sets(spec, dims, l2_bytes=1 << 20, budget_bytes=1 << 30)
+  sets = judge.timing_sets(spec, dims, l2_bytes=1 << 20, budget_bytes=1 << 30)
   assert len(sets) == 32  # 4 MB (4x the L2) / 0.13 MB read per call
   assert all(s[0] is sets[0][0] for s in sets)
   assert len({bytes(jnp.asarray(s[1]).tobytes()) for s in sets}) == len(sets)
   relu = get_task("relu")
-  sets = core.timing_sets(relu, relu.dims(Size.SMALL), l2_bytes=1 << 20, budget_bytes=1 << 30)
+  sets = judge.timing_sets(relu, relu.dims(Size.SMALL), l2_bytes=1 << 20, budget_bytes=1 << 30)
   assert len(sets) == 4 and sets[0][0] is not sets[1][0]  # 1 MB each: 4 sets cover 4 MB
+  again = judge.timing_sets(relu, relu.dims(Size.SMALL), l2_bytes=1 << 20, budget_bytes=1 << 30)
+  assert not jnp.array_equal(sets[0][0], again[0][0])  # fresh OS seeds: no public timing input
 
 
 def test_device_auto_resolves_to_cpu_without_a_gpu():

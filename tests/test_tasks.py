@@ -145,8 +145,9 @@ def _degeneracy_failures(spec, fn, size=Size.SMALL, seed=0):
   if out.shape != spec.output_shape(size):
     return ["output_shape"]
   thr = filters.threshold(np.asarray(spec.expected(*inputs)))
+  impacts = [np.asarray(fn(*inputs[:i], np.asarray(x), *inputs[i + 1:])) for i, x in enumerate(other)]
   results = [*filters.output_filters(out, inputs, names, thr),
-             filters.input_impact(fn, inputs, [np.asarray(x) for x in other], names, out, thr)]
+             filters.input_impact(impacts, names, out, thr)]
   return [r.name for r in results if not r.passed]
 
 

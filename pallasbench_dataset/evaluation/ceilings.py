@@ -51,10 +51,10 @@ def measure(method: TimingMethod) -> Ceilings:
   copy = jax.jit(lambda v: v * 1.5 + 0.5)
   read = jax.jit(jnp.sum)
   matmul = jax.jit(jnp.matmul)
-  copy_t, read_t = time_interleaved([copy, read], [(x,)], iterations=10, rounds=2, warmup=2,
-                                    method=method)
-  (matmul_t,) = time_interleaved([matmul], [(a, b)], iterations=10, rounds=1, warmup=2,
-                                 method=method)
+  copy_t, read_t = (t.samples for t in time_interleaved(
+      [copy, read], [[(x,)], [(x,)]], iterations=10, rounds=2, warmup=2, method=method))
+  (matmul_t,) = (t.samples for t in time_interleaved(
+      [matmul], [[(a, b)]], iterations=10, rounds=1, warmup=2, method=method))
   nbytes = COPY_ELEMENTS * 4
   return Ceilings(
       copy_gbps=2 * nbytes / copy_t.median_ms / 1e6,

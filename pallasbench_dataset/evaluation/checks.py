@@ -1,70 +1,33 @@
-"""The judge's checks, each a small function over a compiled kernel and its task.
+"""The judge's checks over an exported kernel: the candidate's runs, then the verdict on them.
 
-Everything here runs inside the evaluation child process. A check returns data (a
-comparison, filter results, reasons); the decision (pass, incorrect, rejected) is taken
-in `core.py` from what the checks found.
+The order is the defence: `run_candidate` runs the candidate on every input it will be
+judged on and copies the outputs to the host before any reference output exists in the
+process; `judge_outputs` then computes the references and compares on the host. Nothing
+here imports or calls candidate Python: `fn` is a compiled `jax.export` artifact.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Final
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pallasbench_dataset import filters
-from pallasbench_dataset.jaxpr_analysis import JaxprReport
 from pallasbench_dataset.schema import FilterResult
-from pallasbench_dataset.tasks import TaskSpec
+from pallasbench_dataset.tasks import Dims, TaskSpec
 from pallasbench_dataset.tolerance import Comparison, compare
 
-ALLOWED_IMPORTS: Final = frozenset({"jax", "numpy", "functools", "math", "typing"})
-OUTSIDE_FLOPS_LIMIT: Final = 0.10        # share of the task's FLOPs plain XLA ops may do
-OUTSIDE_CONTRACTION_LIMIT: Final = 0.01  # share of the task's FLOPs in contractions outside
 POISON: Final = float("nan")
-SENTINEL: Final = 1.2345e30             # a second poison value: unwritten output keeps it exactly
+SENTINEL: Final = 1.2345e30    # a second poison value: unwritten output keeps it exactly
+IMPACT_SEED_OFFSET: Final = 7919
 
 
-def source_reasons(source: str) -> list[str]:
-  """Static analysis of the source: imports outside the kernel contract."""
-  tree = ast.parse(source)
-  roots = set()
-  for node in ast.walk(tree):
-    if isinstance(node, ast.Import):
-      roots |= {alias.name.split(".")[0] for alias in node.names}
-    elif isinstance(node, ast.ImportFrom):
-      roots.add((node.module or ".").split(".")[0] if node.level == 0 else ".")
-  bad = sorted(roots - ALLOWED_IMPORTS)
-  if not bad:
-    return []
-  return [f"imports {', '.join(bad)}: a kernel may import only {', '.join(sorted(ALLOWED_IMPORTS))}"]
-
-
-def jaxpr_reasons(report: JaxprReport, spec: TaskSpec, dims, *, on_gpu: bool) -> list[str]:
-  """Rejections read from the jaxpr: no Pallas, interpret forced, work done outside kernels."""
-  reasons = []
-  if not report.pallas_calls:
-    reasons.append("no pallas_call in the kernel's jaxpr: not a Pallas kernel")
-  if on_gpu and any(call.interpret for call in report.pallas_calls):
-    reasons.append("interpret=True forced on the real backend: the kernel never runs on the GPU")
-  if report.input_writes:
-    reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
-                   "inputs mutated in place")
-  if report.outside.host_callbacks:
-    reasons.append(f"host callbacks {sorted(set(report.outside.host_callbacks))}: work done on "
-                   "the host, outside the kernel")
-  task_flops = max(spec.flops(dims), 1)
-  if report.outside.contraction_flops > OUTSIDE_CONTRACTION_LIMIT * task_flops:
-    reasons.append(f"contraction done outside the kernel: {report.outside.contraction_flops} "
-                   f"FLOPs in plain XLA ops ({', '.join(report.outside.primitives)})")
-  elif report.outside.flops > OUTSIDE_FLOPS_LIMIT * task_flops:
-    share = report.outside.flops / task_flops
-    reasons.append(f"the real work is done outside the kernel: plain XLA ops do {share:.0%} of "
-                   f"the task's FLOPs ({', '.join(report.outside.primitives)})")
-  return reasons
+class OutputError(Exception):
+  """The kernel returned something other than one array of the task's shape and dtype."""
 
 
 def poison_allocator(shape, dtype, value: float) -> None:
@@ -80,100 +43,144 @@ def poison_allocator(shape, dtype, value: float) -> None:
     b.delete()
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class SeedOutcome:
-  seed: int
-  comparison: Comparison
-  output: jax.Array
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class CorrectnessReport:
-  outcomes: tuple[SeedOutcome, ...]
-  rejections: tuple[str, ...]  # mutation, donation, caching, unwritten elements
-
-  @property
-  def correct(self) -> bool:
-    return all(o.comparison.passed for o in self.outcomes)
-
-  def worst(self, field: str) -> float | None:
-    values = [getattr(o.comparison, field) for o in self.outcomes]
-    values = [v for v in values if v is not None]
-    return max(values) if values else None
-
-
-class OutputError(Exception):
-  """The kernel returned something other than one array of the task's shape and dtype."""
-
-
-def _check_output(out, spec: TaskSpec, dims) -> None:
+def check_output(out, spec: TaskSpec, dims: Dims) -> jax.Array:
   expected = spec.output(dims)
+  if isinstance(out, (tuple, list)) and len(out) == 1:
+    out = out[0]
   if not isinstance(out, jax.Array):
     raise OutputError(f"kernel returned {type(out).__name__}, expected one array of shape {expected}")
   if tuple(out.shape) != expected or out.dtype != jnp.dtype(spec.output_dtype):
     raise OutputError(f"kernel returned {out.dtype}{list(out.shape)}, expected "
-                    f"{spec.output_dtype}{list(expected)}")
+                      f"{spec.output_dtype}{list(expected)}")
+  return out
 
 
-def _inputs_changed(inputs: Sequence[jax.Array], copies: Sequence[jax.Array],
-                    names: Sequence[str]) -> list[str]:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateRuns:
+  """Host copies of everything the candidate computed, made before any reference existed."""
+  seeds: tuple[int, ...]
+  outputs: tuple[np.ndarray, ...]          # one per seed
+  impact_outputs: tuple[np.ndarray, ...]   # seeds[0]'s inputs with input i redrawn
+  mutated: tuple[str, ...]                 # inputs the kernel changed or donated
+  unwritten: int | None                    # elements that kept the sentinel (GPU only)
+  edge_output: np.ndarray | None
+  edge_error: str | None
+
+
+def _run_once(fn: Callable, spec: TaskSpec, dims: Dims, inputs: Sequence[jax.Array]) -> np.ndarray:
+  out = check_output(fn(*inputs), spec, dims)
+  host = np.asarray(out)
+  out.delete()
+  return host
+
+
+def _mutations(inputs: Sequence[jax.Array], before: Sequence[np.ndarray],
+               names: Sequence[str]) -> list[str]:
   changed = []
-  for x, c, name in zip(inputs, copies, names):
+  for x, b, name in zip(inputs, before, names, strict=True):
     if x.is_deleted():
       changed.append(f"input {name} was donated (deleted) by the kernel")
-    elif not bool(jnp.array_equal(x, c, equal_nan=True)):
+    elif not np.array_equal(np.asarray(x), b, equal_nan=True):
       changed.append(f"input {name} was mutated in place")
   return changed
 
 
-def check_correctness(fn: Callable, spec: TaskSpec, dims, seeds: Sequence[int], *,
-                      on_gpu: bool) -> CorrectnessReport:
-  """Runs fn on fresh inputs per seed with a poisoned output, against the HIGHEST reference.
+def impact_inputs(spec: TaskSpec, dims: Dims, seed: int, index: int) -> tuple[jax.Array, ...]:
+  """seed's inputs with input `index` redrawn from another seed."""
+  inputs = list(spec.make_inputs(dims, seed))
+  inputs[index] = spec.make_input(dims, seed + IMPACT_SEED_OFFSET, index)
+  return tuple(inputs)
 
-  Raises OutputError for an output of the wrong structure, shape or dtype.
-  """
+
+def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int], *,
+                  on_gpu: bool, edge: tuple[Callable, Dims] | None) -> CandidateRuns:
+  """Every candidate run the verdict needs. Raises OutputError for a wrong output structure;
+  anything the kernel raises while running propagates (a runtime error)."""
   names = [i.name for i in spec.inputs]
-  outcomes, rejections = [], []
+  outputs, mutated = [], []
   for seed in seeds:
     inputs = spec.make_inputs(dims, seed)
-    copies = [jnp.array(x, copy=True) for x in inputs]
-    expected = spec.expected(*inputs)
+    before = [np.asarray(x) for x in inputs]
     if on_gpu:
-      poison_allocator(expected.shape, expected.dtype, POISON)
-    out = fn(*inputs)
-    _check_output(out, spec, dims)
-    jax.block_until_ready(out)
-    rejections += _inputs_changed(inputs, copies, names)
-    comparison = compare(out, expected, spec.tolerance)
-    if not comparison.passed:
-      rejections += _cached_or_unwritten(fn, inputs, out, outcomes, on_gpu=on_gpu)
-    outcomes.append(SeedOutcome(seed=seed, comparison=comparison, output=out))
-  return CorrectnessReport(outcomes=tuple(outcomes), rejections=tuple(dict.fromkeys(rejections)))
-
-
-def _cached_or_unwritten(fn, inputs, out, earlier: Sequence[SeedOutcome], *,
-                         on_gpu: bool) -> list[str]:
-  """Explains a wrong output that is a replay of an earlier one or has unwritten elements."""
-  reasons = []
-  for prev in earlier:
-    if bool(jnp.array_equal(prev.output, out)):
-      reasons.append(f"output cached across calls: seed {prev.seed}'s output was returned for "
-                     "different inputs")
+      poison_allocator(spec.output(dims), spec.output_dtype, POISON)
+    outputs.append(_run_once(fn, spec, dims, inputs))
+    mutated += _mutations(inputs, before, names)
+  impact = tuple(_run_once(fn, spec, dims, impact_inputs(spec, dims, seeds[0], i))
+                 for i in range(len(names)))
+  unwritten = None
   if on_gpu:
-    poison_allocator(out.shape, out.dtype, SENTINEL)
-    again = fn(*inputs)
-    unwritten = int(jnp.sum(again == SENTINEL))
-    if unwritten:
-      reasons.append(f"elements left unwritten: {unwritten} of {again.size} output elements kept "
-                     "the poison value")
+    poison_allocator(spec.output(dims), spec.output_dtype, SENTINEL)
+    unwritten = int(np.count_nonzero(_run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
+                                     == np.float32(SENTINEL)))
+  edge_output = edge_error = None
+  if edge is not None:
+    edge_fn, edge_dims = edge
+    try:
+      edge_output = _run_once(edge_fn, spec, edge_dims, spec.make_inputs(edge_dims, seeds[0]))
+    except Exception as e:  # a kernel limited to some shapes may fail here in any way
+      edge_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
+  return CandidateRuns(seeds=tuple(seeds), outputs=tuple(outputs), impact_outputs=impact,
+                       mutated=tuple(dict.fromkeys(mutated)), unwritten=unwritten,
+                       edge_output=edge_output, edge_error=edge_error)
+
+
+def expected_host(spec: TaskSpec, inputs: Sequence[jax.Array]) -> np.ndarray:
+  return np.asarray(spec.expected(*inputs))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+  comparisons: tuple[Comparison, ...]   # one per seed
+  filters: tuple[FilterResult, ...]
+  rejections: tuple[str, ...]           # mutation, replay, unwritten, filters
+  general_shapes: bool | None
+  edge_error: str | None
+
+  @property
+  def correct(self) -> bool:
+    return all(c.passed for c in self.comparisons)
+
+  def worst(self, field: str) -> float | None:
+    values = [getattr(c, field) for c in self.comparisons if getattr(c, field) is not None]
+    return max(values) if values else None
+
+
+def _replays(runs: CandidateRuns, comparisons: Sequence[Comparison]) -> list[str]:
+  reasons = []
+  for i, c in enumerate(comparisons):
+    if c.passed:
+      continue
+    for j in range(i):
+      if np.array_equal(runs.outputs[i], runs.outputs[j], equal_nan=True):
+        reasons.append(f"output cached across calls: seed {runs.seeds[j]}'s output was returned "
+                       "for different inputs")
   return reasons
 
 
-def check_filters(fn: Callable, spec: TaskSpec, dims, seed: int, out) -> tuple[FilterResult, ...]:
-  """The degeneracy filters on fn's output for `seed`, and input impact of EVERY input."""
-  inputs = spec.make_inputs(dims, seed)
-  other = spec.make_inputs(dims, seed + 7919)
+def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
+                  edge_dims: Dims | None) -> Verdict:
+  """References, comparisons and filters for the candidate's runs, all on the host."""
   names = [i.name for i in spec.inputs]
-  thr = filters.threshold(spec.expected(*inputs))
-  return (*filters.output_filters(out, inputs, names, thr),
-          filters.input_impact(fn, inputs, other, names, out, thr))
+  comparisons = tuple(compare(out, expected_host(spec, spec.make_inputs(dims, seed)), spec.tolerance)
+                      for seed, out in zip(runs.seeds, runs.outputs, strict=True))
+  first_inputs = [np.asarray(x) for x in spec.make_inputs(dims, runs.seeds[0])]
+  thr = filters.threshold(expected_host(spec, spec.make_inputs(dims, runs.seeds[0])))
+  results = (*filters.output_filters(runs.outputs[0], first_inputs, names, thr),
+             filters.input_impact(runs.impact_outputs, names, runs.outputs[0], thr))
+  rejections = list(runs.mutated) + _replays(runs, comparisons)
+  if runs.unwritten:
+    rejections.append(f"elements left unwritten: {runs.unwritten} of {runs.outputs[0].size} "
+                      "output elements kept the poison value")
+  rejections += [f"{f.name}: {f.detail}" for f in results if not f.passed]
+  general, edge_error = None, runs.edge_error
+  if edge_dims is not None:
+    if runs.edge_output is None:
+      general = False
+    else:
+      edge = compare(runs.edge_output, expected_host(spec, spec.make_inputs(edge_dims, runs.seeds[0])),
+                     spec.tolerance)
+      general, edge_error = edge.passed, edge.reason
+    if edge_error:
+      edge_error = f"edge shape {dict(edge_dims)}: {edge_error}"
+  return Verdict(comparisons=comparisons, filters=results, rejections=tuple(dict.fromkeys(rejections)),
+                 general_shapes=general, edge_error=edge_error)

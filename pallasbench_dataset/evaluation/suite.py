@@ -10,7 +10,6 @@ per GPU, each pinned to its device.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import functools
 import json
@@ -23,8 +22,9 @@ import time
 from collections.abc import Sequence
 from typing import Final, TextIO
 
-from pallasbench_dataset.evaluation.core import EvalOptions, WorkItem
-from pallasbench_dataset.evaluation.isolation import ChildConfig, Limits, make_dump_dir, run_items
+from pallasbench_dataset.evaluation.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge import EvalOptions
+from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import Artifacts, EvalRecord, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import TaskSpec
@@ -36,23 +36,17 @@ RECORDS: Final = "records.jsonl"
 ARTIFACTS: Final = "artifacts.jsonl"
 
 
-def suite_seeds(spec: TaskSpec, count: int) -> tuple[int, ...]:
-  """Deterministic seeds of the dataset's runs, derived from the task id."""
-  return tuple(spec.task_id * 1000 + i for i in range(count))
-
-
 def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
          options: EvalOptions) -> list[WorkItem]:
   """Every (task, size, variant) evaluation: size by size, each in task-id order, so an
-  interrupted run holds whole sizes first."""
+  interrupted run holds whole sizes first. Seeds are drawn by the judge, fresh per evaluation."""
   items = []
   for size in sizes:
     for spec in specs:
-      opts = dataclasses.replace(options, seeds=options.seeds or suite_seeds(spec, options.num_seeds))
       for variant in variants:
         path = kernel_path(variant, spec.name)
         items.append(WorkItem(task=spec.name, variant=variant, size=size, source=path.read_text(),
-                              filename=f"kernels_{variant}/{spec.name}.py", options=opts))
+                              filename=f"kernels_{variant}/{spec.name}.py", options=options))
   return items
 
 
@@ -134,7 +128,7 @@ def _drain(work: queue.Queue):
     yield from group
 
 
-def _worker_thread(work: queue.Queue, config: ChildConfig, limits: Limits, sink: _Sink,
+def _worker_thread(work: queue.Queue, config: JudgeConfig, limits: Limits, sink: _Sink,
                    on_ready, isolation: str) -> None:
   """Takes (task, size) groups off the queue until it is empty.
 
@@ -211,7 +205,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
   threads = []
   for i in range(max(devices, 1)):
     visible = str(i) if devices > 1 else None
-    config = ChildConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
+    config = JudgeConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
                          ceilings=ceilings, visible_device=visible)
     ready = functools.partial(manifest.device_ready, visible or "0")
     threads.append(threading.Thread(target=_worker_thread, daemon=True,

@@ -2,7 +2,9 @@
 
 Several functions are timed in one process, interleaved in rounds (kernel, baseline,
 baseline, kernel, ...) so that clock and thermal drift hit both alike, and each call takes
-the next of several input sets so that a memory-bound kernel does not run from L2.
+the next of several input sets so that a memory-bound kernel does not run from L2. Each
+function has its own input sets: a candidate never runs on buffers the baseline used, and
+the outputs of chosen timed calls are kept so the judge can check them afterwards.
 A sample is the device time of one call: the sum of the durations of every GPU kernel the
 call launched (a Pallas kernel plus any XLA glue it needs), launch gaps excluded.
 """
@@ -15,6 +17,7 @@ import enum
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import jax
 
@@ -77,36 +80,51 @@ def _cupti_round(fn: Callable, sets: Sequence[tuple], start: int, n: int):
     raise RuntimeError(f"CUPTI saw {len(events)} kernel launches for {n} calls")
   per_call = len(events) // n
   samples = [sum(ms for _, ms in events[i * per_call:(i + 1) * per_call]) for i in range(n)]
-  return samples, tuple(name for name, _ in events[:per_call])
+  return samples, tuple(name for name, _ in events[:per_call]), results
 
 
 def _wallclock_round(fn: Callable, sets: Sequence[tuple], start: int, n: int):
-  samples = []
+  samples, results = [], []
   for i in range(n):
     args = sets[(start + i) % len(sets)]
     t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
+    results.append(jax.block_until_ready(fn(*args)))
     samples.append((time.perf_counter() - t0) * 1e3)
-  return samples, ()
+  return samples, (), results
 
 
-def time_interleaved(fns: Sequence[Callable], sets: Sequence[tuple], *, iterations: int,
-                     rounds: int, warmup: int, method: TimingMethod) -> list[Samples]:
-  """Times each fn on the rotating input sets; `iterations` samples each, over `rounds` rounds."""
-  for fn in fns:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Timed:
+  """One function's samples, and the outputs of the calls asked for: call -> (set, output)."""
+  samples: Samples
+  kept: dict[int, tuple[int, Any]]
+
+
+def time_interleaved(fns: Sequence[Callable], sets: Sequence[Sequence[tuple]], *,
+                     iterations: int, rounds: int, warmup: int, method: TimingMethod,
+                     keep: Sequence[frozenset[int]] = ()) -> list[Timed]:
+  """Times fns[j] on its own rotating input sets sets[j]; `iterations` samples each, over
+  `rounds` rounds. keep[j] names timed calls (0-based) of fns[j] whose outputs are returned."""
+  for fn, fn_sets in zip(fns, sets, strict=True):
     for i in range(warmup):
-      jax.block_until_ready(fn(*sets[i % len(sets)]))
+      jax.block_until_ready(fn(*fn_sets[i % len(fn_sets)]))
   per_round = max(1, -(-iterations // rounds))
   one_round = _cupti_round if method is TimingMethod.CUPTI else _wallclock_round
   samples: list[list[float]] = [[] for _ in fns]
   names: list[tuple[str, ...]] = [() for _ in fns]
+  kept: list[dict[int, tuple[int, Any]]] = [{} for _ in fns]
   for r in range(rounds):
     order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
     for j in order:
-      got, names[j] = one_round(fns[j], sets, r * per_round, per_round)
+      start = r * per_round
+      got, names[j], results = one_round(fns[j], sets[j], start, per_round)
       samples[j].extend(got)
-  return [Samples(method=method, samples_ms=tuple(s[:iterations]), kernel_names=n)
-          for s, n in zip(samples, names)]
+      wanted = keep[j] if j < len(keep) else frozenset()
+      kept[j].update({start + i: ((start + i) % len(sets[j]), out)
+                      for i, out in enumerate(results) if start + i in wanted})
+  return [Timed(samples=Samples(method=method, samples_ms=tuple(s[:iterations]), kernel_names=n),
+                kept={c: v for c, v in k.items() if c < iterations})
+          for s, n, k in zip(samples, names, kept)]
 
 
 def input_set_count(read_bytes: int, l2_bytes: int, budget_bytes: int, *,

@@ -1,0 +1,45 @@
+"""Readable error text: compiler messages without serialised IR, classified by stage."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from pallasbench_dataset.schema import ErrorType
+
+MAX_ERROR_CHARS: Final = 4000
+_ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\[0-7]{3}|\\[nrt'\"]){4,}")
+_ESCAPE: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|[0-7]{3})")
+
+
+def readable(text: str) -> str:
+  """Error text without serialised IR: escaped-byte runs become `<bytes>`, and a text that is
+  mostly escaped bytes (a dump of MLIR bytecode) becomes one marker."""
+  if sum(len(m) for m in _ESCAPE.findall(text)) >= 0.25 * max(len(text), 1):
+    return "<serialised IR bytes>"
+  return _ESCAPES.sub("<bytes>", text)
+
+
+def short_error(e: BaseException | str) -> str:
+  """A readable digest of a long error: its first line, Triton's `error:` lines, and the tail.
+
+  XLA and Triton errors run to pages and may embed serialised IR (escaped bytes): those
+  runs are cut to `<bytes>`, and the head is kept when the text must be shortened.
+  """
+  text = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+  lines = [readable(line).strip() for line in text.strip().splitlines()]
+  lines = [line for line in lines if line and line not in ("<bytes>", "<serialised IR bytes>")
+           ] or [text.strip()[:MAX_ERROR_CHARS]]
+  if len(lines) > 25:
+    errors = [line for line in lines[1:] if "error:" in line][:5]
+    lines = lines[:1] + errors + ["..."] + lines[-10:]
+  return "\n".join(dict.fromkeys(lines))[:MAX_ERROR_CHARS]
+
+
+def classify(text: str, stage: str) -> ErrorType:
+  """The error type of a failure at `stage` (trace, lowering, compile, run) from its text."""
+  if ("RESOURCE_EXHAUSTED" in text and "hared memory" not in text) or \
+      "out of memory" in text.lower():
+    return ErrorType.OUT_OF_MEMORY
+  return {"load": ErrorType.LOAD, "trace": ErrorType.TRACE, "lowering": ErrorType.LOWERING,
+          "compile": ErrorType.COMPILE}.get(stage, ErrorType.RUNTIME)

@@ -1,0 +1,136 @@
+"""The exporter: the one program that imports candidate code. Untrusted, sandboxed, CPU only.
+
+    python -m pallasbench_dataset.evaluation.exporter < request.json   (cwd: a scratch folder)
+
+It reads an `ExportRequest` on stdin, installs the sandbox (when started by the driver,
+which passes the report descriptor), imports the candidate, traces it at the requested
+shapes and writes `export.json` into its working directory: for each size, `jax.export`
+artifacts (bytes) per platform, or why the export failed. Exports for "cuda" target an
+abstract H200 from this CPU host, so candidate Python never runs where a GPU is visible.
+The judge treats everything written here as the candidate's word (see protocol.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+def _structs(spec, size: str) -> tuple:
+  import jax  # pylint: disable=import-outside-toplevel
+  dims = spec.dims(size)
+  return tuple(jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs)
+
+
+def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
+                 reports: dict[str, Any]) -> dict[str, Any]:
+  """Artifacts of one size for each platform; the first size also fills `reports`."""
+  from pallasbench_dataset.evaluation.errors import short_error  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.jaxpr_analysis import analyze  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.lowering import (  # pylint: disable=import-outside-toplevel
+      abstract_gpu, abstract_tpu, capture_triton_ir, export_for)
+  import jax  # pylint: disable=import-outside-toplevel
+  structs = _structs(spec, size)
+  entry: dict[str, Any] = {"size": size, "artifacts": {}, "errors": {}, "stage": None,
+                           "trace_s": None, "lower_s": None}
+  device_platform = next((p for p in platforms if p != "cpu"), None)
+  if device_platform is not None:
+    stage = "trace"
+    try:  # trace and lower once, to time the two stages the exporter sees
+      with capture_triton_ir() as triton_ir, (
+          abstract_gpu() if device_platform == "cuda" else abstract_tpu()):
+        t0 = time.perf_counter()
+        traced = jax.jit(functools.partial(kernel, interpret=False)).trace(*structs)
+        entry["trace_s"], stage = time.perf_counter() - t0, "lowering"
+        t0 = time.perf_counter()
+        traced.lower(lowering_platforms=(device_platform,))
+        entry["lower_s"] = time.perf_counter() - t0
+    except Exception as e:  # the candidate may raise anything; the stage says where
+      entry["stage"] = stage
+      entry["errors"] = {device_platform: short_error(e)}
+    else:
+      if reports is not None and "jaxpr" not in reports:
+        report = analyze(traced.jaxpr)
+        reports.update(jaxpr=report.text, input_writes=list(report.input_writes),
+                       pallas_calls=[_call_json(c) for c in report.pallas_calls],
+                       triton_ir=list(triton_ir))
+  for platform in platforms:
+    if platform in entry["errors"]:
+      continue
+    fn = functools.partial(kernel, interpret=platform == "cpu")
+    try:
+      entry["artifacts"][platform] = export_for(platform, fn, *structs).serialize()
+    except Exception as e:  # pylint: disable=broad-except
+      entry["errors"][platform] = short_error(e)
+      entry["stage"] = entry["stage"] or "export"
+  if reports is not None and "tpu" in platforms and "lowers_tpu" not in reports:
+    reports["lowers_tpu"] = "tpu" in entry["artifacts"]
+    reports["tpu_error"] = entry["errors"].get("tpu")
+  return entry
+
+
+def _call_json(call) -> dict[str, Any]:
+  import dataclasses  # pylint: disable=import-outside-toplevel
+  return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(call).items()}
+
+
+def run(request_text: str, scratch: pathlib.Path, report_fd: int | None) -> None:
+  """Everything the exporter does, in order: nothing of the candidate runs before install()."""
+  warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
+  import jax  # pylint: disable=import-outside-toplevel
+  jax.devices()  # backends and plugins initialise now, before the sandbox closes
+  from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.kernels import KernelLoadError, load_module  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
+  import pallasbench_dataset.evaluation.errors  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  import pallasbench_dataset.jaxpr_analysis  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  import pallasbench_dataset.lowering  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  request = protocol.ExportRequest.from_json(request_text)
+  spec = get_task(request.task)
+  if report_fd is not None:
+    from pallasbench_dataset.evaluation import sandbox  # pylint: disable=import-outside-toplevel
+    sandbox.install(scratch, report_fd)
+  reports: dict[str, Any] = {}
+  exports: list[dict[str, Any]] = []
+  load_error = None
+  try:
+    module = load_module(request.source, request.filename)
+  except KernelLoadError as e:
+    load_error = str(e)
+  else:
+    for size, platforms in request.exports:
+      exports.append(_export_size(module.kernel, spec, size, platforms,
+                                  reports if request.reports else None))
+  body = {"load_error": load_error, "exports": exports, "jaxpr": reports.get("jaxpr"),
+          "pallas_calls": reports.get("pallas_calls", []),
+          "input_writes": reports.get("input_writes", []),
+          "triton_ir": reports.get("triton_ir", []), "lowers_tpu": reports.get("lowers_tpu"),
+          "tpu_error": reports.get("tpu_error")}
+  _write_result(scratch / protocol.RESULT_FILE, body)
+
+
+def _write_result(path: pathlib.Path, body: dict[str, Any]) -> None:
+  import base64  # pylint: disable=import-outside-toplevel
+  import json  # pylint: disable=import-outside-toplevel
+  for entry in body["exports"]:
+    entry["artifacts"] = {p: base64.b64encode(b).decode("ascii")
+                          for p, b in entry["artifacts"].items()}
+  tmp = path.with_suffix(".tmp")
+  tmp.write_text(json.dumps(body))
+  tmp.replace(path)
+
+
+def main() -> int:
+  from pallasbench_dataset.evaluation.sandbox import REPORT_FD_ENV  # pylint: disable=import-outside-toplevel
+  fd = os.environ.get(REPORT_FD_ENV)
+  run(sys.stdin.read(), pathlib.Path.cwd(), int(fd) if fd else None)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

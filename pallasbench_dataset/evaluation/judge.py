@@ -1,0 +1,437 @@
+"""The judge: trusted, never imports candidate code. Artifact in, record out.
+
+    python -m pallasbench_dataset.evaluation.judge --fd N --device gpu   (started by the driver)
+
+For each item it deserializes the candidate's `jax.export` artifacts, checks them against
+the task (avals, effects, custom calls, the structure of the module), compiles the one for
+this device, draws seeds from the OS, runs the candidate on every input the verdict needs
+and copies its outputs to the host, and only then computes the references and compares.
+Timing interleaves candidate and baseline on fresh input sets of their own, and checks a
+secret sample of the candidate's timed outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import pathlib
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+import jax
+import numpy as np
+
+from pallasbench_dataset.evaluation import checks, module_analysis, timing
+from pallasbench_dataset.evaluation.ceilings import Ceilings
+from pallasbench_dataset.evaluation.compile_profile import CompiledArtifact, compile_exported
+from pallasbench_dataset.evaluation.errors import classify, short_error
+from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
+from pallasbench_dataset.schema import (
+    Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, PallasCallInfo, Roofline,
+    Status, from_json_dict)
+from pallasbench_dataset.tasks import Dims, Size, TaskSpec, get_task
+from pallasbench_dataset.tolerance import compare
+
+JUDGE_VERSION: Final = "2"
+TIMED_OUTPUTS_CHECKED: Final = 3
+MAX_OUTPUT_CHARS: Final = 4000
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class EvalOptions:
+  """How thoroughly to evaluate; the defaults follow DESIGN.md's measurement protocol."""
+  seeds: tuple[int, ...] = ()      # empty: fresh seeds from the OS, recorded in the record
+  num_seeds: int = 5
+  check_edge: bool = True          # also run the task's edge shape (general_shapes)
+  timing_iterations: int = 50
+  timing_rounds: int = 2           # kernel, baseline | baseline, kernel
+  warmup: int = 3
+  input_budget_bytes: int = 4 << 30
+  capture_artifacts: bool = True
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeItem:
+  """One evaluation as the judge receives it: the kernel only as exported bytes."""
+  task: str
+  variant: str
+  size: str
+  kernel_sha256: str
+  export: ExportOutcome
+  options: EvalOptions = EvalOptions()
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+  """What a judge process measures once and shares across its evaluations."""
+  environment: Environment
+  ceilings: Ceilings
+  timing_method: timing.TimingMethod
+  l2_bytes: int
+  dump_dir: pathlib.Path | None
+
+  @property
+  def on_gpu(self) -> bool:
+    return self.environment.platform == "gpu"
+
+  @property
+  def run_platform(self) -> str:
+    return "cuda" if self.on_gpu else "cpu"
+
+
+class Failure(Exception):
+  """Ends an evaluation with a status other than pass; the message is the reason."""
+
+  def __init__(self, status: Status, error_type: ErrorType | None, message: str):
+    super().__init__(message)
+    self.status, self.error_type = status, error_type
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+  return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _structs(spec: TaskSpec, dims: Dims) -> tuple[jax.ShapeDtypeStruct, ...]:
+  return tuple(jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs)
+
+
+def load_artifact(blob: bytes, spec: TaskSpec, dims: Dims, platform: str) -> jax.export.Exported:
+  """Deserializes an artifact and checks its interface against the task; Failure if off."""
+  try:
+    exported = jax.export.deserialize(bytearray(blob))
+  except Exception as e:  # hostile bytes may fail in any way
+    raise Failure(Status.REJECTED, None, f"the artifact does not deserialize: {short_error(e)}") from None
+  want_in = [(tuple(s.shape), np.dtype(s.dtype)) for s in _structs(spec, dims)]
+  got_in = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals]
+  problems = []
+  if platform not in exported.platforms:
+    problems.append(f"exported for {list(exported.platforms)}, not {platform}")
+  if got_in != want_in:
+    problems.append(f"inputs {got_in} differ from the task's {want_in}")
+  if exported.nr_devices != 1:
+    problems.append(f"{exported.nr_devices} devices")
+  if exported.ordered_effects or exported.unordered_effects:
+    problems.append("side effects "
+                    f"{[str(e) for e in (*exported.ordered_effects, *exported.unordered_effects)]}")
+  if exported.in_tree != jax.tree.structure((tuple(range(len(want_in))), {})):
+    problems.append(f"an input structure {exported.in_tree} other than the task's arrays")
+  if problems:
+    raise Failure(Status.REJECTED, None, "the artifact does not implement the task's interface: "
+                  + "; ".join(problems))
+  want_out = (tuple(spec.output(dims)), np.dtype(spec.output_dtype))
+  got_out = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.out_avals]
+  if got_out != [want_out] or exported.out_tree.num_leaves != 1:
+    raise Failure(Status.ERROR, ErrorType.OUTPUT,
+                  f"kernel returns {got_out}, expected one array {want_out}")
+  return exported
+
+
+def _export_failure(export: ExportOutcome) -> Failure | None:
+  if export.failure is None:
+    return None
+  status, error_type = {
+      "timeout": (Status.TIMEOUT, ErrorType.TIMEOUT),
+      "violation": (Status.REJECTED, None),
+      "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
+      "crash": (Status.ERROR, ErrorType.CRASH),
+      "malformed": (Status.REJECTED, None)}[export.failure]
+  return Failure(status, error_type, export.message or export.failure)
+
+
+@dataclasses.dataclass(slots=True)
+class _State:
+  """What an evaluation found so far, for the record whatever the outcome."""
+  fields: dict[str, Any]
+  structure_text: str | None = None
+  compiled: CompiledArtifact | None = None
+  run_blob: bytes | None = None
+
+
+def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, dims: Dims,
+                       ctx: Context, state: _State) -> list[str]:
+  """Rejections read from the module the kernel exports for a device (cuda; on a CPU host
+  the TPU export stands in when the kernel does not lower to Triton)."""
+  main = report.size(item.size)
+  platform = next((p for p in ("cuda", "tpu") if p in main.artifacts and
+                   (ctx.on_gpu is False or p == "cuda")), None)
+  if platform is None:
+    return ["the kernel exports for no device platform (neither Triton nor TPU lowering "
+            "worked), so its structure cannot be checked"]
+  exported = load_artifact(main.artifacts[platform], spec, dims, platform)
+  state.structure_text = exported.mlir_module()
+  found = _analyze(state.structure_text)
+  return module_analysis.module_reasons(
+      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
+
+
+def _analyze(text: str) -> module_analysis.ModuleReport:
+  try:
+    return module_analysis.analyze_module(text)
+  except module_analysis.ModuleAnalysisError as e:
+    raise Failure(Status.REJECTED, None, f"the exported module cannot be analysed: {e}") from None
+
+
+def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> CompiledArtifact:
+  exported = load_artifact(blob, spec, dims, ctx.run_platform)
+  disallowed = _analyze(exported.mlir_module()).disallowed_custom_calls
+  if disallowed:
+    raise Failure(Status.REJECTED, None, f"the artifact calls {sorted(disallowed)}: custom "
+                  "calls other than Pallas kernels are not allowed")
+  try:
+    return compile_exported(exported, _structs(spec, dims), ctx.dump_dir)
+  except Exception as e:  # XLA, Triton or ptxas refused the kernel
+    raise Failure(Status.ERROR, classify(str(e), "compile"), short_error(e)) from None
+
+
+def _artifact_blob(report: ExportReport, size: str, platform: str, spec: TaskSpec) -> bytes:
+  entry = report.size(size)
+  if entry is None:
+    raise Failure(Status.REJECTED, None, f"the exporter returned no export for size {size}")
+  if platform not in entry.artifacts:
+    stage = entry.stage or "export"
+    message = entry.errors.get(platform) or next(iter(entry.errors.values()), "no artifact")
+    if "host_callback" in message or "callback" in message.lower().split(":")[0]:
+      raise Failure(Status.REJECTED, None, "host callbacks: the kernel calls back into Python "
+                    f"on the host, work no exported kernel can carry ({message.splitlines()[0]})")
+    raise Failure(Status.ERROR, classify(message, "trace" if stage == "trace" else "lowering"),
+                  message)
+  return entry.artifacts[platform]
+
+
+def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifacts]:
+  """The verdict on one exported kernel; never raises for the kernel's faults."""
+  start = time.perf_counter()
+  spec = get_task(item.task)
+  dims = spec.dims(item.size)
+  opts = item.options
+  seeds = opts.seeds or tuple(secrets.randbelow(2**31) for _ in range(opts.num_seeds))
+  state = _State(fields=_base_fields(item, spec, dims, seeds, ctx.environment))
+  try:
+    _verdict(item, spec, dims, seeds, ctx, state)
+  except Failure as e:
+    message = str(e)
+    state.fields.update(status=e.status, error_type=e.error_type,
+                        error=short_error(message) if e.error_type else None,
+                        reasons=(*state.fields.get("reasons", ()), short_error(message).splitlines()[0]))
+  except checks.OutputError as e:
+    state.fields.update(status=Status.ERROR, error_type=ErrorType.OUTPUT, error=str(e),
+                        reasons=(str(e),))
+  except Exception as e:  # the candidate's program failed while running
+    state.fields.update(status=Status.ERROR, error_type=classify(str(e), "run"),
+                        error=short_error(e), reasons=(short_error(e).splitlines()[0],))
+  record = _finish(item, state, ctx.environment, time.perf_counter() - start)
+  report = item.export.report
+  artifacts = Artifacts(
+      task=spec.name, variant=item.variant, size=item.size,
+      jaxpr=report.jaxpr if report else None, stablehlo=state.structure_text,
+      triton_ir="\n\n".join(report.triton_ir) or None if report else None,
+      ptx="\n\n".join(state.compiled.ptx) or None if state.compiled else None)
+  return record, artifacts
+
+
+def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...], ctx: Context,
+             state: _State) -> None:
+  failure = _export_failure(item.export)
+  if failure is not None:
+    raise failure
+  report = item.export.report
+  if report.load_error:
+    raise Failure(Status.ERROR, ErrorType.LOAD, report.load_error)
+  state.run_blob = _artifact_blob(report, item.size, ctx.run_platform, spec)
+  reasons = _structure_reasons(report, item, spec, dims, ctx, state)
+  if report.input_writes:  # the exporter's own reading of its jaxpr: it can only add
+    reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
+                   "inputs mutated in place")
+  state.compiled = _compile(state.run_blob, spec, dims, ctx)
+  edge = _edge(report, item, spec, ctx)
+  runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,
+                              edge=edge)
+  verdict = checks.judge_outputs(runs, spec, dims, edge[1] if edge else _edge_dims(item, spec))
+  reasons += list(verdict.rejections)
+  failed = [f"seed {s}: {c.reason}" for s, c in zip(seeds, verdict.comparisons) if not c.passed]
+  state.fields.update(
+      correct=verdict.correct, robust=not reasons, general_shapes=verdict.general_shapes,
+      edge_error=verdict.edge_error, filters=verdict.filters,
+      max_abs_error=verdict.worst("max_abs_error"), max_rel_error=verdict.worst("max_rel_error"),
+      rel_l2_error=verdict.worst("rel_l2_error"))
+  if reasons:
+    state.fields.update(status=Status.REJECTED, reasons=tuple(reasons + failed))
+    return
+  if failed:
+    state.fields.update(status=Status.INCORRECT, reasons=tuple(failed))
+    return
+  _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state.fields)
+
+
+def _edge_dims(item: JudgeItem, spec: TaskSpec) -> Dims | None:
+  if not item.options.check_edge or Size(item.size) is Size.EDGE:
+    return None
+  return spec.dims(Size.EDGE)
+
+
+def _edge(report: ExportReport, item: JudgeItem, spec: TaskSpec,
+          ctx: Context) -> tuple[Any, Dims] | None:
+  """The compiled edge-shape artifact; a kernel that cannot export or compile it still runs
+  the evaluated size (general_shapes is then False, with the reason)."""
+  edge_dims = _edge_dims(item, spec)
+  if edge_dims is None:
+    return None
+  try:
+    blob = _artifact_blob(report, Size.EDGE.value, ctx.run_platform, spec)
+    return _compile(blob, spec, edge_dims, ctx).executable, edge_dims
+  except Failure as e:
+    message = str(e).splitlines()[0] if str(e) else "no artifact"
+
+    def failing(*_):
+      raise RuntimeError(message)
+    return failing, edge_dims
+
+
+def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int) -> list[tuple]:
+  """Fresh input sets, drawn from OS seeds, to rotate through so that the data a call reads
+  is not left in L2 by the last.
+
+  For a gather (a task with `touched_bytes`), only the rows it reads matter: inputs larger
+  than L2 (the table) are shared by the sets and the small ones (the ids) are redrawn,
+  so each set reads other rows; the set count follows the bytes actually read.
+  """
+  out_bytes = math.prod(spec.output(dims)) * np.dtype(spec.output_dtype).itemsize
+  sizes = [i.nbytes(dims) for i in spec.inputs]
+  gather = spec.touched_bytes is not None
+  shared = {i for i, n in enumerate(sizes) if gather and n > l2_bytes}
+  read_bytes = spec.min_bytes(dims) - out_bytes if gather else sum(sizes)
+  n_sets = timing.input_set_count(read_bytes, l2_bytes, budget_bytes // 2, per_set_bytes=sum(
+      n for i, n in enumerate(sizes) if i not in shared))
+  first = spec.make_inputs(dims, secrets.randbelow(2**31))
+  return [first] + [tuple(first[i] if i in shared else spec.make_input(dims, secrets.randbelow(2**31), i)
+                          for i in range(len(sizes))) for _ in range(1, n_sets)]
+
+
+def speedup(kernel_ms: float, baseline_ms: float) -> float:
+  """baseline / kernel: above 1 the kernel is faster than the JAX baseline."""
+  return baseline_ms / kernel_ms
+
+
+def _roofline(spec: TaskSpec, dims: Dims, runtime_ms: float, ceilings: Ceilings) -> Roofline:
+  flops, nbytes = spec.flops(dims), spec.min_bytes(dims)
+  tflops = flops / runtime_ms / 1e9
+  gbps = nbytes / runtime_ms / 1e6
+  bw, mm = ceilings.bandwidth_gbps, ceilings.matmul_tflops
+  return Roofline(flops=flops, bytes=nbytes, achieved_tflops=tflops, achieved_gbps=gbps,
+                  ceiling_tflops=mm, ceiling_gbps=bw,
+                  frac_compute=tflops / mm if mm else None, frac_bandwidth=gbps / bw if bw else None)
+
+
+def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: Sequence[tuple],
+                          spec: TaskSpec) -> list[str]:
+  """Compares the kept timed outputs with references computed only now, after timing."""
+  hosts = {call: (set_index, np.asarray(out)) for call, (set_index, out) in kept.items()}
+  kept.clear()
+  reasons = []
+  for call, (set_index, out) in sorted(hosts.items()):
+    result = compare(out, checks.expected_host(spec, sets[set_index]), spec.tolerance)
+    if not result.passed:
+      reasons.append(f"timed call {call} returned a wrong output ({result.reason}): the kernel "
+                     "computes differently when timed")
+  return reasons
+
+
+def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
+                       fields: dict[str, Any]) -> None:
+  kernel_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
+  baseline_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
+  calls = list(range(opts.timing_iterations))
+  keep = frozenset(secrets.SystemRandom().sample(calls, min(TIMED_OUTPUTS_CHECKED, len(calls))))
+  kernel, baseline = timing.time_interleaved(
+      [executable, jax.jit(spec.reference)], [kernel_sets, baseline_sets],
+      iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
+      method=ctx.timing_method, keep=[keep])
+  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec)
+  kernel_t, baseline_t = kernel.samples, baseline.samples
+  roof = _roofline(spec, dims, kernel_t.median_ms, ctx.ceilings)
+  fields.update(
+      timing_method=kernel_t.method.value, timing_iterations=len(kernel_t.samples_ms),
+      timing_input_sets=len(kernel_sets), runtime_ms=kernel_t.median_ms,
+      runtime_iqr_ms=kernel_t.iqr_ms, runtime_samples_ms=kernel_t.samples_ms,
+      baseline_ms=baseline_t.median_ms, baseline_iqr_ms=baseline_t.iqr_ms,
+      baseline_samples_ms=baseline_t.samples_ms, timed_outputs_checked=len(keep),
+      speedup=speedup(kernel_t.median_ms, baseline_t.median_ms), roofline=roof)
+  over = [f"{name} {frac:.0%}" for name, frac in
+          (("bandwidth", roof.frac_bandwidth), ("compute", roof.frac_compute))
+          if frac is not None and frac > 1.0]
+  if over:
+    reasons.append("timing above the hardware's physical limit "
+                   f"({', '.join(over)} of the ceilings measured in this run): the "
+                   "measurement is not trustworthy")
+  fields.update(status=Status.REJECTED if reasons else Status.PASS, reasons=tuple(reasons),
+                robust=not reasons)
+
+
+def _base_fields(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...],
+                 environment: Environment) -> dict[str, Any]:
+  on_gpu = environment.platform == "gpu"
+  return dict(
+      task=spec.name, task_id=spec.task_id, level=spec.level, category=spec.category,
+      variant=item.variant, size=str(item.size),
+      input_shapes=tuple(_shape_text(s) for s in spec.input_shapes(dims)),
+      device=environment.platform, interpret=not on_gpu, kernel_sha256=item.kernel_sha256,
+      seeds=seeds, tolerance=spec.tolerance.kind.value, rtol=spec.tolerance.rtol,
+      atol=spec.tolerance.atol, max_rel_l2=spec.tolerance.max_rel_l2, environment=environment)
+
+
+def _pallas_calls(report: ExportReport | None) -> tuple[PallasCallInfo, ...]:
+  try:
+    return tuple(from_json_dict(PallasCallInfo, c) for c in report.pallas_calls) if report else ()
+  except ValueError:  # the exporter's word, malformed: not shown
+    return ()
+
+
+def _compile_profile(item: JudgeItem, state: _State) -> CompileProfile:
+  report = item.export.report
+  main = report.size(item.size) if report else None
+  compiled = state.compiled
+  return CompileProfile(
+      trace_s=main.trace_s if main else None, lower_s=main.lower_s if main else None,
+      compile_s=compiled.compile_s if compiled else None,
+      jaxpr_bytes=len(report.jaxpr.encode()) if report and report.jaxpr else None,
+      triton_ir_bytes=sum(len(t.encode()) for t in report.triton_ir) or None if report else None,
+      ptx_bytes=sum(len(p.encode()) for p in compiled.ptx) or None if compiled else None,
+      pallas_calls=_pallas_calls(report),
+      lowers_triton=None if main is None or not ({"cuda"} & (set(main.artifacts) | set(main.errors)))
+      else "cuda" in main.artifacts,
+      lowers_triton_error=main.errors.get("cuda") if main else None,
+      lowers_tpu=report.lowers_tpu if report else None,
+      lowers_tpu_error=report.tpu_error if report else None,
+      exporter_reported=True,
+      artifact_bytes=len(state.run_blob) if state.run_blob else None)
+
+
+def failure_record(item: JudgeItem, environment: Environment, status: Status,
+                   error_type: ErrorType, message: str) -> EvalRecord:
+  """The record of an evaluation whose judge never reported back (timeout, crash, memory)."""
+  spec = get_task(item.task)
+  state = _State(fields=_base_fields(item, spec, spec.dims(item.size), item.options.seeds,
+                                     environment))
+  state.fields.update(status=status, error_type=error_type, error=short_error(message),
+                      reasons=(short_error(message).splitlines()[0],))
+  return _finish(item, state, environment, 0.0)
+
+
+def _finish(item: JudgeItem, state: _State, environment: Environment, wall_s: float) -> EvalRecord:
+  defaults: dict[str, Any] = dict(
+      error_type=None, error=None, reasons=(), correct=False, robust=False, general_shapes=None,
+      max_abs_error=None, max_rel_error=None, rel_l2_error=None, filters=(),
+      timing_method=None, timing_iterations=None, timing_input_sets=None, runtime_ms=None,
+      runtime_iqr_ms=None, runtime_samples_ms=(), baseline_ms=None, baseline_iqr_ms=None,
+      baseline_samples_ms=(), speedup=None, roofline=None)
+  merged = {**defaults, **state.fields}
+  merged.update(
+      compile=_compile_profile(item, state),
+      timing_comparable=environment.platform == "gpu" and merged["timing_method"] is not None,
+      measured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+      eval_wall_s=wall_s + item.export.wall_s, judge_version=JUDGE_VERSION,
+      sandbox=item.export.layers, exporter_output=item.export.output[:MAX_OUTPUT_CHARS] or None)
+  return EvalRecord(**merged)

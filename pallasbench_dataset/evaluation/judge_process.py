@@ -1,0 +1,228 @@
+"""The judge as a process: started as a program, fed items over a private socket.
+
+    python -m pallasbench_dataset.evaluation.judge_process --fd N --device gpu ...
+
+The parent (the driver) never touches the device. It starts the judge as a program (not
+by re-importing the caller's main module, so `evaluate()` works from a plain script),
+sends `JudgeItem`s and reads back records. A judge that hangs, dies or grows past the
+memory limit is killed and the parent writes the record (`timeout`, `crash`,
+`out_of_memory`); a fresh judge takes the next item. The judge dies with its parent
+(PR_SET_PDEATHSIG), so a killed driver leaves nothing running on the device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any, Final
+
+from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict
+
+POLL_S: Final = 0.1
+STARTUP_TIMEOUT_S: Final = 300.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+  timeout_s: float
+  memory_bytes: int  # resident host memory of one process (exporter or judge)
+
+
+def default_memory_limit() -> int:
+  """Three quarters of this machine's RAM."""
+  return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.75)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeConfig:
+  device: str                      # "gpu" or "cpu"
+  git_commit: str | None
+  dump_dir: pathlib.Path | None    # where XLA dumps the candidate's PTX (GPU only)
+  ceilings: dict | None = None     # measured once per run; None: the judge measures them
+  visible_device: str | None = None  # CUDA_VISIBLE_DEVICES for the judge (one GPU per worker)
+
+
+def make_dump_dir(device: str) -> pathlib.Path | None:
+  return pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-xla-")) if device == "gpu" else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge's side.
+
+def _die_with_parent(parent: int) -> None:
+  """Asks the kernel to kill this process when its parent dies (Linux), then checks the
+  parent did not die before the request took effect."""
+  try:
+    import ctypes  # pylint: disable=import-outside-toplevel
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  except (OSError, AttributeError):
+    return
+  if os.getppid() != parent:
+    os._exit(1)
+
+
+def serve(argv: Sequence[str] | None = None) -> int:
+  p = argparse.ArgumentParser(prog="python -m pallasbench_dataset.evaluation.judge_process")
+  p.add_argument("--fd", type=int, required=True)
+  p.add_argument("--parent", type=int, required=True)
+  p.add_argument("--config", required=True, help="JudgeConfig as JSON")
+  args = p.parse_args(argv)
+  _die_with_parent(args.parent)
+  raw = json.loads(args.config)
+  config = JudgeConfig(**{**raw, "dump_dir": pathlib.Path(raw["dump_dir"]) if raw["dump_dir"] else None})
+  conn = Connection(args.fd)
+  os.environ["JAX_PLATFORMS"] = "cuda" if config.device == "gpu" else "cpu"
+  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  dump_dir = None
+  if config.device == "gpu" and config.dump_dir is not None:
+    from pallasbench_dataset.evaluation.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
+    # XLA numbers dumped modules per process: a folder per judge keeps names from colliding.
+    dump_dir = config.dump_dir / f"judge-{os.getpid()}"
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_dump_flags(dump_dir)}"
+  import warnings  # pylint: disable=import-outside-toplevel
+  warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
+  import jax  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation import ceilings, environment, timing  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import Context, evaluate_artifact  # pylint: disable=import-outside-toplevel
+  try:
+    env = environment.capture(config.git_commit)
+    method = timing.available_method()
+    ceil = (ceilings.Ceilings(**{k: v for k, v in config.ceilings.items() if k != "bandwidth_gbps"})
+            if config.ceilings else ceilings.measure(method))
+    ctx = Context(environment=env, ceilings=ceil, timing_method=method,
+                  l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir)
+  except Exception:  # the device itself is unusable: report and stop
+    conn.send(("startup_failed", traceback.format_exc()))
+    return 1
+  conn.send(("ready", to_json_dict(env), ceil.to_json()))
+  while (item := conn.recv()) is not None:
+    try:
+      record, artifacts = evaluate_artifact(item, ctx)
+      conn.send(("result", to_json_dict(record), to_json_dict(artifacts)))
+    except Exception:  # a bug in the judge, not in the kernel
+      conn.send(("harness_error", traceback.format_exc()))
+    jax.clear_caches()
+  return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The parent's side.
+
+def process_rss_bytes(pid: int) -> int:
+  try:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+      for line in f:
+        if line.startswith("VmRSS:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return 0
+
+
+def death_message(returncode: int | None, what: str = "the judge process") -> str:
+  if returncode is not None and returncode < 0:
+    try:
+      name = signal.Signals(-returncode).name
+    except ValueError:
+      name = f"signal {-returncode}"
+    return f"{what} died with {name}"
+  return f"{what} exited with code {returncode} without a result"
+
+
+def _stderr_fd() -> int | None:
+  """The judge's stdout goes to our stderr: the CLI's stdout carries only the record."""
+  try:
+    return sys.stderr.fileno()
+  except (AttributeError, OSError, ValueError):
+    return None
+
+
+class JudgeWorker:
+  """One judge process and the socket to it."""
+
+  def __init__(self, config: JudgeConfig):
+    parent_sock, child_sock = socket.socketpair()
+    env = dict(os.environ)
+    if config.visible_device is not None:
+      env["CUDA_VISIBLE_DEVICES"] = config.visible_device
+    raw = {**dataclasses.asdict(config), "dump_dir": str(config.dump_dir) if config.dump_dir else None}
+    self._proc = subprocess.Popen(
+        [sys.executable, "-m", "pallasbench_dataset.evaluation.judge_process",
+         "--fd", str(child_sock.fileno()), "--parent", str(os.getpid()), "--config", json.dumps(raw)],
+        pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd())
+    child_sock.close()
+    self._conn = Connection(parent_sock.detach())
+    kind, payload = self._wait_startup()
+    if kind != "ready":
+      self.close()
+      raise RuntimeError(f"the judge process could not start on {config.device}: {payload}")
+    self.environment = from_json_dict(Environment, payload[0])
+    self.ceilings = payload[1]
+
+  def _receive(self) -> tuple[str, Any] | None:
+    try:
+      kind, *payload = self._conn.recv()
+    except (EOFError, OSError):  # the judge died: a closed socket polls as readable
+      self._proc.wait(timeout=10)
+      return "crash", death_message(self._proc.returncode)
+    return kind, payload
+
+  def _wait_startup(self) -> tuple[str, Any]:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+      if self._conn.poll(POLL_S):
+        kind, payload = self._receive()
+        return kind, payload if kind == "ready" else payload if kind == "crash" else payload[0]
+      if self._proc.poll() is not None:
+        return "died", death_message(self._proc.returncode)
+    return "timeout", f"no answer within {STARTUP_TIMEOUT_S:.0f} s"
+
+  def run(self, item, limits: Limits) -> tuple[str, Any]:
+    """('result', (record, artifacts)) or (failure kind, message); kills the judge on failure."""
+    self._conn.send(item)
+    start = time.monotonic()
+    while True:
+      if self._conn.poll(POLL_S):
+        kind, payload = self._receive()
+        if kind == "result":
+          return kind, (from_json_dict(EvalRecord, payload[0]), from_json_dict(Artifacts, payload[1]))
+        return kind, payload if kind == "crash" else payload[0]
+      if self._proc.poll() is not None:
+        return "crash", death_message(self._proc.returncode)
+      if time.monotonic() - start > limits.timeout_s:
+        self.close()
+        return "timeout", (f"the judge found no verdict within the {limits.timeout_s:.0f} s limit "
+                           "(compile or run); the process was killed")
+      rss = process_rss_bytes(self._proc.pid)
+      if rss > limits.memory_bytes:
+        self.close()
+        return "memory", (f"resident memory {rss / 2**30:.1f} GiB exceeded the "
+                          f"{limits.memory_bytes / 2**30:.1f} GiB limit; the process was killed")
+
+  def close(self) -> None:
+    if self._proc.poll() is None:
+      try:
+        self._conn.send(None)
+        self._proc.wait(timeout=5)
+      except (OSError, subprocess.TimeoutExpired):
+        pass
+    if self._proc.poll() is None:
+      self._proc.kill()
+    self._proc.wait(timeout=10)
+    self._conn.close()
+
+
+if __name__ == "__main__":
+  sys.exit(serve())

@@ -1,0 +1,165 @@
+"""What crosses the wall between the exporter (untrusted) and the judge (trusted).
+
+The exporter is told a task, a kernel source and the sizes to export; it answers with one
+JSON file in its scratch folder. Everything in that file is the candidate's word: this
+module parses it strictly (types, sizes, known keys), and the judge uses only the artifact
+bytes as evidence. The exporter's own reports (trace and lower times, the jaxpr, Triton
+IR, a TPU lowering check) are kept as information and may only add rejections, never
+remove one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+RESULT_FILE: Final = "export.json"
+MAX_RESULT_BYTES: Final = 256 << 20
+MAX_ARTIFACT_BYTES: Final = 64 << 20
+MAX_TEXT_CHARS: Final = 4 << 20
+PLATFORMS: Final = ("cuda", "cpu", "tpu")
+
+
+class ProtocolError(ValueError):
+  """The exporter's answer is malformed: the candidate is rejected, nothing in it is used."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ExportRequest:
+  """The driver's request: which kernel, which task, and for each size the platforms."""
+  task: str
+  source: str
+  filename: str
+  exports: tuple[tuple[str, tuple[str, ...]], ...]  # (size, platforms); the first is evaluated
+  reports: bool = True              # also jaxpr, Triton IR and the TPU lowering check
+
+  def platforms(self, size: str) -> tuple[str, ...]:
+    return dict(self.exports).get(size, ())
+
+  def to_json(self) -> str:
+    return json.dumps(dataclasses.asdict(self))
+
+  @classmethod
+  def from_json(cls, text: str) -> ExportRequest:
+    data = json.loads(text)
+    return cls(task=data["task"], source=data["source"], filename=data["filename"],
+               exports=tuple((s, tuple(p)) for s, p in data["exports"]),
+               reports=bool(data["reports"]))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SizeExport:
+  """One size's exports: serialized `jax.export` artifacts by platform, or the failure."""
+  size: str
+  artifacts: Mapping[str, bytes]    # platform -> serialized Exported
+  errors: Mapping[str, str]         # platform -> why that export failed
+  stage: str | None                 # of the first failure: trace, lowering, export
+  trace_s: float | None             # reported by the exporter
+  lower_s: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ExportReport:
+  """The exporter's answer, parsed."""
+  load_error: str | None
+  exports: tuple[SizeExport, ...]
+  jaxpr: str | None
+  pallas_calls: tuple[dict, ...]    # PallasCallInfo fields, as the exporter read its jaxpr
+  input_writes: tuple[str, ...]     # kernels writing input refs, as the exporter read them
+  triton_ir: tuple[str, ...]
+  lowers_tpu: bool | None
+  tpu_error: str | None
+
+  def size(self, size: str) -> SizeExport | None:
+    return next((e for e in self.exports if e.size == size), None)
+
+
+def _get(data: Mapping, key: str, kind: type | tuple[type, ...], *, optional: bool = False):
+  value = data.get(key)
+  if value is None and optional:
+    return None
+  if not isinstance(value, kind) or isinstance(value, bool) and kind in (int, float, (int, float)):
+    raise ProtocolError(f"field {key!r}: expected {kind}, got {type(value).__name__}")
+  if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+    raise ProtocolError(f"field {key!r}: {len(value)} characters (limit {MAX_TEXT_CHARS})")
+  return value
+
+
+def _strings(values: Any, key: str) -> tuple[str, ...]:
+  if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+    raise ProtocolError(f"field {key!r}: expected a list of strings")
+  if sum(map(len, values)) > MAX_TEXT_CHARS:
+    raise ProtocolError(f"field {key!r}: more than {MAX_TEXT_CHARS} characters")
+  return tuple(values)
+
+
+def _artifact(text: Any, where: str) -> bytes:
+  if not isinstance(text, str) or len(text) > MAX_ARTIFACT_BYTES * 4 // 3 + 4:
+    raise ProtocolError(f"{where}: not a base64 string within {MAX_ARTIFACT_BYTES} bytes")
+  try:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+  except (binascii.Error, UnicodeEncodeError) as e:
+    raise ProtocolError(f"{where}: invalid base64 ({e})") from None
+
+
+def _size_export(data: Any, request: ExportRequest) -> SizeExport:
+  if not isinstance(data, dict):
+    raise ProtocolError("an export entry is not an object")
+  size = _get(data, "size", str)
+  platforms = request.platforms(size)
+  if not platforms:
+    raise ProtocolError(f"export for size {size!r}, which was not requested")
+  artifacts, errors = _get(data, "artifacts", dict), _get(data, "errors", dict)
+  if not set(artifacts) | set(errors) <= set(platforms):
+    raise ProtocolError(f"exports for platforms {sorted(set(artifacts) | set(errors))}, "
+                        f"requested {list(platforms)}")
+  stage = _get(data, "stage", str, optional=True)
+  if stage not in (None, "trace", "lowering", "export"):
+    raise ProtocolError(f"unknown stage {stage!r}")
+  times = [_get(data, k, (int, float), optional=True) for k in ("trace_s", "lower_s")]
+  return SizeExport(
+      size=size, stage=stage, trace_s=None if times[0] is None else float(times[0]),
+      lower_s=None if times[1] is None else float(times[1]),
+      artifacts={p: _artifact(b, f"artifact {size}/{p}") for p, b in sorted(artifacts.items())},
+      errors={p: _get(errors, p, str) for p in sorted(errors)})
+
+
+def decode(raw: bytes, request: ExportRequest) -> ExportReport:
+  """Parses the exporter's answer for `request`; raises ProtocolError for anything off."""
+  if len(raw) > MAX_RESULT_BYTES:
+    raise ProtocolError(f"the exporter's answer is {len(raw)} bytes (limit {MAX_RESULT_BYTES})")
+  try:
+    data = json.loads(raw.decode("utf-8"))
+  except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise ProtocolError(f"the exporter's answer is not JSON ({e})") from None
+  if not isinstance(data, dict):
+    raise ProtocolError("the exporter's answer is not a JSON object")
+  exports = _get(data, "exports", list)
+  parsed = tuple(_size_export(e, request) for e in exports)
+  if len({e.size for e in parsed}) != len(parsed):
+    raise ProtocolError("two exports for one size")
+  calls = _get(data, "pallas_calls", list)
+  if not all(isinstance(c, dict) for c in calls):
+    raise ProtocolError("field 'pallas_calls': expected a list of objects")
+  return ExportReport(
+      load_error=_get(data, "load_error", str, optional=True), exports=parsed,
+      jaxpr=_get(data, "jaxpr", str, optional=True), pallas_calls=tuple(calls),
+      input_writes=_strings(data.get("input_writes", []), "input_writes"),
+      triton_ir=_strings(data.get("triton_ir", []), "triton_ir"),
+      lowers_tpu=data.get("lowers_tpu") if isinstance(data.get("lowers_tpu"), bool) else None,
+      tpu_error=_get(data, "tpu_error", str, optional=True))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ExportOutcome:
+  """What the driver saw of one sandboxed export: the parsed answer, or why there is none."""
+  report: ExportReport | None
+  failure: str | None           # "timeout", "violation", "memory", "crash" or "malformed"
+  message: str | None           # the failure's explanation
+  output: str                   # what the exporter printed (stdout, then stderr), truncated
+  layers: tuple[str, ...]       # the sandbox layers in force
+  wall_s: float

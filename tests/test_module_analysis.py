@@ -1,0 +1,418 @@
+"""The sealed judge's module analysis on exported StableHLO: honest kernels pass, cheats do not.
+
+Every candidate here is exported the way the untrusted exporter does it (`jax.export` for CUDA
+on this CPU host, through an abstract H200), and only the module text is analyzed.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import math
+import operator
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+from jax._src.internal_test_util.export_back_compat_test_data.pallas import mosaic_gpu_add_one
+from jax.experimental import pallas as pl
+
+from pallasbench_dataset import Size, get_task, list_tasks
+from pallasbench_dataset.evaluation.module_analysis import (
+    NO_KERNEL_REASON, ModuleAnalysisError, ModuleReport, analyze_module, module_reasons)
+from pallasbench_dataset.jaxpr_analysis import analyze
+from pallasbench_dataset.kernels import load_kernel
+from pallasbench_dataset.lowering import TRITON_CUSTOM_CALL, abstract_gpu
+
+SPECS = list_tasks()
+IDS = operator.attrgetter("name")
+COPY_BLOCK = 256
+BACKEND_CONFIG = re.compile(
+    r"grid_x = (\d+) : i32, grid_y = (\d+) : i32, grid_z = (\d+) : i32, ir = \"[^\"]*\", "
+    r"name = \"(\w+)\", num_stages = (\d+) : i32, num_warps = (\d+) : i32")
+
+
+def _structs(task: str, size: Size | str) -> list[jax.ShapeDtypeStruct]:
+  spec = get_task(task)
+  dims = spec.dims(size)
+  return [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
+
+
+def _export(fn, task: str, size: Size | str = Size.SMALL, *, platform: str = "cuda",
+            abstract: bool = True) -> str:
+  """The module text of `fn` exported for the task's inputs, as the untrusted exporter makes it.
+
+  Triton lowering needs the abstract H200; interpret mode cannot lower under it (its grid loop
+  trips over the mesh's sharding), and needs no device to export for CUDA.
+  """
+  structs = _structs(task, size)
+  if platform != "cuda" or not abstract:
+    return jax.export.export(jax.jit(fn), platforms=[platform])(*structs).mlir_module()
+  with abstract_gpu():
+    exported = jax.export.export(
+        jax.jit(fn), platforms=["cuda"],
+        disabled_checks=[jax.export.DisabledSafetyCheck.custom_call(TRITON_CUSTOM_CALL)])(*structs)
+  return exported.mlir_module()
+
+
+def _reasons(report: ModuleReport, task: str, size: Size | str = Size.SMALL) -> list[str]:
+  spec = get_task(task)
+  return module_reasons(report, task_flops=spec.flops(size),
+                        output_elements=math.prod(spec.output_shape(size)))
+
+
+def _judge(fn, task: str, size: Size | str = Size.SMALL) -> tuple[ModuleReport, list[str]]:
+  report = analyze_module(_export(fn, task, size))
+  return report, _reasons(report, task, size)
+
+
+def _gpu_kernel(task: str):
+  return functools.partial(load_kernel("gpu", task).kernel, interpret=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Candidates: a trivial kernel, and the wrappers that cheat with it or around an honest one.
+
+def _copy_body(x_ref, o_ref):
+  o_ref[...] = x_ref[...]
+
+
+def _copy(x):
+  """The trivial Pallas kernel a cheat wraps: copies its input."""
+  flat = x.reshape(-1)
+  spec = pl.BlockSpec((COPY_BLOCK,), lambda i: (i,))
+  out = pl.pallas_call(_copy_body, grid=(flat.size // COPY_BLOCK,), in_specs=[spec],
+                       out_specs=spec, out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
+                       name="copy")(flat)
+  return out.reshape(x.shape)
+
+
+def _relu_in_row_chunks(x, chunks: int):
+  """relu done by jnp, one row chunk per fori_loop iteration, then copied by the kernel."""
+  rows = x.shape[0] // 64
+
+  def body(i, out):
+    chunk = lax.dynamic_slice_in_dim(x, i * rows, rows)
+    return lax.dynamic_update_slice_in_dim(out, jnp.maximum(chunk, 0.0), i * rows, 0)
+
+  return _copy(lax.fori_loop(0, chunks, body, jnp.zeros_like(x)))
+
+
+def _embedding_by_dynamic_slices(table, ids):
+  def body(i, out):
+    row = lax.dynamic_slice(table, (ids[i], 0), (1, table.shape[1]))
+    return out.at[i].set(row[0])  # a scatter at the loop counter: placing it is free
+
+  return _copy(lax.fori_loop(0, ids.shape[0], body, jnp.zeros_like(table[:ids.shape[0]])))
+
+
+def _relu_until_data_says_stop(x):
+  """A loop whose trip count is read from the input, doing a little jnp work per iteration."""
+  def body(carry):
+    i, v = carry
+    return i + 1, v.at[0].set(jnp.maximum(v[0], 0.0))
+
+  bound = (x[0, 0] > 0).astype(jnp.int32) + 2
+  _, y = lax.while_loop(lambda c: c[0] < bound, body, (0, x))
+  return _copy(y)
+
+
+def _relu_kernel_per_python_chunk(x):
+  relu = _gpu_kernel("relu")
+  rows = x.shape[0] // 4
+  return jnp.concatenate([relu(x[c * rows:(c + 1) * rows]) for c in range(4)])
+
+
+def _relu_kernel_per_fori_chunk(x, outer: int = 1, inner: int = 4):
+  """An honest wrapper: the relu kernel launched per row chunk from (nested) fori_loops."""
+  relu = _gpu_kernel("relu")
+  rows = x.shape[0] // (outer * inner)
+
+  def chunk(i, j, out):
+    start = (i * inner + j) * rows
+    done = relu(lax.dynamic_slice_in_dim(x, start, rows))
+    return lax.dynamic_update_slice_in_dim(out, done, start, 0)
+
+  def row(i, out):
+    return lax.fori_loop(0, inner, functools.partial(chunk, i), out)
+
+  return lax.fori_loop(0, outer, row, jnp.zeros_like(x))
+
+
+REJECTED = {
+    "jnp_only_relu": ("relu", lambda x: jnp.maximum(x, 0.0), NO_KERNEL_REASON),
+    "matmul_outside_copy": ("matmul", lambda x, y: _copy(jnp.matmul(x, y)),
+                            "contractions outside the kernel"),
+    "exp_outside_copy": ("exp", lambda x: _copy(jnp.exp(x)), "the real work is done outside"),
+    "relu_in_64_loop_iterations": ("relu", functools.partial(_relu_in_row_chunks, chunks=64),
+                                   "the real work is done outside"),
+    "triangular_solve_outside": (
+        "matmul", lambda x, y: _copy(lax.linalg.triangular_solve(x, y, left_side=True, lower=True)),
+        "contractions outside the kernel"),
+    "generic_reduce_outside": (
+        "reduce_max",
+        lambda x: _copy(lax.reduce(x, -jnp.inf, lambda a, b: jnp.where(a > b, a, b), (1,))),
+        "the real work is done outside"),
+    "embedding_by_take": ("embedding_lookup",
+                          lambda table, ids: _copy(jnp.take(table, ids, axis=0)),
+                          "the real work is done outside"),
+    "embedding_by_dynamic_slices": ("embedding_lookup", _embedding_by_dynamic_slices,
+                                    "the real work is done outside"),
+    "relu_by_where": ("relu", lambda x: _copy(jnp.where(x > 0, x, 0.0)),
+                      "the real work is done outside"),
+    "data_dependent_while": ("relu", _relu_until_data_says_stop,
+                             "trip count that cannot be proven"),
+    "contraction_in_a_composite_named_erf": (
+        "matmul", lambda x, y: _copy(lax.composite(lambda a, b: a @ b, name="chlo.erf")(x, y)),
+        "contractions outside the kernel"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Every shipped GPU kernel passes, and its kernels are read from the backend_config.
+
+def _config_records(text: str) -> collections.Counter:
+  """(name, grid, num_warps, num_stages) of each Triton call, read by regex as a second opinion."""
+  return collections.Counter(
+      (name, (int(x), int(y), int(z)), int(warps), int(stages))
+      for x, y, z, name, stages, warps in BACKEND_CONFIG.findall(text))
+
+
+def _check_honest(spec, size) -> None:
+  fn = _gpu_kernel(spec.name)
+  text = _export(fn, spec.name, size)
+  report = analyze_module(text)
+  assert _reasons(report, spec.name, size) == [], f"{spec.name} [{size}]: {report}"
+  found = collections.Counter()
+  for k in report.kernels:
+    assert k.backend == "triton"
+    found[(k.name, k.grid, k.num_warps, k.num_stages)] += k.launches
+  assert found and found == _config_records(text), f"{spec.name} [{size}]"
+  calls = analyze(jax.make_jaxpr(fn)(*_structs(spec.name, size))).pallas_calls
+  assert sum(found.values()) == len(calls), f"{spec.name} [{size}]"
+  for call in calls:
+    assert any(k.name == call.name and math.prod(k.grid) == math.prod(call.grid)
+               and call.num_warps in (None, k.num_warps) for k in report.kernels), call
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_gpu_kernel_passes_at_small(spec):
+  _check_honest(spec, Size.SMALL)
+
+
+def test_gpu_kernels_pass_at_medium_and_edge():
+  for spec in SPECS:
+    for size in (Size.MEDIUM, Size.EDGE):
+      _check_honest(spec, size)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Cheats are rejected, for the reason that names what they did.
+
+@pytest.mark.parametrize("case", sorted(REJECTED))
+def test_cheat_is_rejected(case):
+  task, fn, reason = REJECTED[case]
+  report, reasons = _judge(fn, task)
+  assert any(reason in r for r in reasons), f"{case}: {reasons} {report}"
+
+
+@pytest.mark.parametrize("platform", ["cuda", "cpu"])
+def test_interpret_forced_is_rejected_as_no_kernel(platform):
+  """Interpret mode lowers the grid to a plain while loop: no custom call at all."""
+  fn = functools.partial(load_kernel("gpu", "softmax").kernel, interpret=True)
+  text = _export(fn, "softmax", platform=platform, abstract=False)
+  assert "custom_call" not in text
+  report = analyze_module(text)
+  assert report.kernels == () and report.disallowed_custom_calls == ()
+  assert report.unbounded_loops == 0 and report.outside_transcendentals > 0
+  assert NO_KERNEL_REASON in _reasons(report, "softmax")
+
+
+def test_trip_counts_multiply_loop_bodies():
+  """One chunk of jnp relu is under the limit; 64 of them are the whole task."""
+  x = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
+  one, reasons_one = _judge(functools.partial(_relu_in_row_chunks, chunks=1), "relu")
+  all_64, reasons_64 = _judge(functools.partial(_relu_in_row_chunks, chunks=64), "relu")
+  assert reasons_one == [] and one.unbounded_loops == all_64.unbounded_loops == 0
+  assert x // 64 <= one.outside_flops < 0.1 * x
+  assert all_64.outside_flops >= x
+  assert any("the real work is done outside" in r for r in reasons_64)
+  assert all_64.data_dependent_moves == one.data_dependent_moves == 0
+
+
+def test_where_and_gathers_count_as_data_dependent_moves():
+  x = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
+  where, _ = _judge(REJECTED["relu_by_where"][1], "relu")
+  assert where.data_dependent_moves == x  # the select
+  assert x <= where.outside_flops <= x + 1  # the compare, and a scalar convert of the 0
+  out = math.prod(get_task("embedding_lookup").output_shape(Size.SMALL))
+  for case, op in (("embedding_by_take", "stablehlo.gather"),
+                   ("embedding_by_dynamic_slices", "stablehlo.dynamic_slice")):
+    report, _ = _judge(REJECTED[case][1], "embedding_lookup")
+    assert dict(report.top_ops)[op] >= out, (case, report.top_ops)
+    assert report.unbounded_loops == 0, case
+
+
+# Counted loops in the shapes a hand-written lax.while_loop takes: (start, condition, step),
+# each running 64 times.
+COUNTED_LOOPS = {
+    "up_from_zero": (0, lambda i: i < 64, lambda i: i + 1),
+    "down_by_two": (128, lambda i: i > 0, lambda i: i - 2),
+    "inclusive_bound": (3, lambda i: i <= 66, lambda i: i + 1),
+    "bound_on_the_left": (0, lambda i: 64 > i, lambda i: i + 1),
+    "not_equal": (0, lambda i: i != 128, lambda i: i + 2),
+}
+
+
+@pytest.mark.parametrize("form", sorted(COUNTED_LOOPS))
+def test_trip_count_is_proven_for_counted_loops(form):
+  start, cond, step = COUNTED_LOOPS[form]
+  x = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
+
+  def fn(v):
+    return _copy(lax.while_loop(lambda c: cond(c[0]), lambda c: (step(c[0]), c[1] * 2.0),
+                                (start, v))[1])
+
+  report, _ = _judge(fn, "relu")
+  assert report.unbounded_loops == 0
+  assert 64 * x <= report.outside_flops < 65 * x
+
+
+@pytest.mark.parametrize("expensive_first", [True, False])
+def test_cond_costs_its_most_expensive_branch(expensive_first):
+  branches = (jnp.exp, lambda v: v) if expensive_first else (lambda v: v, jnp.exp)
+  report, reasons = _judge(lambda x: _copy(lax.cond(x[0, 0] > 0, *branches, x)), "exp")
+  assert report.outside_transcendentals == math.prod(get_task("exp").input_shapes(Size.SMALL)[0])
+  assert any("the real work is done outside" in r for r in reasons)
+
+
+def test_op_without_rule_is_costed_and_listed():
+  def fn(x):
+    _, bits = lax.rng_bit_generator(jnp.zeros(4, jnp.uint32), x.shape, dtype=jnp.uint32)
+    return _copy(x * bits.astype(jnp.float32))
+
+  report, _ = _judge(fn, "relu")
+  assert report.unknown_ops == ("stablehlo.rng_bit_generator",)
+  assert dict(report.top_ops)["stablehlo.rng_bit_generator"] >= math.prod(
+      get_task("relu").input_shapes(Size.SMALL)[0])
+
+
+def test_update_at_a_data_derived_offset_counts_its_elements():
+  def fn(x):
+    return _copy(lax.dynamic_update_slice(x, x[8:16], (x[0, 0].astype(jnp.int32), 0)))
+
+  report, _ = _judge(fn, "relu")
+  rows = 8 * get_task("relu").dims(Size.SMALL)["M"]
+  assert dict(report.top_ops)["stablehlo.dynamic_update_slice"] == rows  # the update, not x
+  assert rows <= report.data_dependent_moves <= rows + 1  # and jax's wrap of a negative index
+
+
+def test_kernel_in_a_loop_that_never_runs_is_no_kernel():
+  relu = _gpu_kernel("relu")
+
+  def fn(x):
+    _, y = lax.while_loop(lambda c: c[0] < 0, lambda c: (c[0] + 1, relu(c[1])), (0, x))
+    return jnp.maximum(y, 0.0)
+
+  report, reasons = _judge(fn, "relu")
+  assert report.kernels == () and NO_KERNEL_REASON in reasons
+
+
+def test_data_dependent_while_counts_as_unbounded():
+  report, reasons = _judge(_relu_until_data_says_stop, "relu")
+  assert report.unbounded_loops == 1
+  assert len(reasons) == 1 and "trip count" in reasons[0], reasons  # its work alone is small
+
+
+def test_generic_reduce_costs_its_body_per_element():
+  x = math.prod(get_task("reduce_max").input_shapes(Size.SMALL)[0])
+  report, _ = _judge(REJECTED["generic_reduce_outside"][1], "reduce_max")
+  assert dict(report.top_ops)["stablehlo.reduce"] >= 2 * x  # compare and select per element
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Honest but unusual wrappers pass.
+
+def test_kernel_per_python_chunk_passes():
+  report, reasons = _judge(_relu_kernel_per_python_chunk, "relu")
+  assert reasons == [] and sum(k.launches for k in report.kernels) == 4
+  assert report.data_dependent_moves == 0
+
+
+@pytest.mark.parametrize("outer,inner", [(1, 4), (2, 4)])
+def test_kernel_per_fori_chunk_passes_and_counts_launches(outer, inner):
+  fn = functools.partial(_relu_kernel_per_fori_chunk, outer=outer, inner=inner)
+  report, reasons = _judge(fn, "relu")
+  assert reasons == [], reasons
+  assert [k.launches for k in report.kernels] == [outer * inner]
+  assert report.data_dependent_moves == 0 and report.unbounded_loops == 0
+
+
+def test_embedding_kernel_after_clipping_ids_passes():
+  vocab = get_task("embedding_lookup").dims(Size.SMALL)["V"]
+  kernel = _gpu_kernel("embedding_lookup")
+  report, reasons = _judge(lambda table, ids: kernel(table, jnp.clip(ids, 0, vocab - 1)),
+                           "embedding_lookup")
+  assert reasons == [] and report.outside_flops > 0
+
+
+def test_cast_and_reshape_before_matmul_kernel_passes():
+  kernel = _gpu_kernel("matmul")
+  dims = get_task("matmul").dims(Size.SMALL)
+
+  def fn(x, y):
+    flat = x.reshape(-1).astype(jnp.bfloat16).astype(jnp.float32)
+    return kernel(flat.reshape(dims["M"], dims["K"]), y)
+
+  report, reasons = _judge(fn, "matmul")
+  assert reasons == [] and report.outside_flops == 2 * dims["M"] * dims["K"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Custom calls: unknown targets are disallowed; Mosaic GPU kernels and plumbing are not.
+
+def _copy_with_empty_buffer(x):
+  return _copy(x + lax.empty(x.shape, x.dtype))
+
+
+def test_unknown_custom_call_is_disallowed():
+  text = _export(_copy_with_empty_buffer, "relu")
+  assert "@AllocateBuffer" in text
+  assert analyze_module(text).disallowed_custom_calls == ()
+  forged = text.replace("@AllocateBuffer", "@xla_ffi_python_gpu_callback")
+  report = analyze_module(forged)
+  assert report.disallowed_custom_calls == ("xla_ffi_python_gpu_callback",)
+  assert any("xla_ffi_python_gpu_callback" in r for r in _reasons(report, "relu"))
+  allowed = analyze_module(forged, allowed_custom_calls=frozenset({"xla_ffi_python_gpu_callback"}))
+  assert allowed.disallowed_custom_calls == ()
+
+
+@pytest.mark.parametrize("data", ["data_2026_02_18", "kernel_data_2025_09_07"])
+def test_mosaic_gpu_call_is_a_kernel(data):
+  report = analyze_module(getattr(mosaic_gpu_add_one, data)["mlir_module_text"])
+  assert [(k.backend, k.launches) for k in report.kernels] == [("mosaic_gpu", 1)]
+  assert report.disallowed_custom_calls == () and report.outside_flops == 0
+
+
+def test_modules_that_cannot_be_costed_are_errors():
+  with pytest.raises(ModuleAnalysisError, match="does not parse"):
+    analyze_module("module { func.func public @main( }")
+  rows = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n, 512"), jnp.float32)
+  text = jax.export.export(jax.jit(lambda x: jnp.maximum(x, 0.0)), platforms=["cuda"])(rows)
+  with pytest.raises(ModuleAnalysisError, match="dynamic shape"):
+    analyze_module(text.mlir_module())
+
+
+def test_reasons_apply_the_limits_at_their_boundary():
+  base = analyze_module(_export(_gpu_kernel("relu"), "relu"))
+  at_limit = dataclasses.replace(base, outside_flops=100, outside_contraction_flops=10)
+  assert module_reasons(at_limit, task_flops=1000, output_elements=10) == []
+  over = dataclasses.replace(base, outside_flops=101, outside_contraction_flops=11)
+  assert len(module_reasons(over, task_flops=1000, output_elements=10)) == 2
+  gather_task = dataclasses.replace(base, data_dependent_moves=100)
+  assert module_reasons(gather_task, task_flops=0, output_elements=1000) == []
+  assert module_reasons(dataclasses.replace(gather_task, data_dependent_moves=101),
+                        task_flops=0, output_elements=1000) != []
