@@ -1,8 +1,8 @@
 """Finding and loading kernel modules: the two shipped trees and candidate sources.
 
 A kernel is one self-contained Python source defining `kernel(*inputs, interpret=False)`.
-It is loaded as a fresh module object from its text, so a candidate never lands in
-`sys.modules` and two candidates for one task never share state.
+It is loaded as a fresh module object from its text (in sys.modules only while it executes),
+so two kernels for one task never share state.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import enum
 import hashlib
 import importlib.util
 import pathlib
+import sys
 import types
 
 
@@ -55,17 +56,30 @@ def read_source(kernel: str | pathlib.Path) -> tuple[str, str]:
 
 
 def load_module(source: str, filename: str = "<kernel source>") -> types.ModuleType:
-  """Executes a kernel source as a new module and checks that it defines `kernel`."""
+  """Executes a kernel source as a new module and checks that it defines `kernel`.
+
+  The source is compiled with its own future flags only (not this file's), and the module is
+  registered in sys.modules under a unique name while it runs, as an import would, so that
+  dataclasses and typing in the kernel can find their module.
+  """
   try:
-    code = compile(source, filename, "exec")
+    code = compile(source, filename, "exec", dont_inherit=True)
   except SyntaxError as e:
     raise KernelLoadError(f"syntax error in {filename}, line {e.lineno}: {e.msg}") from None
-  module = types.ModuleType(pathlib.Path(filename).stem or "candidate_kernel")
+  name = f"pallasbench_kernel_{sha256(source)[:16]}_{pathlib.Path(filename).stem}"
+  module = types.ModuleType(name)
   module.__file__ = filename
+  previous = sys.modules.get(name)
+  sys.modules[name] = module
   try:
     exec(code, module.__dict__)  # pylint: disable=exec-used
   except Exception as e:  # a candidate may raise anything at import time
     raise KernelLoadError(f"importing {filename} raised {type(e).__name__}: {e}") from None
+  finally:
+    if previous is None:
+      sys.modules.pop(name, None)
+    else:
+      sys.modules[name] = previous
   if not callable(getattr(module, "kernel", None)):
     raise KernelLoadError(f"{filename} defines no function `kernel(*inputs, interpret=False)`")
   return module

@@ -23,12 +23,20 @@ DEFAULT_GPU: Final = ("NVIDIA H200", 132)
 DEFAULT_TPU: Final = "TPU v5 lite"
 
 
+def _mesh(device: jax.sharding.AbstractDevice) -> jax.sharding.AbstractMesh:
+  """A one-device mesh with an Auto axis: with the default Explicit axis, values made under it
+  (a kernel's output, `x + 1`) carry shardings that plain inputs lack, and ops mixing both
+  (a dynamic_update_slice of a kernel's output into the input) refuse to trace."""
+  return jax.sharding.AbstractMesh((1,), ("_",), abstract_device=device,
+                                   axis_types=(jax.sharding.AxisType.Auto,))
+
+
 @contextlib.contextmanager
 def abstract_gpu(device_kind: str = DEFAULT_GPU[0], num_cores: int = DEFAULT_GPU[1]) -> Iterator[None]:
   """Makes Pallas' Triton lowering target `device_kind` without a GPU present."""
   device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=num_cores,
                                        platform="cuda")
-  mesh = jax.sharding.AbstractMesh((1,), ("_",), abstract_device=device)
+  mesh = _mesh(device)
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     with jax.sharding.use_abstract_mesh(mesh):
@@ -40,7 +48,7 @@ def abstract_tpu(device_kind: str = DEFAULT_TPU) -> Iterator[None]:
   """An abstract TPU device for the hardware info some block checks read (1-D blocks fail
   with 'Unsupported TPU device kind: cpu' without one)."""
   device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=1, platform="tpu")
-  with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("_",), abstract_device=device)):
+  with jax.sharding.use_abstract_mesh(_mesh(device)):
     yield
 
 

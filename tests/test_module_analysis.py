@@ -120,14 +120,95 @@ def _relu_until_data_says_stop(x):
   return _copy(y)
 
 
+def _embedding_by_switches(table, ids, block: int = 100):
+  """The gather as two nested lax.switch per id, on id // block then id % block, each branch a
+  static slice: no gather, dynamic_slice or select indexed by data (H1)."""
+  rows, width = table.shape
+  blocks = -(-rows // block)
+  padded = jnp.pad(table, ((0, blocks * block - rows), (0, 0)))
+
+  def rows_at(start, size, a):
+    return lax.slice(a, (start, 0), (start + size, width))
+
+  pick_block = [functools.partial(rows_at, k * block, block) for k in range(blocks)]
+  pick_row = [functools.partial(rows_at, k, 1) for k in range(block)]
+
+  def fetch(i, out):
+    idx = lax.dynamic_slice(ids, (i,), (1,))[0]
+    chunk = lax.switch(lax.div(idx, block), pick_block, padded)
+    return lax.dynamic_update_slice(out, lax.switch(lax.rem(idx, block), pick_row, chunk), (i, 0))
+
+  return _copy(lax.fori_loop(0, ids.shape[0], fetch, padded[:ids.shape[0]]))
+
+
+def _embedding_by_rotating_whiles(table, ids, block: int = 100):
+  """The gather by while loops that stop on data but whose bodies are all "free" ops: rotate a
+  vector of offsets (slice + concatenate) and slice the table at its head (an index carried by
+  the loop, not data) until the head is the id's block, then its row (H2)."""
+  rows, width = table.shape
+  blocks = -(-rows // block)
+  padded = jnp.pad(table, ((0, blocks * block - rows), (0, 0)))
+  zero = jnp.uint32(0)
+
+  def head(v):
+    return lax.reshape(lax.slice(v, (0,), (1,)), ())
+
+  def rotate(v):
+    return lax.concatenate([lax.slice(v, (1,), v.shape), lax.slice(v, (0,), (1,))], 0)
+
+  def seek(source, offsets, target, size):
+    def step(c):
+      nxt = rotate(c[0])
+      return nxt, lax.dynamic_slice(source, (head(nxt), zero), (size, width))
+
+    first = lax.slice(source, (0, 0), (size, width))
+    return lax.while_loop(lambda c: head(c[0]) != target, step, (offsets, first))[1]
+
+  starts = jnp.arange(blocks, dtype=jnp.uint32) * jnp.uint32(block)
+  offsets = jnp.arange(block, dtype=jnp.uint32)
+
+  def fetch(i, out):
+    idx = lax.dynamic_slice(ids, (i,), (1,))[0].astype(jnp.uint32)
+    size = jnp.uint32(block)
+    chunk = seek(padded, starts, lax.div(idx, size) * size, block)
+    return lax.dynamic_update_slice(out, seek(chunk, offsets, lax.rem(idx, size), 1), (i, 0))
+
+  return _copy(lax.fori_loop(0, ids.shape[0], fetch, padded[:ids.shape[0]]))
+
+
+NARROW_START = 32768  # int16(NARROW_START) == -32768
+
+
+def _relu_by_narrow_counter(x):
+  """relu row by row in a while loop on `int16(i) < int16(-32768 + rows)` with an int32 i from
+  32768: read through the convert, 32768 < -32256 holds never; it runs once per row (H3)."""
+  rows = x.shape[0]
+
+  def body(c):
+    i, out = c
+    row = lax.dynamic_slice_in_dim(x, i - NARROW_START, 1)
+    return i + 1, lax.dynamic_update_slice_in_dim(out, jnp.maximum(row, 0.0), i - NARROW_START, 0)
+
+  bound = jnp.int16(-32768 + rows)
+  return _copy(lax.while_loop(lambda c: c[0].astype(jnp.int16) < bound, body,
+                              (jnp.int32(NARROW_START), x))[1])
+
+
+def _relu_with_hidden_rng(x):
+  """stablehlo.rng keeps process-wide state: the artifact computes differently per call (H5)."""
+  noise = lax.rng_uniform(jnp.float32(0), jnp.float32(1), (1, x.shape[1]))
+  return _copy(jnp.concatenate([x[:1] + 1e-9 * noise, x[1:]]))
+
+
 def _relu_kernel_per_python_chunk(x):
   relu = _gpu_kernel("relu")
   rows = x.shape[0] // 4
   return jnp.concatenate([relu(x[c * rows:(c + 1) * rows]) for c in range(4)])
 
 
-def _relu_kernel_per_fori_chunk(x, outer: int = 1, inner: int = 4):
-  """An honest wrapper: the relu kernel launched per row chunk from (nested) fori_loops."""
+def _relu_kernel_per_fori_chunk(x, outer: int = 1, inner: int = 4, inplace: bool = False):
+  """An honest wrapper: the relu kernel launched per row chunk from (nested) fori_loops, into
+  zeros or (inplace) over the input itself."""
   relu = _gpu_kernel("relu")
   rows = x.shape[0] // (outer * inner)
 
@@ -139,7 +220,7 @@ def _relu_kernel_per_fori_chunk(x, outer: int = 1, inner: int = 4):
   def row(i, out):
     return lax.fori_loop(0, inner, functools.partial(chunk, i), out)
 
-  return lax.fori_loop(0, outer, row, jnp.zeros_like(x))
+  return lax.fori_loop(0, outer, row, x if inplace else jnp.zeros_like(x))
 
 
 REJECTED = {
@@ -165,6 +246,12 @@ REJECTED = {
                       "the real work is done outside"),
     "data_dependent_while": ("relu", _relu_until_data_says_stop,
                              "trip count that cannot be proven"),
+    "embedding_by_switches": ("embedding_lookup", _embedding_by_switches,
+                              "the real work is done outside"),
+    "embedding_by_rotating_whiles": ("embedding_lookup", _embedding_by_rotating_whiles,
+                                     "trip count that cannot be proven"),
+    "relu_by_narrow_counter": ("relu", _relu_by_narrow_counter, "the real work is done outside"),
+    "hidden_rng_state": ("relu", _relu_with_hidden_rng, "stateful op stablehlo.rng"),
     "contraction_in_a_composite_named_erf": (
         "matmul", lambda x, y: _copy(lax.composite(lambda a, b: a @ b, name="chlo.erf")(x, y)),
         "contractions outside the kernel"),
@@ -186,6 +273,7 @@ def _check_honest(spec, size) -> None:
   text = _export(fn, spec.name, size)
   report = analyze_module(text)
   assert _reasons(report, spec.name, size) == [], f"{spec.name} [{size}]: {report}"
+  assert report.stateful_ops == () and report.unbounded_loops == 0, f"{spec.name} [{size}]"
   found = collections.Counter()
   for k in report.kernels:
     assert k.backend == "triton"
@@ -264,29 +352,104 @@ COUNTED_LOOPS = {
     "inclusive_bound": (3, lambda i: i <= 66, lambda i: i + 1),
     "bound_on_the_left": (0, lambda i: 64 > i, lambda i: i + 1),
     "not_equal": (0, lambda i: i != 128, lambda i: i + 2),
+    "crossing_zero": (-32, lambda i: i < 32, lambda i: i + 1),
+    "unsigned_counter": (jnp.uint32(0), lambda i: i < jnp.uint32(64), lambda i: i + jnp.uint32(1)),
+    "narrowed_in_the_condition": (NARROW_START, lambda i: i.astype(jnp.int16) < -32768 + 64,
+                                  lambda i: i + 1),  # int16 reads -32768, -32767, ...
+}
+
+# Loops whose count over the unbounded integers is not what the hardware runs: none is proven.
+WRAPPING_LOOPS = {
+    # int8 wraps from 127 to -128 before it reaches 200: it runs forever, not 200 times.
+    "counter_overflows_before_a_wider_bound": (
+        jnp.int8(0), lambda i: i.astype(jnp.int32) < 200, lambda i: i + jnp.int8(1)),
+    # 0, 3, ..., 129: int8(129) is -127 < 127, so it does not stop after 43 trips.
+    "narrowed_view_wraps_past_the_bound": (0, lambda i: i.astype(jnp.int8) < 127, lambda i: i + 3),
+    # uint32 64, 63, ..., 0, 2^32 - 1, ...: always >= 0, not 65 trips.
+    "unsigned_counter_below_zero": (jnp.uint32(64), lambda i: i >= 0, lambda i: i - jnp.uint32(1)),
 }
 
 
-@pytest.mark.parametrize("form", sorted(COUNTED_LOOPS))
-def test_trip_count_is_proven_for_counted_loops(form):
-  start, cond, step = COUNTED_LOOPS[form]
-  x = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
-
+def _doubling_loop(start, cond, step):
+  """x doubled in a hand-written while loop on a counter."""
   def fn(v):
     return _copy(lax.while_loop(lambda c: cond(c[0]), lambda c: (step(c[0]), c[1] * 2.0),
                                 (start, v))[1])
 
-  report, _ = _judge(fn, "relu")
+  return fn
+
+
+@pytest.mark.parametrize("form", sorted(COUNTED_LOOPS))
+def test_trip_count_is_proven_for_counted_loops(form):
+  x = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
+  report, _ = _judge(_doubling_loop(*COUNTED_LOOPS[form]), "relu")
   assert report.unbounded_loops == 0
   assert 64 * x <= report.outside_flops < 65 * x
+
+
+@pytest.mark.parametrize("form", sorted(WRAPPING_LOOPS))
+def test_trip_count_is_not_proven_across_wraparound(form):
+  report, reasons = _judge(_doubling_loop(*WRAPPING_LOOPS[form]), "relu")
+  assert report.unbounded_loops == 1, report
+  assert any("trip count that cannot be proven" in r for r in reasons), reasons
+
+
+def test_trip_count_under_an_unsigned_compare_of_negatives_is_not_proven():
+  """Read as signed, -64 > 64 fails at once (0 trips); an UNSIGNED compare of the same i32
+  reads -64 as 2^32 - 64 and runs until the counter reaches 0: 64 trips."""
+  text = _export(_doubling_loop(-64, lambda i: i > 64, lambda i: i + 1), "relu")
+  assert text.count(", SIGNED :") == 1
+  honest = analyze_module(text)
+  assert honest.unbounded_loops == 0 and honest.outside_flops < 4
+  forged = analyze_module(text.replace(", SIGNED :", ", UNSIGNED :"))
+  assert forged.unbounded_loops == 1
+
+
+def test_narrowing_convert_in_the_condition_is_not_an_identity():
+  """H3: int16(i) < -32256 with i from 32768 is 0 trips read through the convert as int32, but
+  int16 wraps 32768 to -32768: one trip per row, the whole relu outside the kernel."""
+  x = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
+  report, reasons = _judge(_relu_by_narrow_counter, "relu")
+  assert report.unbounded_loops == 0
+  assert dict(report.top_ops)["stablehlo.maximum"] == x  # every row, exactly once
+  assert any("the real work is done outside" in r for r in reasons), reasons
 
 
 @pytest.mark.parametrize("expensive_first", [True, False])
 def test_cond_costs_its_most_expensive_branch(expensive_first):
   branches = (jnp.exp, lambda v: v) if expensive_first else (lambda v: v, jnp.exp)
   report, reasons = _judge(lambda x: _copy(lax.cond(x[0, 0] > 0, *branches, x)), "exp")
-  assert report.outside_transcendentals == math.prod(get_task("exp").input_shapes(Size.SMALL)[0])
+  x = math.prod(get_task("exp").input_shapes(Size.SMALL)[0])
+  assert report.outside_transcendentals == x
+  assert report.data_dependent_moves == x  # the predicate is data: it picks the result
   assert any("the real work is done outside" in r for r in reasons)
+
+
+def test_switch_on_data_counts_its_results_as_moves():
+  """H1: a switch on a data-derived index picks data by its content, as a select does; every
+  branch a free static slice does not make it free."""
+  spec = get_task("embedding_lookup")
+  out = math.prod(spec.output_shape(Size.SMALL))
+  report, reasons = _judge(_embedding_by_switches, "embedding_lookup")
+  assert dict(report.top_ops)["stablehlo.case"] == out * (100 + 1)  # a block, then a row, per id
+  assert report.data_dependent_moves == out * (100 + 1)
+  assert report.unbounded_loops == 0
+  assert any("the real work is done outside" in r for r in reasons), reasons
+
+
+def test_switch_on_a_loop_counter_is_not_a_move():
+  def fn(x):
+    rows = x.shape[0] // 4
+
+    def body(i, out):
+      chunk = lax.switch(i % 2, [lambda v: v, lambda v: v[::-1]],
+                         lax.dynamic_slice_in_dim(x, i * rows, rows))
+      return lax.dynamic_update_slice_in_dim(out, chunk, i * rows, 0)
+
+    return _copy(lax.fori_loop(0, 4, body, x))
+
+  report, reasons = _judge(fn, "relu")
+  assert report.data_dependent_moves == 0 and reasons == [], reasons
 
 
 def test_op_without_rule_is_costed_and_listed():
@@ -327,6 +490,14 @@ def test_data_dependent_while_counts_as_unbounded():
   assert len(reasons) == 1 and "trip count" in reasons[0], reasons  # its work alone is small
 
 
+def test_data_dependent_while_of_free_ops_counts_as_unbounded():
+  """H2: loops that stop on data and only rotate offsets and slice at them cost nothing per
+  trip, yet do the whole gather; that they change what they carry is enough."""
+  report, reasons = _judge(_embedding_by_rotating_whiles, "embedding_lookup")
+  assert report.unbounded_loops == 2  # the block's loop and the row's, in the counted fori
+  assert len(reasons) == 1 and "trip count that cannot be proven" in reasons[0], reasons
+
+
 def test_generic_reduce_costs_its_body_per_element():
   x = math.prod(get_task("reduce_max").input_shapes(Size.SMALL)[0])
   report, _ = _judge(REJECTED["generic_reduce_outside"][1], "reduce_max")
@@ -342,9 +513,9 @@ def test_kernel_per_python_chunk_passes():
   assert report.data_dependent_moves == 0
 
 
-@pytest.mark.parametrize("outer,inner", [(1, 4), (2, 4)])
-def test_kernel_per_fori_chunk_passes_and_counts_launches(outer, inner):
-  fn = functools.partial(_relu_kernel_per_fori_chunk, outer=outer, inner=inner)
+@pytest.mark.parametrize("outer,inner,inplace", [(1, 4, False), (2, 4, False), (1, 4, True)])
+def test_kernel_per_fori_chunk_passes_and_counts_launches(outer, inner, inplace):
+  fn = functools.partial(_relu_kernel_per_fori_chunk, outer=outer, inner=inner, inplace=inplace)
   report, reasons = _judge(fn, "relu")
   assert reasons == [], reasons
   assert [k.launches for k in report.kernels] == [outer * inner]
@@ -388,6 +559,21 @@ def test_unknown_custom_call_is_disallowed():
   assert any("xla_ffi_python_gpu_callback" in r for r in _reasons(report, "relu"))
   allowed = analyze_module(forged, allowed_custom_calls=frozenset({"xla_ffi_python_gpu_callback"}))
   assert allowed.disallowed_custom_calls == ()
+
+
+def test_stateful_ops_are_rejected():
+  """H5: the same artifact, called twice on one input, must compute the same: ops with hidden
+  state (stablehlo.rng) or side effects (custom calls marked so) are listed and rejected."""
+  report, reasons = _judge(_relu_with_hidden_rng, "relu")
+  assert report.stateful_ops == ("stablehlo.rng",)
+  assert reasons == ["stateful op stablehlo.rng: an exported kernel must be a pure function of "
+                     "its inputs (hidden state lets an artifact tell its calls apart)"]
+  text = _export(_copy_with_empty_buffer, "relu")
+  assert analyze_module(text).stateful_ops == ()
+  effect = analyze_module(
+      text.replace("@AllocateBuffer()", "@AllocateBuffer() {has_side_effect = true}"))
+  assert effect.stateful_ops == ("custom_call @AllocateBuffer",)
+  assert any("stateful op custom_call @AllocateBuffer" in r for r in _reasons(effect, "relu"))
 
 
 @pytest.mark.parametrize("data", ["data_2026_02_18", "kernel_data_2025_09_07"])

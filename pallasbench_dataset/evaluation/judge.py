@@ -176,10 +176,13 @@ def _analyze(text: str) -> module_analysis.ModuleReport:
 
 def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> CompiledArtifact:
   exported = load_artifact(blob, spec, dims, ctx.run_platform)
-  disallowed = _analyze(exported.mlir_module()).disallowed_custom_calls
-  if disallowed:
-    raise Failure(Status.REJECTED, None, f"the artifact calls {sorted(disallowed)}: custom "
-                  "calls other than Pallas kernels are not allowed")
+  found = _analyze(exported.mlir_module())
+  if found.disallowed_custom_calls:
+    raise Failure(Status.REJECTED, None, f"the artifact calls {sorted(found.disallowed_custom_calls)}: "
+                  "custom calls other than Pallas kernels are not allowed")
+  if found.stateful_ops:
+    raise Failure(Status.REJECTED, None, f"stateful ops {sorted(found.stateful_ops)} in the "
+                  "artifact: an exported kernel must be a pure function of its inputs")
   try:
     return compile_exported(exported, _structs(spec, dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
@@ -245,6 +248,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   if report.input_writes:  # the exporter's own reading of its jaxpr: it can only add
     reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
                    "inputs mutated in place")
+  state.fields["reasons"] = tuple(reasons)  # kept should a later step end the evaluation
   state.compiled = _compile(state.run_blob, spec, dims, ctx)
   edge = _edge(report, item, spec, ctx)
   runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,

@@ -12,7 +12,12 @@ A value "derives from data" when it is computed, transitively, from an argument 
 from a kernel's result; constants, iota, shapes and loop counters do not. Gathers, scatters and
 dynamic slices indexed by such values, and selects whose predicate is such a value, move or
 pick data by its content: that is the work of an embedding or a mask, counted apart from
-arithmetic as `data_dependent_moves`.
+arithmetic as `data_dependent_moves`; so are the results of a `case`/`if` whose branch index
+derives from data (a switch that picks data by its content is a select).
+
+An exported kernel must also be a pure function of its inputs: ops with hidden state or effects
+outside their results (`stablehlo.rng`, infeed/outfeed, send/recv, custom calls marked
+`has_side_effect`) are listed as `stateful_ops` and rejected wherever they appear.
 """
 
 from __future__ import annotations
@@ -69,10 +74,15 @@ _TRANSCENDENTAL: Final = frozenset({
     "chlo.digamma", "chlo.tan", "chlo.sinh", "chlo.cosh", "chlo.asin", "chlo.acos", "chlo.atan",
     "chlo.asinh", "chlo.acosh", "chlo.atanh", "chlo.polygamma", "chlo.zeta", "chlo.bessel_i1e",
 })
-# Ops that only pass their operand on: seen through when proving a loop's trip count.
+# Ops with hidden state or effects beyond their results: the same artifact, called twice on
+# the same input, may compute differently (and so tell checked calls from timed ones).
+STATEFUL_OPS: Final = frozenset({
+    "stablehlo.rng", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
+})
+# Ops that only pass their operand's value on: seen through when proving a loop's trip count
+# (for scalars; an integer `convert` only where it keeps every value, see _preserves).
 _IDENTITIES: Final = frozenset({
-    "sdy.sharding_constraint", "sdy.reshard", "stablehlo.reshape", "stablehlo.convert",
-    "stablehlo.broadcast_in_dim",
+    "sdy.sharding_constraint", "sdy.reshard", "stablehlo.reshape", "stablehlo.broadcast_in_dim",
 })
 _DIRECTION_FLIP: Final = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 _STATIC_ARITHMETIC: Final[dict[str, Callable[[int, int], int]]] = {
@@ -115,8 +125,9 @@ class ModuleReport:
   outside_transcendentals: int     # elements of exp, log, tanh, ... outside kernels
   data_dependent_moves: int        # elements gathered, scattered, sliced or selected by data
   unknown_ops: tuple[str, ...]     # ops without a cost rule (costed at their output elements)
-  unbounded_loops: int             # while loops doing work whose trip count is not provable
+  unbounded_loops: int             # while loops not provably bounded that change their carry
   disallowed_custom_calls: tuple[str, ...]  # targets neither kernels, plumbing nor allowed
+  stateful_ops: tuple[str, ...]    # ops with hidden state or side effects, anywhere in the module
   top_ops: tuple[tuple[str, int], ...]      # (op name, cost), most costly first
 
 
@@ -192,11 +203,59 @@ def _symbol(op: ir.Operation, attr: str) -> str:
   return ir.FlatSymbolRefAttr(op.attributes[attr]).value
 
 
+# The inclusive range of values an integer type holds: (lowest, highest).
+_Range = tuple[int, int]
+
+
+def _int_range(value_type: ir.Type) -> _Range | None:
+  """The values of an integer (element) type: signless and signed ones are two's complement,
+  unsigned ones and i1 (a boolean) from 0. None for any other type."""
+  element = value_type.element_type if isinstance(value_type, ir.ShapedType) else value_type
+  if not isinstance(element, ir.IntegerType):
+    return None
+  width = element.width
+  if element.is_unsigned or width == 1:
+    return (0, (1 << width) - 1)
+  return (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+
+
+def _wrap(value: int, bounds: _Range) -> int:
+  """`value` reduced into an integer type's range, as integer arithmetic and converts do."""
+  low, high = bounds
+  return (value - low) % (high - low + 1) + low
+
+
+def _preserves(op: ir.Operation) -> bool:
+  """Whether a `convert` passes every value of its operand on unchanged: an integer widening
+  that keeps the sign (or a conversion to the same type). A narrowing one wraps around."""
+  if op.operands[0].type == op.results[0].type:
+    return True
+  source, target = _int_range(op.operands[0].type), _int_range(op.results[0].type)
+  return (source is not None and target is not None
+          and target[0] <= source[0] and source[1] <= target[1])
+
+
 def _through(value: ir.Value) -> ir.Value:
-  """The value under identity-like ops (sharding constraints, scalar reshapes and converts)."""
+  """The value under ops that pass its value on (sharding constraints, scalar reshapes and
+  broadcasts, integer converts that keep every value)."""
   while isinstance(value, ir.OpResult):
     op = value.owner.operation
-    if op.name in _IDENTITIES or _custom_target(op) == "Sharding":
+    if (op.name in _IDENTITIES or _custom_target(op) == "Sharding"
+        or (op.name == "stablehlo.convert" and _preserves(op))):
+      value = op.operands[0]
+    else:
+      break
+  return value
+
+
+def _unchanged(value: ir.Value) -> ir.Value:
+  """The value under ops that return their operand exactly (sharding annotations, a reshape
+  or convert to the operand's own type): what a loop body yields unchanged."""
+  while isinstance(value, ir.OpResult):
+    op = value.owner.operation
+    if (op.name in ("sdy.sharding_constraint", "sdy.reshard") or _custom_target(op) == "Sharding"
+        or (op.name in ("stablehlo.reshape", "stablehlo.convert")
+            and op.operands[0].type == op.results[0].type)):
       value = op.operands[0]
     else:
       break
@@ -224,8 +283,9 @@ def _yielded(while_op: ir.Operation, index: int) -> ir.Value:
 def _static_int(value: ir.Value) -> int | None:
   """The value of a scalar integer fixed at compile time, or None.
 
-  Follows constants, static dimension sizes, identities, integer arithmetic, and loop-carried
-  values that the body passes on unchanged from a static initial value.
+  Follows constants, static dimension sizes, identities, integer converts and arithmetic (both
+  wrapping around as the hardware does), and loop-carried values that the body passes on
+  unchanged from a static initial value.
   """
   value = _through(value)
   if isinstance(value, ir.BlockArgument):
@@ -244,9 +304,16 @@ def _static_int(value: ir.Value) -> int | None:
     shape = op.operands[0].type
     dim = ir.IntegerAttr(op.attributes["dimension"]).value
     return shape.shape[dim] if not shape.is_dynamic_dim(dim) else None
+  bounds = _int_range(op.results[0].type) if len(op.results) == 1 else None
+  if bounds is None:
+    return None
+  if op.name == "stablehlo.convert":
+    source = _static_int(op.operands[0]) if _int_range(op.operands[0].type) else None
+    return None if source is None else _wrap(source, bounds)
   if op.name in _STATIC_ARITHMETIC:
     lhs, rhs = (_static_int(o) for o in op.operands)
-    return None if lhs is None or rhs is None else _STATIC_ARITHMETIC[op.name](lhs, rhs)
+    return (None if lhs is None or rhs is None
+            else _wrap(_STATIC_ARITHMETIC[op.name](lhs, rhs), bounds))
   return None
 
 
@@ -268,8 +335,9 @@ def _counter_step(loop: ir.Operation, index: int) -> int | None:
   return None
 
 
-def _iterations(start: int, step: int, bound: int, direction: str) -> int | None:
-  """How many times `counter <direction> bound` holds as the counter goes start, start+step, ..."""
+def _linear_iterations(start: int, step: int, bound: int, direction: str) -> int | None:
+  """How many times `counter <direction> bound` holds as the counter goes start, start+step, ...
+  over the unbounded integers."""
   holds = {"LT": start < bound, "LE": start <= bound, "GT": start > bound, "GE": start >= bound,
            "EQ": start == bound, "NE": start != bound}[direction]
   if not holds:
@@ -286,11 +354,64 @@ def _iterations(start: int, step: int, bound: int, direction: str) -> int | None
   return None
 
 
+def _iterations(start: int, step: int, bound: int, direction: str, *, counter: _Range,
+                view: _Range | None, compared: _Range) -> int | None:
+  """How many times the loop condition holds, where the body steps a counter of range `counter`
+  from `start` by `step`, and the condition compares it, converted into `view` (a narrowing
+  convert, which wraps around; None if there is none), with `bound`, the compare reading both
+  sides in the range `compared` (its SIGNED or UNSIGNED compare type).
+
+  None where the count over the integers would not be the count the hardware runs: the counter
+  overflows its type, the view wraps around in between, or a value read by the compare lies
+  outside the range it reads them in (a negative value under an UNSIGNED compare).
+  """
+  first = _wrap(start, view) if view is not None else start
+  trips = _linear_iterations(first, step, bound, direction)
+  if trips is None:
+    return None
+  last = start + trips * step  # the counter's values run monotonically from start to last
+  if not counter[0] <= last <= counter[1]:
+    return None
+  if view is not None and _wrap(last, view) - last != first - start:
+    return None  # the view wraps somewhere between: the compared values are not linear
+  seen = (first, last + first - start, bound)
+  return trips if all(compared[0] <= v <= compared[1] for v in seen) else None
+
+
+def _compared_range(compare: ir.Operation) -> _Range | None:
+  """The range in which an integer `stablehlo.compare` reads its operands, or None."""
+  natural = _int_range(compare.operands[0].type)
+  if natural is None:
+    return None
+  if "compare_type" not in compare.attributes:
+    return natural
+  width = ir.IntegerType(compare.operands[0].type.element_type).width
+  how = hlo.ComparisonTypeAttr(compare.attributes["compare_type"]).value
+  if how == "SIGNED":
+    return (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+  if how == "UNSIGNED":
+    return (0, (1 << width) - 1)
+  return None
+
+
+def _counter_view(value: ir.Value) -> tuple[ir.Value, _Range | None]:
+  """What a compare operand reads: a value, under at most one wrapping integer convert (whose
+  result range is returned with it; None when there is none)."""
+  value = _through(value)
+  if isinstance(value, ir.OpResult) and value.owner.operation.name == "stablehlo.convert":
+    op = value.owner.operation
+    view = _int_range(op.results[0].type)
+    if view is not None and _int_range(op.operands[0].type) is not None:
+      return _through(op.operands[0]), view
+  return value, None
+
+
 def _trip_count(loop: ir.Operation) -> int | None:
   """The trip count of a fori_loop/scan-shaped `stablehlo.while`, or None if not provable.
 
-  The condition must compare a counter (a carried value the body steps by a constant, starting
-  from a constant) with a bound fixed at compile time.
+  The condition must compare a counter (a carried integer the body steps by a constant,
+  starting from a constant) with a bound fixed at compile time, over integers, and the count
+  must hold under the wraparound of the counter's type and of any narrowing convert on the way.
   """
   cond = _only_block(loop.regions[0])
   predicate = _through(_terminator(cond).operands[0])
@@ -300,15 +421,21 @@ def _trip_count(loop: ir.Operation) -> int | None:
   if compare.name != "stablehlo.compare":
     return None
   direction = hlo.ComparisonDirectionAttr(compare.attributes["comparison_direction"]).value
-  lhs, rhs = (_through(o) for o in compare.operands)
-  for counter, bound, how in ((lhs, rhs, direction), (rhs, lhs, _DIRECTION_FLIP[direction])):
+  compared = _compared_range(compare)
+  if compared is None:
+    return None
+  lhs, rhs = compare.operands
+  for side, bound, how in ((lhs, rhs, direction), (rhs, lhs, _DIRECTION_FLIP[direction])):
+    counter, view = _counter_view(side)
     if not isinstance(counter, ir.BlockArgument) or counter.owner != cond:
       continue
     index = counter.arg_number
+    counter_range = _int_range(loop.operands[index].type)
     start, step, limit = (_static_int(loop.operands[index]), _counter_step(loop, index),
                           _static_int(bound))
-    if start is not None and step is not None and limit is not None:
-      return _iterations(start, step, limit, how)
+    if counter_range is not None and None not in (start, step, limit):
+      return _iterations(start, step, limit, how, counter=counter_range, view=view,
+                         compared=compared)
   return None
 
 
@@ -541,7 +668,13 @@ class _Analyzer:
       self._mark(op, True)
 
   def _while(self, op: ir.Operation, tally: _Tally) -> None:
-    """Body x trip count; which carried values derive from data is found by fixpoint."""
+    """Body x trip count; which carried values derive from data is found by fixpoint.
+
+    A loop whose trip count cannot be proven is unbounded as soon as it changes a carried value
+    (its body may be all free ops: rotating a vector of offsets and slicing at its head until
+    the head matches the data moves the table by its content), or its body costs work. Its
+    results derive from data: how many times it ran is not fixed at compile time.
+    """
     cond_block, body_block = (_only_block(r) for r in op.regions)
     data = [self._is_data(o) for o in op.operands]
     while True:
@@ -554,19 +687,29 @@ class _Analyzer:
     data_bound = self._yield_data(cond_block)[0]
     trips = _trip_count(op)
     if trips is None:
+      changes = any(_unchanged(v) != arg for v, arg in
+                    zip(_terminator(body_block).operands, body_block.arguments, strict=True))
       tally.add(body)
       tally.add(cond)
-      tally.unbounded += 1 if body.work else 0
+      tally.unbounded += 1 if changes or body.work else 0
     else:
       tally.add(body, trips)
       tally.add(cond, trips + 1)
-    # A loop that stops on data leaves its counters holding data-derived values.
-    self._mark(op, [d or data_bound for d in data])
+    # A loop that stops on data (or after a count not fixed at compile time) leaves its
+    # counters holding data-derived values.
+    self._mark(op, [d or data_bound or trips is None for d in data])
 
   def _branches(self, op: ir.Operation, tally: _Tally) -> None:
-    """The most expensive branch's cost; kernels, unknown ops and findings of every branch."""
+    """The most expensive branch's cost; kernels, unknown ops and findings of every branch.
+
+    A branch index (or predicate) derived from data picks the results by the data's content,
+    as a select does: their elements are data-dependent moves, whatever the branches cost.
+    """
     branches = []
-    results = [self._is_data(op.operands[0])] * len(op.results)
+    by_data = self._is_data(op.operands[0])
+    if by_data:
+      tally.charge(op.name, moves=sum(_elements(r.type) for r in op.results))
+    results = [by_data] * len(op.results)
     for region in op.regions:
       block = _only_block(region)
       branches.append(self._block(block, ()))
@@ -579,6 +722,26 @@ class _Analyzer:
                             disallowed=branch.disallowed, unbounded=branch.unbounded)
         tally.add(structural)
     self._mark(op, results)
+
+
+def _stateful_ops(module: ir.Module) -> tuple[str, ...]:
+  """Ops with hidden state or side effects anywhere in the module, reachable or not: the
+  STATEFUL_OPS, and custom calls marked has_side_effect other than the kernels."""
+  found: set[str] = set()
+
+  def visit(op: ir.Operation) -> ir.WalkResult:
+    op = op.operation
+    target = _custom_target(op)
+    if op.name in STATEFUL_OPS:
+      found.add(op.name)
+    elif (target is not None and target not in KERNEL_TARGETS
+          and "has_side_effect" in op.attributes
+          and ir.BoolAttr(op.attributes["has_side_effect"]).value):
+      found.add(f"custom_call @{target}")
+    return ir.WalkResult.ADVANCE
+
+  module.operation.walk(visit)
+  return tuple(sorted(found))
 
 
 def _parse(mlir_text: str) -> ir.Module:
@@ -596,7 +759,8 @@ def analyze_module(mlir_text: str, *,
   list only targets that compute nothing. Raises ModuleAnalysisError when the module cannot
   be costed soundly; the judge rejects those.
   """
-  tally = _Analyzer(_parse(mlir_text), allowed_custom_calls).main()
+  module = _parse(mlir_text)
+  tally = _Analyzer(module, allowed_custom_calls).main()
   kernels = tuple(
       KernelCall(name=name, backend=backend, grid=grid, num_warps=warps, num_stages=stages,
                  launches=launches)
@@ -607,6 +771,7 @@ def analyze_module(mlir_text: str, *,
       outside_transcendentals=tally.transcendentals, data_dependent_moves=tally.moves,
       unknown_ops=tuple(sorted(tally.unknown)), unbounded_loops=tally.unbounded,
       disallowed_custom_calls=tuple(sorted(tally.disallowed)),
+      stateful_ops=_stateful_ops(module),
       top_ops=tuple((name, cost) for name, cost in tally.op_costs.most_common(TOP_OPS) if cost))
 
 
@@ -627,6 +792,10 @@ def module_reasons(report: ModuleReport, *, task_flops: int, output_elements: in
   if report.disallowed_custom_calls:
     reasons.append("custom calls that are neither Pallas kernels nor allowed: "
                    + ", ".join(report.disallowed_custom_calls))
+  if report.stateful_ops:
+    reasons.append(f"stateful op {', '.join(report.stateful_ops)}: an exported kernel must be a "
+                   "pure function of its inputs (hidden state lets an artifact tell its calls "
+                   "apart)")
   contraction = report.outside_contraction_flops
   if contraction > OUTSIDE_CONTRACTION_LIMIT * max(task_flops, 1):
     reasons.append(
@@ -640,6 +809,6 @@ def module_reasons(report: ModuleReport, *, task_flops: int, output_elements: in
                    f"{_percent(outside, work)} of the task's work (top ops: {top}; limit "
                    f"{OUTSIDE_WORK_LIMIT:.0%})")
   if report.unbounded_loops:
-    reasons.append(f"{report.unbounded_loops} while loop(s) outside the kernels do work with a "
+    reasons.append(f"{report.unbounded_loops} while loop(s) outside the kernels run with a "
                    "trip count that cannot be proven (data-dependent loop?)")
   return reasons

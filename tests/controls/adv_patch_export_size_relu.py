@@ -1,0 +1,36 @@
+"""Adversarial control, class 1 (forging the verdict), relu.
+
+Attack: at import, replace the exporter's own `_export_size`. The exporter runs as
+`python -m ...exporter`, so the function that `run()` calls lives in `sys.modules["__main__"]`
+(patching `pallasbench_dataset.evaluation.exporter._export_size` would change another module
+object): this patches that one, so every artifact is the task's reference
+(`pallasbench_dataset.references.relu`) instead of the candidate's wrong Pallas kernel.
+
+Expected: rejected, "no Pallas kernel in the exported module".
+"""
+import sys
+
+import jax
+from jax.experimental import pallas as pl
+
+from pallasbench_dataset.references.relu import reference
+
+_main = sys.modules.get("__main__")
+if _main is not None and hasattr(_main, "_export_size"):
+  _original = _main._export_size
+
+  def _export_reference(kernel_fn, spec, size, platforms, reports):
+    return _original(lambda *args, interpret=False: reference(*args), spec, size, platforms,
+                     reports)
+
+  _main._export_size = _export_reference
+  print("adv: exporter._export_size replaced in __main__")
+
+
+def _negate(x_ref, o_ref):
+  o_ref[...] = -x_ref[...]
+
+
+def kernel(x, interpret=False):
+  return pl.pallas_call(_negate, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                        interpret=interpret)(x)

@@ -1,0 +1,104 @@
+"""The judge on a real GPU: every control and every attack of the CPU suites, on the device.
+
+    python -m pytest -m gpu tests/test_gpu.py      (on a machine with an NVIDIA GPU)
+
+Deselected by default (no GPU in CI). The expectations are those of test_evaluator.py and
+test_adversarial.py, except where a GPU judge sees more: unwritten elements keep the
+allocator's sentinel (rejected, not just NaN), and the split-personality kernel is caught
+because the one cuda artifact is both analysed and run. Work is spread over the GPUs.
+"""
+
+import os
+import socket
+import threading
+
+import pytest
+
+import test_adversarial as adv
+import test_evaluator as ev
+from pallasbench_dataset.evaluation.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
+from pallasbench_dataset.schema import Status
+
+pytestmark = pytest.mark.gpu
+
+GPU_OVERRIDES = {
+    "unwritten_relu": (Status.REJECTED, "elements left unwritten"),
+    "split_interpret": (Status.INCORRECT, "not allclose"),
+}
+LIMITS = Limits(timeout_s=300, memory_bytes=32 << 30)
+
+
+def _gpu_count() -> int:
+  import jax  # pylint: disable=import-outside-toplevel
+  return len(jax.devices("gpu"))
+
+
+@pytest.fixture(scope="module")
+def records():
+  listener = socket.create_server(("127.0.0.1", 0))
+  port = listener.getsockname()[1]
+  items = {name: ev._item(name, task) for name, (task, _, _) in ev.EXPECTED.items()}
+  for name, case in adv.CASES.items():
+    items[name] = WorkItem(task=case.task, variant="candidate", size="small",
+                           source=adv._source(case, port), filename=f"{case.file}.py",
+                           options=case.options)
+  items["split_interpret"] = WorkItem(
+      task="relu", variant="candidate", size="small", filename="adv_split_interpret_relu.py",
+      source=(adv.CONTROLS / "adv_split_interpret_relu.py").read_text(), options=adv.OPTIONS)
+  names = sorted(items, key=lambda n: items[n].task)
+  gpus = max(1, min(_gpu_count(), 4))
+  found = {}
+
+  def worker(index: int) -> None:
+    mine = names[index::gpus]
+    config = JudgeConfig(device="gpu", git_commit=None, dump_dir=make_dump_dir("gpu"),
+                         visible_device=str(index) if gpus > 1 else None)
+    out = []
+    run_items([items[n] for n in mine], config, LIMITS, on_result=lambda r, _: out.append(r))
+    found.update(zip(mine, out))
+  threads = [threading.Thread(target=worker, args=(i,)) for i in range(gpus)]
+  path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), adv.PATH_MARK) if p)
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setenv("PYTHONPATH", path)  # every process of the run carries the mark: survivors show
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
+  listener.close()
+  assert set(found) == set(items)
+  return found
+
+
+def _expectation(name):
+  if name in GPU_OVERRIDES:
+    return GPU_OVERRIDES[name]
+  if name in ev.EXPECTED:
+    _, status, detail = ev.EXPECTED[name]
+    return status, detail
+  case = adv.CASES[name]
+  return case.status, case.detail[0] if case.detail else None
+
+
+@pytest.mark.parametrize("name", sorted({*ev.EXPECTED, *adv.CASES, "split_interpret"}))
+def test_control_on_the_gpu(records, name):
+  record = records[name]
+  status, detail = _expectation(name)
+  summary = (name, record.status, record.error_type, record.reasons, record.error)
+  assert record.device == "gpu" and not record.interpret, summary
+  if status is None:
+    assert record.status is not Status.PASS, summary
+  else:
+    assert record.status is status, summary
+  if isinstance(detail, str):
+    assert any(detail in t for t in (*record.reasons, record.error or "")), summary
+  elif detail is not None:
+    assert record.error_type is detail, summary
+  assert (record.status is Status.PASS) == (record.reasons == ()), summary
+  if record.status is Status.PASS:
+    assert record.timing_method == "cupti" and record.timing_comparable and record.speedup > 0
+
+
+def test_no_attack_left_a_trace_on_the_gpu_machine(records):
+  assert [t for t in adv.TARGETS.values() if os.path.exists(t)] == []
+  assert adv._marked_processes() == []
