@@ -10,7 +10,9 @@ per GPU, each pinned to its device.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import functools
 import json
 import logging
@@ -19,7 +21,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final, TextIO
 
 from pallasbench_dataset.evaluation.driver import WorkItem, run_items
@@ -32,6 +34,7 @@ from pallasbench_dataset.tasks import TaskSpec
 logger = logging.getLogger(__name__)
 
 MANIFEST: Final = "manifest.json"
+LOCK: Final = ".lock"
 RECORDS: Final = "records.jsonl"
 ARTIFACTS: Final = "artifacts.jsonl"
 
@@ -62,6 +65,35 @@ def read_records(run_dir: pathlib.Path) -> list[EvalRecord]:
     except (json.JSONDecodeError, ValueError) as e:
       logger.warning("%s line %d is not a valid record (%s); it will be re-measured", path, n, e)
   return records
+
+
+def _repair_tail(path: pathlib.Path) -> None:
+  """Cuts a torn last line (a run killed mid-write, a full disk) so that the next append
+  starts on a line of its own instead of being glued to the fragment and lost with it."""
+  if not path.exists():
+    return
+  with path.open("rb+") as f:
+    data = f.read()
+    if not data or data.endswith(b"\n"):
+      return
+    f.truncate(data.rfind(b"\n") + 1)
+  logger.warning("%s ended in a torn line (%d bytes); it was cut and will be re-measured",
+                 path, len(data) - data.rfind(b"\n") - 1)
+
+
+@contextlib.contextmanager
+def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
+  """Holds the run folder's lock: two runs appending to one folder would duplicate every key."""
+  with (run_dir / LOCK).open("w") as lock:
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      raise FileExistsError(f"{run_dir} is being written by another run (its {LOCK} is held): "
+                            "wait for that run to end, or choose another folder") from None
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _key(x) -> tuple[str, str, str]:
@@ -185,12 +217,32 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
               git_commit: str | None, command: str, resume: bool = False, devices: int = 1,
               ceilings: dict | None = None, isolation: str = "task",
               stream: TextIO = sys.stderr) -> pathlib.Path:
-  """Evaluates `items` into `run_dir`; returns the folder. Refuses to mix with an old run."""
+  """Evaluates `items` into `run_dir`; returns the folder. Refuses to mix with an old run, to
+  share the folder with a running one, and to resume what cannot be resumed."""
+  if resume and not run_dir.is_dir():
+    raise FileNotFoundError(f"--resume: {run_dir} does not exist; leave out --resume to start "
+                            "a new run there")
   run_dir.mkdir(parents=True, exist_ok=True)
+  with _single_writer(run_dir):
+    return _run_locked(items, run_dir, device=device, limits=limits, git_commit=git_commit,
+                       command=command, resume=resume, devices=devices, ceilings=ceilings,
+                       isolation=isolation, stream=stream)
+
+
+def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
+                git_commit: str | None, command: str, resume: bool, devices: int,
+                ceilings: dict | None, isolation: str, stream: TextIO) -> pathlib.Path:
+  if resume:
+    for name in (RECORDS, ARTIFACTS):
+      _repair_tail(run_dir / name)
   done = {_key(r) for r in read_records(run_dir)}
   if done and not resume:
     raise FileExistsError(f"{run_dir} already holds {len(done)} records: pass --resume to "
                           "continue that run, or choose another folder")
+  if done and not (run_dir / MANIFEST).exists():
+    raise FileNotFoundError(f"{run_dir} holds {len(done)} records but no {MANIFEST}: the run's "
+                            "command, commit and environment are lost, so it cannot be resumed "
+                            "(start a new run in another folder)")
   todo = [item for item in items if _key(item) not in done]
   manifest = _Manifest(run_dir, {
       "command": command, "argv": sys.argv, "git_commit": git_commit, "device": device,
