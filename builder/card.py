@@ -131,11 +131,11 @@ def _timing_facts(records: Sequence[EvalRecord]) -> dict[str, str]:
   def distinct(values) -> str:
     counts = collections.Counter(v for v in values if v is not None)
     return ", ".join(f"{v} ({n})" for v, n in sorted(counts.items(), key=str)) or "none"
-  seeds = collections.Counter(r.seeds for r in records)
+  seeds = collections.Counter(len(r.seeds) for r in records)
   return {"methods": distinct(r.timing_method for r in records),
           "iterations": distinct(r.timing_iterations for r in records),
           "input_sets": distinct(r.timing_input_sets for r in records),
-          "seeds": ", ".join(f"{list(s)} ({n})" for s, n in sorted(seeds.items())) or "none",
+          "seeds": ", ".join(f"{s} seeds ({n})" for s, n in sorted(seeds.items())) or "none",
           "not_comparable": str(sum(not r.timing_comparable for r in records))}
 
 
