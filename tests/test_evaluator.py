@@ -9,6 +9,8 @@ The attacks on the judge itself are in test_adversarial.py (controls adv_*).
 import dataclasses
 import json
 import pathlib
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import pytest
@@ -183,3 +185,22 @@ def test_device_auto_resolves_to_cpu_without_a_gpu():
     evaluate_cli.resolve_device("gpu")
   with pytest.raises(ValueError, match="auto, gpu or cpu"):
     evaluate_cli.resolve_device("tpu")
+
+
+def test_evaluate_works_from_a_plain_script_without_a_main_guard(tmp_path):
+  """The exporter and the judge start as programs: nothing re-imports the caller's script
+  (a multiprocessing 'spawn' child would run this script's top level again, recursively)."""
+  script = tmp_path / "score.py"
+  marker = tmp_path / "runs.txt"
+  script.write_text(
+      "import pathlib\n"
+      f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\n"
+      "from pallasbench_dataset.evaluation.judge import EvalOptions\n"
+      "from pallasbench_dataset.evaluate import evaluate\n"
+      f"r = evaluate('add', {str(CONTROLS / 'pos_add_tiles.py')!r}, device='cpu', options=EvalOptions("
+      "seeds=(1, 2), check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1))\n"
+      "print('STATUS', r.status.value)\n")
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                        timeout=600, check=False, cwd=tmp_path)
+  assert "STATUS pass" in proc.stdout, proc.stderr[-2000:]
+  assert marker.read_text() == "ran\n"  # the script's top level ran once

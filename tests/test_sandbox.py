@@ -142,11 +142,18 @@ FORBIDDEN = [
     ("write_through_symlink", "os.symlink(target, 'link')", "open('link', 'w').write('x')",
      "open"),
     ("os_open_with_dir_fd", "", """
-        folder = os.open(os.path.dirname(target), os.O_RDONLY)
+        folder = os.open(os.path.dirname(target), os.O_PATH)  # O_RDONLY: Landlock refuses
         os.open(os.path.basename(target), os.O_WRONLY | os.O_CREAT, dir_fd=folder)
         """, "open"),
     ("write_through_symlink_loop", "os.symlink('a', 'b'); os.symlink('b', 'a')",
      "open('a', 'w')", "open"),
+    ("read_parent_environ", "", "open(f'/proc/{os.getppid()}/environ').read()", "open"),
+    ("read_parent_memory", "", "open(f'/proc/{os.getppid()}/mem', 'rb')", "open"),
+    ("read_parent_from_its_cwd", "", "os.chdir(f'/proc/{os.getppid()}'); open('environ')",
+     "open"),
+    ("read_parent_through_dir_fd", "",
+     "os.open(f'../{os.getppid()}/environ', os.O_RDONLY, dir_fd=os.open('/proc/self', 0))",
+     "open"),
     ("mkdir_outside", "", "os.mkdir(target)", "os.mkdir"),
     ("symlink_inside", "", "os.symlink(target, 'link')", "os.symlink"),
     ("gc_get_objects", "", "import gc; gc.get_objects()", "gc.get_objects"),
@@ -295,6 +302,149 @@ def test_landlock_alone_keeps_changes_inside_scratch(target):
   assert not os.path.lexists(target)
 
 
+@pytest.fixture
+def secret():
+  """A token file in a HOME-like folder outside every allowed root, readable by anyone (so
+  only the sandbox can stop the child, also when it runs as nobody)."""
+  home = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-home-"))
+  token = home / ".cache" / "huggingface" / "token"
+  token.parent.mkdir(parents=True)
+  token.write_text(f"hf_secret_{uuid.uuid4().hex}")
+  for folder in (home, home / ".cache", token.parent):
+    folder.chmod(0o755)
+  token.chmod(0o644)
+  yield token
+  token.unlink()
+  for folder in (token.parent, home / ".cache", home):
+    folder.rmdir()
+
+
+# Reads the child tries, by name; `target` is the secret token. The outcome is "allowed" or
+# the errno's name.
+READS = ATTEMPT + textwrap.dedent("""
+    def read(path):
+      with open(path, "rb") as f:
+        f.read(16)
+    attempt("secret", lambda: read(target))
+    attempt("secret_os_open", lambda: os.close(os.open(target, os.O_RDONLY)))
+    attempt("secret_via_proc_root", lambda: read("/proc/self/root" + target))
+    attempt("secret_folder", lambda: os.listdir(os.path.dirname(target)))
+    attempt("etc_shadow", lambda: read("/etc/shadow"))
+    attempt("etc_passwd", lambda: read("/etc/passwd"))
+    attempt("root_folder", lambda: os.listdir("/"))
+    attempt("parent_status", lambda: read(f"/proc/{os.getppid()}/status"))
+    attempt("interpreter_prefix", lambda: read(os.__file__))
+    attempt("interpreter", lambda: read(sys.executable))
+    attempt("project", lambda: read(sandbox.__file__))
+    libc = next(line.split()[-1] for line in open("/proc/self/maps") if "/libc." in line)
+    attempt("system_library", lambda: read(libc))
+    attempt("own_proc", lambda: read("/proc/self/status"))
+    attempt("cpuinfo", lambda: read("/proc/cpuinfo"))
+    attempt("urandom", lambda: read("/dev/urandom"))
+    attempt("scratch", lambda: (open("mine", "w").write("x"), read("mine")))
+    print(json.dumps(results))
+    """)
+READABLE = ("interpreter_prefix", "interpreter", "project", "system_library", "own_proc",
+            "cpuinfo", "urandom", "scratch")
+
+
+def _check_reads(run: sandbox.SandboxRun, secret: pathlib.Path) -> None:
+  assert secret.read_text() not in run.stdout + run.stderr + "".join(run.violations)
+  assert run.returncode == 0 and not run.violations, (run.violations, run.stderr)
+  results = json.loads(run.stdout.splitlines()[0])
+  assert {name: results.pop(name) for name in READABLE} == dict.fromkeys(READABLE, "allowed")
+  if not os.path.exists("/etc/shadow"):
+    assert results.pop("etc_shadow") == "ENOENT"
+  assert results == dict.fromkeys(results, "EACCES"), results
+
+
+def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret():
+  scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
+  try:
+    allowed = sandbox.read_allow_list(os.path.realpath(scratch))
+  finally:
+    os.rmdir(scratch)
+
+  def readable(path: str) -> bool:
+    path = os.path.realpath(path)
+    return path in allowed.files or any(
+        path == f or path.startswith(f + "/") for f in allowed.folders)
+
+  assert readable(sys.executable) and readable(os.__file__) and readable(np.__file__)
+  assert readable(sandbox.__file__) and readable(jax.__file__)
+  home = os.path.expanduser("~")
+  for secret in ("/etc/shadow", "/etc/passwd", "/etc/ssh/ssh_host_rsa_key", "/root/.bashrc",
+                 os.path.join(home, ".ssh/id_rsa"), os.path.join(home, ".netrc"),
+                 os.path.join(home, ".cache/huggingface/token"), "/proc/1/environ",
+                 f"/proc/{os.getppid()}/environ", scratch, os.path.dirname(scratch)):
+    assert not readable(secret), secret
+  for folder in allowed.folders:
+    assert folder not in ("/", "/etc", "/root", "/home", "/proc", "/sys", "/dev", "/tmp", home)
+  system_files = {os.path.realpath(f) for f in ("/etc/ld.so.cache", "/etc/localtime",
+                                                "/proc/cpuinfo", "/dev/null", "/dev/zero",
+                                                "/dev/random", "/dev/urandom")}
+  assert set(allowed.files) <= system_files | {
+      os.path.realpath(p) for p in sys.path if os.path.isfile(p)}
+
+
+@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
+def test_landlock_alone_confines_reads_to_the_allow_list(secret):
+  """The kernel layer by itself, no audit hook: a secret outside the allowed roots is EACCES,
+  the interpreter, the project and the system libraries stay readable."""
+  with run_child(READS, install="landlock", target=str(secret)) as run:
+    if run.stdout.startswith("unavailable"):
+      pytest.skip("this kernel has no Landlock")
+    _check_reads(run, secret)
+
+
+def test_secret_reads_are_refused_under_the_whole_sandbox(secret):
+  with run_child(READS.replace('attempt("parent_status"', '# attempt("parent_status"'),
+                 target=str(secret)) as run:
+    if "landlock-read" not in run.layers:
+      pytest.skip("reads are confined only where Landlock is available")
+    _check_reads(run, secret)
+
+
+@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
+def test_xla_callback_threads_cannot_read_a_secret(secret):
+  """XLA runs Python callbacks on threads jax started before install(), which Landlock (no
+  TSYNC before ABI 8) does not confine: the audit hook answers EACCES there."""
+  setup = """
+      jax.devices()
+      before = {int(t) for t in os.listdir("/proc/self/task")} - {threading.get_native_id()}
+      """
+  action = """
+      import errno, threading
+      import jax.numpy as jnp
+      outcomes = set()
+      def steal(x):
+        try:
+          with open(target) as f:
+            outcomes.add((threading.get_native_id() in before, f.read()))
+        except OSError as e:
+          outcomes.add((threading.get_native_id() in before, errno.errorcode[e.errno]))
+        return x
+      big = jax.jit(lambda x: jnp.tanh(x @ x))
+      call = jax.jit(lambda y: jax.pure_callback(steal, jax.ShapeDtypeStruct(y.shape, y.dtype),
+                                                 y) + 1)
+      x = jnp.ones((512, 512))
+      for _ in range(50):  # an input still being computed: the callback runs on XLA's thread
+        call(big(x)).block_until_ready()
+        if any(unconfined for unconfined, _ in outcomes):
+          break
+      print(json.dumps(sorted(outcomes)))
+      """
+  with run_child(action, setup="import threading\n" + textwrap.dedent(setup), with_jax=True,
+                 target=str(secret)) as run:
+    if "landlock-read" not in run.layers:
+      pytest.skip("reads are confined only where Landlock is available")
+    assert secret.read_text() not in run.stdout + run.stderr
+    assert run.returncode == 0 and not run.violations, (run.violations, run.stderr[-2000:])
+    outcomes = json.loads(run.stdout.splitlines()[0])
+  assert [True, "EACCES"] in outcomes, outcomes  # an unconfined thread tried, and was refused
+  assert all(outcome == "EACCES" for _, outcome in outcomes), outcomes
+
+
 def test_jax_still_exports_and_honest_work_passes(target):
   """After install(): files in scratch, reads anywhere, imports, threads, tempfile and a full
   jax.export of relu for cpu (interpret) and cuda (Triton); then a refused write still ends
@@ -313,7 +463,11 @@ def test_jax_still_exports_and_honest_work_passes(target):
       with tempfile.TemporaryDirectory() as folder:  # rmtree: unlink with dir_fd
         with open(os.path.join(folder, "t"), "wb") as f:
           f.write(b"t")
-      assert open(sandbox.__file__).read(1) and open("/etc/passwd").read(1)
+      assert open(sandbox.__file__).read(1) and open(os.__file__).read(1)
+      assert open("/proc/self/status").read(1) and open(f"/proc/{os.getpid()}/stat").read(1)
+      assert open("/proc/cpuinfo").read(1) and open("/proc/thread-self/comm").read(1)
+      assert open("/dev/urandom", "rb").read(1) and os.listdir(os.path.dirname(os.__file__))
+      assert int(jax.numpy.arange(5).sum()) == 10  # XLA CPU compiles and runs
       out = []
       worker = threading.Thread(target=lambda: out.append(sum(itertools.repeat(1, 10))))
       worker.start()
@@ -385,7 +539,8 @@ def test_all_kernels_export_in_one_sandboxed_child():
 
 def test_audit_hook_reads_no_global_name():
   """A candidate can rebind module globals and builtins: the hook must use only its closure."""
-  hook = sandbox._make_audit_hook(tempfile.gettempdir(), 2, ())  # pylint: disable=protected-access
+  hook = sandbox._make_audit_hook(  # pylint: disable=protected-access
+      tempfile.gettempdir(), 2, (), sandbox.read_allow_list(tempfile.gettempdir()))
   functions, pending = {}, [hook]
   while pending:
     function = pending.pop()
@@ -428,6 +583,7 @@ def test_seccomp_program_decides_like_the_table(machine):
   assert _filter(program, 0x40000003, nrs["execve"]) == kill      # i386 on x86_64: foreign
   assert _filter(program, arch ^ 1, 0) == kill
   assert decide(nrs["execve"]) == decide(nrs["socket"]) == decide(nrs["ptrace"]) == eperm
+  assert decide(nrs["open_by_handle_at"]) == decide(nrs["bpf"]) == decide(nrs["mount"]) == eperm
   assert decide(nrs["clone"], 0x11) == eperm                       # fork: SIGCHLD, no thread
   assert decide(nrs["clone"], 0x3D0F00) == allow                   # pthread_create's flags
   assert decide(nrs["clone3"]) == enosys

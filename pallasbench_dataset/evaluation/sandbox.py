@@ -9,12 +9,21 @@ is imported, puts in force, each where the platform allows:
 
 - "self-rlimits": no core dumps, no file over 256 MiB, at most 1024 open files;
 - "landlock": the kernel refuses to create, write, remove or rename anything outside
-  `scratch` (Landlock LSM; reads stay allowed everywhere);
+  `scratch`, and to execute any file (Landlock LSM);
+- "landlock-read": the same Landlock domain lets the exporter read only `scratch` and an
+  allow-list of what it legitimately needs (see `read_allow_list`): the interpreter, sys.path,
+  the project's packages, system libraries, its own /proc entry and a few device and CPU
+  files. Run as root, it could otherwise read any secret on the host (tokens, keys, other
+  processes' files) and print it into a published record;
 - "seccomp": the kernel refuses fork, exec, sockets, ptrace, io_uring, mknod, namespaces,
   mounts, and signals to other processes;
 - "audit-hook": a PEP 578 hook refuses the same at the Python level and more (ctypes,
   writes outside `scratch`, gc walks, tracing, a second hook). A refused event writes
   `refused <event> <args>: <reason>` to `report_fd` and ends the process with SANDBOX_EXIT.
+  Where "landlock-read" holds, the hook also answers EACCES to a read outside the allow-list
+  made by a thread Landlock could not confine (one jax started before install(), on which
+  XLA runs Python callbacks), without ending the process: a refused read is what Landlock
+  answers too.
 
 An audit hook alone is no boundary (PEP 578 says so: native code skips it); the kernel layers
 are what hold when the hook is bypassed.
@@ -30,7 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
+import importlib.util
 import logging
 import math
 import os
@@ -121,7 +132,13 @@ _SYSCALL_NUMBERS: Final = types.MappingProxyType({
         "rt_tgsigqueueinfo": 297, "mknod": 133, "mknodat": 259, "io_uring_setup": 425,
         "io_uring_enter": 426, "io_uring_register": 427, "pidfd_open": 434,
         "pidfd_send_signal": 424, "pidfd_getfd": 438, "unshare": 272, "setns": 308,
-        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161}),
+        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+        "init_module": 175, "delete_module": 176, "finit_module": 313, "kexec_load": 246,
+        "kexec_file_load": 320, "reboot": 169, "bpf": 321, "perf_event_open": 298,
+        "keyctl": 250, "add_key": 248, "request_key": 249, "open_by_handle_at": 304,
+        "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168, "acct": 163,
+        "userfaultfd": 323, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433}),
     "aarch64": types.MappingProxyType({
         "seccomp": 277, "clone": 220, "clone3": 435, "execve": 221, "execveat": 281,
         "socket": 198, "socketpair": 199, "connect": 203, "bind": 200, "listen": 201,
@@ -129,17 +146,29 @@ _SYSCALL_NUMBERS: Final = types.MappingProxyType({
         "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
         "mknodat": 33, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "pidfd_open": 434, "pidfd_send_signal": 424, "pidfd_getfd": 438, "unshare": 97,
-        "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51}),
+        "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+        "init_module": 105, "delete_module": 106, "finit_module": 273, "kexec_load": 104,
+        "kexec_file_load": 294, "reboot": 142, "bpf": 280, "perf_event_open": 241,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "open_by_handle_at": 265,
+        "swapon": 224, "swapoff": 225, "acct": 89, "userfaultfd": 282, "open_tree": 428,
+        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433}),
 })
 _AUDIT_ARCH: Final = types.MappingProxyType({"x86_64": 0xC000003E, "aarch64": 0xC00000B7})
 _X32_SYSCALL_BIT: Final = 0x40000000  # x86_64 only: x32 numbers share the x86_64 arch value
 
 # Refused with EPERM whatever their arguments (names missing on an architecture are skipped).
+# The second group needs privileges the exporter has only when it runs as root: kernel
+# modules, kexec, BPF, keys, file handles (the classic container escape), raw I/O ports,
+# userfaultfd (a favourite of kernel exploits) and the new mount API.
 _DENIED_SYSCALLS: Final = (
     "fork", "vfork", "execve", "execveat", "socket", "socketpair", "connect", "bind", "listen",
     "ptrace", "process_vm_readv", "process_vm_writev", "tkill", "mknod", "mknodat",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "pidfd_open", "pidfd_getfd",
-    "pidfd_send_signal", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot")
+    "pidfd_send_signal", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
+    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "open_by_handle_at", "iopl",
+    "ioperm", "swapon", "swapoff", "acct", "userfaultfd", "open_tree", "move_mount", "fsopen",
+    "fsconfig", "fsmount", "fspick")
 # Allowed only towards the process itself: first argument its pid, 0 or -pid (its group).
 _SIGNAL_SYSCALLS: Final = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
@@ -170,8 +199,37 @@ _LANDLOCK_RULE_PATH_BENEATH: Final = 1
 # WRITE_FILE, REMOVE_DIR, REMOVE_FILE, MAKE_{CHAR,DIR,REG,SOCK,FIFO,BLOCK,SYM}; REFER;
 # TRUNCATE; IOCTL_DEV.
 _LANDLOCK_FS_RIGHTS: Final = ((1, 0x1FF2), (2, 0x2000), (3, 0x4000), (5, 0x8000))
+_LANDLOCK_EXECUTE: Final = 0x1     # execve only: dlopen's mmap(PROT_EXEC) needs READ_FILE
+_LANDLOCK_READ_FILE: Final = 0x4
+_LANDLOCK_READ_DIR: Final = 0x8
+# The only rights a rule on a file (not a folder) may carry: EXECUTE, WRITE_FILE, READ_FILE,
+# TRUNCATE, IOCTL_DEV.
+_LANDLOCK_FILE_RIGHTS: Final = 0x1 | 0x2 | 0x4 | 0x4000 | 0x8000
 _LANDLOCK_NET_TCP: Final = 0x3     # ABI 4: BIND_TCP, CONNECT_TCP
 _LANDLOCK_SCOPES: Final = 0x3      # ABI 6: abstract unix sockets, signals
+
+# What the exporter may read besides scratch, the interpreter's folders and sys.path (each
+# where it exists; symlinks resolved). Found by tracing every openat of the exporter after
+# install() while it exported all shipped kernels for cuda, tpu and cpu, plus eager jax work.
+# Folders: the system's libraries (what the loader and libc open lazily: libraries, locales,
+# gconv, zoneinfo); the process' own /proc entry (/proc/self resolves to /proc/<pid> when the
+# rule is made; thread-self lies beneath it); the CPU topology XLA's CPU client reads.
+_SYSTEM_READ_FOLDERS: Final = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/proc/self",
+                               "/sys/devices/system/cpu")
+# Files: the loader's cache (dlopen of a library not yet loaded), the time zone, what XLA's
+# CPU client reads (/proc/cpuinfo) and the harmless devices.
+_SYSTEM_READ_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/proc/cpuinfo",
+                             "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+# The project's own packages, wherever they are imported from (a checkout or site-packages).
+_PROJECT_PACKAGES: Final = ("pallasbench_dataset", "kernels_gpu", "kernels_tpu")
+# The probe that tells whether the calling thread is confined by Landlock: a confined thread
+# may not list "/" (no rule covers it), any other thread may.
+_PROBE_PATH: Final = "/"
+_PROBE_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# Landlock rules hold their inode, but procfs makes a new inode whenever it looks an entry up
+# again, and it may once the old dentry is evicted: the rule's file descriptors stay open, so
+# the dentries (and the rules on /proc) live as long as the process.
+_PINNED_FDS: list[int] = []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,12 +244,16 @@ def install(scratch: pathlib.Path, report_fd: int) -> tuple[str, ...]:
   """
   root = os.path.realpath(scratch)
   sys.dont_write_bytecode = True  # a .pyc written next to a module would be a refused write
+  readable = read_allow_list(root)
+  landlock = install_landlock(root, readable)
   layers = [name for name, installed in (
       ("self-rlimits", limit_resources()),
-      ("landlock", install_landlock(root)),
+      ("landlock", landlock),
+      ("landlock-read", landlock),
       ("seccomp", install_seccomp()),
   ) if installed]
-  sys.addaudithook(_make_audit_hook(root, report_fd, _trusted_roots(root)))
+  sys.addaudithook(_make_audit_hook(root, report_fd, _trusted_roots(root),
+                                    readable if landlock else None))
   layers.append("audit-hook")
   os.write(report_fd, f"layers {','.join(layers)}\n".encode())
   return tuple(layers)
@@ -240,14 +302,53 @@ def install_seccomp() -> bool:
   return True
 
 
-def install_landlock(scratch: str) -> bool:
-  """Restricts file-system changes of this thread (and of threads it starts) to `scratch`.
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ReadAllowList:
+  """What the exporter may read besides scratch: folders (and all beneath) and single files.
 
-  Landlock restricts the calling thread only: threads started before install() (jax has one)
-  stay unrestricted, though no candidate code runs on them.
+  Real paths, none of them inside scratch or containing it (that would also open other runs'
+  scratch folders).
+  """
+  folders: tuple[str, ...]
+  files: tuple[str, ...]
+
+
+def read_allow_list(scratch: str) -> ReadAllowList:
+  """The exporter's read allow-list: the interpreter's folders and sys.path (zip files there
+  too), the project's packages, then _SYSTEM_READ_FOLDERS and _SYSTEM_READ_FILES, each where
+  it exists."""
+  folders = set(_trusted_roots(scratch))
+  zips = {os.path.realpath(p) for p in sys.path if isinstance(p, str) and os.path.isfile(p)}
+  for name in _PROJECT_PACKAGES:
+    try:
+      spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+      continue
+    for entry in (spec and spec.submodule_search_locations) or ():
+      folders.add(os.path.realpath(entry))
+  folders.update(os.path.realpath(p) for p in _SYSTEM_READ_FOLDERS if os.path.isdir(p))
+  folders = {f for f in folders if os.path.isdir(f) and f != "/"
+             and not _is_within(f, scratch) and not _is_within(scratch, f)}
+  folders = {f for f in folders if not any(_is_within(f, g) for g in folders if g != f)}
+  files = zips | {os.path.realpath(p) for p in _SYSTEM_READ_FILES if os.path.exists(p)}
+  files = {f for f in files if not os.path.isdir(f) and not _is_within(f, scratch)
+           and not any(_is_within(f, g) for g in folders)}
+  return ReadAllowList(folders=tuple(sorted(folders)), files=tuple(sorted(files)))
+
+
+def install_landlock(scratch: str, readable: ReadAllowList | None = None) -> bool:
+  """Confines the file-system access of this thread (and of threads it starts): changes only
+  inside `scratch`; reads only of `scratch` and `readable` (default: read_allow_list); no
+  execution at all. False where Landlock is not available.
+
+  Landlock restricts the calling thread only: threads started before install() (jax starts a
+  few) stay unrestricted; XLA runs Python callbacks on them, which is why the audit hook
+  repeats the read allow-list on unconfined threads (and checks every write anyway).
   """
   if sys.platform != "linux" or os.uname().machine not in _SYSCALL_NUMBERS:
     return False
+  if readable is None:
+    readable = read_allow_list(scratch)
   try:
     import ctypes  # pylint: disable=import-outside-toplevel
     libc = ctypes.CDLL(None, use_errno=True)
@@ -255,23 +356,42 @@ def install_landlock(scratch: str) -> bool:
                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
     if abi < 1:
       raise OSError(ctypes.get_errno(), "Landlock is not available")
-    fs_rights = sum(bit for version, bit in _LANDLOCK_FS_RIGHTS if abi >= version)
+    change_rights = sum(bit for version, bit in _LANDLOCK_FS_RIGHTS if abi >= version)
+    read_rights = _LANDLOCK_READ_FILE | _LANDLOCK_READ_DIR
+    fs_rights = change_rights | read_rights | _LANDLOCK_EXECUTE
     attr = struct.pack("=Q", fs_rights)
     attr += struct.pack("=Q", _LANDLOCK_NET_TCP) if abi >= 4 else b""
     attr += struct.pack("=Q", _LANDLOCK_SCOPES) if abi >= 6 else b""
     ruleset = _checked(libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), attr,
                                     ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)))
-    folder = os.open(scratch, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    rules = [(scratch, change_rights | read_rights, True)]
+    rules += [(folder, read_rights, False) for folder in readable.folders]
+    rules += [(file, _LANDLOCK_READ_FILE, False) for file in readable.files]
+    opened = []
     try:
-      _checked(libc.syscall(ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
-                            ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
-                            struct.pack("=Qi", fs_rights, folder), ctypes.c_uint32(0)))
+      for path, rights, required in rules:
+        try:
+          fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+          if required:
+            raise
+          continue  # gone since the list was made: nothing to allow
+        opened.append(fd)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+          rights &= _LANDLOCK_FILE_RIGHTS
+        _checked(libc.syscall(ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
+                              ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                              struct.pack("=Qi", rights, fd), ctypes.c_uint32(0)))
       _no_new_privs()
       _checked(libc.syscall(ctypes.c_long(_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset),
                             ctypes.c_uint32(0)))
+    except BaseException:
+      for fd in opened:
+        os.close(fd)
+      raise
     finally:
-      os.close(folder)
       os.close(ruleset)
+    _PINNED_FDS.extend(opened)
   except (OSError, AttributeError, ImportError) as e:
     logger.warning("Landlock not installed: %s", e)
     return False
@@ -345,9 +465,14 @@ def _is_within(path: str, folder: str) -> bool:
   return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...]
+def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...],
+                     readable: ReadAllowList | None = None
                      ) -> Callable[[str, tuple[Any, ...]], None]:
   """The audit hook, closed over everything it uses.
+
+  With `readable` (given where Landlock confines reads), a read (open, listdir, scandir)
+  outside scratch and `readable` raises PermissionError on a thread Landlock does not confine,
+  as Landlock would on the others; on those the kernel decides, with the real path.
 
   A candidate can import this module and rebind its globals, `builtins` and `os`. The hook
   therefore reads no global name at all (a test checks its bytecode): only objects captured
@@ -367,7 +492,13 @@ def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...
   write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
   s_ifmt, s_iflnk = stat.S_IFMT(0o177777), stat.S_IFLNK
   max_symlinks, line_cap, exit_code = _MAX_SYMLINKS, _REPORT_LINE_CAP, SANDBOX_EXIT
-  scratch_prefix = scratch + "/"
+  scratch_prefix, own_pid = scratch + "/", str(os.getpid())
+  permission_error, eacces = PermissionError, errno.EACCES
+  open_fd, close_fd, probe_path, probe_flags = os.open, os.close, _PROBE_PATH, _PROBE_FLAGS
+  confine_reads = readable is not None
+  read_folders = tuple(f + "/" for f in readable.folders) if readable is not None else ()
+  read_files = frozenset(readable.files) if readable is not None else frozenset()
+  denied = object()  # a check's answer: not a violation, but EACCES for the caller
 
   def text(path) -> str | None:
     kind = type_(path)
@@ -423,7 +554,7 @@ def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...
     name = text(path)
     if name is None:
       return "a path that is not str or bytes (its __fspath__ could answer differently)"
-    if dir_fd is None or dir_fd == -1:
+    if dir_fd is None or (type_(dir_fd) is int_ and dir_fd == -1):
       base = getcwd()
     else:
       base = fd_path(dir_fd) if type_(dir_fd) is int_ else None
@@ -432,15 +563,80 @@ def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...
       return None
     return "a path outside the scratch folder"
 
-  def check_open(event, args) -> str | None:
+  def foreign_proc(name: str) -> bool:
+    """Whether `name` is /proc itself or another process' entry there (its memory, environ).
+
+    Run as root, the exporter could otherwise read the trusted parent's secrets.
+    """
+    path = resolve(name, getcwd(), True)
+    if path is None or path == "/proc":
+      return True
+    entry = path[6:].split("/")[0] if path.startswith("/proc/") else ""
+    return entry.isdigit() and entry != own_pid
+
+  def allowed_read(path: str | None) -> bool:
+    if path is None:
+      return False
+    if inside(path) or path in read_files:
+      return True
+    with_slash = path + "/"
+    for folder in read_folders:
+      if with_slash.startswith(folder):
+        return True
+    return False
+
+  def confined_thread() -> bool:
+    """Whether Landlock confines the calling thread: then listing "/" fails with EACCES.
+
+    Any other failure (no fd left, say) counts as unconfined: a full fd table must not pass
+    for confinement while another thread frees a slot for the read that follows.
+    """
+    try:
+      fd = open_fd(probe_path, probe_flags)
+    except os_error as e:
+      return e.errno == eacces
+    close_fd(fd)
+    return False
+
+  def check_read(name: str | None, base: str | None) -> object | None:
+    """`denied` for a read outside the allow-list on an unconfined thread; else None.
+
+    `name` None or `base` None: a path the hook cannot place (a dir_fd it is not told).
+    """
+    if not confine_reads:
+      return None
+    if name is not None and base is not None and allowed_read(resolve(name, base, True)):
+      return None
+    return None if confined_thread() else denied
+
+  def check_listing(event, args) -> object | None:
+    path = args[0]
+    if type_(path) is int_:
+      return None  # an open fd: checked when it was opened
+    return check_read("." if path is None else text(path), getcwd())
+
+  def check_open(event, args) -> object | None:
     path, mode, flags = args[0], args[1], args[2]
+    name = text(path)
+    if name == probe_path and mode is None and type_(flags) is int_ and flags == probe_flags:
+      return None  # confined_thread()'s probe: listing "/" shows no secret
+    relative = name is not None and not name.startswith("/")
+    # Only these can reach /proc: an absolute path naming it, or one that goes up or starts
+    # from a cwd or dir_fd (no symlink can be made to lead there).
+    if name is not None and (relative or "proc" in name or ".." in name):
+      if mode is None and relative and ("proc" in name or ".." in name):
+        return "a relative path up or into /proc in os.open (the event does not carry dir_fd)"
+      if foreign_proc(name):
+        return "another process' /proc entries"
     writes = (type_(flags) is not int_ or flags & write_flags
               or (mode is not None and (type_(mode) is not str_ or "w" in mode or "a" in mode
                                         or "x" in mode or "+" in mode)))
-    if not writes or type_(path) is int_:  # an open fd keeps the access it was opened with
+    if type_(path) is int_:  # an open fd keeps the access it was opened with
       return None
-    if mode is None and not (text(path) or "/").startswith("/"):
-      return "a relative path in os.open (the event does not carry its dir_fd)"
+    if not writes:  # os.open does not tell its dir_fd: a relative path there cannot be placed
+      return check_read(name, None if mode is None and relative else getcwd())
+    if mode is None and relative:
+      return "a relative path in os.open for writing (the event does not carry dir_fd)"
     return leaves(path, None)
 
   def check_paths(event, args) -> str | None:
@@ -480,6 +676,7 @@ def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...
   checks = types.MappingProxyType({
       "open": check_open, "import": check_import, "os.putenv": check_env,
       "os.unsetenv": check_env, "object.__setattr__": check_setattr,
+      "os.listdir": check_listing, "os.scandir": check_listing,
       **{event: check_paths for event in path_events}})
 
   def describe(value) -> str:
@@ -515,6 +712,8 @@ def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...
         return
     except base_exception:
       reason = "arguments the sandbox cannot check"
+    if reason is denied:
+      raise permission_error(eacces, "Permission denied: a read outside the sandbox")
     if reason is not None:
       refuse(event, args, reason)
 
@@ -655,8 +854,9 @@ def _child_env(scratch: pathlib.Path, extra_env: Mapping[str, str], report_fd: i
   env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch),
          "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
          "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
-  if "PYTHONPATH" in os.environ:
-    env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+  if "PYTHONPATH" in os.environ:  # absolute: the child's cwd is its scratch folder
+    env["PYTHONPATH"] = os.pathsep.join(
+        os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
   env.update(extra_env)
   if report_fd is not None:
     env[REPORT_FD_ENV] = str(report_fd)
