@@ -10,6 +10,7 @@ because the one cuda artifact is both analysed and run. Work is spread over the 
 
 import os
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -18,24 +19,36 @@ import test_adversarial as adv
 import test_evaluator as ev
 from pallasbench_dataset.evaluation.driver import WorkItem, run_items
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
-from pallasbench_dataset.schema import Status
+from pallasbench_dataset.schema import ErrorType, Status
 
 pytestmark = pytest.mark.gpu
 
 GPU_OVERRIDES = {
-    "unwritten_relu": (Status.REJECTED, "elements left unwritten"),
+    # Unwritten elements keep NaN (incorrect) or, if the allocator hands back the sentinel's
+    # buffer, the sentinel (rejected): either way not a pass.
+    "unwritten_relu": (None, None),
     "split_interpret": (Status.INCORRECT, "not allclose"),
+    # The candidate's table of expected values was computed on the exporter's CPU; the GPU
+    # draws the same seeds' inputs to within an ulp, so its exact lookup misses: incorrect.
+    "public_seeds_public": (Status.INCORRECT, "not allclose"),
+    # Its trivial kernel needs more shared memory than the H200 has at this block size: the
+    # contraction found outside the kernel is still in the reasons.
+    "trisolve_outside": (Status.ERROR, "contractions outside the kernel"),
 }
 LIMITS = Limits(timeout_s=300, memory_bytes=32 << 30)
 
 
 def _gpu_count() -> int:
-  import jax  # pylint: disable=import-outside-toplevel
-  return len(jax.devices("gpu"))
+  """From nvidia-smi: this test process runs JAX on the CPU (conftest); the judges get the GPUs."""
+  out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=True).stdout
+  return sum(line.startswith("GPU ") for line in out.splitlines())
 
 
 @pytest.fixture(scope="module")
-def records():
+def records(request):
+  """Evaluates the controls this session selected (all by default; `-k` narrows it)."""
+  selected = {item.callspec.params["name"] for item in request.session.items
+              if hasattr(item, "callspec") and "name" in item.callspec.params}
   listener = socket.create_server(("127.0.0.1", 0))
   port = listener.getsockname()[1]
   items = {name: ev._item(name, task) for name, (task, _, _) in ev.EXPECTED.items()}
@@ -46,7 +59,7 @@ def records():
   items["split_interpret"] = WorkItem(
       task="relu", variant="candidate", size="small", filename="adv_split_interpret_relu.py",
       source=(adv.CONTROLS / "adv_split_interpret_relu.py").read_text(), options=adv.OPTIONS)
-  names = sorted(items, key=lambda n: items[n].task)
+  names = sorted((n for n in items if n in selected or not selected), key=lambda n: items[n].task)
   gpus = max(1, min(_gpu_count(), 4))
   found = {}
 
@@ -66,7 +79,7 @@ def records():
     for t in threads:
       t.join()
   listener.close()
-  assert set(found) == set(items)
+  assert set(found) == set(names)
   return found
 
 
@@ -90,10 +103,10 @@ def test_control_on_the_gpu(records, name):
     assert record.status is not Status.PASS, summary
   else:
     assert record.status is status, summary
-  if isinstance(detail, str):
-    assert any(detail in t for t in (*record.reasons, record.error or "")), summary
-  elif detail is not None:
+  if isinstance(detail, ErrorType):
     assert record.error_type is detail, summary
+  elif detail is not None:
+    assert any(detail in t for t in (*record.reasons, record.error or "")), summary
   assert (record.status is Status.PASS) == (record.reasons == ()), summary
   if record.status is Status.PASS:
     assert record.timing_method == "cupti" and record.timing_comparable and record.speedup > 0

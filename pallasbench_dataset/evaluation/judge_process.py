@@ -83,8 +83,6 @@ def serve(argv: Sequence[str] | None = None) -> int:
   raw = json.loads(args.config)
   config = JudgeConfig(**{**raw, "dump_dir": pathlib.Path(raw["dump_dir"]) if raw["dump_dir"] else None})
   conn = Connection(args.fd)
-  os.environ["JAX_PLATFORMS"] = "cuda" if config.device == "gpu" else "cpu"
-  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   dump_dir = None
   if config.device == "gpu" and config.dump_dir is not None:
     from pallasbench_dataset.evaluation.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
@@ -155,6 +153,10 @@ class JudgeWorker:
   def __init__(self, config: JudgeConfig):
     parent_sock, child_sock = socket.socketpair()
     env = dict(os.environ)
+    # In the environment, not set by the judge itself: importing the package imports jax,
+    # which reads JAX_PLATFORMS once, before the judge's own code runs.
+    env["JAX_PLATFORMS"] = "cuda" if config.device == "gpu" else "cpu"
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if config.visible_device is not None:
       env["CUDA_VISIBLE_DEVICES"] = config.visible_device
     raw = {**dataclasses.asdict(config), "dump_dir": str(config.dump_dir) if config.dump_dir else None}

@@ -665,7 +665,7 @@ def _make_audit_hook(scratch: str, report_fd: int, trusted_roots: tuple[str, ...
       return "an environment change (native code reads variables such as XLA_FLAGS)"
     if event == "os.putenv":
       value = text(args[1])
-      if value is None or inside(resolve(value, getcwd(), True)):
+      if value is None or (value.startswith("/") and inside(resolve(value, getcwd(), True))):
         return "a jax variable pointing into the scratch folder"
     return None
 
