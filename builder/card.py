@@ -136,7 +136,28 @@ def _timing_facts(records: Sequence[EvalRecord]) -> dict[str, str]:
           "iterations": distinct(r.timing_iterations for r in records),
           "input_sets": distinct(r.timing_input_sets for r in records),
           "seeds": ", ".join(f"{s} seeds ({n})" for s, n in sorted(seeds.items())) or "none",
-          "not_comparable": str(sum(not r.timing_comparable for r in records))}
+          "not_comparable": str(sum(not r.timing_comparable for r in records)),
+          "judge_text": _judge_text(records)}
+
+
+_JUDGE_TEXT: Final = {
+    "2": ("- **Judge** (`judge_version` 2, {n} evaluation(s)): the kernel's code runs only in a "
+          "sandboxed exporter\n  process, which hands back `jax.export` artifacts; a separate judge "
+          "process, which never\n  imports kernel code, analyses the exported module (the Triton "
+          "custom calls are the kernel;\n  every other op is costed), draws the seeds after the "
+          "export, runs the kernel on every input\n  before any reference output exists, and "
+          "compares on the host. On a CPU host it runs the\n  interpret-mode export and reads the "
+          "structure from the Triton export: a CPU verdict vouches\n  for the interpret-mode "
+          "program only."),
+    "1": ("- **Evaluator** (`judge_version` 1, release 1, {n} evaluation(s)): the kernel ran in "
+          "the process that\n  drew its seeds (derived from the task id), computed the references "
+          "and timed it."),
+}
+
+
+def _judge_text(records: Sequence[EvalRecord]) -> str:
+  versions = collections.Counter(r.judge_version for r in records)
+  return "\n".join(_JUDGE_TEXT[v].format(n=versions[v]) for v in sorted(versions, reverse=True))
 
 
 _LEVEL_FORMATS: Final = {"fast_0": ".0%", "fast_1": ".0%", "fast_2": ".0%",

@@ -1,6 +1,7 @@
 """builder.build: fixture runs -> a dataset folder that `datasets` loads offline, strictly
 validated, deterministic, and refused when the records cannot be trusted."""
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -201,6 +202,21 @@ def test_card_metadata_and_numbers(built):
   assert "| run-medium | 3900.0 | 4000.0 | 400.0 | cupti: 1 GiB copy and read-only sum |" in text
   assert "org/pb" in text and "Reproducibility" not in text
   assert "not comparable" not in text  # a GPU-only build has no CPU note
+  # the fixture's records carry no judge version: release-1 (in-process) records
+  assert "**Evaluator** (`judge_version` 1, release 1, 8 evaluation(s))" in text
+  assert "**Judge**" not in text
+
+
+def test_card_names_the_judge_of_each_record(tmp_path):
+  trees = rf.write_tree(tmp_path)
+  records = [dataclasses.replace(r, judge_version="2") if r.variant == "gpu" else r
+             for r in rf.standard_records(trees)]
+  run = rf.write_run(tmp_path / "run-medium", records, ARTIFACTS)
+  text = (build_dataset([run], tmp_path / "out", kernel_trees=trees, repo_id="org/pb")
+          .out_dir / "README.md").read_text()
+  assert "**Judge** (`judge_version` 2, 4 evaluation(s))" in text
+  assert "**Evaluator** (`judge_version` 1, release 1, 4 evaluation(s))" in text
+  assert text.index("**Judge**") < text.index("**Evaluator**")
 
 
 def test_two_builds_are_byte_identical(built, tmp_path):
