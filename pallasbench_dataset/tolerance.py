@@ -71,12 +71,12 @@ def compare(out, ref, tol: Tolerance) -> Comparison:
                       reason=f"{nonfinite} of {out.size} elements are NaN/Inf where "
                              "the reference is finite (unwritten or overflowed)")
   err = np.where(finite_ref, np.abs(o - r), 0.0)
-  excess = err - (tol.atol + tol.rtol * np.abs(r))
+  excess = np.where(finite_ref, err - (tol.atol + tol.rtol * np.abs(r)), -np.inf)
   ref_norm = float(np.linalg.norm(np.where(finite_ref, r, 0.0)))
   err_norm = float(np.linalg.norm(err))
   rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
   max_abs = float(err.max(initial=0.0))
-  max_rel = float((err / np.maximum(np.abs(r), tol.atol)).max(initial=0.0))
+  max_rel = float(np.where(finite_ref, err / np.maximum(np.abs(r), tol.atol), 0.0).max(initial=0.0))
   violations = int(np.count_nonzero(excess > 0))
   reason = None
   if violations:

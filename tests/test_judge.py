@@ -290,3 +290,22 @@ def test_export_failures_become_records():
     record = _judge(outcome)
     assert (record.status, record.error_type) == (status, error_type), failure
     assert record.reasons == (f"{failure} happened",)
+
+
+def test_nan_in_the_reference_does_not_hide_the_worst_element():
+  ref = np.array([np.nan, 1.0, 2.0], np.float32)
+  out = np.array([np.nan, 5.0, 2.0], np.float32)
+  result = compare(out, ref, TOLERANCES[ToleranceClass.EXACT])
+  assert "worst at index (1,), got 5, expected 1" in result.reason
+  assert result.max_rel_error == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("device fault"), checks.OutputError("2 arrays")])
+def test_a_structure_rejection_survives_a_failure_at_run_time(monkeypatch, failure):
+  def failing(*args, **kwargs):
+    raise failure
+  monkeypatch.setattr(checks, "run_candidate", failing)
+  record = _judge(_outcome({"cuda": _exported("cuda"), "cpu": _exported()},
+                           input_writes=("relu: input 0",)))
+  assert record.status is Status.ERROR and str(failure) in record.reasons[-1]
+  assert "inputs mutated in place" in record.reasons[0], record.reasons

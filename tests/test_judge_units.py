@@ -713,7 +713,7 @@ def test_export_failures_keep_their_message_or_name():
 
 
 def _blob_of(report, size="small", platform="cpu"):
-  return judge._artifact_blob(report, size, platform, RELU)  # pylint: disable=protected-access
+  return judge._artifact_blob(report, size, platform)  # pylint: disable=protected-access
 
 
 def test_artifact_blob_returns_the_platforms_bytes():

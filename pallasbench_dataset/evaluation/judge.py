@@ -192,7 +192,7 @@ def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> CompiledA
     raise Failure(Status.ERROR, classify(str(e), "compile"), short_error(e)) from None
 
 
-def _artifact_blob(report: ExportReport, size: str, platform: str, spec: TaskSpec) -> bytes:
+def _artifact_blob(report: ExportReport, size: str, platform: str) -> bytes:
   entry = report.size(size)
   if entry is None:
     raise Failure(Status.REJECTED, None, f"the exporter returned no export for size {size}")
@@ -225,10 +225,11 @@ def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifa
                         reasons=(*state.fields.get("reasons", ()), short_error(message).splitlines()[0]))
   except checks.OutputError as e:
     state.fields.update(status=Status.ERROR, error_type=ErrorType.OUTPUT, error=str(e),
-                        reasons=(str(e),))
+                        reasons=(*state.fields.get("reasons", ()), str(e)))
   except Exception as e:  # the candidate's program failed while running
     state.fields.update(status=Status.ERROR, error_type=classify(str(e), "run"),
-                        error=short_error(e), reasons=(short_error(e).splitlines()[0],))
+                        error=short_error(e),
+                        reasons=(*state.fields.get("reasons", ()), short_error(e).splitlines()[0]))
   record = _finish(item, state, ctx.environment, time.perf_counter() - start)
   report = item.export.report
   artifacts = Artifacts(
@@ -247,7 +248,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   report = item.export.report
   if report.load_error:
     raise Failure(Status.ERROR, ErrorType.LOAD, report.load_error)
-  state.run_blob = _artifact_blob(report, item.size, ctx.run_platform, spec)
+  state.run_blob = _artifact_blob(report, item.size, ctx.run_platform)
   reasons = _structure_reasons(report, item, spec, dims, ctx, state)
   if report.input_writes:  # the exporter's own reading of its jaxpr: it can only add
     reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
@@ -288,7 +289,7 @@ def _edge(report: ExportReport, item: JudgeItem, spec: TaskSpec,
   if edge_dims is None:
     return None
   try:
-    blob = _artifact_blob(report, Size.EDGE.value, ctx.run_platform, spec)
+    blob = _artifact_blob(report, Size.EDGE.value, ctx.run_platform)
     return _compile(blob, spec, edge_dims, ctx).executable, edge_dims
   except Failure as e:
     message = str(e).splitlines()[0] if str(e) else "no artifact"
