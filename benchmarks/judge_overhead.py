@@ -30,7 +30,7 @@ def measure(task: str, size: str, iterations: int) -> dict:
   spec = get_task(task)
   dims = spec.dims(size)
   kernel = functools.partial(load_kernel("gpu", task).kernel, interpret=False)
-  structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
+  structs = spec.input_structs(dims)
   blob = export_for("cuda", kernel, *structs).serialize()
   judged = jax.jit(jax.export.deserialize(bytearray(blob)).call)
   direct = jax.jit(kernel)

@@ -90,6 +90,11 @@ class TaskSpec:
     dims = self.dims(size)
     return tuple(spec.concrete_shape(dims) for spec in self.inputs)
 
+  def input_structs(self, size: Size | str | Dims) -> tuple[jax.ShapeDtypeStruct, ...]:
+    """The inputs' shapes and dtypes, for tracing and exporting without arrays."""
+    dims = self.dims(size)
+    return tuple(jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in self.inputs)
+
   def output_shape(self, size: Size | str | Dims) -> tuple[int, ...]:
     return self.output(self.dims(size))
 

@@ -92,15 +92,18 @@ _FAILURES: Final = {
 }
 
 
+def _judge_item(item: WorkItem, export: protocol.ExportOutcome) -> JudgeItem:
+  return JudgeItem(task=item.task, variant=item.variant, size=item.size,
+                   kernel_sha256=sha256(item.source), export=export, options=item.options)
+
+
 def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,
                    wall_s: float) -> EvalRecord:
   """The record of an evaluation whose judge never reported back."""
   status, error_type = _FAILURES[kind]
-  judged = JudgeItem(task=item.task, variant=item.variant, size=item.size,
-                     kernel_sha256=sha256(item.source), export=protocol.ExportOutcome(
-                         report=None, failure=None, message=None, output="", layers=(),
-                         wall_s=wall_s), options=item.options)
-  return judge_failure(judged, environment, status, error_type, message)
+  export = protocol.ExportOutcome(report=None, failure=None, message=None, output="",
+                                  layers=(), wall_s=wall_s)
+  return judge_failure(_judge_item(item, export), environment, status, error_type, message)
 
 
 def _exports(items: Iterable[WorkItem], device: str, limits: Limits
@@ -145,9 +148,7 @@ def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
       last_task = item.task
       outcome = exported.result()
       start = time.monotonic()
-      kind, payload = worker.run(JudgeItem(task=item.task, variant=item.variant, size=item.size,
-                                           kernel_sha256=sha256(item.source), export=outcome,
-                                           options=item.options), limits)
+      kind, payload = worker.run(_judge_item(item, outcome), limits)
       if kind == "result":
         record, artifacts = payload
         on_result(record, artifacts)

@@ -21,12 +21,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-def _structs(spec, size: str) -> tuple:
-  import jax  # pylint: disable=import-outside-toplevel
-  dims = spec.dims(size)
-  return tuple(jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs)
-
-
 def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
                  reports: dict[str, Any]) -> dict[str, Any]:
   """Artifacts of one size for each platform; the first size also fills `reports`."""
@@ -35,7 +29,7 @@ def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
   from pallasbench_dataset.lowering import (  # pylint: disable=import-outside-toplevel
       abstract_gpu, abstract_tpu, capture_triton_ir, export_for)
   import jax  # pylint: disable=import-outside-toplevel
-  structs = _structs(spec, size)
+  structs = spec.input_structs(size)
   entry: dict[str, Any] = {"size": size, "artifacts": {}, "errors": {}, "stage": None,
                            "trace_s": None, "lower_s": None}
   device_platform = next((p for p in platforms if p != "cpu"), None)

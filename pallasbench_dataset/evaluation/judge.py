@@ -97,17 +97,13 @@ def _shape_text(shape: Sequence[int]) -> str:
   return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _structs(spec: TaskSpec, dims: Dims) -> tuple[jax.ShapeDtypeStruct, ...]:
-  return tuple(jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs)
-
-
 def load_artifact(blob: bytes, spec: TaskSpec, dims: Dims, platform: str) -> jax.export.Exported:
   """Deserializes an artifact and checks its interface against the task; Failure if off."""
   try:
     exported = jax.export.deserialize(bytearray(blob))
   except Exception as e:  # hostile bytes may fail in any way
     raise Failure(Status.REJECTED, None, f"the artifact does not deserialize: {short_error(e)}") from None
-  want_in = [(tuple(s.shape), np.dtype(s.dtype)) for s in _structs(spec, dims)]
+  want_in = [(tuple(s.shape), np.dtype(s.dtype)) for s in spec.input_structs(dims)]
   got_in = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals]
   problems = []
   if platform not in exported.platforms:
@@ -187,7 +183,7 @@ def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> CompiledA
     raise Failure(Status.REJECTED, None, f"stateful ops {sorted(found.stateful_ops)} in the "
                   "artifact: an exported kernel must be a pure function of its inputs")
   try:
-    return compile_exported(exported, _structs(spec, dims), ctx.dump_dir)
+    return compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
     raise Failure(Status.ERROR, classify(str(e), "compile"), short_error(e)) from None
 
