@@ -4,7 +4,7 @@ A run writes one folder: `manifest.json` (command, commit, environment, ceilings
 `records.jsonl` (one EvalRecord per line, appended and flushed as each evaluation
 finishes) and `artifacts.jsonl` (the IR). `resume=True` skips what the folder already
 holds, so an interrupted run continues where it stopped. Work is grouped by (task, size):
-one child process per group, and with several GPUs one queue feeds one worker thread
+one judge process per group (an exporter per evaluation), and with several GPUs one queue feeds one worker thread
 per GPU, each pinned to its device.
 """
 
@@ -164,7 +164,7 @@ def _worker_thread(work: queue.Queue, config: JudgeConfig, limits: Limits, sink:
                    on_ready, isolation: str) -> None:
   """Takes (task, size) groups off the queue until it is empty.
 
-  isolation "task": a fresh child per (task, size) group; "run": one child for the whole
+  isolation "task": a fresh judge per (task, size) group; "run": one judge for the whole
   queue, replaced only after an error (faster where starting the device costs seconds).
   """
   run_items(_drain(work), config, limits, on_result=sink, on_ready=on_ready,
