@@ -16,6 +16,7 @@ import socket
 import struct
 import sys
 import tempfile
+import time
 import textwrap
 import types
 import uuid
@@ -659,7 +660,7 @@ def test_environment_is_scrubbed_and_identity_matches_the_layers(monkeypatch):
   assert "HF_TOKEN" not in env
   assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONDONTWRITEBYTECODE",
                       "PYTHONNOUSERSITE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "PYTHONPATH",
-                      sandbox.REPORT_FD_ENV, MARK_ENV}
+                      sandbox.REPORT_FD_ENV, sandbox.PARENT_PID_ENV, MARK_ENV}
   assert env["HOME"] == env["TMPDIR"] == scratch and env["CUDA_VISIBLE_DEVICES"] == ""
   assert {"new-session", "scrubbed-env", "rlimits"} <= set(layers)
   assert seen["uid"] == (sandbox.NOBODY if "setuid-nobody" in layers else os.getuid())
@@ -694,3 +695,35 @@ def test_read_file_refuses_links_and_oversized_files():
       run.read_file("hard", max_bytes=1 << 20)
     with pytest.raises(ValueError):
       run.read_file("../plain", max_bytes=1 << 20)
+
+
+# The parent of a sandboxed run, killed while its child sleeps: stands in for a killed worker.
+MIDDLE = textwrap.dedent("""
+    import json, sys
+    from pallasbench_dataset.evaluation.sandbox import run_sandboxed
+    job, mark = sys.argv[1], sys.argv[2]
+    run_sandboxed([sys.executable, "-c", sys.argv[3]], stdin=job.encode(), timeout_s=120,
+                  memory_bytes=2**31, extra_env={sys.argv[4]: mark})
+    """)
+
+
+def test_exporter_dies_with_the_process_that_started_it():
+  mark = uuid.uuid4().hex
+  job = dict(action="import time; print('started', flush=True); time.sleep(100)", setup="",
+             install="all", jax=False, target="", port=0, module=sandbox.__file__)
+  import subprocess  # pylint: disable=import-outside-toplevel
+  middle = subprocess.Popen([sys.executable, "-c", MIDDLE, json.dumps(job), mark, CHILD, MARK_ENV])
+  deadline = time.monotonic() + 60
+  while not _survivors(mark) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  time.sleep(1.0)  # the child has installed its layers (it sleeps after them)
+  assert _survivors(mark), "the sandboxed child never started"
+  middle.kill()
+  middle.wait()
+  deadline = time.monotonic() + 10
+  while _survivors(mark) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  left = _survivors(mark)
+  for pid in left:
+    os.kill(pid, signal.SIGKILL)
+  assert not left, "the exporter outlived the process that started it"

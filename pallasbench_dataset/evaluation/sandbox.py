@@ -7,6 +7,8 @@ scratch folder. Two halves:
 In the exporter, `install(scratch, report_fd)`, after `import jax` and before the candidate
 is imported, puts in force, each where the platform allows:
 
+- "dies-with-parent": killed by the kernel when the process that started it dies, so a
+  killed driver or worker leaves no exporter running;
 - "self-rlimits": no core dumps, no file over 256 MiB, at most 1024 open files;
 - "landlock": the kernel refuses to create, write, remove or rename anything outside
   `scratch`, and to execute any file (Landlock LSM);
@@ -63,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 SANDBOX_EXIT: Final = 86               # exit status of a process ended by the audit hook
 REPORT_FD_ENV: Final = "PALLASBENCH_SANDBOX_FD"
+PARENT_PID_ENV: Final = "PALLASBENCH_SANDBOX_PARENT"
 NOBODY: Final = 65534
 OUTPUT_CAP: Final = 64 * 1024          # bytes kept of stdout, of stderr and of the report pipe
 MAX_FILE_BYTES: Final = 256 * 2**20    # RLIMIT_FSIZE of the exporter
@@ -187,6 +190,7 @@ _OFFSET_NR: Final = 0
 _OFFSET_ARCH: Final = 4
 _OFFSET_ARG0: Final = 16  # low 32 bits of args[0] on little-endian machines
 _PR_SET_NO_NEW_PRIVS: Final = 38
+_PR_SET_PDEATHSIG: Final = 1
 _SECCOMP_SET_MODE_FILTER: Final = 1
 _SECCOMP_FILTER_FLAG_TSYNC: Final = 1
 
@@ -247,6 +251,7 @@ def install(scratch: pathlib.Path, report_fd: int) -> tuple[str, ...]:
   readable = read_allow_list(root)
   landlock = install_landlock(root, readable)
   layers = [name for name, installed in (
+      ("dies-with-parent", die_with_parent()),
       ("self-rlimits", limit_resources()),
       ("landlock", landlock),
       ("landlock-read", landlock),
@@ -262,6 +267,23 @@ def install(scratch: pathlib.Path, report_fd: int) -> tuple[str, ...]:
 def install_from_env() -> tuple[str, ...]:
   """install() for a process started by run_sandboxed: scratch is the cwd, the fd in the env."""
   return install(pathlib.Path.cwd(), int(os.environ[REPORT_FD_ENV]))
+
+
+def die_with_parent() -> bool:
+  """Asks the kernel to kill this process when the process that started it dies (a killed
+  driver or worker must not leave an exporter running), then checks that parent is still the
+  one run_sandboxed named: had it died first, the request would never fire."""
+  try:
+    import ctypes  # pylint: disable=import-outside-toplevel
+    libc = ctypes.CDLL(None, use_errno=True)
+    _checked(libc.prctl(ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
+                        ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+  except (OSError, AttributeError) as e:
+    logger.warning("parent-death signal not set: %s", e)
+    return False
+  if str(os.getppid()) != os.environ.get(PARENT_PID_ENV):
+    os._exit(SANDBOX_EXIT)
+  return True
 
 
 def limit_resources() -> bool:
@@ -860,6 +882,7 @@ def _child_env(scratch: pathlib.Path, extra_env: Mapping[str, str], report_fd: i
   env.update(extra_env)
   if report_fd is not None:
     env[REPORT_FD_ENV] = str(report_fd)
+  env[PARENT_PID_ENV] = str(os.getpid())
   return env
 
 
