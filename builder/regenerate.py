@@ -1,12 +1,13 @@
 """Measure every kernel, build the dataset folder, and optionally publish it.
 
     python -m builder.regenerate                      # CPU: small size, interpret mode
-    python -m builder.regenerate --device gpu --sizes medium large --measure-only --results R
+    python -m builder.regenerate --device gpu --measure-only --results R   # all GPUs, local Dask
+    python -m builder.regenerate --device gpu --scheduler tcp://HOST:8786 --results R
     python -m builder.regenerate --from-results R1 R2 --out data
     python -m builder.regenerate --from-results R --push --repo-id ORG/pallasbench-robust-gpu-h200
 
-Measuring needs only jax and numpy (the GPU machine has no `datasets`); building and
-pushing import `datasets` and `huggingface_hub` only when they run.
+Measuring needs jax, numpy and dask.distributed (the GPU machine has no `datasets`);
+building and pushing import `datasets` and `huggingface_hub` only when they run.
 """
 
 from __future__ import annotations
@@ -20,25 +21,30 @@ import time
 from collections.abc import Sequence
 
 from pallasbench_dataset.evaluate import DEFAULT_TIMEOUT_S, default_options, resolve_device
-from pallasbench_dataset.evaluation.environment import git_commit
+from pallasbench_dataset.evaluation.environment import git_commit, gpu_name, hardware_slug
 from pallasbench_dataset.evaluation.judge_process import Limits, default_memory_limit
-from pallasbench_dataset.evaluation.suite import plan, run_suite
+from pallasbench_dataset.evaluation.cluster import default_plan
+from pallasbench_dataset.evaluation.suite import ClusterOptions, Interrupted, plan, run_suite
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 
 logger = logging.getLogger("builder.regenerate")
 
 DEFAULT_OUT = pathlib.Path("build/dataset")
 DEFAULT_SIZES = {"gpu": ("medium", "large"), "cpu": ("small",)}
+DEFAULT_COMPILE_BUDGET_S = {"gpu": 60.0, "cpu": 300.0}
 
 
 def build_parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog="python -m builder.regenerate", description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-  p.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+  p.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"],
+                 help="where the judges run (default: a GPU if jax sees one, else the CPU in "
+                      "Pallas interpret mode)")
   p.add_argument("--sizes", nargs="+", choices=[s.value for s in Size],
                  help="default: medium and large on a GPU, small on the CPU")
   p.add_argument("--tasks", nargs="+", help="task names (default: all 45)")
-  p.add_argument("--levels", nargs="+", type=int, choices=[1, 2, 3])
+  p.add_argument("--levels", nargs="+", type=int, choices=[1, 2, 3],
+                 help="only the tasks of these levels (1 single ops, 2 fused, 3 architectures)")
   p.add_argument("--variants", default="tpu,gpu", help="comma-separated: tpu (original), gpu (fixed)")
   p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="dataset folder to build")
   p.add_argument("--results", type=pathlib.Path,
@@ -50,26 +56,41 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
   p.add_argument("--headline-size", choices=[s.value for s in Size],
                  help="size of the default config's rows (default: medium when measured, else "
-                      "the first size measured)")
+                      "the first size the runs planned)")
   p.add_argument("--allow-partial", action="store_true",
                  help="build even if the runs did not measure everything they planned; the "
                       "card lists what is missing")
-  p.add_argument("--timeout", type=float, help="seconds per evaluation (default 300 GPU, 900 CPU)")
-  p.add_argument("--gpus", type=int, default=1, help="GPUs to spread the work over")
-  p.add_argument("--isolation", default="task", choices=["task", "run"],
-                 help="a fresh judge process per task (default), or one per run, replaced "
-                      "after any error")
+  p.add_argument("--timeout", type=float,
+                 help="seconds per export and per judge evaluation (default 300 GPU, 900 CPU)")
+  p.add_argument("--compile-budget", type=float,
+                 help="seconds per artifact in the compile stage; a compile that runs longer "
+                      "is a timeout record (default 60 GPU, 300 CPU)")
+  p.add_argument("--scheduler", metavar="ADDRESS",
+                 help="an existing Dask scheduler (tcp://host:port) whose workers declare the "
+                      "resources judge=1 (one per GPU) and cpu=1; default: a local cluster "
+                      "on 127.0.0.1")
+  p.add_argument("--gpus", type=int,
+                 help="GPUs of the local cluster, one judge worker each (default: all)")
+  p.add_argument("--cpu-workers", type=int,
+                 help="export and compile workers of the local cluster (default: the cores the "
+                      "judges leave, up to 16)")
+  p.add_argument("--compile-cache", type=pathlib.Path, metavar="DIR",
+                 help="JAX compilation cache the compile stage fills and the judges read "
+                      "(default: a fresh folder per run; name a shared one with --scheduler)")
   p.add_argument("--git-commit", help="commit to record (default: the checkout's HEAD); for "
                                       "copies of the tree without .git")
-  p.add_argument("--push", action="store_true", help="publish the built folder to the Hub")
+  p.add_argument("--push", action="store_true",
+                 help="publish the built folder to the Hub (the token and repo id are checked "
+                      "before anything is measured)")
   p.add_argument("--repo-id", help="ORG/NAME (default: <your user>/pallasbench-robust-gpu-<hw>)")
-  p.add_argument("--revision", help="branch to push to")
-  p.add_argument("--create-pr", action="store_true")
-  p.add_argument("--tag", help="tag the pushed commit")
+  p.add_argument("--revision", help="branch to push to (default: main)")
+  p.add_argument("--create-pr", action="store_true",
+                 help="open a pull request on the dataset repo instead of committing to the branch")
+  p.add_argument("--tag", help="tag the pushed commit, e.g. v2")
   return p
 
 
-def _measure(args, device: str) -> pathlib.Path:
+def _measure(args, device: str, argv: Sequence[str]) -> pathlib.Path:
   variants = [v.strip() for v in args.variants.split(",") if v.strip()]
   if not set(variants) <= {"tpu", "gpu"} or not variants:
     raise ValueError(f"--variants takes tpu and/or gpu, not {args.variants!r}")
@@ -83,41 +104,72 @@ def _measure(args, device: str) -> pathlib.Path:
   run_dir = args.results or args.out.with_name(args.out.name + ".runs") / f"{device}-{stamp}"
   limits = Limits(timeout_s=args.timeout or DEFAULT_TIMEOUT_S[device],
                   memory_bytes=default_memory_limit())
+  options = ClusterOptions(
+      plan=default_plan(device, args.gpus, args.cpu_workers), scheduler=args.scheduler,
+      compile_budget_s=args.compile_budget or DEFAULT_COMPILE_BUDGET_S[device],
+      compile_cache=args.compile_cache)
   logger.info("measuring %d evaluations (%d tasks x %s x %s) on %s into %s", len(items),
               len(specs), sizes, variants, device, run_dir)
   return run_suite(items, run_dir, device=device, limits=limits,
                    git_commit=args.git_commit or git_commit(),
-                   command=shlex.join(["python", "-m", "builder.regenerate", *sys.argv[1:]]),
-                   resume=args.resume, devices=args.gpus, isolation=args.isolation)
+                   command=shlex.join(["python", "-m", "builder.regenerate", *argv]),
+                   cluster_options=options, resume=args.resume)
+
+
+def _hardware(device: str) -> str | None:
+  """The hardware slug of a run about to be measured (for the default repo id)."""
+  if device == "cpu":
+    return "cpu"
+  name = gpu_name()
+  return hardware_slug(name, "gpu") if name else None
+
+
+def _preflight(args, hardware: str | None) -> str | None:
+  """With --push: the token and repo id checked before anything is measured or built."""
+  if not args.push:
+    return args.repo_id
+  if args.measure_only:
+    raise ValueError("--push publishes a built folder: leave out --measure-only")
+  from builder.push import preflight  # pylint: disable=import-outside-toplevel
+  return preflight(args.repo_id, hardware=hardware, revision=args.revision,
+                   create_pr=args.create_pr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+  argv = list(sys.argv[1:] if argv is None else argv)
   args = build_parser().parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   start = time.monotonic()
   try:
-    headline = args.headline_size or "medium"
     if args.from_results:
       run_dirs = list(args.from_results)
+      if args.push:
+        from builder.build import hardware_of  # pylint: disable=import-outside-toplevel
+        repo_id = _preflight(args, hardware_of(run_dirs))
+      else:
+        repo_id = args.repo_id
     else:
       device = resolve_device(args.device)
-      run_dirs = [_measure(args, device)]
-      sizes = args.sizes or DEFAULT_SIZES[device]
-      headline = args.headline_size or ("medium" if "medium" in sizes else sizes[0])
+      repo_id = _preflight(args, _hardware(device))
+      run_dirs = [_measure(args, device, argv)]
       logger.info("measured in %.0f s", time.monotonic() - start)
     if args.measure_only:
       return 0
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
-    summary = build_dataset(run_dirs, args.out, headline_size=headline,
-                            repo_id=args.repo_id, allow_partial=args.allow_partial)
+    summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size,
+                            repo_id=repo_id, allow_partial=args.allow_partial)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel
-      result = push_folder(args.out, args.repo_id or summary.default_repo_id(),
+      result = push_folder(args.out, repo_id or summary.default_repo_id(),
                            revision=args.revision, create_pr=args.create_pr, tag=args.tag)
       print(result.describe())
-  except (ValueError, KeyError, RuntimeError, FileExistsError, FileNotFoundError) as e:
-    print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
+  except Interrupted as e:
+    print(f"interrupted ({e}): what was measured is kept; continue with --resume --results "
+          "<the run folder>", file=sys.stderr)
+    return 130
+  except (ValueError, KeyError, RuntimeError, OSError) as e:
+    print(f"error: {e}", file=sys.stderr)
     return 2
   print(f"done in {time.monotonic() - start:.0f} s", file=sys.stderr)
   return 0

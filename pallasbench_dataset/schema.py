@@ -160,6 +160,34 @@ class EvalRecord:
   timed_outputs_checked: int | None = None  # timed calls whose outputs were compared
   sandbox: tuple[str, ...] = ()  # the exporter's sandbox layers in force
   exporter_output: str | None = None  # what the candidate printed while exported (truncated)
+  # The reference run op by op, without jit (each jnp call dispatched on its own, like
+  # PyTorch's eager mode), timed the same way; speedup_eager = eager_baseline_ms / runtime_ms.
+  eager_baseline_ms: float | None = None
+  eager_baseline_iqr_ms: float | None = None
+  eager_baseline_samples_ms: tuple[float, ...] = ()
+  speedup_eager: float | None = None
+  run: RunInfo | None = None   # how the record was produced (release 2 on): command, GPU, ceilings
+  stages: StageTimes | None = None  # where the evaluation's time went
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunInfo:
+  """The run a record belongs to, repeated on every record so that a row stands on its own."""
+  command: str                 # the command that produced the run
+  run_id: str                  # the run folder's name
+  gpu_index: int | None        # CUDA device index of the judge that measured it (None on CPU)
+  ceiling_copy_gbps: float | None  # the ceilings measured in this run, on this GPU
+  ceiling_read_gbps: float | None
+  ceiling_matmul_tflops: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StageTimes:
+  """Wall seconds per pipeline stage of one evaluation (each in its own process)."""
+  export_s: float | None       # the sandboxed exporter: import, trace, lower, serialize
+  compile_s: float | None      # the compile stage: the artifacts compiled into the shared cache
+  judge_s: float | None        # the judge on the device: load, correctness, timing
+  compile_cache_hit: bool | None  # the judge found the compile stage's executable in the cache
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,17 +204,28 @@ class Artifacts:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryRow:
-  """A row of the default config: one task at the headline size, a superset of the public schema."""
+  """A row of the default config: one task at the headline size, a superset of the public schema.
+
+  Two baselines, as the public archive has them (PyTorch eager / torch.compile there): the
+  reference jitted (`JAX_Baseline_Runtime`, the public `JAX_XLA_Compiled_Runtime`) and run op
+  by op without jit (`JAX_Native_Runtime`). Every speedup is baseline / kernel: above 1, the
+  kernel is faster. Eager columns are null for records measured before the eager baseline.
+  """
   Op_Name: str
   Level_ID: int
   Task_ID: int
+  Kernel_Name: str                    # <task>_gpu_fixed, as in the public rows
   Category: str
   Pallas_Runtime: float | None        # ms, the GPU-fixed kernel, compile excluded
   JAX_Baseline_Runtime: float | None  # ms, the jitted reference
-  Pallas_Speedup: float | None        # baseline / kernel: above 1, the kernel is faster
+  JAX_Native_Runtime: float | None    # ms, the reference op by op (eager), no jit
+  Pallas_Speedup: float | None        # = Pallas_Speedup_Compiled (the public column's name)
+  Pallas_Speedup_Native: float | None    # JAX_Native_Runtime / Pallas_Runtime
+  Pallas_Speedup_Compiled: float | None  # JAX_Baseline_Runtime / Pallas_Runtime
   Pallas_Code: str                    # kernels_gpu/<task>.py
   Pallas_Code_Original: str           # kernels_tpu/<task>.py
-  JAX_Baseline_Code: str
+  JAX_Baseline_Code: str              # the reference module, as the registry holds it
+  JAX_Code_Functional: str            # the reference plus get_inputs(): runs on its own
   Correct: bool
   Error: str | None
   Target_Hardware: str
@@ -206,7 +245,8 @@ class SummaryRow:
   Original_Status: str
   Original_Error: str | None
   Original_Runtime: float | None
-  Original_Speedup: float | None
+  Original_Speedup_Native: float | None    # the original kernel against the eager reference
+  Original_Speedup_Compiled: float | None  # the original kernel against the jitted reference
   Size: str
   Input_Shapes: tuple[str, ...]
   Corrections: str

@@ -584,7 +584,7 @@ from pallasbench_dataset.evaluation import judge, module_analysis, protocol, tim
 from pallasbench_dataset.evaluation.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
-    CompileProfile, Environment, ErrorType, PallasCallInfo, Roofline, Status)
+    CompileProfile, Environment, ErrorType, PallasCallInfo, Roofline, StageTimes, Status)
 from pallasbench_dataset.tasks import Size  # noqa: E402
 
 # Built by hand: nothing at import time may start a JAX backend (mutmut forks workers from a
@@ -815,20 +815,20 @@ def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
 
 def test_compile_refuses_disallowed_custom_calls(analysis):
   analysis.disallowed = ("zeta_call", "alpha_call")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx()) == (  # pylint: disable=protected-access
+  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), None) == (  # pylint: disable=protected-access
       Status.REJECTED, None, "the artifact calls ['alpha_call', 'zeta_call']: custom calls other "
       "than Pallas kernels are not allowed")
 
 
 def test_compile_refuses_stateful_ops(analysis):
   analysis.stateful = ("stablehlo.rng", "stablehlo.infeed")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx()) == (  # pylint: disable=protected-access
+  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), None) == (  # pylint: disable=protected-access
       Status.REJECTED, None, "stateful ops ['stablehlo.infeed', 'stablehlo.rng'] in the artifact: "
       "an exported kernel must be a pure function of its inputs")
 
 
 def test_compile_loads_for_the_run_platform(analysis):  # pylint: disable=unused-argument
-  status, _, message = _failure(judge._compile, _blob(), RELU, TINY, _ctx(GPU_ENV))  # pylint: disable=protected-access
+  status, _, message = _failure(judge._compile, _blob(), RELU, TINY, _ctx(GPU_ENV), None)  # pylint: disable=protected-access
   assert status is Status.REJECTED and "not cuda" in message
 
 
@@ -840,7 +840,7 @@ def test_compile_compiles_the_artifact_for_the_task(analysis, monkeypatch, tmp_p
     seen.append((exported.in_avals, structs, dump_dir))
     return real(exported, structs, dump_dir)
   monkeypatch.setattr(judge, "compile_exported", spy)
-  compiled = judge._compile(_blob(), RELU, TINY, _ctx(dump_dir=tmp_path))  # pylint: disable=protected-access
+  compiled = judge._compile(_blob(), RELU, TINY, _ctx(dump_dir=tmp_path), None)  # pylint: disable=protected-access
   x = RELU.make_inputs(TINY, 3)[0]
   np.testing.assert_array_equal(compiled.executable(x), np.maximum(np.asarray(x), 0))
   assert compiled.compile_s > 0 and len(analysis.texts) == 1
@@ -853,8 +853,90 @@ def test_compile_failures_are_compile_errors(analysis, monkeypatch, error, error
   def refuse(*_):
     raise RuntimeError(error)
   monkeypatch.setattr(judge, "compile_exported", refuse)
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx()) == (  # pylint: disable=protected-access
+  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), None) == (  # pylint: disable=protected-access
       Status.ERROR, error_type, f"RuntimeError: {error}")
+
+
+def test_compile_stage_failures_are_not_tried_again(analysis, monkeypatch):  # pylint: disable=unused-argument
+  monkeypatch.setattr(judge, "compile_exported", lambda *_: pytest.fail("compiled again"))
+  failed = judge.Precompiled(outcome="failed", message="ptxas fatal: too big\nmore")
+  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), failed) == (  # pylint: disable=protected-access
+      Status.ERROR, ErrorType.COMPILE, "ptxas fatal: too big\nmore")
+  ran_out = judge.Precompiled(outcome="timeout", message="not within the 60 s budget")
+  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), ran_out) == (  # pylint: disable=protected-access
+      Status.TIMEOUT, ErrorType.TIMEOUT, "compile stage: not within the 60 s budget")
+
+
+def test_compile_stage_checks_still_come_first(analysis):
+  analysis.stateful = ("stablehlo.rng",)
+  note = judge.Precompiled(outcome="timeout", message="ran out")
+  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), note)[0] is Status.REJECTED  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("outcome", ["compiled", "skipped"])
+def test_compile_keeps_the_compile_stage_figures(analysis, monkeypatch, outcome):  # pylint: disable=unused-argument
+  monkeypatch.setattr(judge, "compile_exported", lambda *_: CompiledArtifact(
+      executable="exe", compile_s=0.01, ptx=(), cache_hit=True))
+  note = judge.Precompiled(outcome=outcome, compile_s=7.5, ptx=("ptx text",))
+  compiled = judge._compile(_blob(), RELU, TINY, _ctx(), note)  # pylint: disable=protected-access
+  assert compiled.executable == "exe" and compiled.cache_hit
+  assert (compiled.compile_s, compiled.ptx) == (
+      (7.5, ("ptx text",)) if outcome == "compiled" else (0.01, ()))
+
+
+def test_precompile_compiles_skips_and_fails():
+  item = judge.CompileItem(task="relu", size="small", blob=_blob(shape=(8, 16)))
+  skipped = judge.precompile(item, None)  # (8, 16) is not relu's small shape
+  assert skipped.outcome == "skipped" and "interface" in skipped.message
+  good = judge.CompileItem(task="relu", size="small", blob=_blob(shape=RELU.input_shapes(SMALL)[0]))
+  compiled = judge.precompile(good, None)
+  assert compiled.outcome == "compiled" and compiled.compile_s > 0 and compiled.wall_s >= compiled.compile_s
+
+
+def test_precompile_reports_the_compilers_message(monkeypatch):
+  def refuse(*_):
+    raise RuntimeError("Shared memory size limit exceeded")
+  monkeypatch.setattr(judge, "compile_exported", refuse)
+  item = judge.CompileItem(task="relu", size="small", blob=_blob(shape=RELU.input_shapes(SMALL)[0]))
+  assert (judge.precompile(item, None).outcome, judge.precompile(item, None).message) == (
+      "failed", "Shared memory size limit exceeded")
+
+
+def test_eager_fields_time_the_reference_unjitted(monkeypatch):
+  called = []
+
+  def fake_time(fns, sets, **kw):
+    called.append((fns, sets, kw["iterations"]))
+    return [timing.Timed(samples=timing.Samples(method=timing.TimingMethod.WALLCLOCK,
+                                                samples_ms=(2.0, 4.0, 6.0), kernel_names=()),
+                         kept={})]
+  monkeypatch.setattr(timing, "time_interleaved", fake_time)
+  opts = judge.EvalOptions(timing_iterations=3)
+  fields = judge._eager_fields(RELU, ["sets"], opts, _ctx(), kernel_ms=2.0)  # pylint: disable=protected-access
+  assert called == [([RELU.reference], [["sets"]], 3)]
+  assert fields == dict(eager_baseline_ms=4.0, eager_baseline_iqr_ms=0.0,
+                        eager_baseline_samples_ms=(2.0, 4.0, 6.0), speedup_eager=2.0)
+
+
+def test_an_eager_failure_leaves_the_columns_empty_not_the_verdict(monkeypatch, caplog):
+  def broken(*_, **__):
+    raise RuntimeError("CUPTI saw 3 kernel launches for 2 calls")
+  monkeypatch.setattr(timing, "time_interleaved", broken)
+  assert judge._eager_fields(RELU, [()], judge.EvalOptions(), _ctx(), 1.0) == {}  # pylint: disable=protected-access
+  assert "eager baseline of relu not timed" in caplog.text
+
+
+def test_stage_times_add_up_to_the_evaluation_wall_time():
+  notes = {"small": judge.Precompiled(outcome="compiled", wall_s=2.0),
+           "edge": judge.Precompiled(outcome="failed", wall_s=1.0)}
+  item = dataclasses.replace(_item(_outcome(_report(), wall_s=0.5)), precompiled=notes)
+  fields = {**judge._base_fields(item, RELU, SMALL, (1,), CPU_ENV), "status": Status.PASS}  # pylint: disable=protected-access
+  state = judge._State(fields=fields, cache_hit=True)  # pylint: disable=protected-access
+  record = judge._finish(item, state, CPU_ENV, 4.0)  # pylint: disable=protected-access
+  assert record.stages == StageTimes(export_s=0.5, compile_s=3.0, judge_s=4.0, compile_cache_hit=True)
+  assert record.eval_wall_s == 7.5
+  bare = judge._finish(_item(_outcome(_report(), wall_s=0.5)), state, CPU_ENV, 4.0)  # pylint: disable=protected-access
+  assert bare.stages.compile_s is None and bare.eval_wall_s == 4.5
 
 
 def test_edge_dims_follow_the_option_and_the_size():
@@ -1080,7 +1162,7 @@ def _profile(report, state=None, size="small"):
 
 def test_compile_profile_of_a_compiled_artifact():
   state = judge._State(fields={}, run_blob=b"12345", compiled=CompiledArtifact(  # pylint: disable=protected-access
-      executable=None, compile_s=1.5, ptx=("ab", "cdé")))
+      executable=None, compile_s=1.5, ptx=("ab", "cdé"), cache_hit=False))
   report = _report(_entry(artifacts={"cuda": b"x", "cpu": b"y"}), jaxpr="jé", triton_ir=("ir1", "ir22"),
                    pallas_calls=(_CALL,), lowers_tpu=False, tpu_error="MosaicError: no")
   assert _profile(report, state) == CompileProfile(
@@ -1095,7 +1177,7 @@ def test_compile_profile_without_artifacts():
       trace_s=None, lower_s=None, compile_s=None, jaxpr_bytes=None, triton_ir_bytes=None,
       ptx_bytes=None, pallas_calls=(), lowers_triton=None, lowers_triton_error=None,
       lowers_tpu=None, lowers_tpu_error=None, exporter_reported=True, artifact_bytes=None)
-  empty = judge._State(fields={}, compiled=CompiledArtifact(executable=None, compile_s=1.0, ptx=()))  # pylint: disable=protected-access
+  empty = judge._State(fields={}, compiled=CompiledArtifact(executable=None, compile_s=1.0, ptx=(), cache_hit=False))  # pylint: disable=protected-access
   profile = _profile(_report(_entry(errors={"cuda": "LoweringError: no"})), empty)
   assert (profile.lowers_triton, profile.lowers_triton_error) == (False, "LoweringError: no")
   assert (profile.triton_ir_bytes, profile.ptx_bytes, profile.jaxpr_bytes) == (None, None, None)

@@ -1,33 +1,92 @@
-"""The measuring pipeline's run folder: one writer, torn lines repaired, nothing resumed blind.
+"""The measuring pipeline end to end on the CPU: Dask scheduling, the run folder's one writer,
+faults injected (torn lines, cut writes, killed drivers and workers, SIGTERM), resume.
 
-Runs `run_suite` on the CPU with the real exporter and judge (one cheap evaluation each).
+Runs `run_suite` and `python -m builder.regenerate` with the real exporter, compile stage and
+judge on a local Dask cluster (cheap evaluations of `relu` at the small size).
 """
 
 import fcntl
 import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
-from pallasbench_dataset.evaluation import suite
+from pallasbench_dataset.evaluation import cluster, suite
 from pallasbench_dataset.evaluation.judge import EvalOptions
 from pallasbench_dataset.evaluation.judge_process import Limits
+from pallasbench_dataset.schema import ErrorType, Status
 from pallasbench_dataset.tasks import get_task
 
+from tests import pipeline_stages
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 LIMITS = Limits(timeout_s=300, memory_bytes=8 << 30)
+CLUSTER = suite.ClusterOptions(plan=cluster.WorkerPlan(gpus=(), cpu_workers=1), compile_budget_s=300)
 
 
-def _items(*variants):
-  return suite.plan([get_task("relu")], variants, ["small"], OPTIONS)
+def _items(*variants, tasks=("relu",)):
+  return suite.plan([get_task(t) for t in tasks], variants, ["small"], OPTIONS)
 
 
 def _run(run_dir, items, **kw):
   return suite.run_suite(items, run_dir, device="cpu", limits=LIMITS, git_commit="abc",
-                         command="test", **kw)
+                         command="test", cluster_options=kw.pop("cluster_options", CLUSTER), **kw)
 
 
 def _lines(path):
   return path.read_text().splitlines()
+
+
+def _records(run_dir):
+  return suite.read_records(run_dir)
+
+
+def _manifest(run_dir):
+  return json.loads((run_dir / suite.MANIFEST).read_text())
+
+
+def test_a_run_measures_every_item_through_the_three_stages(tmp_path):
+  _run(tmp_path, _items("gpu", "tpu"))
+  records = _records(tmp_path)
+  assert sorted(r.variant for r in records) == ["gpu", "tpu"]
+  for r in records:
+    assert r.status is Status.PASS, r.reasons
+    assert r.stages.export_s > 0 and r.stages.compile_s > 0 and r.stages.judge_s > 0
+    assert r.stages.compile_cache_hit is True  # the judge loaded what the compile stage built
+    assert r.run.command == "test" and r.run.run_id == tmp_path.name and r.run.gpu_index is None
+    assert r.eager_baseline_ms > 0 and r.speedup_eager == pytest.approx(
+        r.eager_baseline_ms / r.runtime_ms)
+  artifacts = [json.loads(line) for line in _lines(tmp_path / suite.ARTIFACTS)]
+  assert sorted(a["variant"] for a in artifacts) == ["gpu", "tpu"]
+  manifest = _manifest(tmp_path)
+  assert manifest["finished_at"] and "interrupted_at" not in manifest
+  assert manifest["pipeline"]["evaluations"] == 2
+  assert manifest["pipeline"]["compile_cache_hits"] == 2
+  assert [d["device"] for d in manifest["per_device"]] == ["cpu"]
+
+
+def test_a_compile_over_its_budget_is_a_timeout_record_naming_the_stage(tmp_path):
+  tight = suite.ClusterOptions(plan=CLUSTER.plan, compile_budget_s=0.01)
+  _run(tmp_path, _items("gpu"), cluster_options=tight)
+  (record,) = _records(tmp_path)
+  assert record.status is Status.TIMEOUT and record.error_type is ErrorType.TIMEOUT
+  assert record.error.startswith("compile stage:") and "0 s compile budget" in record.error
+
+
+def test_resume_measures_only_what_is_missing(tmp_path):
+  _run(tmp_path, _items("gpu"))
+  before = _lines(tmp_path / suite.RECORDS)
+  _run(tmp_path, _items("gpu", "tpu"), resume=True)
+  after = _lines(tmp_path / suite.RECORDS)
+  assert after[0] == before[0]  # the finished evaluation is not measured again
+  assert [json.loads(line)["variant"] for line in after] == ["gpu", "tpu"]
+  assert _manifest(tmp_path)["resumes"][0]["resumed_with"] == 1
 
 
 def test_a_torn_last_line_is_cut_and_remeasured_on_resume(tmp_path):
@@ -39,8 +98,39 @@ def test_a_torn_last_line_is_cut_and_remeasured_on_resume(tmp_path):
   rows = [json.loads(line) for line in _lines(records)]  # every line parses: nothing glued
   assert [(r["task"], r["variant"]) for r in rows] == [("relu", "gpu"), ("relu", "tpu")]
   assert all(json.loads(line) for line in _lines(tmp_path / suite.ARTIFACTS))
-  manifest = json.loads((tmp_path / suite.MANIFEST).read_text())
+  manifest = _manifest(tmp_path)
   assert manifest["resumes"][0]["resumed_with"] == 1 and manifest["finished_at"]
+
+
+def test_a_record_and_its_artifacts_are_one_unit(tmp_path):
+  """A write cut after the artifacts line (an orphan) or a record whose artifacts line was
+  lost: resume drops the half and measures the evaluation again, one line each."""
+  _run(tmp_path, _items("gpu", "tpu"))
+  records, artifacts = tmp_path / suite.RECORDS, tmp_path / suite.ARTIFACTS
+  by_variant = {json.loads(line)["variant"]: line for line in _lines(artifacts)}
+  rec_lines = _lines(records)
+  keep = [line for line in rec_lines if json.loads(line)["variant"] == "gpu"]
+  records.write_text(keep[0] + "\n")                        # tpu: artifacts only (an orphan)
+  artifacts.write_text(by_variant["tpu"] + "\n")            # gpu: record only (artifacts lost)
+  _run(tmp_path, _items("gpu", "tpu"), resume=True)
+  rec = [json.loads(line) for line in _lines(records)]
+  art = [json.loads(line) for line in _lines(artifacts)]
+  assert sorted(r["variant"] for r in rec) == sorted(a["variant"] for a in art) == ["gpu", "tpu"]
+  assert all(r["measured_at"] for r in rec) and keep[0] not in _lines(records)
+
+
+def test_evaluations_killed_from_outside_are_retried_on_resume(tmp_path):
+  _run(tmp_path, _items("gpu", "tpu"))
+  records = tmp_path / suite.RECORDS
+  rows = [json.loads(line) for line in _lines(records)]
+  for row in rows:
+    if row["variant"] == "tpu":  # as if its judge had been killed by someone
+      row.update(status="error", error_type="crash", error="the judge process died with SIGKILL")
+  records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+  _run(tmp_path, _items("gpu", "tpu"), resume=True)
+  final = _records(tmp_path)
+  assert sorted((r.variant, r.status) for r in final) == [("gpu", Status.PASS), ("tpu", Status.PASS)]
+  assert len(_lines(tmp_path / suite.ARTIFACTS)) == 2
 
 
 def test_a_second_writer_is_refused(tmp_path):
@@ -49,6 +139,13 @@ def test_a_second_writer_is_refused(tmp_path):
     with pytest.raises(FileExistsError, match="being written by another run"):
       _run(tmp_path, _items("gpu"))
   assert not (tmp_path / suite.RECORDS).exists()
+
+
+def test_a_fresh_run_refuses_a_folder_with_records(tmp_path):
+  _run(tmp_path, _items("gpu"))
+  with pytest.raises(FileExistsError, match="pass --resume"):
+    _run(tmp_path, _items("gpu", "tpu"))
+  assert len(_lines(tmp_path / suite.RECORDS)) == 1
 
 
 def test_resume_refuses_a_missing_folder_or_manifest(tmp_path):
@@ -60,3 +157,146 @@ def test_resume_refuses_a_missing_folder_or_manifest(tmp_path):
   with pytest.raises(FileNotFoundError, match="no manifest.json"):
     _run(folder, _items("gpu", "tpu"), resume=True)
   assert len(_lines(folder / suite.RECORDS)) == 1
+
+
+@pytest.fixture
+def faults(tmp_path, monkeypatch):
+  """Stages that misbehave as FAULT says; the workers inherit the variables."""
+  monkeypatch.setattr(suite, "stages", _FaultyStages())
+  monkeypatch.setenv("FAULT_DIR", str(tmp_path))
+  return monkeypatch
+
+
+class _FaultyStages:
+  def __getattr__(self, name):
+    return getattr(pipeline_stages, name, None) or getattr(suite.cluster.stages, name)
+
+
+def test_a_worker_lost_once_is_retried(tmp_path, faults):
+  faults.setenv("FAULT", "die_once")
+  _run(tmp_path / "run", _items("gpu"))
+  (record,) = _records(tmp_path / "run")
+  assert record.status is Status.PASS
+  assert (tmp_path / "died-gpu").exists()  # it did die once
+
+
+def test_a_worker_lost_twice_is_an_error_record_and_the_others_go_on(tmp_path, faults):
+  faults.setenv("FAULT", "die_always")
+  _run(tmp_path / "run", _items("gpu", "tpu"))
+  by_variant = {r.variant: r for r in _records(tmp_path / "run")}
+  assert by_variant["gpu"].status is Status.PASS
+  lost = by_variant["tpu"]
+  assert lost.status is Status.ERROR and lost.error_type is ErrorType.CRASH
+  assert "lost twice" in lost.error
+  assert len(_lines(tmp_path / "run" / suite.ARTIFACTS)) == 2
+
+
+def test_a_stage_that_raises_is_a_harness_record(tmp_path, faults):
+  faults.setenv("FAULT", "raise")
+  _run(tmp_path / "run", _items("gpu", "tpu"))
+  by_variant = {r.variant: r for r in _records(tmp_path / "run")}
+  assert by_variant["gpu"].status is Status.PASS
+  assert by_variant["tpu"].error_type is ErrorType.HARNESS
+  assert "RuntimeError: a bug in a stage" in by_variant["tpu"].error
+
+
+# ---------------------------------------------------------------------------------------------
+# The CLI as a process: signals and a killed driver.
+
+def _descendants(pid: int) -> set[int]:
+  children: dict[int, list[int]] = {}
+  for name in os.listdir("/proc"):
+    if name.isdigit():
+      try:
+        stat = pathlib.Path(f"/proc/{name}/stat").read_text()
+      except OSError:
+        continue
+      ppid = int(stat.rsplit(")", 1)[1].split()[1])
+      children.setdefault(ppid, []).append(int(name))
+  found, todo = set(), [pid]
+  while todo:
+    for child in children.get(todo.pop(), ()):
+      found.add(child)
+      todo.append(child)
+  return found
+
+
+def _alive(pids) -> set[int]:
+  out = set()
+  for pid in pids:
+    try:
+      state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+      continue
+    if state != "Z":
+      out.add(pid)
+  return out
+
+
+def _start_regenerate(run_dir, *tasks):
+  env = {**os.environ, "PYTHONPATH": str(REPO)}
+  return subprocess.Popen(
+      [sys.executable, "-m", "builder.regenerate", "--device", "cpu", "--measure-only",
+       "--tasks", *tasks, "--variants", "gpu", "--cpu-workers", "1", "--results", str(run_dir)],
+      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for_stage_processes(proc, timeout_s=120) -> set[int]:
+  """Waits until a judge process runs under the driver; returns the driver's descendants."""
+  deadline = time.monotonic() + timeout_s
+  while time.monotonic() < deadline:
+    below = _descendants(proc.pid)
+    cmdlines = []
+    for pid in below:
+      try:
+        cmdlines.append(pathlib.Path(f"/proc/{pid}/cmdline").read_bytes())
+      except OSError:
+        pass
+    if any(b"judge_process" in c for c in cmdlines):
+      return below
+    time.sleep(0.2)
+  proc.kill()
+  pytest.fail(f"no judge process started: {proc.communicate()[0][-2000:]}")
+
+
+def _gone(pids, timeout_s=20) -> set[int]:
+  deadline = time.monotonic() + timeout_s
+  while _alive(pids) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  left = _alive(pids)
+  for pid in left:
+    os.kill(pid, signal.SIGKILL)
+  return left
+
+
+def test_sigterm_stops_the_run_cleanly_and_it_resumes(tmp_path):
+  run_dir = tmp_path / "run"
+  proc = _start_regenerate(run_dir, "relu", "sigmoid", "tanh", "gelu", "silu", "softmax")
+  below = _wait_for_stage_processes(proc)
+  proc.send_signal(signal.SIGTERM)
+  output, _ = proc.communicate(timeout=60)
+  assert proc.returncode == 130, output
+  assert "interrupted" in output and "--resume" in output
+  assert not _gone(below), "processes of the run outlived it"
+  manifest = _manifest(run_dir)
+  assert manifest["finished_at"] is None and manifest["interrupted_at"]
+  done = len(_records(run_dir))
+  assert done < 6
+  resumed = subprocess.run(
+      [sys.executable, "-m", "builder.regenerate", "--device", "cpu", "--measure-only", "--tasks",
+       "relu", "sigmoid", "tanh", "gelu", "silu", "softmax", "--variants", "gpu", "--cpu-workers",
+       "1", "--results", str(run_dir), "--resume"],
+      cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+      timeout=600)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert sorted(r.task for r in _records(run_dir)) == sorted(
+      ["relu", "sigmoid", "tanh", "gelu", "silu", "softmax"])
+  assert _manifest(run_dir)["finished_at"]
+
+
+def test_a_killed_driver_leaves_no_process_behind(tmp_path):
+  proc = _start_regenerate(tmp_path / "run", "relu", "sigmoid", "tanh")
+  below = _wait_for_stage_processes(proc)
+  proc.kill()
+  proc.communicate()
+  assert below and not _gone(below), "workers, judges or exporters outlived the driver"

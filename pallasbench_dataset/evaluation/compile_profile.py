@@ -1,8 +1,11 @@
-"""The judge's cold compile of an exported artifact, timed, with the PTX XLA produced.
+"""Compiling an exported artifact, timed, with the PTX XLA produced and whether the persistent
+compilation cache served it.
 
-The judge process sets XLA_FLAGS to dump the GPU compilation of modules named
+The judge and the compile stage set XLA_FLAGS to dump the GPU compilation of modules named
 `jit_pallasbench_candidate*` (see `xla_dump_flags`), so the PTX of the kernel under test
-can be read back after `compile()`; nothing else is dumped.
+can be read back after `compile()`; nothing else is dumped. Both use the same flags: the
+dump folder is left out of JAX's cache key, the other dump flags are not, and a judge with
+other flags would never find what the compile stage put in the cache.
 """
 
 from __future__ import annotations
@@ -16,6 +19,16 @@ from typing import Final
 import jax
 
 ENTRY_NAME: Final = "pallasbench_candidate"
+_CACHE_HIT_EVENT: Final = "/jax/compilation_cache/cache_hits"
+_cache_hits = [0]
+
+
+def _count_cache_hits(event: str, **_) -> None:
+  if event == _CACHE_HIT_EVENT:
+    _cache_hits[0] += 1
+
+
+jax.monitoring.register_event_listener(_count_cache_hits)
 
 
 def xla_dump_flags(dump_dir: pathlib.Path) -> str:
@@ -24,12 +37,20 @@ def xla_dump_flags(dump_dir: pathlib.Path) -> str:
           f"--xla_dump_hlo_module_re=.*{ENTRY_NAME}.*")
 
 
+def use_persistent_cache(cache_dir: pathlib.Path) -> None:
+  """Every compile of this process reads and writes `cache_dir`, however short it took."""
+  jax.config.update("jax_compilation_cache_dir", str(cache_dir))
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CompiledArtifact:
-  """An exported kernel compiled once by the judge."""
+  """An exported kernel compiled in this process (or loaded from the persistent cache)."""
   executable: Callable
   compile_s: float
   ptx: tuple[str, ...]
+  cache_hit: bool
 
 
 def _named_entry(exported: jax.export.Exported) -> Callable:
@@ -50,7 +71,9 @@ def compile_exported(exported: jax.export.Exported, structs: Sequence[jax.ShapeD
                      dump_dir: pathlib.Path | None) -> CompiledArtifact:
   """Lowers and compiles the artifact for this process's device; raises what XLA raises."""
   before = set(dump_dir.iterdir()) if dump_dir is not None and dump_dir.is_dir() else set()
+  hits = _cache_hits[0]
   t0 = time.perf_counter()
   compiled = jax.jit(_named_entry(exported)).trace(*structs).lower().compile()
   return CompiledArtifact(executable=compiled, compile_s=time.perf_counter() - t0,
-                          ptx=_new_files(dump_dir, before, ".ptx"))
+                          ptx=_new_files(dump_dir, before, ".ptx"),
+                          cache_hit=_cache_hits[0] > hits)

@@ -2,21 +2,21 @@
 
 The driver is trusted and touches no device. For each item it runs the exporter in the
 sandbox (the only place candidate code runs), parses its answer as data, and hands the
-judge the bytes. The export of the next item runs while the judge works on the current
-one. Any failure of either process becomes a record; the run goes on.
+judge the bytes. Any failure of either process becomes a record. A run's many items are
+scheduled on a Dask cluster by `suite` (through `stages`); `run_items` evaluates a few here,
+one after another.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from pallasbench_dataset.evaluation import protocol, sandbox
-from pallasbench_dataset.evaluation.judge import EvalOptions, JudgeItem, failure_record as judge_failure
+from pallasbench_dataset.evaluation.judge import EvalOptions, JudgeItem, Precompiled, failure_record as judge_failure
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, JudgeWorker, Limits, death_message
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
@@ -92,9 +92,18 @@ _FAILURES: Final = {
 }
 
 
-def _judge_item(item: WorkItem, export: protocol.ExportOutcome) -> JudgeItem:
+def judge_item(item: WorkItem, export: protocol.ExportOutcome,
+               precompiled: dict[str, Precompiled] | None = None) -> JudgeItem:
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
-                   kernel_sha256=sha256(item.source), export=export, options=item.options)
+                   kernel_sha256=sha256(item.source), export=export, options=item.options,
+                   precompiled=precompiled or {})
+
+
+def empty_artifacts(item: WorkItem) -> Artifacts:
+  """The artifacts line of an evaluation whose judge never reported back: every record has
+  exactly one, so a missing line always means a lost write."""
+  return Artifacts(task=item.task, variant=item.variant, size=item.size, jaxpr=None,
+                   stablehlo=None, triton_ir=None, ptx=None)
 
 
 def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,
@@ -103,63 +112,43 @@ def failure_record(item: WorkItem, environment: Environment, kind: str, message:
   status, error_type = _FAILURES[kind]
   export = protocol.ExportOutcome(report=None, failure=None, message=None, output="",
                                   layers=(), wall_s=wall_s)
-  return judge_failure(_judge_item(item, export), environment, status, error_type, message)
+  return judge_failure(judge_item(item, export), environment, status, error_type, message)
 
 
-def _exports(items: Iterable[WorkItem], device: str, limits: Limits
-             ) -> Iterator[tuple[WorkItem, concurrent.futures.Future]]:
-  """Each item with its export, started one item ahead."""
-  with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-    pending = None
-    for item in items:
-      future = pool.submit(export, item, device, limits)
-      if pending is not None:
-        yield pending
-      pending = (item, future)
-    if pending is not None:
-      yield pending
+# Errors of a kernel that ran, after which the judge's device state is suspect: the next
+# evaluation gets a fresh judge. After the others (a kernel that failed to lower or compile
+# never ran) the judge is kept: a fresh one costs seconds of first-use setup on a GPU.
+DEVICE_FAULTS: Final = frozenset({ErrorType.RUNTIME, ErrorType.OUT_OF_MEMORY})
+
+
+def device_suspect(record: EvalRecord) -> bool:
+  ran = record.compile is not None and record.compile.compile_s is not None
+  return record.error_type is ErrorType.HARNESS or (ran and record.error_type in DEVICE_FAULTS)
 
 
 def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
-              on_result: Callable[[EvalRecord, Artifacts | None], None],
-              fresh_process_per: str = "task",
-              on_ready: Callable[[Environment, dict], None] | None = None) -> None:
-  """Evaluates `items`, calling `on_result` once per item, in order.
-
-  fresh_process_per: "item", "task" or "error" (keep the judge until an error record). The
-  first judge measures the ceilings and reports them with its environment through
-  `on_ready`; later judges reuse them, so they are measured once per call.
-  """
+              on_result: Callable[[EvalRecord, Artifacts], None]) -> None:
+  """Evaluates `items` one after another without a cluster (the `evaluate()` API, tests):
+  each export, then one judge process, replaced after a failure that leaves it suspect. The
+  judge compiles each artifact itself, within the evaluation's limit."""
   worker: JudgeWorker | None = None
-  env: Environment | None = None
-  last_task = None
   try:
-    for item, exported in _exports(items, config.device, limits):
-      if worker is not None and (fresh_process_per == "item" or
-                                 (fresh_process_per == "task" and item.task != last_task)):
-        worker.close()
-        worker = None
+    for item in items:
+      exported = export(item, config.device, limits)
+      start = time.monotonic()
       if worker is None:
         worker = JudgeWorker(config)
-        if env is None and on_ready is not None:
-          on_ready(worker.environment, worker.ceilings)
-        env = worker.environment
-        config = dataclasses.replace(config, ceilings=worker.ceilings)
-      last_task = item.task
-      outcome = exported.result()
-      start = time.monotonic()
-      kind, payload = worker.run(_judge_item(item, outcome), limits)
+      kind, payload = worker.run(judge_item(item, exported), limits)
       if kind == "result":
         record, artifacts = payload
-        on_result(record, artifacts)
-        if record.status is Status.ERROR:
-          worker.close()
-          worker = None
-        continue
-      on_result(failure_record(item, env, kind, payload,
-                               time.monotonic() - start + outcome.wall_s), None)
-      worker.close()
-      worker = None
+      else:
+        record = failure_record(item, worker.environment, kind, payload,
+                                time.monotonic() - start + exported.wall_s)
+        artifacts = empty_artifacts(item)
+      if kind != "result" or device_suspect(record):
+        worker.close()
+        worker = None
+      on_result(record, artifacts)
   finally:
     if worker is not None:
       worker.close()

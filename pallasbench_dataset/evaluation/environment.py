@@ -49,6 +49,11 @@ def _nvidia_smi(field: str) -> str | None:
   return first[0].strip() if first else None
 
 
+def gpu_name() -> str | None:
+  """The first GPU's name as nvidia-smi reports it, read without starting CUDA here."""
+  return _nvidia_smi("name")
+
+
 def _cuda_version() -> str | None:
   try:
     out = subprocess.run(["nvidia-smi"], capture_output=True, text=True, check=True,
@@ -72,6 +77,15 @@ def capture(commit: str | None) -> Environment:
       cuda=_cuda_version() if platform == "gpu" else None,
       jax=jax.__version__, jaxlib=jaxlib.__version__, python=py_platform.python_version(),
       git_commit=commit)
+
+
+def unmeasured(platform: str, commit: str | None) -> Environment:
+  """For a record the driver writes before any judge reported its machine (the judge never
+  started): the versions are the driver's, the device is unknown."""
+  return Environment(
+      platform=platform, device_kind="unknown (no judge reported)", hardware="unknown",
+      compute_capability=None, driver=None, cuda=None, jax=jax.__version__,
+      jaxlib=jaxlib.__version__, python=py_platform.python_version(), git_commit=commit)
 
 
 def l2_bytes(env: Environment) -> int:

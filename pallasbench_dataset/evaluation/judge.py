@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import logging
 import math
 import pathlib
 import secrets
@@ -31,9 +32,11 @@ from pallasbench_dataset.evaluation.errors import classify, short_error
 from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
 from pallasbench_dataset.schema import (
     Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, PallasCallInfo, Roofline,
-    Status, from_json_dict)
+    StageTimes, Status, from_json_dict)
 from pallasbench_dataset.tasks import Dims, Size, TaskSpec, get_task
 from pallasbench_dataset.tolerance import compare
+
+logger = logging.getLogger(__name__)
 
 JUDGE_VERSION: Final = "2"
 # What jax says when a host callback is lowered for a platform the process has no backend for
@@ -57,6 +60,26 @@ class EvalOptions:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Precompiled:
+  """The compile stage's word on one artifact. The compile stage is the project's own
+  process (it runs no candidate Python), so its word is trusted: a compile that failed or
+  ran out of its budget there is not tried again on the device."""
+  outcome: str                  # "compiled", "failed", "timeout" or "skipped" (not compilable)
+  compile_s: float | None = None  # the cold compile
+  ptx: tuple[str, ...] = ()
+  message: str | None = None    # the compiler's error, or what ran out
+  wall_s: float = 0.0           # the stage's wall time, process start included
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CompileItem:
+  """A request to the compile stage: one artifact, compiled into the persistent cache."""
+  task: str
+  size: str
+  blob: bytes
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeItem:
   """One evaluation as the judge receives it: the kernel only as exported bytes."""
   task: str
@@ -65,6 +88,7 @@ class JudgeItem:
   kernel_sha256: str
   export: ExportOutcome
   options: EvalOptions = EvalOptions()
+  precompiled: dict[str, Precompiled] = dataclasses.field(default_factory=dict)  # by size
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +171,7 @@ class _State:
   structure_text: str | None = None
   compiled: CompiledArtifact | None = None
   run_blob: bytes | None = None
+  cache_hit: bool | None = None
 
 
 def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, dims: Dims,
@@ -173,7 +198,11 @@ def _analyze(text: str) -> module_analysis.ModuleReport:
     raise Failure(Status.REJECTED, None, f"the exported module cannot be analysed: {e}") from None
 
 
-def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> CompiledArtifact:
+def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context,
+             note: Precompiled | None) -> CompiledArtifact:
+  """Compiles the artifact, after the checks no compiled program needs to pass: what the
+  compile stage could not compile fails here without a second try on the device, and what
+  it compiled comes from the persistent cache (its cold compile time and PTX are kept)."""
   exported = load_artifact(blob, spec, dims, ctx.run_platform)
   found = _analyze(exported.mlir_module())
   if found.disallowed_custom_calls:
@@ -182,10 +211,40 @@ def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> CompiledA
   if found.stateful_ops:
     raise Failure(Status.REJECTED, None, f"stateful ops {sorted(found.stateful_ops)} in the "
                   "artifact: an exported kernel must be a pure function of its inputs")
+  if note is not None and note.outcome == "failed":
+    raise Failure(Status.ERROR, classify(note.message or "", "compile"),
+                  short_error(note.message or "compile failed"))
+  if note is not None and note.outcome == "timeout":
+    raise Failure(Status.TIMEOUT, ErrorType.TIMEOUT, f"compile stage: {note.message}")
   try:
-    return compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
+    compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
     raise Failure(Status.ERROR, classify(str(e), "compile"), short_error(e)) from None
+  if note is not None and note.outcome == "compiled":
+    compiled = dataclasses.replace(compiled, compile_s=note.compile_s, ptx=note.ptx or compiled.ptx)
+  return compiled
+
+
+def precompile(item: CompileItem, dump_dir: pathlib.Path | None) -> Precompiled:
+  """The compile stage: compiles one artifact into the persistent cache that the judges read.
+
+  Runs in a process of its own, killed when the budget runs out. An artifact that does not
+  deserialize or does not match the task is "skipped": the judge says why in the record.
+  """
+  start = time.perf_counter()
+  spec = get_task(item.task)
+  dims = spec.dims(item.size)
+  platform = "cuda" if jax.default_backend() == "gpu" else "cpu"
+  try:
+    exported = load_artifact(item.blob, spec, dims, platform)
+  except Failure as e:
+    return Precompiled(outcome="skipped", message=str(e), wall_s=time.perf_counter() - start)
+  try:
+    compiled = compile_exported(exported, spec.input_structs(dims), dump_dir)
+  except Exception as e:  # XLA, Triton or ptxas refused the kernel
+    return Precompiled(outcome="failed", message=str(e), wall_s=time.perf_counter() - start)
+  return Precompiled(outcome="compiled", compile_s=compiled.compile_s, ptx=compiled.ptx,
+                     wall_s=time.perf_counter() - start)
 
 
 def _artifact_blob(report: ExportReport, size: str, platform: str) -> bytes:
@@ -250,7 +309,8 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
     reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
                    "inputs mutated in place")
   state.fields["reasons"] = tuple(reasons)  # kept should a later step end the evaluation
-  state.compiled = _compile(state.run_blob, spec, dims, ctx)
+  state.compiled = _compile(state.run_blob, spec, dims, ctx, item.precompiled.get(item.size))
+  state.cache_hit = state.compiled.cache_hit
   edge = _edge(report, item, spec, ctx)
   runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,
                               edge=edge)
@@ -286,7 +346,8 @@ def _edge(report: ExportReport, item: JudgeItem, spec: TaskSpec,
     return None
   try:
     blob = _artifact_blob(report, Size.EDGE.value, ctx.run_platform)
-    return _compile(blob, spec, edge_dims, ctx).executable, edge_dims
+    note = item.precompiled.get(Size.EDGE.value)
+    return _compile(blob, spec, edge_dims, ctx, note).executable, edge_dims
   except Failure as e:
     message = str(e).splitlines()[0] if str(e) else "no artifact"
 
@@ -373,6 +434,24 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                    "measurement is not trustworthy")
   fields.update(status=Status.REJECTED if reasons else Status.PASS, reasons=tuple(reasons),
                 robust=not reasons)
+  fields.update(_eager_fields(spec, baseline_sets, opts, ctx, kernel_t.median_ms))
+
+
+def _eager_fields(spec: TaskSpec, sets: Sequence[tuple], opts: EvalOptions, ctx: Context,
+                  kernel_ms: float) -> dict[str, Any]:
+  """The reference run op by op, without jit (the analogue of PyTorch's eager mode), timed
+  the same way on the baseline's input sets. It informs a column only: a failure here is
+  logged and leaves the columns empty, never the kernel's verdict."""
+  try:
+    (eager,) = timing.time_interleaved(
+        [spec.reference], [sets], iterations=opts.timing_iterations, rounds=opts.timing_rounds,
+        warmup=opts.warmup, method=ctx.timing_method)
+  except Exception:  # pylint: disable=broad-except
+    logger.exception("eager baseline of %s not timed", spec.name)
+    return {}
+  t = eager.samples
+  return dict(eager_baseline_ms=t.median_ms, eager_baseline_iqr_ms=t.iqr_ms,
+              eager_baseline_samples_ms=t.samples_ms, speedup_eager=speedup(kernel_ms, t.median_ms))
 
 
 def _base_fields(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...],
@@ -433,10 +512,14 @@ def _finish(item: JudgeItem, state: _State, environment: Environment, wall_s: fl
       runtime_iqr_ms=None, runtime_samples_ms=(), baseline_ms=None, baseline_iqr_ms=None,
       baseline_samples_ms=(), speedup=None, roofline=None)
   merged = {**defaults, **state.fields}
+  compile_wall_s = sum(note.wall_s for note in item.precompiled.values())
   merged.update(
       compile=_compile_profile(item, state),
       timing_comparable=environment.platform == "gpu" and merged["timing_method"] is not None,
       measured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-      eval_wall_s=wall_s + item.export.wall_s, judge_version=JUDGE_VERSION,
+      eval_wall_s=wall_s + item.export.wall_s + compile_wall_s, judge_version=JUDGE_VERSION,
+      stages=StageTimes(export_s=item.export.wall_s,
+                        compile_s=compile_wall_s if item.precompiled else None,
+                        judge_s=wall_s, compile_cache_hit=state.cache_hit),
       sandbox=item.export.layers, exporter_output=item.export.output[:MAX_OUTPUT_CHARS] or None)
   return EvalRecord(**merged)

@@ -52,6 +52,8 @@ class JudgeConfig:
   dump_dir: pathlib.Path | None    # where XLA dumps the candidate's PTX (GPU only)
   ceilings: dict | None = None     # measured once per run; None: the judge measures them
   visible_device: str | None = None  # CUDA_VISIBLE_DEVICES for the judge (one GPU per worker)
+  role: str = "judge"              # "judge", or "compiler": the compile stage, no ceilings
+  cache_dir: pathlib.Path | None = None  # JAX's persistent compilation cache, shared by a run
 
 
 def make_dump_dir(device: str) -> pathlib.Path | None:
@@ -81,7 +83,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
   args = p.parse_args(argv)
   _die_with_parent(args.parent)
   raw = json.loads(args.config)
-  config = JudgeConfig(**{**raw, "dump_dir": pathlib.Path(raw["dump_dir"]) if raw["dump_dir"] else None})
+  config = JudgeConfig(**{**raw, **{k: pathlib.Path(raw[k]) if raw[k] else None
+                                    for k in ("dump_dir", "cache_dir")}})
   conn = Connection(args.fd)
   dump_dir = None
   if config.device == "gpu" and config.dump_dir is not None:
@@ -92,13 +95,19 @@ def serve(argv: Sequence[str] | None = None) -> int:
   import warnings  # pylint: disable=import-outside-toplevel
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
   import jax  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation import ceilings, environment, timing  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation.judge import Context, evaluate_artifact  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation import ceilings, compile_profile, environment, timing  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import CompileItem, Context, evaluate_artifact, precompile  # pylint: disable=import-outside-toplevel
+  if config.cache_dir is not None:
+    compile_profile.use_persistent_cache(config.cache_dir)
   try:
     env = environment.capture(config.git_commit)
     method = timing.available_method()
-    ceil = (ceilings.Ceilings(**{k: v for k, v in config.ceilings.items() if k != "bandwidth_gbps"})
-            if config.ceilings else ceilings.measure(method))
+    if config.role == "compiler":  # compiles only: the device's ceilings are the judges' job
+      ceil = ceilings.NOT_MEASURED
+    elif config.ceilings:
+      ceil = ceilings.Ceilings(**{k: v for k, v in config.ceilings.items() if k != "bandwidth_gbps"})
+    else:
+      ceil = ceilings.measure(method)
     ctx = Context(environment=env, ceilings=ceil, timing_method=method,
                   l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir)
   except Exception:  # the device itself is unusable: report and stop
@@ -107,8 +116,11 @@ def serve(argv: Sequence[str] | None = None) -> int:
   conn.send(("ready", to_json_dict(env), ceil.to_json()))
   while (item := conn.recv()) is not None:
     try:
-      record, artifacts = evaluate_artifact(item, ctx)
-      conn.send(("result", to_json_dict(record), to_json_dict(artifacts)))
+      if isinstance(item, CompileItem):
+        conn.send(("compiled", dataclasses.asdict(precompile(item, dump_dir))))
+      else:
+        record, artifacts = evaluate_artifact(item, ctx)
+        conn.send(("result", to_json_dict(record), to_json_dict(artifacts)))
     except Exception:  # a bug in the judge, not in the kernel
       conn.send(("harness_error", traceback.format_exc()))
     jax.clear_caches()
@@ -159,7 +171,8 @@ class JudgeWorker:
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if config.visible_device is not None:
       env["CUDA_VISIBLE_DEVICES"] = config.visible_device
-    raw = {**dataclasses.asdict(config), "dump_dir": str(config.dump_dir) if config.dump_dir else None}
+    raw = {**dataclasses.asdict(config), **{k: str(v) if v else None for k, v in
+                                            (("dump_dir", config.dump_dir), ("cache_dir", config.cache_dir))}}
     self._proc = subprocess.Popen(
         [sys.executable, "-m", "pallasbench_dataset.evaluation.judge_process",
          "--fd", str(child_sock.fileno()), "--parent", str(os.getpid()), "--config", json.dumps(raw)],
@@ -191,8 +204,12 @@ class JudgeWorker:
         return "died", death_message(self._proc.returncode)
     return "timeout", f"no answer within {STARTUP_TIMEOUT_S:.0f} s"
 
+  def alive(self) -> bool:
+    return self._proc.poll() is None
+
   def run(self, item, limits: Limits) -> tuple[str, Any]:
-    """('result', (record, artifacts)) or (failure kind, message); kills the judge on failure."""
+    """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or
+    (failure kind, message); kills the judge on failure."""
     self._conn.send(item)
     start = time.monotonic()
     while True:
@@ -200,6 +217,9 @@ class JudgeWorker:
         kind, payload = self._receive()
         if kind == "result":
           return kind, (from_json_dict(EvalRecord, payload[0]), from_json_dict(Artifacts, payload[1]))
+        if kind == "compiled":
+          from pallasbench_dataset.evaluation.judge import Precompiled  # pylint: disable=import-outside-toplevel
+          return "result", Precompiled(**{**payload[0], "ptx": tuple(payload[0]["ptx"])})
         return kind, payload if kind == "crash" else payload[0]
       if self._proc.poll() is not None:
         return "crash", death_message(self._proc.returncode)

@@ -38,14 +38,17 @@ def _rate(r: EvalRecord) -> str:
 
 def table(records: Sequence[EvalRecord]) -> str:
   header = (f"{'#':>2} {'task':<28} {'var':<3} {'size':<6} {'status':<9} {'rel_l2':>8} "
-            f"{'kernel ms':>10} {'xla ms':>9} {'speedup':>7} {'compile s':>9}  rate (share of ceiling)")
+            f"{'kernel ms':>10} {'xla ms':>9} {'speedup':>7} {'eager ms':>9} {'vs eager':>8} "
+            f"{'compile s':>9} {'gpu':>3}  rate (share of ceiling)")
   lines = [header, "-" * len(header)]
   for r in sorted(records, key=lambda r: (r.task_id, r.size, r.variant)):
     compile_s = r.compile.compile_s if r.compile else None
+    gpu = r.run.gpu_index if r.run else None
     lines.append(
         f"{r.task_id:>2} {r.task:<28} {r.variant:<3} {r.size:<6} {r.status.value:<9} "
         f"{_num(r.rel_l2_error, '8.1e')} {_num(r.runtime_ms, '10.4f')} {_num(r.baseline_ms, '9.4f')} "
-        f"{_num(r.speedup, '7.2f')} {_num(compile_s, '9.2f')}  {_rate(r)}")
+        f"{_num(r.speedup, '7.2f')} {_num(r.eager_baseline_ms, '9.4f')} {_num(r.speedup_eager, '8.2f')} "
+        f"{_num(compile_s, '9.2f')} {'-' if gpu is None else gpu:>3}  {_rate(r)}")
     if r.status.value != "pass":
       first = (r.reasons[0] if r.reasons else r.error or "").splitlines()
       lines.append(f"{'':>45}{(first[0] if first else '')[:150]}")
@@ -61,13 +64,21 @@ def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
   copy = ceilings.get("copy_gbps")
   if copy:
     lines.append(f"ceilings: copy {copy:.0f} GB/s, read {ceilings.get('read_gbps') or 0:.0f} GB/s, "
-                 f"matmul {ceilings.get('matmul_tflops') or 0:.1f} TFLOP/s ({ceilings.get('method')})")
+                 f"matmul {ceilings.get('matmul_tflops') or 0:.1f} TFLOP/s")
     bound = [r for r in records if r.category in MEMORY_BOUND_CATEGORIES and r.level == 1
              and r.runtime_ms is not None and r.roofline is not None]
     for r in sorted(bound, key=lambda r: (r.variant, r.size, r.task_id)):
       share = r.roofline.achieved_gbps / copy
       lines.append(f"  {r.variant} {r.size} {r.task}: {r.roofline.achieved_gbps:.0f} GB/s = "
                    f"{share:.0%} of copy{'' if share >= 0.5 else '  BELOW 50%'}")
+  for entry in (manifest or {}).get("per_device") or ():
+    c = entry.get("ceilings") or {}
+    if c.get("copy_gbps"):
+      lines.append(f"  device {entry['device']}: copy {c['copy_gbps']:.0f} GB/s, read "
+                   f"{c.get('read_gbps') or 0:.0f} GB/s, matmul {c.get('matmul_tflops') or 0:.1f} TFLOP/s")
+  for segment in [manifest or {}, *((manifest or {}).get("resumes") or ())]:
+    if segment.get("pipeline"):
+      lines.append(f"pipeline: {json.dumps(segment['pipeline'], sort_keys=True)}")
   env = (manifest or {}).get("environment") or {}
   if env:
     lines.append(f"environment: {env.get('device_kind')} (cc {env.get('compute_capability')}), "

@@ -1,34 +1,43 @@
 """Running many evaluations: the measuring half of `python -m builder.regenerate`.
 
-A run writes one folder: `manifest.json` (command, commit, environment, ceilings, plan),
-`records.jsonl` (one EvalRecord per line, appended and flushed as each evaluation
-finishes) and `artifacts.jsonl` (the IR). `resume=True` skips what the folder already
-holds, so an interrupted run continues where it stopped. Work is grouped by (task, size):
-one judge process per group (an exporter per evaluation), and with several GPUs one queue feeds one worker thread
-per GPU, each pinned to its device.
+A run writes one folder: `manifest.json` (command, commit, environment and ceilings per
+GPU, plan, where the time went), `records.jsonl` (one EvalRecord per line) and
+`artifacts.jsonl` (the IR, one line per record). The driver, this module, is the folder's
+only writer (a lock keeps a second run out) and schedules each evaluation's three stages
+(export, compile, judge; see `stages`) on a Dask cluster. A record and its artifacts are one
+unit: the artifacts line is written first and the record line commits it, so a kill between
+the two leaves an orphan artifacts line that `resume` removes. `resume=True` repairs a torn
+last line, re-measures what was lost or killed from outside (crash and harness records), and
+skips the rest, so an interrupted run continues where it stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import fcntl
-import functools
 import json
 import logging
 import pathlib
-import queue
+import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Final, TextIO
 
-from pallasbench_dataset.evaluation.driver import WorkItem, run_items
+import distributed
+
+from pallasbench_dataset.evaluation import cluster, environment, stages
+from pallasbench_dataset.evaluation.driver import WorkItem, empty_artifacts, failure_record
 from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
+from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
-from pallasbench_dataset.schema import Artifacts, EvalRecord, from_json_dict, to_json_dict
+from pallasbench_dataset.schema import (
+    Artifacts, Environment, ErrorType, EvalRecord, Status, from_json_dict, to_json_dict)
 from pallasbench_dataset.tasks import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -37,6 +46,8 @@ MANIFEST: Final = "manifest.json"
 LOCK: Final = ".lock"
 RECORDS: Final = "records.jsonl"
 ARTIFACTS: Final = "artifacts.jsonl"
+# Records of evaluations that died from outside the kernel's control, measured again on resume.
+RETRIED_ON_RESUME: Final = frozenset({ErrorType.CRASH, ErrorType.HARNESS})
 
 
 def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
@@ -53,18 +64,22 @@ def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str
   return items
 
 
-def read_records(run_dir: pathlib.Path) -> list[EvalRecord]:
-  """The records of a run folder; a torn last line (a killed run) is skipped with a warning."""
-  path = run_dir / RECORDS
+def _read_lines(path: pathlib.Path, cls: type) -> list[tuple[str, object]]:
+  """(line, parsed) for each valid line; an invalid one is skipped with a warning."""
   if not path.exists():
     return []
-  records = []
+  out = []
   for n, line in enumerate(path.read_text().splitlines(), 1):
     try:
-      records.append(from_json_dict(EvalRecord, json.loads(line)))
+      out.append((line, from_json_dict(cls, json.loads(line))))
     except (json.JSONDecodeError, ValueError) as e:
-      logger.warning("%s line %d is not a valid record (%s); it will be re-measured", path, n, e)
-  return records
+      logger.warning("%s line %d is not valid (%s); it will be re-measured", path, n, e)
+  return out
+
+
+def read_records(run_dir: pathlib.Path) -> list[EvalRecord]:
+  """The records of a run folder; a torn last line (a killed run) is skipped with a warning."""
+  return [record for _, record in _read_lines(run_dir / RECORDS, EvalRecord)]
 
 
 def _repair_tail(path: pathlib.Path) -> None:
@@ -100,6 +115,48 @@ def _key(x) -> tuple[str, str, str]:
   return (x.task, x.variant, str(x.size))
 
 
+def _retried(record: EvalRecord) -> bool:
+  return record.status is Status.ERROR and record.error_type in RETRIED_ON_RESUME
+
+
+def _rewrite(path: pathlib.Path, lines: Sequence[str]) -> None:
+  tmp = path.with_name(path.name + ".tmp")
+  try:
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.replace(path)
+  finally:
+    tmp.unlink(missing_ok=True)
+
+
+def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
+  """Before a resume: keeps each record whose artifacts line exists and that is not to be
+  retried, drops the rest of both files (orphans, duplicates, invalid lines), and returns
+  the keys that are done."""
+  for name in (RECORDS, ARTIFACTS):
+    _repair_tail(run_dir / name)
+  records = _read_lines(run_dir / RECORDS, EvalRecord)
+  artifacts = _read_lines(run_dir / ARTIFACTS, Artifacts)
+  with_artifacts = {_key(a) for _, a in artifacts}
+  kept: dict[tuple[str, str, str], str] = {}
+  for line, record in records:
+    if _key(record) not in with_artifacts:
+      logger.warning("%s %s %s has a record but no artifacts (the write was cut): re-measured",
+                     *_key(record))
+    elif _retried(record):
+      logger.info("%s %s %s was %s (%s): re-measured", *_key(record), record.error_type.value,
+                  record.error)
+    else:
+      kept.setdefault(_key(record), line)
+  kept_artifacts: dict[tuple[str, str, str], str] = {}
+  for line, item in artifacts:
+    if _key(item) in kept:
+      kept_artifacts.setdefault(_key(item), line)
+  if len(kept) != len(records) or len(kept_artifacts) != len(artifacts):
+    _rewrite(run_dir / RECORDS, list(kept.values()))
+    _rewrite(run_dir / ARTIFACTS, [kept_artifacts[k] for k in kept])
+  return set(kept)
+
+
 class _Progress:
   """One line per finished evaluation: a bar, the counts, elapsed time and the outcome."""
 
@@ -113,164 +170,256 @@ class _Progress:
     filled = width * self.done // max(self.total, 1)
     elapsed = datetime.timedelta(seconds=int(time.monotonic() - self.start))
     speed = "" if record.runtime_ms is None else f"  {record.runtime_ms:.4g} ms"
+    gpu = "" if record.run is None or record.run.gpu_index is None else f" gpu{record.run.gpu_index}"
     print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed} "
           f"{record.task} {record.variant} {record.size}: {record.status.value}{speed} "
-          f"({record.eval_wall_s:.1f} s)", file=self.stream, flush=True)
+          f"({record.eval_wall_s:.1f} s{gpu})", file=self.stream, flush=True)
 
 
 class _Sink:
-  """Appends records and artifacts to the run folder, one line each, flushed immediately."""
+  """Appends each record with its artifacts: the artifacts line first, flushed, then the
+  record line, flushed. The record line is the commit: without it the artifacts line is an
+  orphan that resume removes."""
 
   def __init__(self, run_dir: pathlib.Path, progress: _Progress):
-    self._records = (run_dir / RECORDS).open("a", encoding="utf-8")
     self._artifacts = (run_dir / ARTIFACTS).open("a", encoding="utf-8")
-    self._lock = threading.Lock()
+    self._records = (run_dir / RECORDS).open("a", encoding="utf-8")
     self._progress = progress
 
-  def __call__(self, record: EvalRecord, artifacts: Artifacts | None) -> None:
-    with self._lock:
-      if self._records.closed:  # the run was interrupted; this record is not kept
-        return
-      self._records.write(json.dumps(to_json_dict(record)) + "\n")
-      self._records.flush()
-      if artifacts is not None:
-        self._artifacts.write(json.dumps(to_json_dict(artifacts)) + "\n")
-        self._artifacts.flush()
-      self._progress.finished(record)
+  def __call__(self, record: EvalRecord, artifacts: Artifacts) -> None:
+    self._artifacts.write(json.dumps(to_json_dict(artifacts)) + "\n")
+    self._artifacts.flush()
+    self._records.write(json.dumps(to_json_dict(record)) + "\n")
+    self._records.flush()
+    self._progress.finished(record)
 
   def close(self) -> None:
-    with self._lock:
-      self._records.close()
-      self._artifacts.close()
-
-
-def _groups(items: Sequence[WorkItem]) -> list[list[WorkItem]]:
-  groups: dict[tuple[str, str], list[WorkItem]] = {}
-  for item in items:
-    groups.setdefault((item.task, str(item.size)), []).append(item)
-  return list(groups.values())
-
-
-def _drain(work: queue.Queue):
-  while True:
-    try:
-      group = work.get_nowait()
-    except queue.Empty:
-      return
-    yield from group
-
-
-def _worker_thread(work: queue.Queue, config: JudgeConfig, limits: Limits, sink: _Sink,
-                   on_ready, isolation: str) -> None:
-  """Takes (task, size) groups off the queue until it is empty.
-
-  isolation "task": a fresh judge per (task, size) group; "run": one judge for the whole
-  queue, replaced only after an error (faster where starting the device costs seconds).
-  """
-  run_items(_drain(work), config, limits, on_result=sink, on_ready=on_ready,
-            fresh_process_per="task" if isolation == "task" else "error")
+    self._records.close()
+    self._artifacts.close()
 
 
 class _Manifest:
-  """manifest.json: the run's command, commit, plan, environment and ceilings.
+  """manifest.json: the run's command, commit, plan, the environment and ceilings of each GPU
+  (as its first record reports them) and where the time went.
 
-  Written at the start, as soon as each device reports its environment and ceilings, and
-  at the end. A resumed run keeps the original manifest and appends a `resumes` entry.
+  Written at the start, when a GPU first reports, and at the end: `finished_at` only when
+  every planned evaluation has a record, `interrupted_at` when the run was stopped. A resumed
+  run keeps the original manifest and appends a `resumes` entry.
   """
 
   def __init__(self, run_dir: pathlib.Path, segment: dict, resume: bool):
     self._path = run_dir / MANIFEST
-    self._lock = threading.Lock()
-    old = json.loads(self._path.read_text()) if resume and self._path.exists() else None
+    old = json.loads(self._path.read_text()) if resume else None
+    self._seen: set = set()
     if old is None:
-      self.data = {**segment, "environment": None, "ceilings": segment.pop("ceilings"),
-                   "per_device": [], "resumes": []}
+      self.data = {**segment, "environment": None, "ceilings": None, "per_device": [],
+                   "resumes": []}
       self._segment = self.data
     else:
-      segment.pop("ceilings")
       self.data = old
       self.data.setdefault("resumes", []).append(segment)
       self._segment = segment
     self.write()
 
-  def device_ready(self, device: str, env, ceilings: dict | None) -> None:
-    with self._lock:
-      entry = {"device": device, "environment": to_json_dict(env), "ceilings": ceilings}
-      self._segment.setdefault("per_device", []).append(entry)
-      if self.data.get("environment") is None:
-        self.data["environment"], self.data["ceilings"] = entry["environment"], ceilings
-      self.write()
+  def record_seen(self, record: EvalRecord) -> None:
+    run = record.run
+    gpu = run.gpu_index if run else None
+    if gpu in self._seen or record.environment.hardware == "unknown":
+      return
+    self._seen.add(gpu)
+    ceilings = None if run is None else {
+        "copy_gbps": run.ceiling_copy_gbps, "read_gbps": run.ceiling_read_gbps,
+        "matmul_tflops": run.ceiling_matmul_tflops}
+    entry = {"device": "cpu" if gpu is None else str(gpu),
+             "environment": to_json_dict(record.environment), "ceilings": ceilings}
+    self._segment.setdefault("per_device", []).append(entry)
+    if self.data.get("environment") is None:
+      self.data["environment"], self.data["ceilings"] = entry["environment"], ceilings
+    self.write()
 
-  def finish(self) -> None:
-    with self._lock:
-      self._segment["finished_at"] = _now()
+  def end(self, *, complete: bool, pipeline: dict) -> None:
+    self._segment["pipeline"] = pipeline
+    self._segment["finished_at" if complete else "interrupted_at"] = _now()
+    if complete:
       self.data["finished_at"] = self._segment["finished_at"]
-      self.write()
+    self.write()
 
   def write(self) -> None:
     tmp = self._path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(self._path)
+    try:
+      tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
+      tmp.replace(self._path)
+    finally:
+      tmp.unlink(missing_ok=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterOptions:
+  """Where the stages run: a local cluster (`plan`) unless `scheduler` names one."""
+  plan: cluster.WorkerPlan
+  scheduler: str | None = None
+  compile_budget_s: float = 60.0
+  compile_cache: pathlib.Path | None = None  # default: a fresh folder for the run, removed after
+
+
+class Interrupted(Exception):
+  """SIGTERM or SIGINT stopped the run; what was measured is kept and resumes."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+  """SIGTERM (and SIGINT) end the run cleanly: the cluster is closed, the manifest says
+  interrupted. Only the main thread can install handlers; elsewhere nothing changes."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+
+  def stop(signum, _frame):
+    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+  old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+  try:
+    yield
+  finally:
+    for s, handler in old.items():
+      signal.signal(s, handler)
 
 
 def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
-              git_commit: str | None, command: str, resume: bool = False, devices: int = 1,
-              ceilings: dict | None = None, isolation: str = "task",
-              stream: TextIO = sys.stderr) -> pathlib.Path:
+              git_commit: str | None, command: str, cluster_options: ClusterOptions,
+              resume: bool = False, stream: TextIO = sys.stderr) -> pathlib.Path:
   """Evaluates `items` into `run_dir`; returns the folder. Refuses to mix with an old run, to
-  share the folder with a running one, and to resume what cannot be resumed."""
+  share the folder with a running one, and to resume what cannot be resumed. Raises
+  Interrupted on SIGTERM/SIGINT, after closing the cluster and marking the manifest."""
   if resume and not run_dir.is_dir():
     raise FileNotFoundError(f"--resume: {run_dir} does not exist; leave out --resume to start "
                             "a new run there")
   run_dir.mkdir(parents=True, exist_ok=True)
-  with _single_writer(run_dir):
+  with _single_writer(run_dir), _stop_on_signals():
     return _run_locked(items, run_dir, device=device, limits=limits, git_commit=git_commit,
-                       command=command, resume=resume, devices=devices, ceilings=ceilings,
-                       isolation=isolation, stream=stream)
+                       command=command, options=cluster_options, resume=resume, stream=stream)
+
+
+def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[tuple[str, str, str]]:
+  existing = read_records(run_dir)
+  if existing and not resume:
+    raise FileExistsError(f"{run_dir} already holds {len(existing)} records: pass --resume to "
+                          "continue that run, or choose another folder")
+  if (existing or resume) and not (run_dir / MANIFEST).exists():
+    raise FileNotFoundError(f"{run_dir} holds {len(existing)} records but no {MANIFEST}: the "
+                            "run's command, commit and environment are lost, so it cannot be "
+                            "resumed (start a new run in another folder)")
+  return reconcile(run_dir) if resume else set()
 
 
 def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
-                git_commit: str | None, command: str, resume: bool, devices: int,
-                ceilings: dict | None, isolation: str, stream: TextIO) -> pathlib.Path:
-  if resume:
-    for name in (RECORDS, ARTIFACTS):
-      _repair_tail(run_dir / name)
-  done = {_key(r) for r in read_records(run_dir)}
-  if done and not resume:
-    raise FileExistsError(f"{run_dir} already holds {len(done)} records: pass --resume to "
-                          "continue that run, or choose another folder")
-  if done and not (run_dir / MANIFEST).exists():
-    raise FileNotFoundError(f"{run_dir} holds {len(done)} records but no {MANIFEST}: the run's "
-                            "command, commit and environment are lost, so it cannot be resumed "
-                            "(start a new run in another folder)")
+                git_commit: str | None, command: str, options: ClusterOptions, resume: bool,
+                stream: TextIO) -> pathlib.Path:
+  done = _check_resumable(run_dir, resume)
   todo = [item for item in items if _key(item) not in done]
   manifest = _Manifest(run_dir, {
-      "command": command, "argv": sys.argv, "git_commit": git_commit, "device": device,
-      "started_at": _now(), "finished_at": None, "ceilings": ceilings,
+      "command": command, "git_commit": git_commit, "device": device,
+      "started_at": _now(), "finished_at": None,
       "sizes": sorted({str(i.size) for i in items}), "variants": sorted({i.variant for i in items}),
       "tasks": sorted({i.task for i in items}, key=[i.task for i in items].index),
-      "devices": devices, "isolation": isolation, "resumed_with": len(done)}, resume)
+      "scheduler": options.scheduler or "local", "gpus": list(options.plan.gpus),
+      "cpu_workers": options.plan.cpu_workers, "compile_budget_s": options.compile_budget_s,
+      "timeout_s": limits.timeout_s, "resumed_with": len(done)}, resume)
   sink = _Sink(run_dir, _Progress(len(todo), stream))
-  work: queue.Queue = queue.Queue()
-  for group in _groups(todo):
-    work.put(group)
-  threads = []
-  for i in range(max(devices, 1)):
-    visible = str(i) if devices > 1 else None
-    config = JudgeConfig(device=device, git_commit=git_commit, dump_dir=make_dump_dir(device),
-                         ceilings=ceilings, visible_device=visible)
-    ready = functools.partial(manifest.device_ready, visible or "0")
-    threads.append(threading.Thread(target=_worker_thread, daemon=True,
-                                    args=(work, config, limits, sink, ready, isolation)))
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-run-"))
+  settings = stages.RunSettings(
+      device=device, limits=limits, compile_budget_s=options.compile_budget_s, command=command,
+      run_id=run_dir.name,
+      judge=JudgeConfig(device=device, git_commit=git_commit,
+                        dump_dir=scratch / "xla-dump" if device == "gpu" else None,
+                        cache_dir=options.compile_cache or scratch / "compile-cache"))
+  start = time.monotonic()
+  written: list[EvalRecord] = []
   try:
-    for t in threads:
-      t.start()
-    for t in threads:
-      t.join()
+    with cluster.connect(options.plan, scheduler=options.scheduler, directory=scratch) as client:
+      for record, artifacts in _schedule(client, todo, settings, git_commit):
+        sink(record, artifacts)
+        manifest.record_seen(record)
+        written.append(record)
   finally:
     sink.close()
-    manifest.finish()
+    shutil.rmtree(scratch, ignore_errors=True)
+    manifest.end(complete=len(written) == len(todo),
+                 pipeline=_pipeline_report(written, time.monotonic() - start, options.plan))
   return run_dir
+
+
+def _slug(item: WorkItem) -> str:
+  return f"{item.task}-{item.variant}-{item.size}"
+
+
+def _judge_slots(client: distributed.Client) -> int:
+  workers = client.scheduler_info()["workers"].values()
+  return max(1, sum(1 for w in workers if stages.GPU_RESOURCE in (w.get("resources") or {})))
+
+
+def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
+              git_commit: str | None) -> Iterator[tuple[EvalRecord, Artifacts]]:
+  """Submits every item's export and compile at once, in plan order (Dask runs earlier
+  submissions first), and its judge when a judge worker is free, so that each judge worker
+  holds one evaluation at a time: a lost worker then takes only its running evaluation down
+  (Dask retries it once). Yields each (record, artifacts) as its judge finishes; a stage that
+  raised, or whose worker was lost twice, becomes an error record and the others go on."""
+  cpu, gpu = {stages.CPU_RESOURCE: 1}, {stages.GPU_RESOURCE: 1}
+  upstream = {}
+  for item in todo:
+    slug = _slug(item)
+    exported = client.submit(stages.export_stage, item, settings, resources=cpu,
+                             key=f"export-{slug}", pure=False)
+    compiled = client.submit(stages.compile_stage, item, exported, settings, resources=cpu,
+                             key=f"compile-{slug}", pure=False)
+    upstream[slug] = (item, exported, compiled)
+  waiting = list(upstream)
+  running = distributed.as_completed()
+  items = {}
+
+  def submit_next() -> None:
+    item, exported, compiled = upstream[waiting.pop(0)]
+    judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
+                           resources=gpu, key=f"judge-{_slug(item)}", pure=False)
+    items[judged] = item
+    running.add(judged)
+
+  for _ in range(min(_judge_slots(client), len(waiting))):
+    submit_next()
+  last_env: Environment = environment.unmeasured(settings.device, git_commit)
+  for future in running:
+    item = items.pop(future)
+    try:
+      record, artifacts = future.result()
+      last_env = record.environment
+    except distributed.KilledWorker as e:
+      record = failure_record(item, last_env, "crash", f"the worker running a stage of it was "
+                              f"lost twice ({e}); retried once, then given up", 0.0)
+      artifacts = empty_artifacts(item)
+    except Exception as e:  # pylint: disable=broad-except  (a stage's bug: recorded, reported)
+      logger.exception("%s: a stage raised", _slug(item))
+      record = failure_record(item, last_env, "harness_error",
+                              f"a pipeline stage raised {type(e).__name__}: {e}", 0.0)
+      artifacts = empty_artifacts(item)
+    for done in (future, *upstream.pop(_slug(item))[1:]):
+      done.release()
+    if waiting:
+      submit_next()
+    yield record, artifacts
+
+
+def _pipeline_report(records: Sequence[EvalRecord], wall_s: float, plan: cluster.WorkerPlan) -> dict:
+  """Where the time went: each stage's summed seconds and how busy the judges were."""
+  def total(name: str) -> float:
+    return round(sum(getattr(r.stages, name) or 0.0 for r in records if r.stages), 1)
+  judges = max(len(plan.gpus), 1)
+  judge_s = total("judge_s")
+  hits = [r.stages.compile_cache_hit for r in records
+          if r.stages and r.stages.compile_cache_hit is not None]
+  return {"evaluations": len(records), "wall_s": round(wall_s, 1), "export_s": total("export_s"),
+          "compile_s": total("compile_s"), "judge_s": judge_s,
+          "judge_busy": round(judge_s / (wall_s * judges), 3) if wall_s > 0 else None,
+          "compile_cache_hits": sum(hits), "compile_cache_lookups": len(hits)}
 
 
 def _now() -> str:

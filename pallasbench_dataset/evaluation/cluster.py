@@ -1,0 +1,123 @@
+"""The Dask cluster a run is scheduled on: a local one by default, or one the user names.
+
+The local cluster binds to 127.0.0.1 and has, on a GPU host, one judge worker per GPU
+(pinned with CUDA_VISIBLE_DEVICES, as dask_cuda's LocalCUDACluster does) and CPU workers for
+the export and compile stages; on a CPU host, one judge worker and the CPU workers. Every
+worker runs one task at a time: its stage's process is the real worker.
+
+An existing cluster (`--scheduler ADDRESS`) needs workers that declare the resources the
+stages ask for, e.g. on each GPU `CUDA_VISIBLE_DEVICES=i dask worker ADDRESS --nthreads 1
+--resources judge=1` and on CPU cores `dask worker ADDRESS --nthreads 1 --resources cpu=1`,
+with this package importable and, for the compile stage to help the judges, a compile
+cache folder (`--compile-cache`) that all hosts share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import pathlib
+from collections.abc import Iterator
+from typing import Final
+
+import dask
+import distributed
+
+from pallasbench_dataset.evaluation import stages
+
+MAX_CPU_WORKERS: Final = 16
+# A worker lost while running an evaluation (killed, out of memory) is retried once on
+# another worker; lost twice, the evaluation is recorded as an error.
+ALLOWED_FAILURES: Final = 1
+NVIDIA_GPUS: Final = pathlib.Path("/proc/driver/nvidia/gpus")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerPlan:
+  gpus: tuple[int, ...]  # one judge worker per GPU; empty on a CPU host (one CPU judge)
+  cpu_workers: int
+
+
+def gpu_count() -> int:
+  """GPUs the NVIDIA driver lists, read without starting CUDA in the driver process."""
+  try:
+    return len(list(NVIDIA_GPUS.iterdir()))
+  except OSError:
+    return 0
+
+
+def default_plan(device: str, gpus: int | None = None, cpu_workers: int | None = None) -> WorkerPlan:
+  """All GPUs (or `gpus`) and, by default, the CPU cores the judges leave, up to 16."""
+  n_gpus = (gpus or max(gpu_count(), 1)) if device == "gpu" else 0
+  judges = max(n_gpus, 1)
+  cpus = cpu_workers or max(1, min((os.cpu_count() or 2) - judges, MAX_CPU_WORKERS))
+  return WorkerPlan(gpus=tuple(range(n_gpus)), cpu_workers=cpus)
+
+
+def _worker(name: str, resource: str, env: dict[str, str], directory: str) -> dict:
+  return {"cls": distributed.Nanny, "options": dict(
+      name=name, nthreads=1, resources={resource: 1}, env=env, memory_limit=0,
+      host="127.0.0.1", dashboard=False, local_directory=directory, silence_logs=logging.WARNING)}
+
+
+def worker_specs(plan: WorkerPlan, directory: str) -> dict[str, dict]:
+  specs = {}
+  if plan.gpus:
+    for gpu in plan.gpus:
+      specs[f"judge-gpu{gpu}"] = _worker(f"judge-gpu{gpu}", stages.GPU_RESOURCE,
+                                         {"CUDA_VISIBLE_DEVICES": str(gpu)}, directory)
+  else:
+    specs["judge-cpu"] = _worker("judge-cpu", stages.GPU_RESOURCE, {}, directory)
+  for i in range(plan.cpu_workers):
+    # Compilers need a CUDA device to compile for; they spread over the GPUs.
+    env = {"CUDA_VISIBLE_DEVICES": str(plan.gpus[i % len(plan.gpus)])} if plan.gpus else {}
+    specs[f"cpu-{i}"] = _worker(f"cpu-{i}", stages.CPU_RESOURCE, env, directory)
+  return specs
+
+
+class _CloseStageProcesses(distributed.WorkerPlugin):
+  """Closes a worker's compiler and judge processes when the worker stops."""
+
+  name = "pallasbench-stage-processes"
+
+  def teardown(self, worker) -> None:
+    stages.shutdown()
+
+
+def _check_resources(client: distributed.Client, address: str) -> None:
+  workers = client.scheduler_info()["workers"].values()
+  have = {r for w in workers for r in (w.get("resources") or {})}
+  missing = {stages.GPU_RESOURCE, stages.CPU_RESOURCE} - have
+  if missing:
+    raise RuntimeError(f"the Dask cluster at {address} has no worker with the resource(s) "
+                       f"{sorted(missing)}: start judge workers with `--resources "
+                       f"{stages.GPU_RESOURCE}=1` (one per GPU) and export/compile workers with "
+                       f"`--resources {stages.CPU_RESOURCE}=1`")
+
+
+@contextlib.contextmanager
+def connect(plan: WorkerPlan, *, scheduler: str | None, directory: pathlib.Path
+            ) -> Iterator[distributed.Client]:
+  """A client of the named scheduler, or of a local cluster that lives as long as the block."""
+  if scheduler is not None:
+    with distributed.Client(scheduler, timeout="30s") as client:
+      _check_resources(client, scheduler)
+      client.register_plugin(_CloseStageProcesses())
+      yield client
+    return
+  config = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            "distributed.worker.daemon": False}
+  with dask.config.set(config):
+    cluster = distributed.SpecCluster(
+        workers=worker_specs(plan, str(directory)),
+        scheduler={"cls": distributed.Scheduler,
+                   "options": dict(host="127.0.0.1", port=0, dashboard_address=None)},
+        silence_logs=logging.WARNING, name="pallasbench")
+    try:
+      with distributed.Client(cluster) as client:
+        client.register_plugin(_CloseStageProcesses())
+        yield client
+    finally:
+      cluster.close()

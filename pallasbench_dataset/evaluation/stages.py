@@ -1,0 +1,143 @@
+"""The three stages of an evaluation, as functions that Dask workers run.
+
+    export  (a CPU worker)  the sandboxed exporter: candidate source -> artifacts (bytes)
+    compile (a CPU worker)  each artifact compiled, within a budget, into the run's
+                            persistent compilation cache
+    judge   (a GPU worker)  the sealed judge: loads from the cache, checks, times -> record
+
+Workers are trusted: none imports candidate code. A worker keeps its compiler or judge
+process between tasks (starting CUDA and measuring the ceilings costs seconds) and replaces
+it after any failure. Those processes die with the worker (PR_SET_PDEATHSIG), and the
+worker dies with the driver's cluster, so a killed driver leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Final
+
+from pallasbench_dataset.evaluation import driver
+from pallasbench_dataset.evaluation.judge import CompileItem, Precompiled
+from pallasbench_dataset.evaluation.judge_process import JudgeConfig, JudgeWorker, Limits
+from pallasbench_dataset.evaluation.protocol import ExportOutcome
+from pallasbench_dataset.schema import Artifacts, EvalRecord, RunInfo
+from pallasbench_dataset.tasks import Size
+
+COMPILE: Final = "compile"
+JUDGE: Final = "judge"
+# Worker resources: tasks of a stage run only on workers that declare its resource.
+CPU_RESOURCE: Final = "cpu"
+GPU_RESOURCE: Final = "judge"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+  """What every stage of one run shares."""
+  device: str
+  limits: Limits               # per export and per judge evaluation
+  compile_budget_s: float      # per artifact in the compile stage
+  judge: JudgeConfig           # the judge's config; compilers use it with role "compiler"
+  command: str
+  run_id: str
+
+
+# This worker's long-lived processes, by role, and the ceilings its judge measured.
+_PROCESSES: dict[str, JudgeWorker] = {}
+_CEILINGS: dict[str, dict] = {}
+
+
+def _process(role: str, config: JudgeConfig) -> JudgeWorker:
+  worker = _PROCESSES.get(role)
+  if worker is not None and worker.alive():
+    return worker
+  if role == JUDGE and JUDGE in _CEILINGS:  # a replacement judge reuses the first one's ceilings
+    config = dataclasses.replace(config, ceilings=_CEILINGS[JUDGE])
+  worker = JudgeWorker(dataclasses.replace(config, role="compiler" if role == COMPILE else "judge"))
+  if role == JUDGE:
+    _CEILINGS.setdefault(JUDGE, worker.ceilings)
+  _PROCESSES[role] = worker
+  return worker
+
+
+def _retire(role: str) -> None:
+  worker = _PROCESSES.pop(role, None)
+  if worker is not None:
+    worker.close()
+
+
+def export_stage(item: driver.WorkItem, settings: RunSettings) -> ExportOutcome:
+  return driver.export(item, settings.device, settings.limits)
+
+
+def _compile_sizes(item: driver.WorkItem, exported: ExportOutcome, platform: str):
+  report = exported.report
+  if report is None or report.load_error:
+    return
+  sizes = [item.size]
+  if item.options.check_edge and Size(item.size) is not Size.EDGE:
+    sizes.append(Size.EDGE.value)
+  for size in sizes:
+    entry = report.size(size)
+    if entry is not None and platform in entry.artifacts:
+      yield size, entry.artifacts[platform]
+
+
+def compile_stage(item: driver.WorkItem, exported: ExportOutcome,
+                  settings: RunSettings) -> dict[str, Precompiled]:
+  """Compiles the item's artifacts (evaluated size, edge size) into the run's cache; each
+  compile has the budget on its own, and a compile that runs out kills its process."""
+  platform = "cuda" if settings.device == "gpu" else "cpu"
+  notes = {}
+  budget = Limits(timeout_s=settings.compile_budget_s, memory_bytes=settings.limits.memory_bytes)
+  for size, blob in _compile_sizes(item, exported, platform):
+    start = time.monotonic()
+    compiler = _process(COMPILE, settings.judge)
+    kind, payload = compiler.run(CompileItem(task=item.task, size=size, blob=blob), budget)
+    wall_s = time.monotonic() - start
+    if kind == "result":
+      notes[size] = dataclasses.replace(payload, wall_s=wall_s)
+      continue
+    _retire(COMPILE)
+    if kind == "timeout":
+      notes[size] = Precompiled(outcome="timeout", wall_s=wall_s, message=(
+          f"the compile (XLA, Triton, ptxas) did not finish within the {budget.timeout_s:.0f} s "
+          "compile budget; it was killed"))
+    else:  # the compiler died or broke: the judge compiles it itself, within its own limit
+      notes[size] = Precompiled(outcome="skipped", wall_s=wall_s, message=str(payload))
+  return notes
+
+
+def _gpu_index() -> int | None:
+  visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+  return int(visible) if visible.isdigit() else None
+
+
+def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str, Precompiled],
+                settings: RunSettings) -> tuple[EvalRecord, Artifacts]:
+  """The verdict on one item from this worker's judge; every failure is a record."""
+  start = time.monotonic()
+  judge = _process(JUDGE, settings.judge)
+  kind, payload = judge.run(driver.judge_item(item, exported, notes), settings.limits)
+  if kind == "result":
+    record, artifacts = payload
+    if driver.device_suspect(record):
+      _retire(JUDGE)
+  else:
+    _retire(JUDGE)
+    record = driver.failure_record(item, judge.environment, kind, payload,
+                                   time.monotonic() - start + exported.wall_s)
+    artifacts = driver.empty_artifacts(item)
+  ceilings = _CEILINGS.get(JUDGE) or {}
+  run = RunInfo(command=settings.command, run_id=settings.run_id, gpu_index=_gpu_index(),
+                ceiling_copy_gbps=ceilings.get("copy_gbps"),
+                ceiling_read_gbps=ceilings.get("read_gbps"),
+                ceiling_matmul_tflops=ceilings.get("matmul_tflops"))
+  return dataclasses.replace(record, run=run), artifacts
+
+
+def shutdown() -> None:
+  """Closes this worker's processes (a worker plugin calls it when the worker stops)."""
+  for role in list(_PROCESSES):
+    _retire(role)
