@@ -19,6 +19,8 @@ Everything is validated strictly and the build is refused with a BuildError that
 to fix; the folder is written next to `out_dir` and swapped in with `os.replace`, then
 checked by loading it. The same records give byte-identical files (no build timestamps).
 Splits and configs without rows are left out (`datasets` cannot load an empty split).
+A filesystem failure (read-only folder, disk full) is a BuildError too, and leaves neither
+the staging folder nor a half-written `out_dir` behind.
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
 from builder import card, plots
 from builder.records import (
-    BuildError, Merged, Run, check_headline, merge_runs, read_run, unmeasured)
+    BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured,
+    merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
 from builder.rows import summary_rows
 from builder.trees import KernelTrees, check_sha256, fix_patch
 from builder.validate import EXPECTED_FEATURES, validate_folder
 
-__all__ = ["BuildError", "BuildSummary", "KernelTrees", "build_dataset"]
+__all__ = ["BuildError", "BuildSummary", "KernelTrees", "build_dataset", "hardware_of"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,7 @@ class BuildSummary:
   folder_bytes: int
   files: tuple[str, ...]                 # relative paths, sorted
   hardware: str                          # slug of the GPU-kernel rows, e.g. "h200" ("cpu")
+  headline: str = "medium"               # the size of the default config's rows
 
   @property
   def repo_name(self) -> str:
@@ -84,7 +88,7 @@ class BuildSummary:
     configs = "; ".join(f"{c}: " + ", ".join(f"{s} {n}" for s, n in splits.items())
                         for c, splits in self.rows.items())
     lines = [f"built {self.out_dir} ({self.folder_bytes / 1e6:.2f} MB, {len(self.files)} files)",
-             f"  {self.tasks} of {len(TASKS)} tasks; {configs}"]
+             f"  {self.tasks} of {len(TASKS)} tasks at {self.headline}; {configs}"]
     if self.reproducibility and self.reproducibility["n"]:
       r = self.reproducibility
       lines.append(f"  reproducibility over {r['n']} repeats: median {r['median']:.1%}, p90 "
@@ -94,41 +98,55 @@ class BuildSummary:
 
 
 def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
-                  headline_size: str = "medium", kernel_trees: KernelTrees | None = None,
+                  headline_size: str | None = None, kernel_trees: KernelTrees | None = None,
                   repo_id: str | None = None, allow_partial: bool = False) -> BuildSummary:
   """Builds the dataset folder `out_dir` from measuring runs (the first run wins per row).
 
-  `kernel_trees` defaults to this checkout's kernels_tpu/ and kernels_gpu/; `repo_id` only
-  fills the card's loading examples. A run that did not finish what it planned is refused
-  at the headline size unless `allow_partial`; the card lists what was not measured.
+  `headline_size` (the default config's size) defaults to medium when the fixed kernels were
+  measured there, else the first size measured. `kernel_trees` defaults to this checkout's
+  kernels_tpu/ and kernels_gpu/; `repo_id` only fills the card's examples. Evaluations a run
+  planned but did not measure at the headline size, and records whose artifacts were lost,
+  are refused unless `allow_partial`; the card then lists them.
   """
-  headline = _headline(headline_size)
   if not run_dirs:
     raise BuildError("no run folders given; pass at least one folder written by the evaluator")
+  try:
+    return _build(run_dirs, pathlib.Path(out_dir), headline_size=headline_size,
+                  kernel_trees=kernel_trees, repo_id=repo_id, allow_partial=allow_partial)
+  except OSError as e:  # read-only folder, disk full, unreadable input
+    where = f" ({e.filename})" if e.filename else ""
+    raise BuildError(f"cannot build {str(out_dir)!r}: {e.strerror or e}{where}; nothing was "
+                     "replaced. Free space or fix the permissions, or choose another --out") from e
+
+
+def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_size: str | None,
+           kernel_trees: KernelTrees | None, repo_id: str | None,
+           allow_partial: bool) -> BuildSummary:
   runs = [read_run(pathlib.Path(p)) for p in run_dirs]
   merged = merge_runs(runs)
+  headline = _headline(headline_size) if headline_size else pick_headline(runs, merged)
   trees = kernel_trees or KernelTrees.shipped()
-  out_dir = pathlib.Path(out_dir)
   _check_out_dir(out_dir, runs, trees)
   check_sha256([r for run in runs for r in run.records], trees)
+  check_headline_measured(merged, headline)
   missing = unmeasured(runs, merged, headline)
   check_headline(missing, headline, allow_partial=allow_partial)
+  lost = missing_artifacts(runs)
+  check_artifacts(lost, allow_partial=allow_partial)
   rows = summary_rows(merged, trees, headline)
-  if not rows:
-    raise BuildError(f"no GPU-kernel record at the headline size {headline!r}: nothing to build")
   repro = _reproducibility(merged)
   out_dir.parent.mkdir(parents=True, exist_ok=True)
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
                   headline=headline, repo_id=repo_id or _default_repo_id(merged),
-                  missing=missing)
+                  missing=missing, lost_artifacts=lost)
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
     shutil.rmtree(staging, ignore_errors=True)
     raise
-  return _summary(out_dir, counts, rows, repro, merged)
+  return _summary(out_dir, counts, rows, repro, merged, headline)
 
 
 def _headline(size: str) -> str:
@@ -161,6 +179,12 @@ def _check_out_dir(out_dir: pathlib.Path, runs: Sequence[Run], trees: KernelTree
   if not out_dir.is_dir() or (any(out_dir.iterdir()) and not ours):
     raise BuildError(f"out_dir {str(out_dir)!r} exists and is not a dataset folder written by "
                      "builder.build; pass a new or empty folder (it would be replaced)")
+
+
+def hardware_of(run_dirs: Sequence[pathlib.Path]) -> str:
+  """The hardware slug the runs measured the fixed kernels on (e.g. "h200"; several joined
+  with '-'): the name a default repo id ends in, known before building."""
+  return _hardware(merge_runs([read_run(pathlib.Path(p)) for p in run_dirs]))
 
 
 def _hardware(merged: Merged) -> str:
@@ -269,7 +293,7 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run], rows, trees: Kerne
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
                   trees: KernelTrees, repro: pd.DataFrame | None, headline: str,
-                  repo_id: str, missing) -> None:
+                  repo_id: str, missing, lost_artifacts) -> None:
   configs = _config_rows(merged, rows)
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, runs, rows, trees)
@@ -281,24 +305,32 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   text = card.render_card(
       f"PallasBench-Robust ({hardware})", [metadata, infos],
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
-                   repo_id=repo_id, configs=counts, missing=missing))
+                   repo_id=repo_id, configs=counts, missing=missing,
+                   lost_artifacts=lost_artifacts))
   (folder / "README.md").write_text(text)
 
 
 def _swap_in(staging: pathlib.Path, out_dir: pathlib.Path) -> None:
-  """Replaces out_dir by the finished folder; out_dir is never half-written."""
+  """Replaces out_dir by the finished folder; out_dir is never half-written, and when the
+  second rename fails the previous folder is put back."""
   os.chmod(staging, 0o755)  # mkdtemp makes it 0700
   if not out_dir.exists():
     os.replace(staging, out_dir)
     return
   old = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-  os.replace(out_dir, old / "previous")
-  os.replace(staging, out_dir)
-  shutil.rmtree(old, ignore_errors=True)
+  try:
+    os.replace(out_dir, old / "previous")
+    try:
+      os.replace(staging, out_dir)
+    except BaseException:
+      os.replace(old / "previous", out_dir)
+      raise
+  finally:
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _summary(out_dir: pathlib.Path, counts, rows, repro: pd.DataFrame | None,
-             merged: Merged) -> BuildSummary:
+             merged: Merged, headline: str) -> BuildSummary:
   files = sorted(p for p in out_dir.rglob("*") if p.is_file())
   stats = analysis.reproducibility_summary(repro) if repro is not None else None
   summary = BuildSummary(
@@ -306,7 +338,7 @@ def _summary(out_dir: pathlib.Path, counts, rows, repro: pd.DataFrame | None,
       reproducibility=types.MappingProxyType(stats) if stats else None,
       folder_bytes=sum(p.stat().st_size for p in files),
       files=tuple(str(p.relative_to(out_dir)) for p in files),
-      hardware=_hardware(merged))
+      hardware=_hardware(merged), headline=headline)
   if not summary.complete:
     log.warning("built %d of %d tasks: a partial dataset", len(rows), len(TASKS))
   log.info("built %s: %s, %d bytes", out_dir, dict(counts), summary.folder_bytes)

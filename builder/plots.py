@@ -48,7 +48,8 @@ def speedup_png(rows: Sequence[SummaryRow]) -> bytes:
   title = f"Pallas speedup over the jitted JAX reference ({hardware})"
   if any(r.Backend != "triton" for r in rows):
     title += "\nCPU interpret-mode timings: not comparable"
-  if not any(_positive(r.Pallas_Speedup) or _positive(r.Original_Speedup) for r in rows):
+  if not any(_positive(r.Pallas_Speedup) or _positive(r.Original_Speedup_Compiled)
+             for r in rows):
     return _empty(title, "no timings to plot (not measured, or every kernel failed)")
   fig = _figure(8, max(3.0, 0.25 * len(rows) + 1.2))
   ax = fig.add_subplot()
@@ -56,7 +57,8 @@ def speedup_png(rows: Sequence[SummaryRow]) -> bytes:
   values = [r.Pallas_Speedup if _positive(r.Pallas_Speedup) else 0.0 for r in rows]
   colors = ["tab:green" if r.Status == "pass" else "tab:red" for r in rows]
   ax.barh(list(ys), values, color=colors, label="fixed kernel (green: pass, red: fails)")
-  orig = [(y, r.Original_Speedup) for y, r in zip(ys, rows) if _positive(r.Original_Speedup)]
+  orig = [(y, r.Original_Speedup_Compiled) for y, r in zip(ys, rows)
+          if _positive(r.Original_Speedup_Compiled)]
   if orig:
     ax.plot([v for _, v in orig], [y for y, _ in orig], "k.", label="original kernel")
   ax.axvline(1.0, color="grey", linewidth=0.8)
@@ -112,7 +114,8 @@ def _ceilings(ax, records: Sequence[EvalRecord], x_min: float, x_max: float) -> 
   bandwidth = max(gbps) if gbps else math.inf
   peak = max(tflops) if tflops else math.inf
   ys = [min(peak, bandwidth * x / 1000.0) for x in xs]  # GB/s * FLOP/B = GFLOP/s
-  label = (f"measured ceilings: {f'{bandwidth:g} GB/s' if gbps else 'no copy ceiling'}, "
-           f"{f'{peak:g} TFLOP/s' if tflops else 'no matmul ceiling'}")
+  label = ("highest ceilings measured (per run and GPU: see the card): "
+           f"{f'{bandwidth:.1f} GB/s (larger of copy and read)' if gbps else 'no bandwidth'}, "
+           f"{f'{peak:.1f} TFLOP/s' if tflops else 'no matmul ceiling'}")
   ax.plot(xs, ys, "--", color="grey", linewidth=1, label=label)
   ax.legend(fontsize=7, loc="lower right")

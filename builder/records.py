@@ -17,13 +17,16 @@ from typing import Any, Final
 
 from pallasbench_dataset import schema
 from pallasbench_dataset.kernels import Variant
-from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord
+from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord
 from pallasbench_dataset.tasks import TASKS, Size
 
 log = logging.getLogger(__name__)
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
 Key = tuple[str, str, str]  # (task, variant, size)
+# Records written by the driver when the judge never reported back: they have no artifacts.
+NO_ARTIFACTS: Final = frozenset({ErrorType.TIMEOUT, ErrorType.CRASH, ErrorType.OUT_OF_MEMORY,
+                                 ErrorType.HARNESS})
 
 
 class BuildError(ValueError):
@@ -41,6 +44,13 @@ class Ceilings:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceCeilings:
+  """One GPU of a run (a manifest's `per_device` entry): its index and the ceilings measured."""
+  device: str
+  ceilings: Ceilings | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Resume:
   """A later command that continued the run (`regenerate --resume`) into the same folder."""
   command: str
@@ -50,13 +60,13 @@ class Resume:
   sizes: tuple[str, ...]
   variants: tuple[str, ...]
   tasks: tuple[str, ...]
+  per_device: tuple[DeviceCeilings, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Manifest:
   """`<run>/manifest.json`: how and where a run was made."""
   command: str
-  argv: tuple[str, ...]
   started_at: str
   finished_at: str | None
   git_commit: str | None
@@ -67,6 +77,7 @@ class Manifest:
   variants: tuple[str, ...]
   tasks: tuple[str, ...]
   resumes: tuple[Resume, ...] = ()
+  per_device: tuple[DeviceCeilings, ...] = ()
 
   def planned(self) -> set[Key]:
     """Every (task, variant, size) the run's commands set out to measure."""
@@ -82,6 +93,7 @@ class Run:
   manifest: Manifest
   records: tuple[EvalRecord, ...]
   artifacts: tuple[Artifacts, ...]
+  records_artifacts: bool = False  # the run wrote artifacts.jsonl: its records expect a line
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +133,7 @@ def read_run(path: pathlib.Path) -> Run:
   _check_unique(records, records_path)
   _check_unique(artifacts, artifacts_path)
   return Run(name=path.resolve().name, path=path, manifest=manifest, records=records,
-             artifacts=artifacts)
+             artifacts=artifacts, records_artifacts=artifacts_path.is_file())
 
 
 def read_manifest(path: pathlib.Path) -> Manifest:
@@ -130,12 +142,10 @@ def read_manifest(path: pathlib.Path) -> Manifest:
   missing = sorted(set(names) - set(data) - {"resumes"})
   if missing:
     raise BuildError(f"{path} lacks the keys {missing}; it must be written by the evaluator")
-  picked = {k: data[k] for k in names if k in data}  # other keys (per_device, ...) stay raw
-  picked["resumes"] = [{f.name: r.get(f.name) for f in dataclasses.fields(Resume)}
-                       for r in data.get("resumes", ())]
-  if isinstance(picked["ceilings"], dict):  # only the ceilings the card shows
-    picked["ceilings"] = {f.name: picked["ceilings"].get(f.name)
-                          for f in dataclasses.fields(Ceilings)}
+  picked = {k: data[k] for k in names if k in data}  # other keys (devices, ...) stay raw
+  picked["resumes"] = [_pick_segment(r) for r in data.get("resumes", ())]
+  picked["ceilings"] = _pick_ceilings(picked["ceilings"])
+  picked["per_device"] = _pick_devices(data.get("per_device", ()))
   try:
     manifest = schema.from_json_dict(Manifest, picked)
   except (ValueError, TypeError) as e:
@@ -143,6 +153,31 @@ def read_manifest(path: pathlib.Path) -> Manifest:
   for task, variant, size in manifest.planned():
     _check_known(task, variant, size, str(path))
   return manifest
+
+
+def _pick_ceilings(value: Any) -> Any:
+  """Only the ceilings the card shows (a manifest may hold more keys)."""
+  if not isinstance(value, dict):
+    return value
+  return {f.name: value.get(f.name) for f in dataclasses.fields(Ceilings)}
+
+
+def _pick_devices(entries: Any) -> Any:
+  """`per_device` entries as DeviceCeilings dicts; the device index as text."""
+  if not isinstance(entries, list):
+    return entries
+  return [{"device": str(e.get("device")), "ceilings": _pick_ceilings(e.get("ceilings"))}
+          if isinstance(e, dict) else e for e in entries]
+
+
+def _pick_segment(data: Any) -> Any:
+  """A `resumes` entry as a Resume dict (other keys, such as argv, dropped)."""
+  if not isinstance(data, dict):
+    return data
+  picked = {f.name: data.get(f.name) for f in dataclasses.fields(Resume)
+            if f.name != "per_device"}
+  picked["per_device"] = _pick_devices(data.get("per_device", []))
+  return picked
 
 
 def _load_json(path: pathlib.Path) -> dict[str, Any]:
@@ -207,15 +242,20 @@ def _check_registry(record: EvalRecord, path: pathlib.Path) -> None:
 
 
 def _check_speedup(record: EvalRecord, path: pathlib.Path) -> None:
-  """speedup must be baseline_ms / runtime_ms (above 1: the kernel is faster), or absent."""
-  if record.speedup is None:
-    return
-  if record.runtime_ms is None or record.baseline_ms is None or record.runtime_ms <= 0:
-    raise BuildError(f"{path}: {'/'.join(key_of(record))} has a speedup but no timings")
-  expected = record.baseline_ms / record.runtime_ms
-  if abs(record.speedup - expected) > 1e-6 * abs(expected):
-    raise BuildError(f"{path}: {'/'.join(key_of(record))} speedup {record.speedup!r} is not "
-                     f"baseline_ms / runtime_ms = {expected!r}; fix the evaluator")
+  """speedup must be baseline_ms / runtime_ms (above 1: the kernel is faster), or absent;
+  speedup_eager likewise eager_baseline_ms / runtime_ms."""
+  for name, speedup, base, baseline in [
+      ("speedup", record.speedup, "baseline_ms", record.baseline_ms),
+      ("speedup_eager", record.speedup_eager, "eager_baseline_ms", record.eager_baseline_ms)]:
+    if speedup is None:
+      continue
+    if record.runtime_ms is None or baseline is None or record.runtime_ms <= 0:
+      raise BuildError(f"{path}: {'/'.join(key_of(record))} has a {name} but no {base} or "
+                       "runtime_ms")
+    expected = baseline / record.runtime_ms
+    if abs(speedup - expected) > 1e-6 * abs(expected):
+      raise BuildError(f"{path}: {'/'.join(key_of(record))} {name} {speedup!r} is not "
+                       f"{base} / runtime_ms = {expected!r}; fix the evaluator")
 
 
 def _check_unique(items: Sequence[EvalRecord | Artifacts], path: pathlib.Path) -> None:
@@ -259,6 +299,58 @@ def _merge_artifacts(runs: Sequence[Run], source: Mapping[Key, str]) -> tuple[Ar
       if source[key_of(a)] == run.name:
         chosen[key_of(a)] = a
   return tuple(sorted(chosen.values(), key=sort_key))
+
+
+def missing_artifacts(runs: Sequence[Run]) -> list[tuple[str, Key]]:
+  """(run name, key) of every record without its line in a run that wrote artifacts.jsonl.
+
+  The driver writes a record and its artifacts together; a record the judge reported without
+  its artifacts means a lost line (a torn write, a disk full). Records of evaluations whose
+  judge never reported back (timeout, crash, out of memory, harness error) have none.
+  """
+  missing = []
+  for run in runs:
+    if not run.records_artifacts:
+      continue
+    have = {key_of(a) for a in run.artifacts}
+    missing += [(run.name, key_of(r)) for r in run.records
+                if key_of(r) not in have and r.error_type not in NO_ARTIFACTS]
+  return missing
+
+
+def check_artifacts(missing: Sequence[tuple[str, Key]], *, allow_partial: bool) -> None:
+  """Refuses a build whose records lost their artifacts (each one named), unless allowed."""
+  if not missing or allow_partial:
+    return
+  listed = ", ".join(f"{run}: {'/'.join(key)}" for run, key in missing)
+  raise BuildError(f"{len(missing)} record(s) have no line in their run's artifacts.jsonl: "
+                   f"{listed}. Re-measure them (remove their lines from records.jsonl, then "
+                   "regenerate --resume --results RUN), or build with --allow-partial (the card "
+                   "then lists every missing artifact)")
+
+
+def pick_headline(runs: Sequence[Run], merged: Merged) -> str:
+  """`medium` when the fixed kernels were measured there, else the first size the runs planned
+  (in their manifests' order) that has a fixed-kernel record."""
+  measured = {r.size for r in merged.records if r.variant == Variant.GPU.value}
+  if not measured:
+    raise BuildError("the runs hold no record of the fixed kernels (variant gpu) at any size: "
+                     "nothing to build; measure with --variants gpu (or tpu,gpu)")
+  if Size.MEDIUM.value in measured:
+    return Size.MEDIUM.value
+  order = [s for run in runs for seg in (run.manifest, *run.manifest.resumes) for s in seg.sizes]
+  return next(s for s in [*order, *(s.value for s in Size)] if s in measured)
+
+
+def check_headline_measured(merged: Merged, headline: str) -> None:
+  """Refuses a headline size at which no fixed kernel was measured, naming the sizes that were."""
+  measured = sorted({r.size for r in merged.records if r.variant == Variant.GPU.value},
+                    key=[s.value for s in Size].index)
+  if headline not in measured:
+    raise BuildError(f"the headline size {headline!r} lacks records for every task: the runs "
+                     f"measured the fixed kernels at {', '.join(measured) or 'no size'}; pass "
+                     f"--headline-size {measured[0] if measured else 'SIZE'} (or leave it out: "
+                     "medium when measured, else the first size measured)")
 
 
 def unmeasured(runs: Sequence[Run], merged: Merged, headline: str) -> list[Key]:

@@ -71,15 +71,30 @@ def gpu_fix(trees: KernelTrees, task: str) -> tuple[str, str]:
 
 
 def fix_patch(trees: KernelTrees) -> str:
-  """Unified diff kernels_tpu -> kernels_gpu, one file per task in task-name order."""
-  names = sorted({p.stem for v in ("tpu", "gpu") for p in trees.files(v)})
-  chunks = []
-  for name in names:
-    old, new = trees.path("tpu", name), trees.path("gpu", name)
-    chunks.extend(difflib.unified_diff(
-        _lines(old), _lines(new),
-        fromfile=f"a/kernels_tpu/{name}.py" if old.is_file() else "/dev/null",
-        tofile=f"b/kernels_gpu/{name}.py" if new.is_file() else "/dev/null"))
+  """A git diff that creates kernels_gpu/ next to kernels_tpu/, one file per fixed kernel in
+  task-name order.
+
+  Each fixed kernel is a copy of its original plus the fix's hunks (`copy from` / `copy to`;
+  a new file where there is no original), so that `git apply` and `patch -p1` (GNU patch 2.7
+  reads git copies) give the same tree and leave the originals as they are. A plain unified
+  diff from a/kernels_tpu to b/kernels_gpu is read differently by the two tools: `patch`
+  edits the original in place, `git apply` looks for kernels_gpu/ and fails.
+  """
+  chunks: list[str] = []
+  for path in trees.files("gpu"):
+    old = trees.path("tpu", path.stem)
+    new_name = f"kernels_gpu/{path.name}"
+    if old.is_file():
+      old_name = f"kernels_tpu/{path.name}"
+      hunks = list(difflib.unified_diff(_lines(old), _lines(path), fromfile=f"a/{old_name}",
+                                        tofile=f"b/{new_name}"))
+      chunks += [f"diff --git a/{old_name} b/{new_name}\n",
+                 *([] if hunks else ["similarity index 100%\n"]),
+                 f"copy from {old_name}\n", f"copy to {new_name}\n", *hunks]
+    else:
+      chunks += [f"diff --git a/{new_name} b/{new_name}\n", "new file mode 100644\n",
+                 *difflib.unified_diff([], _lines(path), fromfile="/dev/null",
+                                       tofile=f"b/{new_name}")]
   return "".join(chunks)
 
 

@@ -7,6 +7,7 @@ schema's and the card's `dataset_info`, and its split sizes equal the card's.
 
 from __future__ import annotations
 
+import errno
 import pathlib
 import tempfile
 import types
@@ -17,6 +18,8 @@ from pallasbench_dataset import schema
 
 EXPECTED_FEATURES: Final = {"default": schema.SummaryRow, "runs": schema.EvalRecord,
                             "artifacts": schema.Artifacts}
+# Failures of the disk the check writes its cache to, not of the folder being checked.
+_DISK_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 class FolderError(ValueError):
@@ -44,6 +47,11 @@ def _check_config(folder: pathlib.Path, name: str, info: dict, cache: str) -> di
   except datasets.exceptions.NonMatchingSplitsSizesError as e:
     raise FolderError(f"{folder}: the card's row counts for {name!r} do not match the files "
                       f"(stale dataset_info): rebuild the folder. {e}") from e
+  except OSError as e:
+    if e.errno not in _DISK_ERRNOS:
+      raise FolderError(f"{folder}: config {name!r} does not load: {type(e).__name__}: {e}") from e
+    raise FolderError(f"cannot check {folder}: loading config {name!r} failed writing its "
+                      f"cache in {cache} ({e.strerror}); free space and retry") from e
   except Exception as e:  # datasets raises many types; all mean "does not load"
     raise FolderError(f"{folder}: config {name!r} does not load: {type(e).__name__}: {e}") from e
   card_features = datasets.Features._from_yaml_list(info.get("features", []))

@@ -12,7 +12,10 @@ They accept either config, as `to_pandas()` or `load(...)[split].to_pandas()` gi
 A row PASSES when it is correct and, where a status column exists, its status is `pass`
 (correct and robust: a kernel the anti-gaming filters rejected does not count, however
 close its output). fast_p follows KernelBench: the share of ALL rows that pass AND have a
-speedup (baseline / kernel) above p. The builder's card uses these same functions.
+speedup (baseline / kernel) above p. The baseline is the jitted reference by default
+(`Pallas_Speedup` / `speedup`); `baseline="eager"` uses the reference run op by op without
+jit (`Pallas_Speedup_Native` / `speedup_eager`), the public archive's "native" speedup.
+The builder's card uses these same functions.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ _COLUMNS: Final = {  # meaning -> (default-config name, runs-config name)
     "correct": ("Correct", "correct"),
     "status": ("Status", "status"),
     "speedup": ("Pallas_Speedup", "speedup"),
+    "speedup_eager": ("Pallas_Speedup_Native", "speedup_eager"),
     "error": ("Error", "error"),
 }
 _KEY: Final = ("task", "variant", "size")
@@ -55,40 +59,48 @@ def passed(df: pd.DataFrame) -> pd.Series:
   return ok
 
 
-def _speedups(df: pd.DataFrame) -> pd.Series:
-  return pd.to_numeric(df[_col(df, "speedup")], errors="coerce").astype(float)
+_BASELINES: Final = {"jit": "speedup", "eager": "speedup_eager"}
 
 
-def fast_p(df: pd.DataFrame, p: float) -> float:
+def _speedups(df: pd.DataFrame, baseline: str = "jit") -> pd.Series:
+  if baseline not in _BASELINES:
+    raise ValueError(f"unknown baseline {baseline!r}; baselines: {', '.join(_BASELINES)}")
+  return pd.to_numeric(df[_col(df, _BASELINES[baseline])], errors="coerce").astype(float)
+
+
+def fast_p(df: pd.DataFrame, p: float, *, baseline: str = "jit") -> float:
   """Share of ALL rows that pass and have speedup > p (NaN for an empty frame)."""
   if len(df) == 0:
     return math.nan
-  speedup = _speedups(df)
+  speedup = _speedups(df, baseline)
   fast = passed(df) & speedup.notna() & (speedup > p)
   return float(fast.sum()) / len(df)
 
 
-def geomean_speedup(df: pd.DataFrame) -> float:
+def geomean_speedup(df: pd.DataFrame, *, baseline: str = "jit") -> float:
   """Geometric mean of the speedup over passing rows with a positive finite speedup (else NaN)."""
-  speedup = _speedups(df)[passed(df)]
+  speedup = _speedups(df, baseline)[passed(df)]
   speedup = speedup[np.isfinite(speedup) & (speedup > 0)]
   if speedup.empty:
     return math.nan
   return float(np.exp(np.log(speedup.to_numpy()).mean()))
 
 
-def _level_row(df: pd.DataFrame, level: str, ps: Sequence[float]) -> dict[str, Any]:
+def _level_row(df: pd.DataFrame, level: str, ps: Sequence[float], baseline: str
+               ) -> dict[str, Any]:
   row: dict[str, Any] = {"level": level, "tasks": len(df), "passed": int(passed(df).sum())}
-  row.update({f"fast_{p:g}": fast_p(df, p) for p in ps})
-  row["geomean_speedup"] = geomean_speedup(df)
+  row.update({f"fast_{p:g}": fast_p(df, p, baseline=baseline) for p in ps})
+  row["geomean_speedup"] = geomean_speedup(df, baseline=baseline)
   return row
 
 
-def summary_by_level(df: pd.DataFrame, ps: Sequence[float] = (0, 1, 2)) -> pd.DataFrame:
+def summary_by_level(df: pd.DataFrame, ps: Sequence[float] = (0, 1, 2), *,
+                     baseline: str = "jit") -> pd.DataFrame:
   """One row per level and a final `all` row: tasks, passed, fast_<p> for each p, geomean."""
   level = _col(df, "level")
-  rows = [_level_row(df[df[level] == lv], str(lv), ps) for lv in sorted(df[level].unique())]
-  rows.append(_level_row(df, "all", ps))
+  rows = [_level_row(df[df[level] == lv], str(lv), ps, baseline)
+          for lv in sorted(df[level].unique())]
+  rows.append(_level_row(df, "all", ps, baseline))
   columns = ["level", "tasks", "passed", *(f"fast_{p:g}" for p in ps), "geomean_speedup"]
   return pd.DataFrame(rows, columns=columns)
 
@@ -157,6 +169,32 @@ def _timed(df: pd.DataFrame) -> pd.DataFrame:
   out = df.loc[ok, list(_KEY)].copy()
   out["runtime_ms"] = runtime[ok].astype(float)
   return out
+
+
+REPRO_BANDS: Final = (0.01, 0.02, 0.05, 0.10)
+
+
+def reproducibility_distribution(table: pd.DataFrame,
+                                 edges: Sequence[float] = REPRO_BANDS) -> pd.DataFrame:
+  """How `reproducibility(...)`'s rel_diff is spread: one row per band [0, e1], (e1, e2], ...,
+  (e_last, inf) with the number and share of evaluations in it (every band listed)."""
+  diffs = table["rel_diff"].to_numpy(dtype=float)
+  bounds = [0.0, *edges, math.inf]
+  rows = []
+  for lo, hi in zip(bounds, bounds[1:]):
+    inside = (diffs > lo) & (diffs <= hi) if lo > 0 else diffs <= hi
+    label = f"> {lo:.0%}" if math.isinf(hi) else f"{lo:.0%} – {hi:.0%}"
+    rows.append({"difference": label, "evaluations": int(inside.sum()),
+                 "share": float(inside.sum()) / diffs.size if diffs.size else math.nan})
+  return pd.DataFrame(rows, columns=["difference", "evaluations", "share"])
+
+
+def reproducibility_by_group(table: pd.DataFrame) -> pd.DataFrame:
+  """`reproducibility_summary` per variant and size: variant, size, n, median, p90, max,
+  n_above, in key order."""
+  rows = [{"variant": variant, "size": size, **reproducibility_summary(group)}
+          for (variant, size), group in table.groupby(["variant", "size"], sort=True)]
+  return pd.DataFrame(rows, columns=["variant", "size", "n", "median", "p90", "max", "n_above"])
 
 
 def reproducibility_summary(table: pd.DataFrame) -> dict[str, Any]:

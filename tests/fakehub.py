@@ -3,9 +3,11 @@
 requests, branches, tags) and read it back (repo info, refs, tree, paths-info, resolve).
 
 State lives in memory: a repo is a dict of commits (each a full snapshot of its files) and
-refs. No auth beyond an optional rejected-token list, no Xet (clients must set
-HF_HUB_DISABLE_XET=1), no viewer. Requests it does not know are answered 404 and recorded in
-`Hub.unhandled`, so a test can assert the client stayed on known ground.
+refs. Auth: the user `tester`, its organisations (`HubState.orgs`, name -> role), rejected and
+read-only token lists; no Xet (clients must set HF_HUB_DISABLE_XET=1), no viewer. Requests it
+does not know are answered 404 and recorded in `Hub.unhandled`, so a test can assert the
+client stayed on known ground. Failure switches on `HubState` make the commit call fail
+before or after it lands, or race with another push.
 
     with FakeHub() as hub:              # hub.endpoint = "http://127.0.0.1:PORT"
       ...; hub.repo("org/name").files("main")
@@ -21,6 +23,7 @@ import json
 import re
 import threading
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.png filter=lfs diff=lfs merge=lfs -text\n"
@@ -82,8 +85,18 @@ class HubState:
     self.unhandled: list[str] = []
     self.requests: list[str] = []
     self.reject_commit: tuple[int, str] | None = None   # (status, message) for every commit
+    # After the commit has landed: "500" answers Internal Server Error, "drop" closes the
+    # connection without an answer (the client cannot know the commit exists).
+    self.fail_commit: str | None = None
+    # Called with (state, repo) when a commit arrives, before its parent is checked: a push
+    # that lands in between (a concurrent push).
+    self.before_commit: Callable[[HubState, Repo], None] | None = None
+    self.commit_headers: list[dict[str, Any]] = []     # the header line of every commit call
+    self.fail_requests: dict[str, int] = {}            # URL path fragment -> status answered
     self.rejected_tokens: set[str] = set()             # answered 401
-    self.readonly_tokens: set[str] = set()             # writes answered 403
+    self.readonly_tokens: set[str] = set()             # writes answered 403; whoami role "read"
+    self.user = "tester"
+    self.orgs: dict[str, str] = {"org": "write"}        # the user's organisations and roles
     self.lock = threading.Lock()
     self._counter = 0
 
@@ -180,6 +193,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     parts = [p for p in parsed.path.split("/") if p]
     self.state.requests.append(f"{self.command} {parsed.path}")
     try:
+      for fragment, status in self.state.fail_requests.items():
+        if fragment in parsed.path:
+          self._body()
+          raise _Error(status, f"fake hub: {fragment} fails with {status}")
       with self.state.lock:
         handled = self._route(parts)
       if not handled:
@@ -199,10 +216,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
   def _route(self, p: list[str]) -> bool:  # pylint: disable=too-many-return-statements
     m = self.command
     if p[:2] == ["api", "whoami-v2"] and m == "GET":
-      self._check_auth(write=False)
-      return self._json({"type": "user", "name": "tester", "fullname": "Tester", "orgs": [],
-                         "auth": {"type": "access_token",
-                                  "accessToken": {"displayName": "dummy", "role": "write"}}}) or True
+      return self._whoami() or True
     if p == ["api", "repos", "create"] and m == "POST":
       return self._create_repo() or True
     if p == ["api", "validate-yaml"] and m == "POST":
@@ -228,6 +242,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     if m == "GET" and (not rest or rest[0] == "revision"):
       self._check_auth(write=False)
       return self._repo_info(repo_id, rest[1] if len(rest) > 1 else "main") or True
+    if m == "GET" and rest in (["auth-check"], ["auth-check", "write"]):
+      return self._auth_check(repo_id, write=rest == ["auth-check", "write"]) or True
     if m == "GET" and rest == ["refs"]:
       return self._refs(self._repo(repo_id)) or True
     if m == "GET" and rest[:1] == ["tree"] and len(rest) >= 2:
@@ -246,12 +262,36 @@ class _Handler(http.server.BaseHTTPRequestHandler):
       return self._commits(repo_id, rest[1]) or True
     return False
 
+  def _whoami(self) -> None:
+    if self._token() is None:
+      raise _Error(401, "Invalid username or password.")
+    self._check_auth(write=False)
+    role = "read" if self._token() in self.state.readonly_tokens else "write"
+    self._json({"type": "user", "name": self.state.user, "fullname": "Tester",
+                "orgs": [{"type": "org", "name": n, "roleInOrg": r}
+                         for n, r in sorted(self.state.orgs.items())],
+                "auth": {"type": "access_token",
+                         "accessToken": {"displayName": "dummy", "role": role}}})
+
+  def _may_write(self, namespace: str) -> bool:
+    return namespace == self.state.user or self.state.orgs.get(namespace) in (
+        "contributor", "write", "admin")
+
+  def _auth_check(self, repo_id: str, write: bool) -> None:
+    self._check_auth(write=write)
+    self._repo(repo_id)
+    if write and not self._may_write(repo_id.split("/")[0]):
+      raise _Error(403, f"You don't have write access to {repo_id}")
+    self._json({})
+
   def _create_repo(self) -> None:
     self._check_auth(write=True)
     payload = json.loads(self._body() or b"{}")
     if payload.get("type") != "dataset":
       raise _Error(400, f"fake hub only serves dataset repos, got {payload.get('type')!r}")
-    repo_id = f"{payload['organization']}/{payload['name']}"
+    repo_id = f"{payload.get('organization') or self.state.user}/{payload['name']}"
+    if not self._may_write(repo_id.split("/")[0]):
+      raise _Error(403, f"You don't have the rights to create a dataset under {repo_id}")
     url = f"{self.endpoint}/datasets/{repo_id}"
     if repo_id in self.state.repos:
       raise _Error(409, "You already created this dataset repo", url=url)
@@ -356,13 +396,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     self._check_auth(write=True)
     repo = self._repo(repo_id)
     lines = [json.loads(line) for line in self._body().splitlines() if line.strip()]
+    header = lines[0]["value"]
+    self.state.commit_headers.append(header)
     if self.state.reject_commit is not None:
       status, message = self.state.reject_commit
       raise _Error(status, message)
+    if self.state.before_commit is not None:
+      self.state.before_commit(self.state, repo)
     create_pr = self.query.get("create_pr") == ["1"]
     branch = urllib.parse.unquote(rev)
     base = self._commit(repo, rev)
-    header = lines[0]["value"]
     if header.get("parentCommit") and header["parentCommit"] != base.oid:
       raise _Error(412, "A commit has happened since. Please refresh and try again.")
     files = _apply(dict(base.files), lines[1:], self.state.lfs)
@@ -379,6 +422,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
       repo.branches[branch] = commit.oid
     else:
       raise _Error(400, f"cannot commit to {branch!r}: not a branch")
+    if self.state.fail_commit == "500":
+      raise _Error(500, "Internal Server Error")
+    if self.state.fail_commit == "drop":
+      self.close_connection = True  # no answer at all: the client sees the connection close
+      return
     self._json({"commitOid": commit.oid, "commitUrl":
                 f"{self.endpoint}/datasets/{repo_id}/commit/{commit.oid}",
                 "pullRequestUrl": pr_url, "success": True})

@@ -12,7 +12,8 @@ from typing import Any
 
 from pallasbench_dataset import kernels
 from pallasbench_dataset.schema import (
-    CompileProfile, Environment, ErrorType, EvalRecord, FilterResult, Roofline, Status,
+    Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, FilterResult, Roofline, RunInfo,
+    Status,
     to_json_dict)
 from pallasbench_dataset.tasks import get_task
 
@@ -47,13 +48,23 @@ def sha(trees: KernelTrees, variant: str, task: str) -> str:
   return kernels.sha256(trees.path(variant, task).read_text())
 
 
+def run_info(gpu_index: int | None = 0, run_id: str = "run-medium", copy: float = 3900.0,
+             read: float = 4000.0, matmul: float = 400.0) -> RunInfo:
+  """A release-2 record's `run` field: the command, the GPU and the ceilings measured on it."""
+  return RunInfo(command="python -m builder.regenerate --device gpu --results runs/h200",
+                 run_id=run_id, gpu_index=gpu_index, ceiling_copy_gbps=copy,
+                 ceiling_read_gbps=read, ceiling_matmul_tflops=matmul)
+
+
 def record(trees: KernelTrees, task: str, variant: str = "gpu", size: str = "medium", *,
            runtime_ms: float | None = 0.5, baseline_ms: float | None = 1.0,
-           status: Status = Status.PASS, correct: bool = True, error: str | None = None,
-           device: str = "gpu", comparable: bool = True, kernel_sha256: str | None = None,
-           **overrides: Any) -> EvalRecord:
+           eager_ms: float | None = None, status: Status = Status.PASS, correct: bool = True,
+           error: str | None = None, device: str = "gpu", comparable: bool = True,
+           kernel_sha256: str | None = None, **overrides: Any) -> EvalRecord:
+  """A record as the judge writes it; `eager_ms` adds the eager baseline (release 2 on)."""
   spec = get_task(task)
   timed = runtime_ms is not None and baseline_ms is not None
+  eager = runtime_ms is not None and eager_ms is not None
   fields: dict[str, Any] = dict(
       task=task, task_id=spec.task_id, level=spec.level, category=spec.category,
       variant=variant, size=size, input_shapes=tuple(str(s) for s in spec.input_shapes(size)),
@@ -81,7 +92,10 @@ def record(trees: KernelTrees, task: str, variant: str = "gpu", size: str = "med
                         achieved_gbps=spec.io_bytes(size) / (runtime_ms * 1e6) if timed else None,
                         ceiling_tflops=400.0, ceiling_gbps=4000.0, frac_compute=0.1,
                         frac_bandwidth=0.5),
-      environment=ENV, measured_at="2026-11-20T10:00:00+00:00", eval_wall_s=3.5)
+      environment=ENV, measured_at="2026-11-20T10:00:00+00:00", eval_wall_s=3.5,
+      eager_baseline_ms=eager_ms, eager_baseline_iqr_ms=0.02 if eager_ms is not None else None,
+      eager_baseline_samples_ms=(eager_ms,) * 3 if eager_ms is not None else (),
+      speedup_eager=eager_ms / runtime_ms if eager else None)
   fields.update(overrides)
   return EvalRecord(**fields)
 
@@ -128,3 +142,10 @@ def standard_records(trees: KernelTrees, size: str = "medium") -> list[EvalRecor
                   status=Status.INCORRECT, correct=False, error="not allclose at (3, 4)",
                   max_abs_error=float("inf"))  # NaN where the reference is finite
   return out
+
+
+def artifacts_for(records) -> list[Artifacts]:
+  """An artifacts line for each record, as the driver writes them with the judge's records."""
+  return [Artifacts(task=r.task, variant=r.variant, size=r.size, jaxpr="{ lambda ; a. }",
+                    stablehlo=f"module @{r.task}_{r.variant} {{}}", triton_ir=None, ptx=None)
+          for r in records]

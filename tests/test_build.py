@@ -1,30 +1,37 @@
 """builder.build: fixture runs -> a dataset folder that `datasets` loads offline, strictly
-validated, deterministic, and refused when the records cannot be trusted."""
+validated, deterministic, and refused when the records cannot be trusted.
+
+Every `datasets.load_dataset` here gets a cache directory of its own (the `load` fixture): a
+warm shared cache returns a previous build's rows for a rebuilt folder at the same path.
+"""
 
 import dataclasses
 import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import datasets
 import pandas as pd
 import pytest
 from huggingface_hub import DatasetCard
 
-import runfixtures as rf
+from tests import runfixtures as rf
+from builder import card as card_module
 from builder.build import BuildError, build_dataset
-from builder.trees import KernelTrees
+from builder.rows import functional_source
+from builder.trees import KernelTrees, fix_patch
 from builder.validate import FolderError, validate_folder
 from pallasbench_dataset import kernels, schema
-from pallasbench_dataset.schema import Artifacts, Status
-from pallasbench_dataset.tasks import get_task
+from pallasbench_dataset.schema import Artifacts, ErrorType, Status
+from pallasbench_dataset.tasks import TASKS, get_task
 
-ARTIFACTS = [Artifacts(task="relu", variant=v, size="medium", jaxpr="{ lambda ; a. }",
-                       stablehlo="module {}", triton_ir=None, ptx=None) for v in ("gpu", "tpu")]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _hashes(folder: pathlib.Path) -> dict[str, str]:
@@ -32,15 +39,21 @@ def _hashes(folder: pathlib.Path) -> dict[str, str]:
           for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _load(folder, config=None):
-  return datasets.load_dataset(str(folder), config)
+@pytest.fixture
+def load(tmp_path_factory):
+  """`datasets.load_dataset(folder, config)` with a fresh cache directory for every call."""
+  def _load(folder, config=None):
+    cache = tmp_path_factory.mktemp("hf-cache")
+    return datasets.load_dataset(str(folder), config, cache_dir=str(cache))
+  return _load
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
   root = tmp_path_factory.mktemp("build")
   trees = rf.write_tree(root)
-  run = rf.write_run(root / "run-medium", rf.standard_records(trees), ARTIFACTS)
+  records = rf.standard_records(trees)
+  run = rf.write_run(root / "run-medium", records, rf.artifacts_for(records))
   summary = build_dataset([run], root / "out", kernel_trees=trees, repo_id="org/pb")
   return summary, trees, run
 
@@ -49,14 +62,14 @@ def test_summary_counts(built):
   summary, _, _ = built
   assert dict(summary.rows["default"]) == {"level_1": 2, "level_2": 1, "level_3": 1}
   assert dict(summary.rows["runs"]) == {"train": 8}
-  assert dict(summary.rows["artifacts"]) == {"train": 2}
-  assert summary.tasks == 4 and not summary.complete
+  assert dict(summary.rows["artifacts"]) == {"train": 8}
+  assert summary.tasks == 4 and not summary.complete and summary.headline == "medium"
   assert summary.folder_bytes == sum(p.stat().st_size for p in summary.out_dir.rglob("*")
                                      if p.is_file())
   assert summary.reproducibility is None
   assert summary.hardware == "h200"
   assert summary.default_repo_id("my-org") == "my-org/pallasbench-robust-gpu-h200"
-  assert "4 of 45 tasks; default: level_1 2, level_2 1, level_3 1; runs: train 8" in (
+  assert "4 of 45 tasks at medium; default: level_1 2, level_2 1, level_3 1; runs: train 8" in (
       summary.describe())
 
 
@@ -73,38 +86,39 @@ def test_folder_layout(built):
   assert not list(summary.out_dir.parent.glob(".out.*"))  # no staging or backup left behind
 
 
-def test_loads_offline_with_the_schema_features(built):
+def test_loads_offline_with_the_schema_features(built, load):
   out = built[0].out_dir
-  default = _load(out)
+  default = load(out)
   assert list(default) == ["level_1", "level_2", "level_3"]
   assert [default[s].num_rows for s in default] == [2, 1, 1]
   for split in default.values():
     assert split.features == schema.SUMMARY_FEATURES
-  runs = _load(out, "runs")
+  runs = load(out, "runs")
   assert runs["train"].features == schema.FEATURES and runs["train"].num_rows == 8
-  artifacts = _load(out, "artifacts")
+  artifacts = load(out, "artifacts")
   assert artifacts["train"].features == schema.ARTIFACT_FEATURES
-  assert artifacts["train"]["stablehlo"] == ["module {}", "module {}"]
+  assert artifacts["train"]["stablehlo"][:2] == ["module @relu_gpu {}", "module @relu_tpu {}"]
 
 
-def test_loads_with_the_hub_unreachable(built):
+def test_loads_with_the_hub_unreachable(built, tmp_path):
   """Offline for real: a fresh interpreter with offline flags and a dead Hub endpoint."""
   code = ("import datasets, json, sys; print(json.dumps({c: {s: d.num_rows for s, d in "
-          "datasets.load_dataset(sys.argv[1], c).items()} for c in ('default', 'runs', "
-          "'artifacts')}))")
+          "datasets.load_dataset(sys.argv[1], c, cache_dir=sys.argv[2]).items()} "
+          "for c in ('default', 'runs', 'artifacts')}))")
   env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
              HF_ENDPOINT="http://127.0.0.1:9")
-  proc = subprocess.run([sys.executable, "-c", code, str(built[0].out_dir)], env=env,
-                        capture_output=True, text=True, timeout=300)
+  proc = subprocess.run([sys.executable, "-c", code, str(built[0].out_dir),
+                         str(tmp_path / "cache")], env=env, capture_output=True, text=True,
+                        timeout=300)
   assert proc.returncode == 0, proc.stderr
   assert json.loads(proc.stdout.splitlines()[-1]) == {
       "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 8},
-      "artifacts": {"train": 2}}
+      "artifacts": {"train": 8}}
 
 
-def test_runs_rows_round_trip_the_records(built):
+def test_runs_rows_round_trip_the_records(built, load):
   _, _, run = built
-  rows = _load(built[0].out_dir, "runs")["train"].to_list()
+  rows = load(built[0].out_dir, "runs")["train"].to_list()
   records = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
   by_key = {(r["task"], r["variant"], r["size"]): r for r in records}
   assert [(r["task_id"], r["variant"]) for r in rows] == sorted(
@@ -114,18 +128,26 @@ def test_runs_rows_round_trip_the_records(built):
     assert schema.to_json_dict(rebuilt) == by_key[(row["task"], row["variant"], row["size"])]
 
 
-def test_default_rows_content(built):
+def test_default_rows_content(built, load):
   summary, trees, _ = built
-  rows = {r["Op_Name"]: r for split in _load(summary.out_dir).values() for r in split.to_list()}
+  rows = {r["Op_Name"]: r for split in load(summary.out_dir).values() for r in split.to_list()}
   relu = rows["relu"]
+  assert relu["Kernel_Name"] == "relu_gpu_fixed"
   assert relu["Pallas_Code"] == trees.path("gpu", "relu").read_text()
   assert relu["Pallas_Code_Original"] == trees.path("tpu", "relu").read_text()
   assert relu["JAX_Baseline_Code"] == get_task("relu").reference_source
+  assert relu["JAX_Code_Functional"] == functional_source(get_task("relu"), "medium")
   assert (relu["Fix_Applied"], relu["Fix_Reason"]) == (
       "tile_relu", "blocks of relu exceeded the Triton limit; tiled")
   assert relu["Pallas_Runtime"] == 0.5 and relu["JAX_Baseline_Runtime"] == 1.0
   assert relu["Pallas_Speedup"] == pytest.approx(2.0)  # baseline / kernel
-  assert relu["Original_Status"] == "pass" and relu["Original_Speedup"] == pytest.approx(0.5)
+  assert relu["Pallas_Speedup_Compiled"] == pytest.approx(2.0)
+  # release-1 style records carry no eager baseline: its columns are null, not zero
+  assert relu["JAX_Native_Runtime"] is None and relu["Pallas_Speedup_Native"] is None
+  assert relu["Original_Status"] == "pass"
+  assert relu["Original_Speedup_Compiled"] == pytest.approx(0.5)
+  assert relu["Original_Speedup_Native"] is None
+  assert "Original_Speedup" not in relu
   assert (relu["Target_Hardware"], relu["Backend"]) == ("NVIDIA H200", "triton")
   assert relu["Framework"] == "JAX 0.11.2 / Pallas"
   assert relu["Compile_Time_s"] == pytest.approx(1.0)
@@ -133,16 +155,16 @@ def test_default_rows_content(built):
   assert (rows["gelu"]["Correct"], rows["gelu"]["Status"]) == (False, "incorrect")
   assert rows["gelu"]["Error"] == "not allclose at (3, 4)"
   flash = rows["flash_attention"]
-  assert flash["Original_Status"] == "error" and flash["Original_Speedup"] is None
+  assert flash["Original_Status"] == "error" and flash["Original_Speedup_Compiled"] is None
   assert "Mosaic block shape" in flash["Original_Error"]
   assert flash["Corrections"] == get_task("flash_attention").notes
 
 
-def test_json_list_equals_default_config(built):
+def test_json_list_equals_default_config(built, load):
   out = built[0].out_dir
   text = (out / "sakanaai_pallasbench.json").read_text()
   data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON: {c}"))
-  rows = [r for split in _load(out).values() for r in split.to_list()]
+  rows = [r for split in load(out).values() for r in split.to_list()]
   gelu = next(r for r in rows if r["Op_Name"] == "gelu")
   assert gelu["Max_Abs_Error"] == float("inf")  # Parquet keeps it; JSON has no Infinity
   gelu["Max_Abs_Error"] = None
@@ -164,17 +186,51 @@ def test_copies_trees_results_and_patch(built):
   headers = [line for line in patch.splitlines() if line.startswith("--- ")]
   assert headers == [f"--- a/kernels_tpu/{t}.py" for t in sorted(rf.TASKS)]
   assert "+++ b/kernels_gpu/relu.py" in patch
+  assert "copy from kernels_tpu/relu.py\ncopy to kernels_gpu/relu.py\n" in patch
 
 
-@pytest.mark.skipif(shutil.which("patch") is None, reason="needs the `patch` tool")
-def test_fix_patch_turns_tpu_tree_into_gpu_tree(built, tmp_path):
-  summary, trees, _ = built
+_PATCH_TOOLS = {
+    "git apply": ["git", "apply", "{patch}"],
+    "patch -p1": ["patch", "-s", "-p1", "-i", "{patch}"],
+}
+
+
+def _tree_text(folder: pathlib.Path) -> dict[str, str]:
+  return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
+
+
+@pytest.mark.parametrize("tool", list(_PATCH_TOOLS))
+def test_fix_patch_creates_the_gpu_tree_with_git_and_patch(tool, tmp_path):
+  """On a temporary copy of kernels_tpu/, both tools give kernels_gpu/ and leave the originals;
+  the trees cover a kernel unchanged by its fix, one without an original, one without a final
+  newline."""
+  if shutil.which(_PATCH_TOOLS[tool][0]) is None:
+    pytest.skip(f"needs {tool}")
+  trees = rf.write_tree(tmp_path / "src")
+  (trees.gpu / "gelu.py").write_bytes(trees.path("tpu", "gelu").read_bytes())  # no change
+  trees.path("tpu", "flash_attention").unlink()                                 # new file
+  relu = trees.path("gpu", "relu")
+  relu.write_text(relu.read_text().rstrip("\n"))                               # no final newline
+  patch = tmp_path / "fix.patch"
+  patch.write_text(fix_patch(trees))
+  work = tmp_path / "work"
+  shutil.copytree(trees.tpu, work / "kernels_tpu", ignore=shutil.ignore_patterns("__init__.py"))
+  before = _tree_text(work / "kernels_tpu")
+  command = [part.format(patch=patch) for part in _PATCH_TOOLS[tool]]
+  proc = subprocess.run(command, cwd=work, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  assert _tree_text(work / "kernels_gpu") == {
+      name: text for name, text in _tree_text(trees.gpu).items() if name != "__init__.py"}
+  assert _tree_text(work / "kernels_tpu") == before
+
+
+def test_published_fix_patch_applies_with_git(built, tmp_path):
+  summary, _, _ = built
+  if shutil.which("git") is None:
+    pytest.skip("needs git")
   shutil.copytree(summary.out_dir / "kernels_tpu", tmp_path / "kernels_tpu")
-  subprocess.run(["patch", "-s", "-p1", "-i", str(summary.out_dir / "fix.patch")], cwd=tmp_path,
-                 check=True)
-  for task in rf.TASKS:
-    assert (tmp_path / "kernels_tpu" / f"{task}.py").read_text() == trees.path(
-        "gpu", task).read_text()
+  subprocess.run(["git", "apply", str(summary.out_dir / "fix.patch")], cwd=tmp_path, check=True)
+  assert _tree_text(tmp_path / "kernels_gpu") == _tree_text(summary.out_dir / "kernels_gpu")
 
 
 def test_card_metadata_and_numbers(built):
@@ -199,8 +255,11 @@ def test_card_metadata_and_numbers(built):
   assert "| all | 4 | 3 | 75% | 0% | 0% | 0.500 |" in text
   assert "Mosaic block shape (512, 512)" in text
   assert "| run-medium | NVIDIA H200 | 9.0 | 570.86 | 12.8 |" in text
-  assert "| run-medium | 3900.0 | 4000.0 | 400.0 | cupti: 1 GiB copy and read-only sum |" in text
+  # release-1 records carry no run info: the ceilings come from the manifest, per GPU
+  assert "| run-medium | 0 | 3900.0 | 4000.0 | 400.0 | – | manifest |" in text
+  assert "Method: cupti: 1 GiB copy and read-only sum." in text
   assert "org/pb" in text and "Reproducibility" not in text
+  assert "against the reference run op by op" not in text  # no eager timings: no eager table
   assert "not comparable" not in text  # a GPU-only build has no CPU note
   # the fixture's records carry no judge version: release-1 (in-process) records
   assert "**Evaluator** (`judge_version` 1, release 1, 8 evaluation(s))" in text
@@ -211,7 +270,7 @@ def test_card_names_the_judge_of_each_record(tmp_path):
   trees = rf.write_tree(tmp_path)
   records = [dataclasses.replace(r, judge_version="2") if r.variant == "gpu" else r
              for r in rf.standard_records(trees)]
-  run = rf.write_run(tmp_path / "run-medium", records, ARTIFACTS)
+  run = rf.write_run(tmp_path / "run-medium", records, rf.artifacts_for(records))
   text = (build_dataset([run], tmp_path / "out", kernel_trees=trees, repo_id="org/pb")
           .out_dir / "README.md").read_text()
   assert "**Judge** (`judge_version` 2, 4 evaluation(s))" in text
@@ -225,9 +284,10 @@ def test_two_builds_are_byte_identical(built, tmp_path):
   assert _hashes(again.out_dir) == _hashes(summary.out_dir)
 
 
-def test_rebuild_replaces_folder_and_regenerates_dataset_info(tmp_path):
+def test_rebuild_replaces_folder_and_regenerates_dataset_info(tmp_path, load):
   trees = rf.write_tree(tmp_path)
-  full = rf.write_run(tmp_path / "full", rf.standard_records(trees), ARTIFACTS)
+  records = rf.standard_records(trees)
+  full = rf.write_run(tmp_path / "full", records, rf.artifacts_for(records))
   out = tmp_path / "out"
   build_dataset([full], out, kernel_trees=trees)
   small_records = [r for r in rf.standard_records(trees) if r.task in ("relu", "gelu")]
@@ -240,7 +300,19 @@ def test_rebuild_replaces_folder_and_regenerates_dataset_info(tmp_path):
   infos = DatasetCard.load(out / "README.md").data.to_dict()["dataset_info"]
   assert {i["config_name"]: [s["num_examples"] for s in i["splits"]] for i in infos} == {
       "default": [2], "runs": [4]}
-  assert _load(out)["level_1"].num_rows == 2
+  assert load(out)["level_1"].num_rows == 2
+
+
+def test_rebuilt_folder_shows_new_values_to_a_fresh_load(tmp_path, load):
+  """A rebuild at the same path with another speedup: the next load must show it. With one
+  cache directory shared by both loads, `datasets` returns the first build's rows."""
+  trees = rf.write_tree(tmp_path)
+  out = tmp_path / "out"
+  for name, runtime, expected in [("a", 0.5, 2.0), ("b", 0.25, 4.0)]:
+    records = [rf.record(trees, "relu", v, runtime_ms=runtime) for v in ("gpu", "tpu")]
+    run = rf.write_run(tmp_path / name, records, tasks=("relu",))
+    build_dataset([run], out, kernel_trees=trees)
+    assert load(out)["level_1"]["Pallas_Speedup"] == [pytest.approx(expected)]
 
 
 def test_folder_rebuilds_from_its_own_results_and_trees(tmp_path):
@@ -253,12 +325,15 @@ def test_folder_rebuilds_from_its_own_results_and_trees(tmp_path):
   assert _hashes(out) == before
 
 
-def test_stale_card_is_caught(built, tmp_path):
+def test_stale_card_is_caught(built, tmp_path, load):
   copy = shutil.copytree(built[0].out_dir, tmp_path / "copy")
   readme = copy / "README.md"
-  readme.write_text(readme.read_text().replace("num_examples: 8", "num_examples: 9"))
+  text = readme.read_text()
+  runs_info = text.index("config_name: runs", text.index("dataset_info:"))
+  readme.write_text(text[:runs_info] + text[runs_info:].replace("num_examples: 8",
+                                                                "num_examples: 9", 1))
   with pytest.raises(datasets.exceptions.NonMatchingSplitsSizesError):
-    _load(copy, "runs")
+    load(copy, "runs")
   with pytest.raises(FolderError, match="stale dataset_info"):
     validate_folder(copy)
 
@@ -267,31 +342,44 @@ def test_validate_folder_counts(built):
   counts = validate_folder(built[0].out_dir)
   assert {c: dict(s) for c, s in counts.items()} == {
       "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 8},
-      "artifacts": {"train": 2}}
+      "artifacts": {"train": 8}}
 
 
-def test_reproducibility_from_a_repeat_run(tmp_path):
+def test_reproducibility_from_two_independent_runs(tmp_path, load):
+  """Two synthetic runs: the card shows the distribution of the differences and names every
+  evaluation above 5 %, and none below it."""
   trees = rf.write_tree(tmp_path)
   first = rf.standard_records(trees)
+  factors = {("relu", "gpu"): 1.12, ("gelu", "tpu"): 0.93, ("flash_attention", "gpu"): 1.051,
+             ("matmul_relu", "tpu"): 1.049, ("matmul_relu", "gpu"): 1.005}
   repeat = []
   for r in first:
-    factor = {("relu", "gpu"): 1.10, ("matmul_relu", "gpu"): 1.01}.get((r.task, r.variant), 1.0)
     if r.runtime_ms is not None:
-      r = rf.record(trees, r.task, r.variant, r.size, runtime_ms=r.runtime_ms * factor,
+      r = rf.record(trees, r.task, r.variant, r.size,
+                    runtime_ms=r.runtime_ms * factors.get((r.task, r.variant), 1.0),
                     baseline_ms=r.baseline_ms, status=r.status, correct=r.correct, error=r.error)
     repeat.append(r)
   runs = [rf.write_run(tmp_path / "a", first), rf.write_run(tmp_path / "b", repeat)]
   summary = build_dataset(runs, tmp_path / "out", kernel_trees=trees)
   stats = summary.reproducibility
   assert stats["n"] == 7  # 8 evaluations, flash_attention's original has no runtime
-  assert stats["n_above"] == 1
-  assert stats["max"] == pytest.approx(0.10)
-  relu = [r for r in _load(summary.out_dir, "runs")["train"].to_list()
+  assert stats["n_above"] == 3
+  assert stats["max"] == pytest.approx(0.12)
+  relu = [r for r in load(summary.out_dir, "runs")["train"].to_list()
           if (r["task"], r["variant"]) == ("relu", "gpu")]
   assert relu[0]["runtime_ms"] == 0.5  # the first run given is the row
   assert dict(summary.rows["runs"]) == {"train": 8}
   text = (summary.out_dir / "README.md").read_text()
-  assert "### Reproducibility" in text and "| relu | gpu | medium | a | b |" in text
+  section = text[text.index("### Reproducibility"):text.index("### Compile time")]
+  assert "timed again in an independent run (runs `a` and `b`)" in section
+  assert "maximum 12.00%; 3 above 5 %" in section
+  for band in ["| 0% – 1% | 3 | 43% |", "| 1% – 2% | 0 | 0% |", "| 2% – 5% | 1 | 14% |",
+               "| 5% – 10% | 2 | 29% |", "| > 10% | 1 | 14% |"]:
+    assert band in section
+  assert "| gpu | medium | 4 |" in section and "| tpu | medium | 3 |" in section
+  above = section[section.index("Every evaluation whose difference exceeds 5 %"):]
+  named = re.findall(r"^\| (\w+) \| (gpu|tpu) \| medium \| a \| b \|", above, re.M)
+  assert named == [("relu", "gpu"), ("gelu", "tpu"), ("flash_attention", "gpu")]  # largest first
   assert (summary.out_dir / "results/b/records.jsonl").is_file()
 
 
@@ -300,16 +388,33 @@ def test_sizes_merge_and_headline_choice(tmp_path):
   medium = rf.write_run(tmp_path / "m", rf.standard_records(trees))
   large = rf.write_run(tmp_path / "l", [rf.record(trees, "relu", "gpu", "large")],
                        tasks=("relu",), sizes=("large",), variants=("gpu",))
-  summary = build_dataset([medium, large], tmp_path / "out", kernel_trees=trees)
+  summary = build_dataset([large, medium], tmp_path / "out", kernel_trees=trees)
   assert dict(summary.rows["runs"]) == {"train": 9}
-  assert summary.tasks == 4
-  # the large run alone lacks three tasks at the headline size...
-  with pytest.raises(BuildError, match="headline size 'medium' lacks"):
+  assert summary.tasks == 4 and summary.headline == "medium"  # medium when measured
+  # a size nothing was measured at: the error names the flag and the size that works
+  with pytest.raises(BuildError, match=r"headline size 'medium' lacks records for every task: "
+                     r"the runs measured the fixed kernels at large; pass --headline-size large"):
     build_dataset([large], tmp_path / "out2", kernel_trees=trees, headline_size="medium")
-  # ...but is a complete build of its own size
-  only_large = build_dataset([large], tmp_path / "out3", kernel_trees=trees,
-                             headline_size="large")
+  # left out, the headline follows what was measured
+  only_large = build_dataset([large], tmp_path / "out3", kernel_trees=trees)
+  assert only_large.headline == "large"
   assert dict(only_large.rows["default"]) == {"level_1": 1}
+  assert "Headline\nsize: `large`" in (only_large.out_dir / "README.md").read_text()
+
+
+def test_headline_is_the_first_size_the_run_planned(tmp_path):
+  trees = rf.write_tree(tmp_path, ("relu",))
+  records = [rf.record(trees, "relu", "gpu", size) for size in ("small", "large")]
+  run = rf.write_run(tmp_path / "run", records, tasks=("relu",), sizes=("large", "small"),
+                     variants=("gpu",))
+  assert build_dataset([run], tmp_path / "out", kernel_trees=trees).headline == "large"
+
+
+def test_refuses_runs_without_fixed_kernels(tmp_path):
+  trees = rf.write_tree(tmp_path, ("relu",))
+  run = rf.write_run(tmp_path / "run", [rf.record(trees, "relu", "tpu")], tasks=("relu",),
+                     variants=("tpu",))
+  _refused(tmp_path, [run], r"no record of the fixed kernels.*--variants gpu", kernel_trees=trees)
 
 
 def test_torn_line_of_a_killed_run_is_skipped(tmp_path):
@@ -329,30 +434,31 @@ def test_manifest_of_a_run_that_measured_nothing(tmp_path):
   trees = rf.write_tree(tmp_path)
   run = rf.write_run(tmp_path / "run", rf.standard_records(trees))
   empty = rf.write_run(tmp_path / "resumed", [], environment=None, ceilings=None,
-                       finished_at=None)
+                       finished_at=None, per_device=[])
   summary = build_dataset([run, empty], tmp_path / "out", kernel_trees=trees)
   text = (summary.out_dir / "README.md").read_text()
-  assert "| resumed | – |" in text and "not recorded" in text
+  assert "| resumed | – |" in text
+  assert "| resumed | – | – | – | – | – | not recorded |" in text
 
 
-def test_cpu_run_is_marked_not_comparable(tmp_path):
+def test_cpu_run_is_marked_not_comparable(tmp_path, load):
   trees = rf.write_tree(tmp_path, ("relu",))
   records = [rf.record(trees, "relu", v, "small", device="cpu", comparable=False)
              for v in ("tpu", "gpu")]
   run = rf.write_run(tmp_path / "cpu", records, tasks=("relu",), sizes=("small",), device="cpu")
   summary = build_dataset([run], tmp_path / "out", kernel_trees=trees, headline_size="small")
-  row = _load(summary.out_dir)["level_1"][0]
+  row = load(summary.out_dir)["level_1"][0]
   assert row["Backend"] == "interpret (CPU)"
   assert "**not comparable**" in (summary.out_dir / "README.md").read_text()
 
 
-def test_builds_from_the_shipped_trees(tmp_path):
+def test_builds_from_the_shipped_trees(tmp_path, load):
   relu_gpu, relu_tpu = (kernels.kernel_path(v, "relu") for v in ("gpu", "tpu"))
   trees = KernelTrees.shipped()
   records = [rf.record(trees, "relu", v) for v in ("tpu", "gpu")]
   run = rf.write_run(tmp_path / "run", records, tasks=("relu",))
   summary = build_dataset([run], tmp_path / "out")
-  row = _load(summary.out_dir)["level_1"][0]
+  row = load(summary.out_dir)["level_1"][0]
   assert row["Pallas_Code"] == relu_gpu.read_text()
   assert row["Pallas_Code_Original"] == relu_tpu.read_text()
   assert row["Fix_Applied"] == kernels.load_kernel("gpu", "relu").FIX_APPLIED
@@ -476,14 +582,16 @@ def test_will_not_replace_a_foreign_folder(built, tmp_path):
     build_dataset([run], run.parent, kernel_trees=trees)
 
 
-def test_status_enum_survives(built):
-  statuses = set(_load(built[0].out_dir, "runs")["train"]["status"])
+def test_status_enum_survives(built, load):
+  statuses = set(load(built[0].out_dir, "runs")["train"]["status"])
   assert statuses <= {s.value for s in Status}
 
 
-def test_loading_helpers(built):
+def test_loading_helpers(built, tmp_path, monkeypatch):
   from pallasbench_dataset import analysis
   from pallasbench_dataset.loading import load, to_pandas
+  # loading.load has no cache_dir: point the default cache at a folder of this test's own
+  monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
   out = built[0].out_dir
   df = to_pandas(out)
   assert list(df["Op_Name"]) == ["relu", "gelu", "matmul_relu", "flash_attention"]
@@ -516,3 +624,207 @@ def test_partial_build_lists_what_was_not_measured(tmp_path):
   assert resume["command"] in card
   rows = pd.read_parquet(tmp_path / "out" / "default" / "level_2-00000-of-00001.parquet")
   assert list(rows["Original_Status"]) == ["not_measured"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Release 2: eager baseline, functional code, per-GPU run info, lost artifacts, the card's
+# commands.
+
+def _eager_records(trees):
+  """The standard records with an eager baseline (3 ms) on every timed evaluation."""
+  return [rf.record(trees, r.task, r.variant, r.size, runtime_ms=r.runtime_ms,
+                    baseline_ms=r.baseline_ms, eager_ms=3.0 if r.runtime_ms else None,
+                    status=r.status, correct=r.correct, error=r.error,
+                    run=rf.run_info(gpu_index=i % 2), judge_version="2")
+          for i, r in enumerate(rf.standard_records(trees))]
+
+
+def test_eager_baseline_columns_and_card(tmp_path, load):
+  trees = rf.write_tree(tmp_path)
+  records = _eager_records(trees)
+  run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))
+  out = build_dataset([run], tmp_path / "out", kernel_trees=trees, repo_id="org/pb").out_dir
+  rows = {r["Op_Name"]: r for split in load(out).values() for r in split.to_list()}
+  relu = rows["relu"]
+  assert relu["JAX_Native_Runtime"] == 3.0 and relu["JAX_Baseline_Runtime"] == 1.0
+  assert relu["Pallas_Speedup_Native"] == pytest.approx(6.0)    # eager / pallas
+  assert relu["Pallas_Speedup_Compiled"] == pytest.approx(2.0)  # jit / pallas
+  assert relu["Pallas_Speedup"] == relu["Pallas_Speedup_Compiled"]
+  assert relu["Original_Speedup_Native"] == pytest.approx(1.5)  # 3 ms / 2 ms
+  assert relu["Original_Speedup_Compiled"] == pytest.approx(0.5)
+  text = (out / "README.md").read_text()
+  eager = text[text.index("against the reference run op by op"):text.index("Original kernels (")]
+  # passing: relu 6x, matmul_relu 3x/0.7 = 4.29x, flash_attention 3x/0.8 = 3.75x; gelu fails
+  assert "| all | 4 | 3 | 75% | 75% | 75% | 4.586 |" in eager
+  mapping = text[text.index("### Columns and the public schema"):text.index("## Hardware")]
+  for public, ours in [("`JAX_XLA_Compiled_Runtime`", "`JAX_Baseline_Runtime`"),
+                       ("`Pallas_Speedup_Native` (`CUDA_Speedup_Native`)",
+                        "eager / pallas = `JAX_Native_Runtime / Pallas_Runtime`"),
+                       ("`Pallas_Speedup_Compiled` (`CUDA_Speedup_Compile`)",
+                        "jit / pallas = `JAX_Baseline_Runtime / Pallas_Runtime`"),
+                       ("`JAX_Code_Module`", "`JAX_Baseline_Code`")]:
+    line = next(l for l in mapping.splitlines() if l.startswith(f"| {public}"))
+    assert ours in line
+
+
+def test_refuses_inconsistent_eager_speedup(tmp_path):
+  trees = rf.write_tree(tmp_path)
+  records = rf.standard_records(trees)
+  records[0] = rf.record(trees, "relu", eager_ms=3.0, speedup_eager=2.0)  # 3.0 / 0.5 is 6.0
+  run = rf.write_run(tmp_path / "run", records)
+  _refused(tmp_path, [run], r"speedup_eager 2.0 is not eager_baseline_ms / runtime_ms",
+           kernel_trees=trees)
+
+
+@pytest.mark.parametrize("spec", TASKS.values(), ids=lambda s: f"{s.task_id:02d}_{s.name}")
+def test_functional_code_draws_the_registry_inputs(spec):
+  """JAX_Code_Functional's get_inputs(seed) is the benchmark's make_inputs(size, seed)."""
+  namespace = {"__name__": "functional"}
+  exec(compile(functional_source(spec, "small"), f"{spec.name}_functional", "exec"), namespace)
+  got, want = namespace["get_inputs"](7), spec.make_inputs("small", 7)
+  assert len(got) == len(want)
+  for g, w, item in zip(got, want, spec.inputs):
+    assert (g.shape, g.dtype) == (w.shape, w.dtype), item.name
+    assert (g == w).all(), f"{spec.name}: input {item.name} differs"
+
+
+def test_functional_code_runs_on_its_own(tmp_path):
+  """A cell written to a file runs with plain `python`, without this project on the path."""
+  source = functional_source(get_task("layernorm_residual"), "small")
+  (tmp_path / "functional.py").write_text(source)
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  proc = subprocess.run([sys.executable, "functional.py"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr
+  shape = get_task("layernorm_residual").output_shape("small")
+  assert proc.stdout.strip() == f"{shape} float32"
+  assert "pallasbench" not in source.split("# The inputs of task")[1]  # nothing imported
+
+
+def test_run_info_per_gpu_in_card_and_runs_config(tmp_path, load):
+  trees = rf.write_tree(tmp_path)
+  records = [dataclasses.replace(r, run=rf.run_info(
+      gpu_index=1 if r.task in ("gelu", "flash_attention") else 0,
+      copy=3800.0 if r.task in ("gelu", "flash_attention") else 3900.0))
+      for r in rf.standard_records(trees)]
+  run = rf.write_run(tmp_path / "run", records)
+  out = build_dataset([run], tmp_path / "out", kernel_trees=trees).out_dir
+  runs = load(out, "runs")["train"]
+  assert [(r["task"], r["variant"], r["run"]["gpu_index"]) for r in runs][:4] == [
+      ("relu", "gpu", 0), ("relu", "tpu", 0), ("gelu", "gpu", 1), ("gelu", "tpu", 1)]
+  text = (out / "README.md").read_text()
+  assert "| run | 0 | 3900.0 | 4000.0 | 400.0 | 4 | records |" in text
+  assert "| run | 1 | 3800.0 | 4000.0 | 400.0 | 4 | records |" in text
+
+
+def test_manifest_ceilings_of_every_gpu_in_card(tmp_path):
+  """Records without run info (release 1): one line per GPU of the manifest, resumes too."""
+  trees = rf.write_tree(tmp_path)
+  ceilings = [{"copy_gbps": c, "read_gbps": 4000.0, "matmul_tflops": m, "method": "cupti"}
+              for c, m in ((3900.0, 400.0), (3850.0, 410.0), (3700.0, 390.0))]
+  resume = {"command": "python -m builder.regenerate --resume", "started_at": "x",
+            "finished_at": "y", "git_commit": None, "sizes": ["medium"], "variants": ["gpu"],
+            "tasks": ["relu"], "per_device": [{"device": 0, "ceilings": ceilings[2]}]}
+  run = rf.write_run(tmp_path / "run", rf.standard_records(trees), resumes=[resume],
+                     per_device=[{"device": "0", "ceilings": ceilings[0]},
+                                 {"device": "1", "ceilings": ceilings[1]}])
+  text = (build_dataset([run], tmp_path / "out", kernel_trees=trees).out_dir
+          / "README.md").read_text()
+  table = text[text.index("| run | GPU |"):text.index("Method:")]
+  assert [l for l in table.splitlines() if l.startswith("| run |")][1:] == [
+      "| run | 0 | 3900.0 | 4000.0 | 400.0 | – | manifest |",
+      "| run | 1 | 3850.0 | 4000.0 | 410.0 | – | manifest |",
+      "| run | 0 | 3700.0 | 4000.0 | 390.0 | – | manifest |"]
+
+
+def test_records_whose_artifacts_were_lost_are_named(tmp_path):
+  """A torn artifacts line and a missing one: each record is named; the build refuses unless
+  allow_partial, and then the card lists them. A timeout record has none to lose."""
+  trees = rf.write_tree(tmp_path)
+  records = rf.standard_records(trees)
+  records[7] = rf.record(trees, "flash_attention", "tpu", runtime_ms=None, baseline_ms=None,
+                         status=Status.TIMEOUT, correct=False, error="timed out after 60 s",
+                         error_type=ErrorType.TIMEOUT)
+  lines = [json.dumps(schema.to_json_dict(a)) for a in rf.artifacts_for(records[:7])]
+  lines[2] = lines[2][:40]  # gelu/gpu: torn by a disk full
+  del lines[5]              # matmul_relu/tpu: never written
+  run = rf.write_run(tmp_path / "run", records)
+  (run / "artifacts.jsonl").write_text("\n".join(lines) + "\n")
+  _refused(tmp_path, [run], r"2 record\(s\) have no line in their run's artifacts.jsonl: "
+           r"run: gelu/gpu/medium, run: matmul_relu/tpu/medium\. .*--allow-partial",
+           kernel_trees=trees)
+  summary = build_dataset([run], tmp_path / "out", kernel_trees=trees, allow_partial=True)
+  assert dict(summary.rows["artifacts"]) == {"train": 5}
+  text = (summary.out_dir / "README.md").read_text()
+  assert "### Artifacts missing" in text
+  assert "| run | gelu | gpu | medium |" in text and "| run | matmul_relu | tpu | medium |" in text
+
+
+def test_run_without_artifacts_file_needs_none(tmp_path):
+  trees = rf.write_tree(tmp_path)
+  run = rf.write_run(tmp_path / "run", rf.standard_records(trees))  # no artifacts.jsonl
+  summary = build_dataset([run], tmp_path / "out", kernel_trees=trees)
+  assert "artifacts" not in summary.rows
+  assert "Artifacts missing" not in (summary.out_dir / "README.md").read_text()
+
+
+_COMMAND = re.compile(r"python -m ([\w.]+)((?: +[^\s`#\\]+)*)")
+_PIP = re.compile(r"pip install -e \"?\.\[([\w,-]+)\]\"?")
+
+
+def _card_commands(text: str) -> list[tuple[str, list[str]]]:
+  """(module, flags) of every `python -m` command of the card's prose and code blocks."""
+  text = text.replace("\\\n", " ")
+  return [(m.group(1), re.findall(r"--[\w-]+", m.group(2))) for m in _COMMAND.finditer(text)]
+
+
+def test_card_commands_and_extras_match_readme_and_pyproject(built):
+  """Every `python -m` module and flag, and every pip extra, of the card is one the README
+  documents (flags: also one regenerate accepts) and pyproject declares."""
+  text = (built[0].out_dir / "README.md").read_text()
+  body = text[text.index("# PallasBench-Robust"):]
+  readme = (ROOT / "README.md").read_text()
+  extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+      "optional-dependencies"]
+  commands = _card_commands(body.split("## Hardware and software")[0] +
+                            body.split("## How to load")[1])  # not the runs' recorded commands
+  assert {m for m, _ in commands} == {"builder.regenerate"}
+  readme_flags = {f for m, flags in _card_commands(readme) if m == "builder.regenerate"
+                  for f in flags}
+  for module, flags in commands:
+    assert f"python -m {module}" in readme
+    assert set(flags) <= readme_flags, set(flags) - readme_flags
+  installs = [set(m.group(1).split(",")) for m in _PIP.finditer(body)]
+  assert installs and all(group <= set(extras) for group in installs)
+  readme_extras = {e for m in _PIP.finditer(readme) for e in m.group(1).split(",")}
+  gpu_extras = {e for group in installs for e in group if e.startswith("cuda")}
+  assert gpu_extras == {card_module.GPU_EXTRA} and gpu_extras <= readme_extras
+
+
+def test_card_uses_one_release_tag(built):
+  text = (built[0].out_dir / "README.md").read_text()
+  tags = set(re.findall(r"--tag (\S+)", text)) | set(re.findall(r'revision="([^"]+)"', text))
+  assert tags == {card_module.RELEASE_TAG} == {"v2"}
+
+
+def test_readme_tags_the_release_as_the_card_does():
+  """The README's push command tags the release with the card's tag (v2 for release 2)."""
+  readme = (ROOT / "README.md").read_text().replace("\\\n", " ")
+  assert set(re.findall(r"--tag (\S+)", readme)) == {card_module.RELEASE_TAG}
+
+
+def test_card_citation(built):
+  text = (built[0].out_dir / "README.md").read_text()
+  bibtex = text[text.index("```bibtex"):text.index("## License")]
+  assert "@misc{pallasbench_robust_h200_2026," in bibtex
+  assert "year         = {2026}," in bibtex  # the measurements' year, not the build's
+  assert r"howpublished = {\url{https://huggingface.co/datasets/org/pb}}," in bibtex
+  assert "author       = {{PallasBench-Robust contributors}}," in bibtex
+  assert "Release v2" in bibtex and "NVIDIA H200" in bibtex
+
+
+def test_hardware_of_runs_names_the_default_repo(tmp_path):
+  from builder.build import hardware_of  # pylint: disable=import-outside-toplevel
+  trees = rf.write_tree(tmp_path)
+  run = rf.write_run(tmp_path / "run", rf.standard_records(trees))
+  assert hardware_of([run]) == "h200"

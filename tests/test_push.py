@@ -14,10 +14,10 @@ import textwrap
 
 import pytest
 
-import runfixtures as rf
+from tests import runfixtures as rf
 from builder.build import build_dataset
-from builder.push import PushError, check_repo_id, push_folder
-from fakehub import GITATTRIBUTES, FakeHub
+from builder.push import PreflightError, PushError, check_repo_id, preflight, push_folder
+from tests.fakehub import GITATTRIBUTES, FakeHub
 
 REPO = "org/pallasbench-robust-gpu-h200"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,7 +40,9 @@ def hub():
 def client(hub: FakeHub, tmp_path: pathlib.Path, code: str, *, token: str | None = "hf_dummy"):
   """Runs `code` in a fresh interpreter pointed at the fake Hub; returns (rc, result, stderr).
 
-  The code sets `result` (JSON-able); a PushError becomes {"push_error": message}.
+  The code sets `result` (JSON-able); a PushError becomes {"push_error": message}. Every
+  `datasets.load_dataset` of a local folder in `code` passes `cache_dir=CACHE`, a directory of
+  this call's own.
   """
   env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
   env.update(HF_ENDPOINT=hub.endpoint, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
@@ -52,13 +54,15 @@ def client(hub: FakeHub, tmp_path: pathlib.Path, code: str, *, token: str | None
       import datasets
       datasets.config.USE_PARQUET_EXPORT = False
       from builder.push import PushError, push_folder
+      CACHE = {cache!r}
       result = None
       try:
       {body}
       except PushError as e:
           result = {{"push_error": str(e)}}
       print("RESULT=" + json.dumps(result, default=str))
-  """).format(body=textwrap.indent(textwrap.dedent(code), "    "))
+  """).format(body=textwrap.indent(textwrap.dedent(code), "    "),
+             cache=str(tmp_path / "datasets-cache"))
   proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                         cwd=tmp_path, timeout=300)
   lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT=")]
@@ -99,11 +103,11 @@ def test_tag_points_at_the_commit_and_load_by_tag(hub, folder, tmp_path):
       rows = {{}}
       for config in ("default", "runs"):
           remote = load({REPO!r}, config, revision="v1.0")
-          local = datasets.load_dataset({str(folder)!r}, config)
+          local = datasets.load_dataset({str(folder)!r}, config, cache_dir=CACHE)
           rows[config] = {{s: remote[s].to_list() == local[s].to_list() for s in local}}
           rows[config + "_features"] = all(remote[s].features == local[s].features for s in local)
       plain = datasets.load_dataset({REPO!r}, revision="v1.0")  # the bare repo id form
-      local = datasets.load_dataset({str(folder)!r})
+      local = datasets.load_dataset({str(folder)!r}, cache_dir=CACHE)
       rows["plain"] = {{s: plain[s].to_list() == local[s].to_list() for s in local}}
       result = {{"oid": r.commit_oid, "rows": rows}}
   """)
@@ -210,7 +214,7 @@ def test_rejected_commit_is_a_clear_error_and_nothing_lands(hub, folder, tmp_pat
   """)
   assert rc == 0, err
   message = result["push_error"]
-  assert "the Hub rejected the upload (HTTP 422)" in message
+  assert "the Hub refused the request (HTTP 422)" in message
   assert "Invalid parquet file" in message and "nothing was committed" in message
   assert repo.branches == before
 
@@ -267,3 +271,194 @@ def test_missing_token_in_process(monkeypatch, folder):
   monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
   with pytest.raises(PushError, match="hf auth login"):
     push_folder(folder, REPO)
+
+
+# ---------------------------------------------------------------------------------------------
+# Outcomes the client cannot know, and concurrent pushes.
+
+COMMITS_PAGE = "{endpoint}/datasets/" + REPO + "/commits/main"
+
+
+@pytest.mark.parametrize("fault, lands", [
+    ("500", True),    # the commit landed, then the Hub answered 500
+    ("drop", True),   # the commit landed, then the connection closed without an answer
+    ("reject", False),  # a 500 before the commit landed: the client cannot tell the difference
+])
+def test_commit_with_unknown_outcome_says_how_to_check(hub, folder, tmp_path, fault, lands):
+  repo = hub.seed(REPO, {"README.md": b"old card"})
+  before = repo.branches["main"]
+  if fault == "reject":
+    hub.state.reject_commit = (500, "Internal Server Error")
+  else:
+    hub.state.fail_commit = fault
+  rc, result, err = client(hub, tmp_path, f"""
+      push_folder({str(folder)!r}, {REPO!r}, tag="v2")
+  """)
+  assert rc == 0, err
+  message = result["push_error"]
+  assert "unknown outcome" in message and "may have landed" in message
+  assert "nothing was committed" not in message
+  assert COMMITS_PAGE.format(endpoint=hub.endpoint) in message
+  assert (repo.branches["main"] != before) == lands
+  assert repo.tags == {}  # no tag on a commit nobody saw
+  assert len(hub.state.commit_headers) == 1  # the commit call is never retried blindly
+
+
+def test_push_after_a_dropped_commit_makes_no_second_commit(hub, folder, tmp_path):
+  repo = hub.seed(REPO, {"README.md": b"old card"})
+  hub.state.fail_commit = "drop"
+  client(hub, tmp_path, f"push_folder({str(folder)!r}, {REPO!r})")
+  landed = repo.branches["main"]
+  hub.state.fail_commit = None
+  rc, result, err = client(hub, tmp_path, f"""
+      result = dataclasses.asdict(push_folder({str(folder)!r}, {REPO!r}))
+  """)
+  assert rc == 0 and "push_error" not in (result or {}), err
+  assert result["commit_oid"] == landed == repo.branches["main"]
+
+
+def test_failure_before_the_commit_call_is_known_to_commit_nothing(hub, folder, tmp_path):
+  repo = hub.seed(REPO, {"README.md": b"old card"})
+  before = dict(repo.branches)
+  hub.state.fail_requests = {"/preupload/": 503}
+  rc, result, err = client(hub, tmp_path, f"push_folder({str(folder)!r}, {REPO!r})")
+  assert rc == 0, err
+  message = result["push_error"]
+  assert "HTTP 503" in message and "nothing was committed" in message
+  assert "may have landed" not in message
+  assert hub.state.commit_headers == [] and repo.branches == before
+
+
+def test_concurrent_push_is_refused_by_the_parent_commit(hub, folder, tmp_path):
+  """Someone pushes between the listing of the remote files and the commit: the Hub refuses
+  the commit (412) because its parent is no longer the branch head; their push stays."""
+  repo = hub.seed(REPO, {"README.md": b"old card"})
+  listed = repo.branches["main"]
+
+  def someone_else_pushes(state, target):
+    theirs = state.add_commit(target, target.branches["main"], "their push", "",
+                              {**target.files("main"), "theirs.txt": b"x"})
+    target.branches["main"] = theirs.oid
+    state.before_commit = None
+  hub.state.before_commit = someone_else_pushes
+  rc, result, err = client(hub, tmp_path, f"""
+      push_folder({str(folder)!r}, {REPO!r}, tag="v2")
+  """)
+  assert rc == 0, err
+  message = result["push_error"]
+  assert "someone else pushed to the branch" in message and "push again" in message
+  assert "nothing was committed" in message and "may have landed" not in message
+  assert hub.state.commit_headers[0]["parentCommit"] == listed
+  files = repo.files("main")
+  assert files["README.md"] == b"old card" and files["theirs.txt"] == b"x"
+  assert repo.history()[0].title == "their push" and repo.tags == {}
+
+
+def test_conflicting_commit_is_refused(hub, folder, tmp_path):
+  repo = hub.seed(REPO, {"README.md": b"old card"})
+  before = dict(repo.branches)
+  hub.state.reject_commit = (409, "Another commit is in progress on this branch")
+  rc, result, err = client(hub, tmp_path, f"push_folder({str(folder)!r}, {REPO!r})")
+  assert rc == 0, err
+  message = result["push_error"]
+  assert "a conflicting change exists" in message and "concurrent push" in message
+  assert "nothing was committed" in message and "Another commit is in progress" in message
+  assert repo.branches == before
+
+
+def test_push_commits_on_top_of_the_head_it_listed(hub, folder, tmp_path):
+  repo = hub.seed(REPO, {"README.md": b"old card"})
+  head = repo.branches["main"]
+  rc, result, err = client(hub, tmp_path, f"push_folder({str(folder)!r}, {REPO!r})")
+  assert rc == 0 and "push_error" not in (result or {}), err
+  assert [h["parentCommit"] for h in hub.state.commit_headers] == [head]
+
+
+# ---------------------------------------------------------------------------------------------
+# preflight: token and repo id checked before anything is measured.
+
+def test_preflight_against_the_hub(hub, tmp_path):
+  hub.seed(REPO, {})
+  hub.seed("other/pallasbench", {})
+  hub.state.orgs = {"org": "write", "readers": "read"}
+  hub.state.readonly_tokens.add("hf_readonly")
+  hub.state.rejected_tokens.add("hf_revoked")
+  rc, result, err = client(hub, tmp_path, f"""
+      from builder.push import preflight
+
+      def outcome(*args, **kwargs):
+          try:
+              return preflight(*args, **kwargs)
+          except ValueError as e:
+              return type(e).__name__ + ": " + str(e)
+      result = {{
+          "existing": outcome({REPO!r}),
+          "new_in_org": outcome("org/new-repo"),
+          "new_own": outcome("tester/new-repo"),
+          "default": outcome(None, hardware="h200"),
+          "no_hardware": outcome(None),
+          "foreign": outcome("other/pallasbench"),
+          "stranger": outcome("stranger/new"),
+          "read_org": outcome("readers/new"),
+          "readonly": outcome({REPO!r}, token="hf_readonly"),
+          "revoked": outcome({REPO!r}, token="hf_revoked"),
+      }}
+  """)
+  assert rc == 0 and result, err
+  assert result["existing"] == REPO
+  assert result["new_in_org"] == "org/new-repo" and result["new_own"] == "tester/new-repo"
+  assert result["default"] == "tester/pallasbench-robust-gpu-h200"
+  refused = {k: v for k, v in result.items() if v.startswith("PreflightError: ")}
+  assert set(refused) == {"no_hardware", "foreign", "stranger", "read_org", "readonly",
+                          "revoked"}
+  assert "pass --repo-id ORG/NAME" in refused["no_hardware"]
+  assert "no write permission on other/pallasbench" in refused["foreign"]
+  assert "'stranger' is neither the token's user nor one of its organisations" in (
+      refused["stranger"])
+  assert "only the read role in 'readers'" in refused["read_org"]
+  assert "is read-only" in refused["readonly"]
+  assert "the Hub rejected the token" in refused["revoked"]
+  assert set(hub.state.repos) == {REPO, "other/pallasbench"}  # preflight creates nothing
+  assert hub.state.commit_headers == []
+  assert any("/auth-check/write" in r for r in hub.state.requests)
+  assert hub.state.unhandled == []
+
+
+def test_preflight_without_a_token_names_it_and_asks_nothing(hub, tmp_path):
+  rc, result, err = client(hub, tmp_path, f"""
+      from builder.push import preflight
+      try:
+          preflight({REPO!r})
+      except ValueError as e:
+          result = [type(e).__name__, str(e)]
+  """, token=None)
+  assert rc == 0, err
+  assert result[0] == "PreflightError"
+  assert "no Hugging Face token" in result[1] and "hf auth login" in result[1]
+  assert "HF_TOKEN" in result[1]
+  assert hub.state.requests == []
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"repo_id": "noslash"}, "invalid repo id 'noslash'"),
+    ({"repo_id": REPO, "create_pr": True, "revision": "dev"}, "do not pass --revision"),
+])
+def test_preflight_refuses_before_any_request(kwargs, match, monkeypatch):
+  def no_network(*args, **kwargs):
+    raise AssertionError("preflight asked the Hub")
+  monkeypatch.setattr("huggingface_hub.HfApi.whoami", no_network)
+  with pytest.raises(ValueError, match=match):
+    preflight(token="hf_dummy", **kwargs)
+
+
+def test_preflight_error_is_a_value_error():
+  assert issubclass(PreflightError, ValueError)
+
+
+def test_preflight_names_missing_hub_packages(monkeypatch):
+  """A GPU machine without `datasets`: --push is refused before measuring, saying why."""
+  monkeypatch.setitem(sys.modules, "datasets", None)  # `import datasets` raises ImportError
+  monkeypatch.setenv("HF_TOKEN", "hf_dummy")
+  with pytest.raises(PreflightError, match=r"needs datasets: install them \(pip install -e "
+                     r"\"\.\[hub\]\"\), or measure here with --measure-only"):
+    preflight(REPO)
