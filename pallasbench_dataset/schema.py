@@ -188,6 +188,9 @@ class StageTimes:
   compile_s: float | None      # the compile stage: the artifacts compiled into the shared cache
   judge_s: float | None        # the judge on the device: load, correctness, timing
   compile_cache_hit: bool | None  # the judge found the compile stage's executable in the cache
+  checks_s: float | None = None   # of judge_s: the candidate's runs, references, comparisons
+  timing_s: float | None = None   # of judge_s: timing kernel and jitted baseline
+  eager_s: float | None = None    # of judge_s: timing the eager baseline
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

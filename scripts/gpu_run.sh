@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the device tool): measures into $OUT/<name>, prints the report,
 # and packs the run folder into $OUT/<name>.tar.gz (the device returns at most 8 files).
-#   scripts/gpu_run.sh NAME [regenerate arguments...]
+#   [RESUME_FROM=DIR] scripts/gpu_run.sh NAME [regenerate arguments...]
 # The machine has jax 0.11.2 but neither `datasets` nor Dask: Dask travels as wheels in .whl
 # (carry it), the run measures only, and the dataset is built here with --from-results.
 set -uo pipefail
@@ -13,11 +13,16 @@ if [ -d .whl ]; then
 fi
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # absolute: the exporter runs in a scratch folder
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv
+# RESUME_FROM=<run folder in the checkout>: continue that run (its copy here) instead.
+resume=()
+if [ -n "${RESUME_FROM:-}" ]; then
+  cp -r "$RESUME_FROM" "$OUT/$name" && resume=(--resume) || exit 1
+fi
 start=$(date +%s)
 # Stop measuring before the device's 10-minute limit so the folder still gets packed;
 # SIGTERM ends the run cleanly (the manifest says interrupted, --resume continues it).
 timeout --signal=TERM "${RUN_LIMIT:-540}" \
-  python3 -m builder.regenerate --device gpu --measure-only --results "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log"
+  python3 -m builder.regenerate --device gpu --measure-only --results "$OUT/$name" "${resume[@]}" "$@" 2>&1 | tee "$OUT/$name.log"
 echo "wall: $(( $(date +%s) - start )) s"
 python3 -m pallasbench_dataset.evaluation.report "$OUT/$name" > "$OUT/$name.report.txt" 2>&1
 tar czf "$OUT/$name.tar.gz" -C "$OUT" "$name" && rm -rf "${OUT:?}/$name"

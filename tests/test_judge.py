@@ -165,9 +165,9 @@ def test_candidate_runs_finish_before_any_reference_exists(monkeypatch):
 # Timing: direction of the speedup, timed outputs, ceilings.
 
 def _timed(executable, ceilings=NOT_MEASURED):
-  fields = {}
-  judge._time_and_roofline(executable, RELU, DIMS, OPTIONS, _ctx(ceilings), fields)  # pylint: disable=protected-access
-  return fields
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  judge._time_and_roofline(executable, RELU, DIMS, OPTIONS, _ctx(ceilings), state)  # pylint: disable=protected-access
+  return state.fields
 
 
 def test_speedup_is_baseline_time_over_candidate_time():

@@ -21,6 +21,7 @@ from pallasbench_dataset import filters
 from pallasbench_dataset.evaluation import checks
 from pallasbench_dataset.schema import FilterResult
 from pallasbench_dataset.tasks import get_task
+from pallasbench_dataset import tolerance as tolerance_module
 from pallasbench_dataset.tolerance import TOLERANCES, Comparison, Tolerance, ToleranceClass, compare
 
 F32_EPS = float(np.finfo(np.float32).eps)
@@ -931,9 +932,11 @@ def test_stage_times_add_up_to_the_evaluation_wall_time():
            "edge": judge.Precompiled(outcome="failed", wall_s=1.0)}
   item = dataclasses.replace(_item(_outcome(_report(), wall_s=0.5)), precompiled=notes)
   fields = {**judge._base_fields(item, RELU, SMALL, (1,), CPU_ENV), "status": Status.PASS}  # pylint: disable=protected-access
-  state = judge._State(fields=fields, cache_hit=True)  # pylint: disable=protected-access
+  state = judge._State(fields=fields, cache_hit=True,  # pylint: disable=protected-access
+                       seconds={"checks_s": 1.5, "timing_s": 1.0, "eager_s": 0.5})
   record = judge._finish(item, state, CPU_ENV, 4.0)  # pylint: disable=protected-access
-  assert record.stages == StageTimes(export_s=0.5, compile_s=3.0, judge_s=4.0, compile_cache_hit=True)
+  assert record.stages == StageTimes(export_s=0.5, compile_s=3.0, judge_s=4.0, compile_cache_hit=True,
+                                     checks_s=1.5, timing_s=1.0, eager_s=0.5)
   assert record.eval_wall_s == 7.5
   bare = judge._finish(_item(_outcome(_report(), wall_s=0.5)), state, CPU_ENV, 4.0)  # pylint: disable=protected-access
   assert bare.stages.compile_s is None and bare.eval_wall_s == 4.5
@@ -1075,11 +1078,11 @@ def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
 
 
 def _time(ceilings=NOT_MEASURED, iterations=4, executable="the executable"):
-  fields = {}
+  state = judge._State(fields={})  # pylint: disable=protected-access
   opts = judge.EvalOptions(timing_iterations=iterations, timing_rounds=2, warmup=1,
                            input_budget_bytes=1 << 20)
-  judge._time_and_roofline(executable, RELU, TINY, opts, _ctx(ceilings=ceilings), fields)  # pylint: disable=protected-access
-  return fields
+  judge._time_and_roofline(executable, RELU, TINY, opts, _ctx(ceilings=ceilings), state)  # pylint: disable=protected-access
+  return state.fields
 
 
 def test_time_and_roofline_records_every_timing_field(monkeypatch):
@@ -1500,3 +1503,53 @@ def test_decode_limits_sizes(monkeypatch):
 def test_export_report_finds_a_size():
   report = _report(_entry("small"), _entry("edge", stage="trace"))
   assert report.size("edge").stage == "trace" and report.size("large") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# compare() over many chunks, on threads: the same verdict and figures as one pass.
+
+def _one_pass(out, ref, tol):
+  """compare()'s statistics computed over the whole array at once, as before chunking."""
+  o, r = out.astype(np.float64), ref.astype(np.float64)
+  err = np.abs(o - r)
+  excess = err - (tol.atol + tol.rtol * np.abs(r))
+  return (float(err.max()), float((err / np.maximum(np.abs(r), tol.atol)).max()),
+          float(np.linalg.norm(err) / np.linalg.norm(r)), int(np.count_nonzero(excess > 0)),
+          np.unravel_index(int(np.argmax(excess)), out.shape))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_chunked_compare_matches_one_pass(monkeypatch, threads):
+  monkeypatch.setattr(tolerance_module, "CHUNK", 7)
+  monkeypatch.setattr(tolerance_module, "THREADS", threads)
+  rng = np.random.default_rng(5)
+  ref = rng.standard_normal((9, 11)).astype(np.float32)
+  out = ref.copy()
+  out[6, 3] += 0.5      # the worst element, in a late chunk
+  out[8, 10] += 0.5     # as bad, later: the first one is named
+  out[1, 2] += 0.25
+  tol = Tolerance(kind=ToleranceClass.EXACT, rtol=1e-5, atol=1e-6)
+  got = compare(out, ref, tol)
+  max_abs, max_rel, rel_l2, violations, worst = _one_pass(out, ref, tol)
+  assert got.max_abs_error == max_abs and got.max_rel_error == max_rel
+  assert got.rel_l2_error == pytest.approx(rel_l2, rel=1e-12)
+  assert f"{violations} of 99 elements off" in got.reason and violations == 3
+  assert f"worst at index {tuple(int(i) for i in worst)}" in got.reason and worst == (6, 3)
+
+
+def test_chunked_compare_finds_nan_in_any_chunk(monkeypatch):
+  monkeypatch.setattr(tolerance_module, "CHUNK", 4)
+  ref = np.ones(10, np.float32)
+  out = ref.copy()
+  out[9] = np.nan
+  got = compare(out, ref, TOLERANCES[ToleranceClass.EXACT])
+  assert not got.passed and got.reason.startswith("1 of 10 elements are NaN/Inf")
+  out[9], out[2] = 1.0, np.inf
+  assert compare(out, ref, TOLERANCES[ToleranceClass.EXACT]).reason.startswith("1 of 10")
+
+
+def test_chunked_compare_passes_matching_outputs(monkeypatch):
+  monkeypatch.setattr(tolerance_module, "CHUNK", 3)
+  ref = np.arange(10, dtype=np.float32)
+  got = compare(ref + np.float32(1e-7), ref, TOLERANCES[ToleranceClass.TRANSCENDENTAL])
+  assert got.passed and got.reason is None and got.max_abs_error < 1e-6

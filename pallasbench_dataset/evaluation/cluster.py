@@ -119,5 +119,10 @@ def connect(plan: WorkerPlan, *, scheduler: str | None, directory: pathlib.Path
       with distributed.Client(cluster) as client:
         client.register_plugin(_CloseStageProcesses())
         yield client
+    except BaseException:
+      # Stopped mid-run (a signal, an error): workers die with tasks in flight, which Dask
+      # logs as errors by the dozen. The run's own message says what happened.
+      logging.getLogger("distributed").setLevel(logging.CRITICAL)
+      raise
     finally:
       cluster.close()

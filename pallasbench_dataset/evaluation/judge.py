@@ -172,6 +172,7 @@ class _State:
   compiled: CompiledArtifact | None = None
   run_blob: bytes | None = None
   cache_hit: bool | None = None
+  seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # checks, timing, eager
 
 
 def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, dims: Dims,
@@ -312,9 +313,11 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   state.compiled = _compile(state.run_blob, spec, dims, ctx, item.precompiled.get(item.size))
   state.cache_hit = state.compiled.cache_hit
   edge = _edge(report, item, spec, ctx)
+  start = time.perf_counter()
   runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,
                               edge=edge)
   verdict = checks.judge_outputs(runs, spec, dims, edge[1] if edge else _edge_dims(item, spec))
+  state.seconds["checks_s"] = time.perf_counter() - start
   reasons += list(verdict.rejections)
   failed = [f"seed {s}: {c.reason}" for s, c in zip(seeds, verdict.comparisons) if not c.passed]
   state.fields.update(
@@ -328,7 +331,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   if failed:
     state.fields.update(status=Status.INCORRECT, reasons=tuple(failed))
     return
-  _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state.fields)
+  _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state)
 
 
 def _edge_dims(item: JudgeItem, spec: TaskSpec) -> Dims | None:
@@ -406,7 +409,9 @@ def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: Sequence[tuple
 
 
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
-                       fields: dict[str, Any]) -> None:
+                       state: _State) -> None:
+  start = time.perf_counter()
+  fields = state.fields
   kernel_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
   baseline_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
   calls = list(range(opts.timing_iterations))
@@ -434,7 +439,9 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                    "measurement is not trustworthy")
   fields.update(status=Status.REJECTED if reasons else Status.PASS, reasons=tuple(reasons),
                 robust=not reasons)
+  state.seconds["timing_s"] = time.perf_counter() - start
   fields.update(_eager_fields(spec, baseline_sets, opts, ctx, kernel_t.median_ms))
+  state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
 
 
 def _eager_fields(spec: TaskSpec, sets: Sequence[tuple], opts: EvalOptions, ctx: Context,
@@ -520,6 +527,6 @@ def _finish(item: JudgeItem, state: _State, environment: Environment, wall_s: fl
       eval_wall_s=wall_s + item.export.wall_s + compile_wall_s, judge_version=JUDGE_VERSION,
       stages=StageTimes(export_s=item.export.wall_s,
                         compile_s=compile_wall_s if item.precompiled else None,
-                        judge_s=wall_s, compile_cache_hit=state.cache_hit),
+                        judge_s=wall_s, compile_cache_hit=state.cache_hit, **state.seconds),
       sandbox=item.export.layers, exporter_output=item.export.output[:MAX_OUTPUT_CHARS] or None)
   return EvalRecord(**merged)

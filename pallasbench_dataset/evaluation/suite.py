@@ -360,8 +360,8 @@ def _judge_slots(client: distributed.Client) -> int:
 def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
               git_commit: str | None) -> Iterator[tuple[EvalRecord, Artifacts]]:
   """Submits every item's export and compile at once, in plan order (Dask runs earlier
-  submissions first), and its judge when a judge worker is free, so that each judge worker
-  holds one evaluation at a time: a lost worker then takes only its running evaluation down
+  submissions first), and a judge when a judge worker is free, for the first item whose
+  compile is done, so that each judge worker holds one evaluation at a time: a lost worker then takes only its running evaluation down
   (Dask retries it once). Yields each (record, artifacts) as its judge finishes; a stage that
   raised, or whose worker was lost twice, becomes an error record and the others go on."""
   cpu, gpu = {stages.CPU_RESOURCE: 1}, {stages.GPU_RESOURCE: 1}
@@ -378,7 +378,11 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   items = {}
 
   def submit_next() -> None:
-    item, exported, compiled = upstream[waiting.pop(0)]
+    # The first item in plan order whose compile stage is done: a long compile (up to the
+    # budget) does not hold up the items behind it.
+    slug = next((s for s in waiting if upstream[s][2].done()), waiting[0])
+    waiting.remove(slug)
+    item, exported, compiled = upstream[slug]
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
                            resources=gpu, key=f"judge-{_slug(item)}", pure=False)
     items[judged] = item
