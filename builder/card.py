@@ -86,6 +86,12 @@ def _environment(run: Run) -> Environment | None:
   return run.records[0].environment if run.records else None
 
 
+def _commits(run: Run) -> str | None:
+  """The commit of each command of the run (a resumed run may have several), in order."""
+  commits = [seg.git_commit[:12] for seg in (run.manifest, *run.manifest.resumes) if seg.git_commit]
+  return ", ".join(dict.fromkeys(commits)) or None
+
+
 def _runs_table(runs: Sequence[Run]) -> str:
   rows = []
   for run in runs:
@@ -94,7 +100,7 @@ def _runs_table(runs: Sequence[Run]) -> str:
     rows.append({"run": run.name, "device": get("device_kind"), "CC": get("compute_capability"),
                  "driver": get("driver"), "CUDA": get("cuda"), "jax": get("jax"),
                  "jaxlib": get("jaxlib"), "Python": get("python"),
-                 "commit": (m.git_commit or "")[:12] or None, "started": m.started_at,
+                 "commit": _commits(run), "started": m.started_at,
                  "finished": m.finished_at, "sizes": ", ".join(m.sizes),
                  "variants": ", ".join(m.variants), "records": len(run.records)})
   return md_table(pd.DataFrame(rows))

@@ -828,3 +828,13 @@ def test_hardware_of_runs_names_the_default_repo(tmp_path):
   trees = rf.write_tree(tmp_path)
   run = rf.write_run(tmp_path / "run", rf.standard_records(trees))
   assert hardware_of([run]) == "h200"
+
+
+def test_runs_table_names_the_commit_of_every_segment():
+  from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+  from builder import card  # pylint: disable=import-outside-toplevel
+  segment = lambda commit: SimpleNamespace(git_commit=commit)  # noqa: E731
+  run = SimpleNamespace(manifest=SimpleNamespace(
+      git_commit="a" * 40, resumes=(segment("b" * 40), segment("a" * 40), segment(None))))
+  assert card._commits(run) == "aaaaaaaaaaaa, bbbbbbbbbbbb"  # pylint: disable=protected-access
+  assert card._commits(SimpleNamespace(manifest=SimpleNamespace(git_commit=None, resumes=()))) is None

@@ -15,8 +15,8 @@ import threading
 
 import pytest
 
-import test_adversarial as adv
-import test_evaluator as ev
+from tests import test_adversarial as adv
+from tests import test_evaluator as ev
 from pallasbench_dataset.evaluation.driver import WorkItem, run_items
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
 from pallasbench_dataset.schema import ErrorType, Status

@@ -919,12 +919,14 @@ def test_eager_fields_time_the_reference_unjitted(monkeypatch):
                         eager_baseline_samples_ms=(2.0, 4.0, 6.0), speedup_eager=2.0)
 
 
-def test_an_eager_failure_leaves_the_columns_empty_not_the_verdict(monkeypatch, caplog):
+def test_an_eager_failure_leaves_the_columns_empty_not_the_verdict(monkeypatch):
   def broken(*_, **__):
     raise RuntimeError("CUPTI saw 3 kernel launches for 2 calls")
+  logged = []
   monkeypatch.setattr(timing, "time_interleaved", broken)
+  monkeypatch.setattr(judge.logger, "exception", lambda *args: logged.append(args[0] % args[1:]))
   assert judge._eager_fields(RELU, [()], judge.EvalOptions(), _ctx(), 1.0) == {}  # pylint: disable=protected-access
-  assert "eager baseline of relu not timed" in caplog.text
+  assert logged == ["eager baseline of relu not timed"]
 
 
 def test_stage_times_add_up_to_the_evaluation_wall_time():
@@ -1553,3 +1555,18 @@ def test_chunked_compare_passes_matching_outputs(monkeypatch):
   ref = np.arange(10, dtype=np.float32)
   got = compare(ref + np.float32(1e-7), ref, TOLERANCES[ToleranceClass.TRANSCENDENTAL])
   assert got.passed and got.reason is None and got.max_abs_error < 1e-6
+
+
+def _raise_bare_assertion(x):
+  if x != 2:
+    raise AssertionError  # a lowering rule's bare assert (pytest would rewrite a real one)
+
+
+def test_an_exception_without_a_message_says_where_it_was_raised():
+  from pallasbench_dataset.evaluation.errors import short_error  # pylint: disable=import-outside-toplevel
+  with pytest.raises(AssertionError) as info:
+    _raise_bare_assertion(1)
+  text = short_error(info.value)
+  assert text.startswith("AssertionError: raised at ")
+  assert "test_judge_units.py:" in text and "in _raise_bare_assertion: raise AssertionError" in text
+  assert short_error(ValueError("bad shape")) == "ValueError: bad shape"

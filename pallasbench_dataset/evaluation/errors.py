@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pathlib
 import re
+import traceback
 from typing import Final
 
 from pallasbench_dataset.schema import ErrorType
@@ -26,7 +28,7 @@ def short_error(e: BaseException | str) -> str:
   XLA and Triton errors run to pages and may embed serialised IR (escaped bytes): those
   runs are cut to `<bytes>`, and the head is kept when the text must be shortened.
   """
-  text = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+  text = e if isinstance(e, str) else f"{type(e).__name__}: {e}{_where(e)}"
   lines = [readable(line).strip() for line in text.strip().splitlines()]
   lines = [line for line in lines if line and line not in ("<bytes>", "<serialised IR bytes>")
            ] or [text.strip()[:MAX_ERROR_CHARS]]
@@ -34,6 +36,22 @@ def short_error(e: BaseException | str) -> str:
     errors = [line for line in lines[1:] if "error:" in line][:5]
     lines = lines[:1] + errors + ["..."] + lines[-10:]
   return "\n".join(dict.fromkeys(lines))[:MAX_ERROR_CHARS]
+
+
+def _where(e: BaseException) -> str:
+  """For an exception without a message (a bare `assert` in a lowering rule): where it was
+  raised, so the record says more than "AssertionError:"."""
+  if str(e).strip():
+    return ""
+  frames = traceback.extract_tb(e.__traceback__)
+  if not frames:
+    return ""
+  last = frames[-1]
+  parts = pathlib.PurePath(last.filename).parts
+  anchor = next((i for i, p in enumerate(parts) if p in ("jax", "jaxlib", "pallasbench_dataset")
+                 or p.startswith("kernels_")), max(len(parts) - 2, 0))
+  where = f"{'/'.join(parts[anchor:])}:{last.lineno} in {last.name}"
+  return f"raised at {where}" + (f": {last.line}" if last.line else "")
 
 
 def classify(text: str, stage: str) -> ErrorType:
