@@ -185,7 +185,7 @@ _JUDGE_TEXT: Final = {
           "process, which never\n  imports kernel code, analyses the exported module (the Triton "
           "custom calls are the kernel;\n  every other op is costed), draws the seeds after the "
           "export, runs the kernel on every input\n  before any reference output exists, and "
-          "compares on the host. On a CPU host it runs the\n  interpret-mode export and reads the "
+          "only then compares, in float64. On a CPU host it runs the\n  interpret-mode export and reads the "
           "structure from the Triton export: a CPU verdict vouches\n  for the interpret-mode "
           "program only."),
     "1": ("- **Evaluator** (`judge_version` 1, release 1, {n} evaluation(s)): the kernel ran in "

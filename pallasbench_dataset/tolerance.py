@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import enum
+import functools
 import math
-import os
 from collections.abc import Mapping
 from typing import Final
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -50,53 +51,24 @@ class Comparison:
   reason: str | None = None
 
 
-# compare() works through flat chunks on a few threads (NumPy releases the GIL): a `large`
-# output has 2^28 elements, and one pass of float64 temporaries over all of it at once took
-# seconds per seed. The statistics combine exactly (counts, maxima, first worst index); the
-# L2 norms are sums of per-chunk dot products, equal to NumPy's to rounding.
-CHUNK: Final = 1 << 18
-THREADS: Final = max(1, min(8, os.cpu_count() or 1))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Partial:
-  nonfinite: int
-  ref_sq: float
-  err_sq: float
-  max_abs: float
-  max_rel: float
-  violations: int
-  worst: int          # flat index of the chunk's largest excess (first on ties)
-  worst_excess: float
-
-
-def _chunk(o32: np.ndarray, r32: np.ndarray, start: int, tol: Tolerance) -> _Partial:
-  o, r = o32.astype(np.float64), r32.astype(np.float64)
-  finite_ref = np.isfinite(r)
-  nonfinite = int(np.count_nonzero(~np.isfinite(o) & finite_ref))
-  if nonfinite:
-    return _Partial(nonfinite, 0.0, 0.0, 0.0, 0.0, 0, start, -np.inf)
-  abs_r = np.abs(r)
-  err = np.where(finite_ref, np.abs(o - r), 0.0)
-  excess = np.where(finite_ref, err - (tol.atol + tol.rtol * abs_r), -np.inf)
-  ref = np.where(finite_ref, r, 0.0)
-  worst = int(np.argmax(excess)) if excess.size else 0
-  return _Partial(
-      nonfinite=0, ref_sq=float(ref @ ref), err_sq=float(err @ err),
-      max_abs=float(err.max(initial=0.0)),
-      max_rel=float(np.where(finite_ref, err / np.maximum(abs_r, tol.atol), 0.0).max(initial=0.0)),
-      violations=int(np.count_nonzero(excess > 0)), worst=start + worst,
-      worst_excess=float(excess[worst]) if excess.size else -np.inf)
-
-
-def _partials(o: np.ndarray, r: np.ndarray, tol: Tolerance) -> list[_Partial]:
-  flat_o, flat_r = o.reshape(-1), r.reshape(-1)
-  starts = range(0, max(flat_o.size, 1), CHUNK)
-  work = [(flat_o[i:i + CHUNK], flat_r[i:i + CHUNK], i, tol) for i in starts]
-  if len(work) == 1 or THREADS == 1:
-    return [_chunk(*w) for w in work]
-  with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
-    return list(pool.map(lambda w: _chunk(*w), work))
+@functools.partial(jax.jit, static_argnames=("rtol", "atol"))
+def _statistics(out, ref, *, rtol: float, atol: float) -> dict[str, jax.Array]:
+  """Everything compare() reports, in float64 on the arrays' device (x64 is on around it)."""
+  o, r = out.astype(jnp.float64).reshape(-1), ref.astype(jnp.float64).reshape(-1)
+  finite_ref = jnp.isfinite(r)
+  abs_r = jnp.abs(r)
+  err = jnp.where(finite_ref, jnp.abs(o - r), 0.0)
+  excess = jnp.where(finite_ref, err - (atol + rtol * abs_r), -jnp.inf)
+  ref0 = jnp.where(finite_ref, r, 0.0)
+  worst = jnp.argmax(excess) if excess.size else jnp.zeros((), jnp.int64)
+  return dict(
+      nonfinite=jnp.count_nonzero(~jnp.isfinite(o) & finite_ref),
+      ref_norm=jnp.sqrt(jnp.sum(ref0 * ref0)), err_norm=jnp.sqrt(jnp.sum(err * err)),
+      max_abs=jnp.max(err, initial=0.0),
+      max_rel=jnp.max(jnp.where(finite_ref, err / jnp.maximum(abs_r, atol), 0.0), initial=0.0),
+      violations=jnp.count_nonzero(excess > 0), worst=worst,
+      worst_out=o[worst] if o.size else jnp.zeros((), jnp.float64),
+      worst_ref=r[worst] if r.size else jnp.zeros((), jnp.float64))
 
 
 def compare(out, ref, tol: Tolerance) -> Comparison:
@@ -104,37 +76,34 @@ def compare(out, ref, tol: Tolerance) -> Comparison:
 
   NaN or Inf where the reference is finite always fails. The relative error of an element
   is measured against max(|ref|, atol), so zeros in the reference do not divide by zero.
-  It runs on the host in NumPy (float64), over arrays already copied off the device: the
-  judge compares only after the candidate has finished running.
+  The arithmetic is float64, on the device the arrays are on (the judge's GPU: a `large`
+  output has 2^28 elements, seconds of host work per seed), and only the figures come back.
+  The judge compares only after the candidate has finished running.
   """
-  out, ref = np.asarray(out), np.asarray(ref)
-  if out.shape != ref.shape:
+  out, ref = (x if isinstance(x, jax.Array) else np.asarray(x) for x in (out, ref))
+  if tuple(out.shape) != tuple(ref.shape):
     return Comparison(passed=False, max_abs_error=None, max_rel_error=None, rel_l2_error=None,
-                      reason=f"output shape {out.shape} != expected {ref.shape}")
-  if out.dtype != ref.dtype:
+                      reason=f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}")
+  if np.dtype(out.dtype) != np.dtype(ref.dtype):
     return Comparison(passed=False, max_abs_error=None, max_rel_error=None, rel_l2_error=None,
-                      reason=f"output dtype {out.dtype} != expected {ref.dtype}")
-  parts = _partials(out, ref, tol)
-  nonfinite = sum(p.nonfinite for p in parts)
-  if nonfinite:
+                      reason=f"output dtype {np.dtype(out.dtype)} != expected {np.dtype(ref.dtype)}")
+  with jax.enable_x64(True):
+    stats = {k: v.item() for k, v in _statistics(out, ref, rtol=tol.rtol, atol=tol.atol).items()}
+  size = math.prod(out.shape)
+  if stats["nonfinite"]:
     return Comparison(passed=False, max_abs_error=float("inf"), max_rel_error=float("inf"),
                       rel_l2_error=float("inf"),
-                      reason=f"{nonfinite} of {out.size} elements are NaN/Inf where "
+                      reason=f"{stats['nonfinite']} of {size} elements are NaN/Inf where "
                              "the reference is finite (unwritten or overflowed)")
-  ref_norm = math.sqrt(sum(p.ref_sq for p in parts))
-  err_norm = math.sqrt(sum(p.err_sq for p in parts))
+  ref_norm, err_norm = stats["ref_norm"], stats["err_norm"]
   rel_l2 = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-  max_abs = max(p.max_abs for p in parts)
-  max_rel = max(p.max_rel for p in parts)
-  violations = sum(p.violations for p in parts)
   reason = None
-  if violations:
-    worst_part = max(parts, key=lambda p: p.worst_excess)  # the first of equals, as argmax
-    worst = np.unravel_index(worst_part.worst, out.shape)
-    reason = (f"not allclose(rtol={tol.rtol:g}, atol={tol.atol:g}): {violations} of {out.size} "
-              f"elements off; worst at index {tuple(int(i) for i in worst)}, got "
-              f"{float(out[worst]):.6g}, expected {float(ref[worst]):.6g}")
+  if stats["violations"]:
+    worst = np.unravel_index(int(stats["worst"]), tuple(out.shape))
+    reason = (f"not allclose(rtol={tol.rtol:g}, atol={tol.atol:g}): {stats['violations']} of "
+              f"{size} elements off; worst at index {tuple(int(i) for i in worst)}, got "
+              f"{stats['worst_out']:.6g}, expected {stats['worst_ref']:.6g}")
   elif tol.max_rel_l2 is not None and rel_l2 > tol.max_rel_l2:
     reason = f"relative L2 error {rel_l2:.3g} > {tol.max_rel_l2:g}"
-  return Comparison(passed=reason is None, max_abs_error=max_abs, max_rel_error=max_rel,
-                    rel_l2_error=rel_l2, reason=reason)
+  return Comparison(passed=reason is None, max_abs_error=float(stats["max_abs"]),
+                    max_rel_error=float(stats["max_rel"]), rel_l2_error=rel_l2, reason=reason)

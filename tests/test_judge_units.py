@@ -21,7 +21,6 @@ from pallasbench_dataset import filters
 from pallasbench_dataset.evaluation import checks
 from pallasbench_dataset.schema import FilterResult
 from pallasbench_dataset.tasks import get_task
-from pallasbench_dataset import tolerance as tolerance_module
 from pallasbench_dataset.tolerance import TOLERANCES, Comparison, Tolerance, ToleranceClass, compare
 
 F32_EPS = float(np.finfo(np.float32).eps)
@@ -307,17 +306,18 @@ def test_check_output_unwraps_a_single_array_and_refuses_anything_else():
     assert str(e.value) == message
 
 
-def test_run_once_copies_the_output_to_the_host_and_frees_it():
+def test_run_once_keeps_the_finished_output_on_the_device():
   made = []
 
   def kernel(x):
     made.append(_relu_jit()(x))
     return made[-1]
   x = RELU.make_inputs(TINY, 1)[0]
-  host = checks._run_once(kernel, RELU, TINY, (x,))  # pylint: disable=protected-access
-  assert isinstance(host, np.ndarray) and host.shape == (8, 16)
-  np.testing.assert_array_equal(host, np.maximum(np.asarray(x), 0))
-  assert made[0].is_deleted()
+  out = checks._run_once(kernel, RELU, TINY, (x,))  # pylint: disable=protected-access
+  assert out is made[0] and isinstance(out, jax.Array) and out.is_ready()
+  np.testing.assert_array_equal(np.asarray(out), np.maximum(np.asarray(x), 0))
+  with pytest.raises(checks.OutputError):
+    checks._run_once(lambda x: x[:4], RELU, TINY, (x,))  # pylint: disable=protected-access
 
 
 def test_mutations_name_mutated_and_donated_inputs_in_order():
@@ -1508,10 +1508,10 @@ def test_export_report_finds_a_size():
 
 
 # ---------------------------------------------------------------------------------------------
-# compare() over many chunks, on threads: the same verdict and figures as one pass.
+# compare() computes on the arrays' device (jax) in float64: the same figures as NumPy.
 
 def _one_pass(out, ref, tol):
-  """compare()'s statistics computed over the whole array at once, as before chunking."""
+  """compare()'s statistics computed in NumPy float64 over the whole array."""
   o, r = out.astype(np.float64), ref.astype(np.float64)
   err = np.abs(o - r)
   excess = err - (tol.atol + tol.rtol * np.abs(r))
@@ -1520,41 +1520,43 @@ def _one_pass(out, ref, tol):
           np.unravel_index(int(np.argmax(excess)), out.shape))
 
 
-@pytest.mark.parametrize("threads", [1, 3])
-def test_chunked_compare_matches_one_pass(monkeypatch, threads):
-  monkeypatch.setattr(tolerance_module, "CHUNK", 7)
-  monkeypatch.setattr(tolerance_module, "THREADS", threads)
+@pytest.mark.parametrize("on_device", [False, True])
+def test_compare_matches_numpy_float64(on_device):
   rng = np.random.default_rng(5)
   ref = rng.standard_normal((9, 11)).astype(np.float32)
   out = ref.copy()
-  out[6, 3] += 0.5      # the worst element, in a late chunk
+  out[6, 3] += 0.5      # the worst element
   out[8, 10] += 0.5     # as bad, later: the first one is named
   out[1, 2] += 0.25
   tol = Tolerance(kind=ToleranceClass.EXACT, rtol=1e-5, atol=1e-6)
-  got = compare(out, ref, tol)
+  got = compare(jnp.asarray(out), jnp.asarray(ref), tol) if on_device else compare(out, ref, tol)
   max_abs, max_rel, rel_l2, violations, worst = _one_pass(out, ref, tol)
   assert got.max_abs_error == max_abs and got.max_rel_error == max_rel
   assert got.rel_l2_error == pytest.approx(rel_l2, rel=1e-12)
   assert f"{violations} of 99 elements off" in got.reason and violations == 3
   assert f"worst at index {tuple(int(i) for i in worst)}" in got.reason and worst == (6, 3)
+  assert f"got {float(out[6, 3]):.6g}, expected {float(ref[6, 3]):.6g}" in got.reason
 
 
-def test_chunked_compare_finds_nan_in_any_chunk(monkeypatch):
-  monkeypatch.setattr(tolerance_module, "CHUNK", 4)
-  ref = np.ones(10, np.float32)
-  out = ref.copy()
-  out[9] = np.nan
-  got = compare(out, ref, TOLERANCES[ToleranceClass.EXACT])
+def test_compare_is_float64_not_float32():
+  """1 + 2^-20 vs 1 at rtol 2^-21: a float64 difference; in float32 the excess would round."""
+  tol = Tolerance(kind=ToleranceClass.EXACT, rtol=2.0 ** -21, atol=0.0)
+  out, ref = f32(1.0 + 2.0 ** -20), f32(1.0)
+  got = compare(jnp.asarray(out), jnp.asarray(ref), tol)
+  assert not got.passed and got.max_abs_error == 2.0 ** -20
+
+
+def test_compare_keeps_jax_in_32_bit_mode_around_it():
+  compare(jnp.ones(3), jnp.ones(3), TOLERANCES[ToleranceClass.EXACT])
+  assert jnp.ones(2).dtype == jnp.float32 and not jax.config.jax_enable_x64
+
+
+def test_compare_finds_nan_anywhere_on_device():
+  ref = jnp.ones(10, jnp.float32)
+  got = compare(ref.at[9].set(jnp.nan), ref, TOLERANCES[ToleranceClass.EXACT])
   assert not got.passed and got.reason.startswith("1 of 10 elements are NaN/Inf")
-  out[9], out[2] = 1.0, np.inf
-  assert compare(out, ref, TOLERANCES[ToleranceClass.EXACT]).reason.startswith("1 of 10")
-
-
-def test_chunked_compare_passes_matching_outputs(monkeypatch):
-  monkeypatch.setattr(tolerance_module, "CHUNK", 3)
-  ref = np.arange(10, dtype=np.float32)
-  got = compare(ref + np.float32(1e-7), ref, TOLERANCES[ToleranceClass.TRANSCENDENTAL])
-  assert got.passed and got.reason is None and got.max_abs_error < 1e-6
+  assert compare(ref.at[2].set(jnp.inf), ref, TOLERANCES[ToleranceClass.EXACT]).reason.startswith(
+      "1 of 10")
 
 
 def _raise_bare_assertion(x):
@@ -1570,3 +1572,18 @@ def test_an_exception_without_a_message_says_where_it_was_raised():
   assert text.startswith("AssertionError: raised at ")
   assert "test_judge_units.py:" in text and "in _raise_bare_assertion: raise AssertionError" in text
   assert short_error(ValueError("bad shape")) == "ValueError: bad shape"
+
+
+def test_in_parallel_keeps_order_runs_concurrently_and_raises():
+  import threading  # pylint: disable=import-outside-toplevel
+  barrier = threading.Barrier(2, timeout=10)  # both calls must be running at once to pass it
+
+  def meet(value):
+    return lambda: (barrier.wait(), value)[1]
+  assert checks.in_parallel([meet("a"), meet("b")]) == ["a", "b"]
+  assert checks.in_parallel([lambda: 1]) == [1] and checks.in_parallel([]) == []
+
+  def fail():
+    raise ValueError("a reference failed")
+  with pytest.raises(ValueError, match="a reference failed"):
+    checks.in_parallel([lambda: 1, fail])

@@ -1,16 +1,18 @@
 """The judge's checks over an exported kernel: the candidate's runs, then the verdict on them.
 
 The order is the defence: `run_candidate` runs the candidate on every input it will be
-judged on and copies the outputs to the host before any reference output exists in the
-process; `judge_outputs` then computes the references and compares on the host. Nothing
-here imports or calls candidate Python: `fn` is a compiled `jax.export` artifact.
+judged on, keeping its outputs, before any reference output exists in the process;
+`judge_outputs` then computes the references and compares (in float64 on the device: a
+`large` output is 2^28 elements; only the filters work on host copies). Nothing here imports
+or calls candidate Python: `fn` is a compiled `jax.export` artifact.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +26,11 @@ from pallasbench_dataset.tolerance import Comparison, compare
 POISON: Final = float("nan")
 SENTINEL: Final = 1.2345e30    # a second poison value: unwritten output keeps it exactly
 IMPACT_SEED_OFFSET: Final = 7919
+# Host work of one verdict that does not depend on each other (a reference and its comparison
+# per seed, the filters) runs on a few threads: NumPy and XLA release the GIL, and a `large`
+# output is 2^28 elements.
+HOST_THREADS: Final = 4
+_T = TypeVar("_T")
 
 
 class OutputError(Exception):
@@ -57,30 +64,32 @@ def check_output(out, spec: TaskSpec, dims: Dims) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CandidateRuns:
-  """Host copies of everything the candidate computed, made before any reference existed."""
+  """Everything the candidate computed (arrays on the judge's device), all of it computed
+  before any reference existed."""
   seeds: tuple[int, ...]
-  outputs: tuple[np.ndarray, ...]          # one per seed
-  impact_outputs: tuple[np.ndarray, ...]   # seeds[0]'s inputs with input i redrawn
+  outputs: tuple[jax.Array, ...]           # one per seed
+  impact_outputs: tuple[jax.Array, ...]    # seeds[0]'s inputs with input i redrawn
   mutated: tuple[str, ...]                 # inputs the kernel changed or donated
   unwritten: int | None                    # elements that kept the sentinel (GPU only)
-  edge_output: np.ndarray | None
+  edge_output: jax.Array | None
   edge_error: str | None
 
 
-def _run_once(fn: Callable, spec: TaskSpec, dims: Dims, inputs: Sequence[jax.Array]) -> np.ndarray:
-  out = check_output(fn(*inputs), spec, dims)
-  host = np.asarray(out)
-  out.delete()
-  return host
+def _run_once(fn: Callable, spec: TaskSpec, dims: Dims, inputs: Sequence[jax.Array]) -> jax.Array:
+  return jax.block_until_ready(check_output(fn(*inputs), spec, dims))
 
 
-def _mutations(inputs: Sequence[jax.Array], before: Sequence[np.ndarray],
+def _same(a, b) -> bool:
+  return bool(jnp.array_equal(a, b, equal_nan=True))
+
+
+def _mutations(inputs: Sequence[jax.Array], before: Sequence[jax.Array],
                names: Sequence[str]) -> list[str]:
   changed = []
   for x, b, name in zip(inputs, before, names, strict=True):
     if x.is_deleted():
       changed.append(f"input {name} was donated (deleted) by the kernel")
-    elif not np.array_equal(np.asarray(x), b, equal_nan=True):
+    elif not _same(x, b):
       changed.append(f"input {name} was mutated in place")
   return changed
 
@@ -100,7 +109,7 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   outputs, mutated = [], []
   for seed in seeds:
     inputs = spec.make_inputs(dims, seed)
-    before = [np.asarray(x) for x in inputs]
+    before = [jnp.copy(x) for x in inputs]
     if on_gpu:
       poison_allocator(spec.output(dims), spec.output_dtype, POISON)
     outputs.append(_run_once(fn, spec, dims, inputs))
@@ -110,8 +119,8 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   unwritten = None
   if on_gpu:
     poison_allocator(spec.output(dims), spec.output_dtype, SENTINEL)
-    unwritten = int(np.count_nonzero(_run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
-                                     == np.float32(SENTINEL)))
+    unwritten = int(jnp.count_nonzero(_run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
+                                      == np.float32(SENTINEL)))
   edge_output = edge_error = None
   if edge is not None:
     edge_fn, edge_dims = edge
@@ -126,6 +135,19 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
 
 def expected_host(spec: TaskSpec, inputs: Sequence[jax.Array]) -> np.ndarray:
   return np.asarray(spec.expected(*inputs))
+
+
+def expected(spec: TaskSpec, inputs: Sequence[jax.Array]) -> jax.Array:
+  return jax.block_until_ready(spec.expected(*inputs))
+
+
+def in_parallel(calls: Iterable[Callable[[], _T]]) -> list[_T]:
+  """Each call's result, in order; the calls run on up to HOST_THREADS threads."""
+  calls = list(calls)
+  if len(calls) <= 1:
+    return [c() for c in calls]
+  with concurrent.futures.ThreadPoolExecutor(min(HOST_THREADS, len(calls))) as pool:
+    return [f.result() for f in [pool.submit(c) for c in calls]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,7 +173,7 @@ def _replays(runs: CandidateRuns, comparisons: Sequence[Comparison]) -> list[str
     if c.passed:
       continue
     for j in range(i):
-      if np.array_equal(runs.outputs[i], runs.outputs[j], equal_nan=True):
+      if _same(runs.outputs[i], runs.outputs[j]):
         reasons.append(f"output cached across calls: seed {runs.seeds[j]}'s output was returned "
                        "for different inputs")
   return reasons
@@ -159,14 +181,17 @@ def _replays(runs: CandidateRuns, comparisons: Sequence[Comparison]) -> list[str
 
 def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
                   edge_dims: Dims | None) -> Verdict:
-  """References, comparisons and filters for the candidate's runs, all on the host."""
+  """References and comparisons (on the device) and filters (on host copies) for the candidate's runs."""
   names = [i.name for i in spec.inputs]
-  comparisons = tuple(compare(out, expected_host(spec, spec.make_inputs(dims, seed)), spec.tolerance)
+  comparisons = tuple(compare(out, expected(spec, spec.make_inputs(dims, seed)), spec.tolerance)
                       for seed, out in zip(runs.seeds, runs.outputs, strict=True))
   first_inputs = [np.asarray(x) for x in spec.make_inputs(dims, runs.seeds[0])]
   thr = filters.threshold(expected_host(spec, spec.make_inputs(dims, runs.seeds[0])))
-  results = (*filters.output_filters(runs.outputs[0], first_inputs, names, thr),
-             filters.input_impact(runs.impact_outputs, names, runs.outputs[0], thr))
+  base = np.asarray(runs.outputs[0])
+  output_filters, impact = in_parallel([
+      lambda: filters.output_filters(base, first_inputs, names, thr),
+      lambda: filters.input_impact([np.asarray(o) for o in runs.impact_outputs], names, base, thr)])
+  results = (*output_filters, impact)
   rejections = list(runs.mutated) + _replays(runs, comparisons)
   if runs.unwritten:
     rejections.append(f"elements left unwritten: {runs.unwritten} of {runs.outputs[0].size} "
@@ -177,7 +202,7 @@ def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
     if runs.edge_output is None:
       general = False
     else:
-      edge = compare(runs.edge_output, expected_host(spec, spec.make_inputs(edge_dims, runs.seeds[0])),
+      edge = compare(runs.edge_output, expected(spec, spec.make_inputs(edge_dims, runs.seeds[0])),
                      spec.tolerance)
       general, edge_error = edge.passed, edge.reason
     if edge_error:
