@@ -147,7 +147,7 @@ def test_candidate_runs_finish_before_any_reference_exists(monkeypatch):
   """The candidate's program can read device memory: no expected output may exist while it runs."""
   order = []
   relu = _reference()
-  expected = checks.expected_host
+  expected = checks.expected
 
   def candidate(x):
     order.append("candidate")
@@ -156,7 +156,7 @@ def test_candidate_runs_finish_before_any_reference_exists(monkeypatch):
   def reference(spec, inputs):
     order.append("reference")
     return expected(spec, inputs)
-  monkeypatch.setattr(checks, "expected_host", reference)
+  monkeypatch.setattr(checks, "expected", reference)
   _verdict(candidate, edge=(candidate, RELU.dims(Size.EDGE)))
   assert order.index("reference") > len(order) - 1 - order[::-1].index("candidate")
 

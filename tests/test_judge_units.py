@@ -1572,18 +1572,3 @@ def test_an_exception_without_a_message_says_where_it_was_raised():
   assert text.startswith("AssertionError: raised at ")
   assert "test_judge_units.py:" in text and "in _raise_bare_assertion: raise AssertionError" in text
   assert short_error(ValueError("bad shape")) == "ValueError: bad shape"
-
-
-def test_in_parallel_keeps_order_runs_concurrently_and_raises():
-  import threading  # pylint: disable=import-outside-toplevel
-  barrier = threading.Barrier(2, timeout=10)  # both calls must be running at once to pass it
-
-  def meet(value):
-    return lambda: (barrier.wait(), value)[1]
-  assert checks.in_parallel([meet("a"), meet("b")]) == ["a", "b"]
-  assert checks.in_parallel([lambda: 1]) == [1] and checks.in_parallel([]) == []
-
-  def fail():
-    raise ValueError("a reference failed")
-  with pytest.raises(ValueError, match="a reference failed"):
-    checks.in_parallel([lambda: 1, fail])

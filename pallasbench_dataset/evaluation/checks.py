@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from typing import Final, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Final
 
 import jax
 import jax.numpy as jnp
@@ -26,11 +26,6 @@ from pallasbench_dataset.tolerance import Comparison, compare
 POISON: Final = float("nan")
 SENTINEL: Final = 1.2345e30    # a second poison value: unwritten output keeps it exactly
 IMPACT_SEED_OFFSET: Final = 7919
-# Host work of one verdict that does not depend on each other (a reference and its comparison
-# per seed, the filters) runs on a few threads: NumPy and XLA release the GIL, and a `large`
-# output is 2^28 elements.
-HOST_THREADS: Final = 4
-_T = TypeVar("_T")
 
 
 class OutputError(Exception):
@@ -133,21 +128,8 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
                        edge_output=edge_output, edge_error=edge_error)
 
 
-def expected_host(spec: TaskSpec, inputs: Sequence[jax.Array]) -> np.ndarray:
-  return np.asarray(spec.expected(*inputs))
-
-
 def expected(spec: TaskSpec, inputs: Sequence[jax.Array]) -> jax.Array:
   return jax.block_until_ready(spec.expected(*inputs))
-
-
-def in_parallel(calls: Iterable[Callable[[], _T]]) -> list[_T]:
-  """Each call's result, in order; the calls run on up to HOST_THREADS threads."""
-  calls = list(calls)
-  if len(calls) <= 1:
-    return [c() for c in calls]
-  with concurrent.futures.ThreadPoolExecutor(min(HOST_THREADS, len(calls))) as pool:
-    return [f.result() for f in [pool.submit(c) for c in calls]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,15 +165,19 @@ def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
                   edge_dims: Dims | None) -> Verdict:
   """References and comparisons (on the device) and filters (on host copies) for the candidate's runs."""
   names = [i.name for i in spec.inputs]
-  comparisons = tuple(compare(out, expected(spec, spec.make_inputs(dims, seed)), spec.tolerance)
-                      for seed, out in zip(runs.seeds, runs.outputs, strict=True))
+  refs = [expected(spec, spec.make_inputs(dims, seed)) for seed in runs.seeds]
+  comparisons = tuple(compare(out, ref, spec.tolerance)
+                      for out, ref in zip(runs.outputs, refs, strict=True))
+  thr = filters.threshold(np.asarray(refs[0]))
+  del refs
   first_inputs = [np.asarray(x) for x in spec.make_inputs(dims, runs.seeds[0])]
-  thr = filters.threshold(expected_host(spec, spec.make_inputs(dims, runs.seeds[0])))
   base = np.asarray(runs.outputs[0])
-  output_filters, impact = in_parallel([
-      lambda: filters.output_filters(base, first_inputs, names, thr),
-      lambda: filters.input_impact([np.asarray(o) for o in runs.impact_outputs], names, base, thr)])
-  results = (*output_filters, impact)
+  # The filters read host copies of 2^28-element outputs at `large`: the input-impact filter
+  # runs beside the others (NumPy releases the GIL).
+  with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    impact = pool.submit(filters.input_impact, [np.asarray(o) for o in runs.impact_outputs],
+                         names, base, thr)
+    results = (*filters.output_filters(base, first_inputs, names, thr), impact.result())
   rejections = list(runs.mutated) + _replays(runs, comparisons)
   if runs.unwritten:
     rejections.append(f"elements left unwritten: {runs.unwritten} of {runs.outputs[0].size} "
