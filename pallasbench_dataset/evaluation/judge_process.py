@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
+from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict
 
 POLL_S: Final = 0.1
@@ -63,25 +64,13 @@ def make_dump_dir(device: str) -> pathlib.Path | None:
 # ---------------------------------------------------------------------------------------------
 # The judge's side.
 
-def _die_with_parent(parent: int) -> None:
-  """Asks the kernel to kill this process when its parent dies (Linux), then checks the
-  parent did not die before the request took effect."""
-  try:
-    import ctypes  # pylint: disable=import-outside-toplevel
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  except (OSError, AttributeError):
-    return
-  if os.getppid() != parent:
-    os._exit(1)
-
-
 def serve(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog="python -m pallasbench_dataset.evaluation.judge_process")
   p.add_argument("--fd", type=int, required=True)
   p.add_argument("--parent", type=int, required=True)
   p.add_argument("--config", required=True, help="JudgeConfig as JSON")
   args = p.parse_args(argv)
-  _die_with_parent(args.parent)
+  sandbox.die_with_parent(args.parent)
   raw = json.loads(args.config)
   config = JudgeConfig(**{**raw, **{k: pathlib.Path(raw[k]) if raw[k] else None
                                     for k in ("dump_dir", "cache_dir")}})
@@ -117,7 +106,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
   while (item := conn.recv()) is not None:
     try:
       if isinstance(item, CompileItem):
-        conn.send(("compiled", dataclasses.asdict(precompile(item, dump_dir))))
+        conn.send(("compiled", precompile(item, dump_dir)))
       else:
         record, artifacts = evaluate_artifact(item, ctx)
         conn.send(("result", to_json_dict(record), to_json_dict(artifacts)))
@@ -218,8 +207,7 @@ class JudgeWorker:
         if kind == "result":
           return kind, (from_json_dict(EvalRecord, payload[0]), from_json_dict(Artifacts, payload[1]))
         if kind == "compiled":
-          from pallasbench_dataset.evaluation.judge import Precompiled  # pylint: disable=import-outside-toplevel
-          return "result", Precompiled(**{**payload[0], "ptx": tuple(payload[0]["ptx"])})
+          return "result", payload[0]
         return kind, payload if kind == "crash" else payload[0]
       if self._proc.poll() is not None:
         return "crash", death_message(self._proc.returncode)

@@ -251,7 +251,7 @@ def install(scratch: pathlib.Path, report_fd: int) -> tuple[str, ...]:
   readable = read_allow_list(root)
   landlock = install_landlock(root, readable)
   layers = [name for name, installed in (
-      ("dies-with-parent", die_with_parent()),
+      ("dies-with-parent", die_with_parent(int(os.environ[PARENT_PID_ENV]))),
       ("self-rlimits", limit_resources()),
       ("landlock", landlock),
       ("landlock-read", landlock),
@@ -269,10 +269,10 @@ def install_from_env() -> tuple[str, ...]:
   return install(pathlib.Path.cwd(), int(os.environ[REPORT_FD_ENV]))
 
 
-def die_with_parent() -> bool:
-  """Asks the kernel to kill this process when the process that started it dies (a killed
-  driver or worker must not leave an exporter running), then checks that parent is still the
-  one run_sandboxed named: had it died first, the request would never fire."""
+def die_with_parent(parent: int) -> bool:
+  """Asks the kernel to kill this process when the process that started it, `parent`, dies
+  (a killed driver or worker must leave no exporter or judge running), then checks that
+  `parent` is still its parent: had it died first, the request would never fire."""
   try:
     import ctypes  # pylint: disable=import-outside-toplevel
     libc = ctypes.CDLL(None, use_errno=True)
@@ -281,8 +281,8 @@ def die_with_parent() -> bool:
   except (OSError, AttributeError) as e:
     logger.warning("parent-death signal not set: %s", e)
     return False
-  if str(os.getppid()) != os.environ.get(PARENT_PID_ENV):
-    os._exit(SANDBOX_EXIT)
+  if os.getppid() != parent:
+    os._exit(1)
   return True
 
 
