@@ -42,7 +42,7 @@ def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
   the TPU one)."""
   main = ("cuda",) if device == "gpu" else ("cuda", "tpu", "cpu")
   exports = [(item.size, main)]
-  if item.options.check_edge and Size(item.size) is not Size.EDGE:
+  if item.options.checks_edge(item.size):
     exports.append((Size.EDGE.value, ("cuda",) if device == "gpu" else ("cpu",)))
   return protocol.ExportRequest(task=item.task, source=item.source, filename=item.filename,
                                 exports=tuple(exports), reports=item.options.capture_artifacts)

@@ -58,6 +58,10 @@ class EvalOptions:
   input_budget_bytes: int = 4 << 30
   capture_artifacts: bool = True
 
+  def checks_edge(self, size: str) -> bool:
+    """Whether an evaluation at `size` also runs the edge shape (not when it is the edge)."""
+    return self.check_edge and Size(size) is not Size.EDGE
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Precompiled:
@@ -335,7 +339,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
 
 
 def _edge_dims(item: JudgeItem, spec: TaskSpec) -> Dims | None:
-  if not item.options.check_edge or Size(item.size) is Size.EDGE:
+  if not item.options.checks_edge(item.size):
     return None
   return spec.dims(Size.EDGE)
 

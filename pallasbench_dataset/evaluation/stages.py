@@ -76,7 +76,7 @@ def _compile_sizes(item: driver.WorkItem, exported: ExportOutcome, platform: str
   if report is None or report.load_error:
     return
   sizes = [item.size]
-  if item.options.check_edge and Size(item.size) is not Size.EDGE:
+  if item.options.checks_edge(item.size):
     sizes.append(Size.EDGE.value)
   for size in sizes:
     entry = report.size(size)
