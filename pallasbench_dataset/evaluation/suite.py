@@ -119,13 +119,18 @@ def _retried(record: EvalRecord) -> bool:
   return record.status is Status.ERROR and record.error_type in RETRIED_ON_RESUME
 
 
-def _rewrite(path: pathlib.Path, lines: Sequence[str]) -> None:
+def _replace(path: pathlib.Path, text: str) -> None:
+  """Writes `path` whole or not at all: a temporary beside it, renamed over it."""
   tmp = path.with_name(path.name + ".tmp")
   try:
-    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.write_text(text)
     tmp.replace(path)
   finally:
     tmp.unlink(missing_ok=True)
+
+
+def _rewrite(path: pathlib.Path, lines: Sequence[str]) -> None:
+  _replace(path, "".join(line + "\n" for line in lines))
 
 
 def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
@@ -245,12 +250,7 @@ class _Manifest:
     self.write()
 
   def write(self) -> None:
-    tmp = self._path.with_suffix(".json.tmp")
-    try:
-      tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
-      tmp.replace(self._path)
-    finally:
-      tmp.unlink(missing_ok=True)
+    _replace(self._path, json.dumps(self.data, indent=1, sort_keys=True) + "\n")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
