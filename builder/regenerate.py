@@ -61,10 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                  help="build even if the runs did not measure everything they planned; the "
                       "card lists what is missing")
   p.add_argument("--timeout", type=float,
-                 help="seconds per export and per judge evaluation (default 300 GPU, 900 CPU)")
+                 help="seconds per export and per judge evaluation (default "
+                      f"{DEFAULT_TIMEOUT_S['gpu']:.0f} GPU, {DEFAULT_TIMEOUT_S['cpu']:.0f} CPU)")
   p.add_argument("--compile-budget", type=float,
                  help="seconds per artifact in the compile stage; a compile that runs longer "
-                      "is a timeout record (default 60 GPU, 300 CPU)")
+                      f"is a timeout record (default {DEFAULT_COMPILE_BUDGET_S['gpu']:.0f} GPU, "
+                      f"{DEFAULT_COMPILE_BUDGET_S['cpu']:.0f} CPU)")
   p.add_argument("--scheduler", metavar="ADDRESS",
                  help="an existing Dask scheduler (tcp://host:port) whose workers declare the "
                       "resources judge=1 (one per GPU) and cpu=1; default: a local cluster "
@@ -143,9 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     if args.from_results:
       run_dirs = list(args.from_results)
-      if args.push:
+      if args.push:  # the runs are read here only to name a default repo
         from builder.build import hardware_of  # pylint: disable=import-outside-toplevel
-        repo_id = _preflight(args, hardware_of(run_dirs))
+        repo_id = _preflight(args, None if args.repo_id else hardware_of(run_dirs))
       else:
         repo_id = args.repo_id
     else:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
-import math
+import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 from pallasbench_dataset import inputs
 from pallasbench_dataset.schema import EvalRecord, SummaryRow
 from pallasbench_dataset.tasks import TASKS, TaskSpec
 
-from builder.records import BuildError, Key, Merged
+from builder.records import Key, Merged
 from builder.trees import KernelTrees, gpu_fix
 
 NOT_MEASURED = "not_measured"  # Original_Status when the run did not measure the original kernel
@@ -46,77 +45,13 @@ def roofline_fraction(record: EvalRecord) -> float | None:
 # ---------------------------------------------------------------------------------------------
 # JAX_Code_Functional: the reference module plus the task's inputs, runnable on its own.
 #
-# The registry draws inputs with `pallasbench_dataset.inputs`; a dataset cell must run without
-# this package, so each distribution is written out as a small function that repeats its
-# `sample` (tests/test_build.py checks that both draw the same arrays for every task).
+# A dataset cell must run without this package, so the cell carries a copy of the module
+# that draws the benchmark's inputs (`pallasbench_dataset/inputs.py`, less its __future__
+# import, which may only open a file) and the task's input specs as that module's objects.
 
-_HELPERS: Final[Mapping[type, str]] = {
-    inputs.Normal: """\
-def _input_normal(key, shape, dtype, scale):
-  return (scale * jax.random.normal(key, shape, jnp.float32)).astype(dtype)
-""",
-    inputs.Uniform: """\
-def _input_uniform(key, shape, dtype, low, high):
-  return jax.random.uniform(key, shape, jnp.float32, low, high).astype(dtype)
-""",
-    inputs.FanInNormal: """\
-def _input_fan_in_normal(key, shape, dtype, sqrt_fan_in):
-  return (jax.random.normal(key, shape, jnp.float32) / sqrt_fan_in).astype(dtype)
-""",
-    inputs.Integers: """\
-def _input_integers(key, shape, dtype, high, out_of_range):
-  k_val, k_oob, k_side, k_far = jax.random.split(key, 4)
-  vals = jax.random.randint(k_val, shape, 0, high, jnp.int32)
-  if out_of_range:
-    oob = jax.random.uniform(k_oob, shape) < out_of_range
-    negative = jax.random.bernoulli(k_side, 0.5, shape)
-    far = jax.random.randint(k_far, shape, 1, high + 1, jnp.int32)
-    vals = jnp.where(oob, jnp.where(negative, -far, high - 1 + far), vals)
-  return vals.astype(dtype)
-""",
-    inputs.SoftmaxRows: """\
-def _input_softmax_rows(key, shape, dtype):
-  return jax.nn.softmax(jax.random.normal(key, shape, jnp.float32), axis=-1).astype(dtype)
-""",
-    inputs.OneHotDNA: """\
-def _input_one_hot_dna(key, shape, dtype):
-  codes = jax.random.randint(key, shape[:-1], 0, shape[-1])
-  return jax.nn.one_hot(codes, shape[-1], dtype=dtype)
-""",
-    inputs.DNACodes: """\
-def _input_dna_codes(key, shape, dtype, unknown):
-  k_code, k_n = jax.random.split(key)
-  codes = jax.random.randint(k_code, shape, 0, 4, jnp.int32)
-  return jnp.where(jax.random.uniform(k_n, shape) < unknown, 4, codes).astype(dtype)
-""",
-    inputs.BinaryMask: """\
-def _input_binary_mask(key, shape, dtype, zeros):
-  return (jax.random.uniform(key, shape) >= zeros).astype(dtype)
-""",
-}
-
-
-def _dist_args(dist: Any, shape: tuple[int, ...], dims: Mapping[str, int]) -> dict[str, Any]:
-  """The helper's arguments beyond (key, shape, dtype): the distribution's fields, resolved."""
-  if isinstance(dist, inputs.FanInNormal):
-    return {"sqrt_fan_in": math.sqrt(math.prod(shape[a] for a in dist.contracted_axes))}
-  args = {f.name: getattr(dist, f.name) for f in dataclasses.fields(dist)}
-  if isinstance(dist, inputs.Integers) and isinstance(dist.high, str):
-    args["high"] = int(dims[dist.high])
-  return args
-
-
-def _input_call(spec: TaskSpec, index: int, dims: Mapping[str, int]) -> tuple[str, str]:
-  """(helper source, call expression) drawing input `index` from `keys[index]`."""
-  item = spec.inputs[index]
-  helper = _HELPERS.get(type(item.dist))
-  if helper is None:
-    raise BuildError(f"no functional form for the input distribution {type(item.dist).__name__} "
-                     f"of task {spec.name!r}: add it to builder.rows._HELPERS")
-  name = helper.split("(", 1)[0].removeprefix("def ")
-  shape = item.concrete_shape(dims)
-  args = "".join(f", {k}={v!r}" for k, v in _dist_args(item.dist, shape, dims).items())
-  return helper, f"{name}(keys[{index}], {shape!r}, jnp.dtype({item.dtype!r}){args})"
+def _inputs_module_source() -> str:
+  source = inspect.getsource(inputs)
+  return source.replace("from __future__ import annotations\n", "", 1)
 
 
 def _missing_imports(source: str) -> list[str]:
@@ -143,18 +78,18 @@ def functional_source(spec: TaskSpec, size: str) -> str:
   """The reference as a self-contained script: its module, then `get_inputs(seed)` drawing the
   task's inputs at `size` exactly as the benchmark does, and a `__main__` block running it."""
   dims = spec.dims(size)
-  calls = [_input_call(spec, i, dims) for i in range(len(spec.inputs))]
-  helpers = sorted({h for h, _ in calls})
   described = "\n".join(f"#   {item.name}: {item.dtype} {item.concrete_shape(dims)}, "
                         f"{item.dist.describe()}" for item in spec.inputs)
-  draws = "".join(f"      {call},  # {item.name}\n" for (_, call), item in zip(calls, spec.inputs))
   footer = (
       f"\n\n# The inputs of task {spec.task_id} at the {size!r} size, drawn as PallasBench-Robust "
-      f"draws them for a seed:\n{described}\n\n\n" + "\n\n".join(helpers) +
-      f"\n\ndef get_inputs(seed=0):\n"
-      f"  keys = [jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), {spec.task_id}), i)\n"
-      f"          for i in range({len(calls)})]\n"
-      f"  return (\n{draws}  )\n\n\n"
+      f"draws them for a seed:\n{described}\n\n"
+      f"{_inputs_module_source().rstrip()}\n\n\n"
+      f"INPUTS = {spec.inputs!r}\n"
+      f"DIMS = {dict(dims)!r}\n\n\n"
+      "def get_inputs(seed=0):\n"
+      f"  key = jax.random.fold_in(jax.random.key(seed), {spec.task_id})\n"
+      "  return tuple(item.sample(jax.random.fold_in(key, i), DIMS) for i, item in enumerate(INPUTS))\n"
+      "\n\n"
       "if __name__ == \"__main__\":\n"
       "  out = jax.jit(reference)(*get_inputs())\n"
       "  print(out.shape, out.dtype)\n")
