@@ -70,3 +70,25 @@ def test_a_bare_assert_names_the_innermost_frame_from_the_package_root():
     ("x", "lowering", ErrorType.LOWERING), ("x", "run", ErrorType.RUNTIME)])
 def test_classify(text, stage, kind):
   assert classify(text, stage) is kind
+
+
+def test_the_path_starts_at_the_first_package_root_of_any_depth():
+  for root in ("jaxlib", "pallasbench_dataset", "kernels_gpu"):
+    e = _raised_in(f"/venv/lib/{root}/a/b/mod.py", "raise AssertionError\n")
+    assert short_error(e) == f"AssertionError: raised at {root}/a/b/mod.py:1 in <module>"
+  shallow = _raised_in("mod.py", "raise AssertionError\n")
+  assert short_error(shallow) == "AssertionError: raised at mod.py:1 in <module>"
+
+
+@pytest.mark.parametrize("count, shortened", [(25, False), (26, True)])
+def test_errors_are_shortened_only_past_25_lines(count, shortened):
+  lines = [f"line {i}" for i in range(count)]
+  assert ("..." in short_error("\n".join(lines)).splitlines()) is shortened
+
+
+def test_at_most_five_error_lines_survive_the_cut():
+  lines = ["E: head"] + [f"x: error: {i}" for i in range(8)] + [f"tail {i}" for i in range(30)]
+  kept = short_error("\n".join(lines)).splitlines()
+  assert kept[:7] == ["E: head"] + [f"x: error: {i}" for i in range(5)] + ["..."]
+  only = ["x: error: first"] + [f"t {i}" for i in range(30)]
+  assert short_error("\n".join(only)).splitlines()[:2] == ["x: error: first", "..."]  # head once
