@@ -3,17 +3,22 @@
 The public suite's five filters (output range, output std, axes variation, input impact,
 source analysis) done right: thresholds scale with the dtype's epsilon and the output's
 magnitude, input impact perturbs EVERY input and compares the function's own outputs,
-and outputs must differ from zeros and from every input of the same shape. They run on
-the host (NumPy) over outputs the judge has already copied off the device. Structure
-analysis lives with the judge (it reads the exported module, not the source text).
+and outputs must differ from zeros and from every input of the same shape. The arithmetic
+is float64 on the device the arrays are on (x64 is on only around it): on an H200 a `large`
+output has 2^28 elements, and the same filters over host copies took 25 s per evaluation
+(benchmarks/check_costs.py). Structure analysis lives with the judge (it reads the exported
+module, not the source text).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+import functools
 import math
 from typing import Final
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from pallasbench_dataset.schema import FilterResult
@@ -21,39 +26,51 @@ from pallasbench_dataset.schema import FilterResult
 EPS_MULTIPLE: Final = 64  # a change below 64 ulps of the output's scale counts as no change
 
 
-def _finite(x):
-  """x as float64 with NaN for every non-finite element (a copy only where there are any)."""
-  x = np.asarray(x, np.float64)
-  bad = ~np.isfinite(x)
-  return np.where(bad, np.nan, x) if bad.any() else x
+def _x64(fn: Callable) -> Callable:
+  """Runs `fn` with float64 enabled (the filters' arithmetic), whatever the caller's mode."""
+  @functools.wraps(fn)
+  def wrapped(*args, **kwargs):
+    with jax.enable_x64(True):
+      return fn(*args, **kwargs)
+  return wrapped
 
 
+def _finite(x) -> jax.Array:
+  """x as float64 with NaN for every non-finite element."""
+  x = jnp.asarray(x).astype(jnp.float64)
+  return jnp.where(jnp.isfinite(x), x, jnp.nan)
+
+
+@_x64
 def threshold(reference) -> float:
   """Smallest meaningful variation for outputs like `reference`: 64 eps * max(1, max |ref|)."""
-  scale = float(np.nanmax(np.abs(_finite(reference)))) if reference.size else 1.0
-  return EPS_MULTIPLE * float(np.finfo(np.asarray(reference).dtype).eps) * max(1.0, scale)
+  scale = float(jnp.nanmax(jnp.abs(_finite(reference)))) if reference.size else 1.0
+  return EPS_MULTIPLE * float(np.finfo(reference.dtype).eps) * max(1.0, scale)
 
 
+@_x64
 def output_range(out, thr: float, finite=None) -> FilterResult:
   """`finite`: _finite(out) when the caller already has it (one float64 pass fewer)."""
   fin = _finite(out) if finite is None else finite
-  value = float(np.nanmax(fin) - np.nanmin(fin)) if out.size else 0.0
+  value = float(jnp.nanmax(fin) - jnp.nanmin(fin)) if out.size else 0.0
   return FilterResult(name="output_range", passed=bool(math.isfinite(value) and value > thr),
                       value=value, threshold=thr, detail=f"max - min = {value:.3g}")
 
 
+@_x64
 def output_std(out, thr: float, finite=None) -> FilterResult:
-  value = float(np.nanstd(_finite(out) if finite is None else finite)) if out.size else 0.0
+  value = float(jnp.nanstd(_finite(out) if finite is None else finite)) if out.size else 0.0
   return FilterResult(name="output_std", passed=bool(math.isfinite(value) and value > thr),
                       value=value, threshold=thr, detail=f"std = {value:.3g}")
 
 
+@_x64
 def axes_variation(out, thr: float, finite=None) -> FilterResult:
   """The output varies along every axis: some fiber along each axis has std above thr."""
   fin = _finite(out) if finite is None else finite
   flat = []
   for axis in range(out.ndim):
-    flat.append(float(np.nanmax(np.nanstd(fin, axis=axis))) if out.size else 0.0)
+    flat.append(float(jnp.nanmax(jnp.nanstd(fin, axis=axis))) if out.size else 0.0)
   weakest = min(flat) if flat else 0.0
   dead = [a for a, v in enumerate(flat) if not v > thr]
   return FilterResult(
@@ -61,23 +78,26 @@ def axes_variation(out, thr: float, finite=None) -> FilterResult:
       detail=f"constant along axes {dead}" if dead else f"max std per axis {[f'{v:.3g}' for v in flat]}")
 
 
+@_x64
 def not_zeros(out, thr: float, finite=None) -> FilterResult:
-  value = float(np.nanmax(np.abs(_finite(out) if finite is None else finite))) if out.size else 0.0
+  value = float(jnp.nanmax(jnp.abs(_finite(out) if finite is None else finite))) if out.size else 0.0
   return FilterResult(name="not_zeros", passed=value > thr, value=value, threshold=thr,
                       detail=f"max |out| = {value:.3g}")
 
 
+@_x64
 def not_input_copy(out, inputs: Sequence, names: Sequence[str], thr: float,
                    finite=None) -> FilterResult:
   """The output is not (numerically) one of the inputs passed through."""
   fin = _finite(out) if finite is None else finite
   copies = [n for x, n in zip(inputs, names)
             if x.shape == out.shape
-            and float(np.nanmax(np.abs(fin - _finite(np.asarray(x).astype(out.dtype))))) <= thr]
+            and float(jnp.nanmax(jnp.abs(fin - _finite(jnp.asarray(x).astype(out.dtype))))) <= thr]
   return FilterResult(name="not_input_copy", passed=not copies, value=None, threshold=thr,
                       detail=f"output equals input(s) {copies}" if copies else "differs from every input")
 
 
+@_x64
 def input_impact(outputs: Sequence, names: Sequence[str], base, thr: float) -> FilterResult:
   """Replacing ANY single input by a fresh draw must change the kernel's own output.
 
@@ -86,7 +106,7 @@ def input_impact(outputs: Sequence, names: Sequence[str], base, thr: float) -> F
   changes, dead = [], []
   base_fin = _finite(base)
   for out, name in zip(outputs, names, strict=True):
-    change = (float(np.nanmax(np.abs(_finite(out) - base_fin)))
+    change = (float(jnp.nanmax(jnp.abs(_finite(out) - base_fin)))
               if out.shape == base.shape else float("inf"))
     changes.append(change)
     if not change > thr:
@@ -99,6 +119,7 @@ def input_impact(outputs: Sequence, names: Sequence[str], base, thr: float) -> F
               ", ".join(f"{n} {c:.3g}" for n, c in zip(names, changes))))
 
 
+@_x64
 def output_filters(out, inputs: Sequence, names: Sequence[str],
                    thr: float) -> tuple[FilterResult, ...]:
   """The filters that need only one output: range, std, axes, zeros, input copy."""

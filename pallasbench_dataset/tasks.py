@@ -40,6 +40,9 @@ SIZE_TAGS: Final[Mapping[str, tuple[Size, ...]]] = types.MappingProxyType({
 })
 LEVEL_SPLITS: Final[Mapping[int, str]] = types.MappingProxyType(
     {1: "level_1", 2: "level_2", 3: "level_3"})
+# How TaskSpec.expected compiles the correctness reference (see there).
+REFERENCE_COMPILER_OPTIONS: Final[Mapping[str, int]] = types.MappingProxyType(
+    {"xla_gpu_autotune_level": 0})
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,9 +111,14 @@ class TaskSpec:
     return self.inputs[index].sample(key, self.dims(size))
 
   def expected(self, *inputs: jax.Array) -> jax.Array:
-    """The correctness reference: the baseline at the highest matmul precision."""
+    """The correctness reference: the baseline at the highest matmul precision.
+
+    Compiled without XLA's GPU autotuner, which only chooses among equally exact algorithms
+    and costs 6-14 s per contraction reference on an H200 (benchmarks/check_costs.py). The
+    timed baseline is compiled as XLA compiles it by default, autotuned.
+    """
     with jax.default_matmul_precision("highest"):
-      return jax.jit(self.reference)(*inputs)
+      return jax.jit(self.reference, compiler_options=REFERENCE_COMPILER_OPTIONS)(*inputs)
 
   def flops(self, size: Size | str | Dims) -> int:
     """Analytic FLOPs: add, multiply, compare and each transcendental count as one."""

@@ -2,14 +2,13 @@
 
 The order is the defence: `run_candidate` runs the candidate on every input it will be
 judged on, keeping its outputs, before any reference output exists in the process;
-`judge_outputs` then computes the references and compares (in float64 on the device: a
-`large` output is 2^28 elements; only the filters work on host copies). Nothing here imports
+`judge_outputs` then computes the references, compares and filters (in float64 on the
+device: a `large` output is 2^28 elements). Nothing here imports
 or calls candidate Python: `fn` is a compiled `jax.export` artifact.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -163,21 +162,17 @@ def _replays(runs: CandidateRuns, comparisons: Sequence[Comparison]) -> list[str
 
 def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
                   edge_dims: Dims | None) -> Verdict:
-  """References and comparisons (on the device) and filters (on host copies) for the candidate's runs."""
+  """References, comparisons and filters (on the device) for the candidate's runs."""
   names = [i.name for i in spec.inputs]
   refs = [expected(spec, spec.make_inputs(dims, seed)) for seed in runs.seeds]
   comparisons = tuple(compare(out, ref, spec.tolerance)
                       for out, ref in zip(runs.outputs, refs, strict=True))
-  thr = filters.threshold(np.asarray(refs[0]))
+  thr = filters.threshold(refs[0])
   del refs
-  first_inputs = [np.asarray(x) for x in spec.make_inputs(dims, runs.seeds[0])]
-  base = np.asarray(runs.outputs[0])
-  # The filters read host copies of 2^28-element outputs at `large`: the input-impact filter
-  # runs beside the others (NumPy releases the GIL).
-  with concurrent.futures.ThreadPoolExecutor(1) as pool:
-    impact = pool.submit(filters.input_impact, [np.asarray(o) for o in runs.impact_outputs],
-                         names, base, thr)
-    results = (*filters.output_filters(base, first_inputs, names, thr), impact.result())
+  first_inputs = spec.make_inputs(dims, runs.seeds[0])
+  base = runs.outputs[0]
+  results = (*filters.output_filters(base, first_inputs, names, thr),
+             filters.input_impact(runs.impact_outputs, names, base, thr))
   rejections = list(runs.mutated) + _replays(runs, comparisons)
   if runs.unwritten:
     rejections.append(f"elements left unwritten: {runs.unwritten} of {runs.outputs[0].size} "
