@@ -26,6 +26,7 @@ the staging folder nor a half-written `out_dir` behind.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -34,7 +35,7 @@ import pathlib
 import shutil
 import tempfile
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import pandas as pd
@@ -67,6 +68,7 @@ class BuildSummary:
   tasks: int                             # rows of the default config
   complete: bool                         # all registered tasks are in the default config
   reproducibility: Mapping[str, Any] | None  # n, median, p90, max, n_above; None without repeats
+  verdict_changes: int | None              # repeats whose status differs; None without repeats
   folder_bytes: int
   files: tuple[str, ...]                 # relative paths, sorted
   hardware: str                          # slug of the GPU-kernel rows, e.g. "h200" ("cpu")
@@ -93,7 +95,7 @@ class BuildSummary:
       r = self.reproducibility
       lines.append(f"  reproducibility over {r['n']} repeats: median {r['median']:.1%}, p90 "
                    f"{r['p90']:.1%}, max {r['max']:.1%}, {r['n_above']} above "
-                   f"{REPRO_THRESHOLD:.0%}")
+                   f"{REPRO_THRESHOLD:.0%}; {self.verdict_changes} verdict(s) differ")
     return "\n".join(lines)
 
 
@@ -134,19 +136,19 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   lost = missing_artifacts(runs)
   check_artifacts(lost, allow_partial=allow_partial)
   rows = summary_rows(merged, trees, headline)
-  repro = _reproducibility(merged)
+  repro, changes = _reproducibility(merged), _verdict_changes(merged)
   out_dir.parent.mkdir(parents=True, exist_ok=True)
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
-                  headline=headline, repo_id=repo_id or _default_repo_id(merged),
+                  changes=changes, headline=headline, repo_id=repo_id or _default_repo_id(merged),
                   missing=missing, lost_artifacts=lost)
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
     shutil.rmtree(staging, ignore_errors=True)
     raise
-  return _summary(out_dir, counts, rows, repro, merged, headline)
+  return _summary(out_dir, counts, rows, repro, changes, merged, headline)
 
 
 def _headline(size: str) -> str:
@@ -197,20 +199,31 @@ def _default_repo_id(merged: Merged) -> str:
   return f"<org>/pallasbench-robust-gpu-{_hardware(merged)}"
 
 
-def _reproducibility(merged: Merged) -> pd.DataFrame | None:
-  """Later runs' repeats against the rows: one line per repeated evaluation."""
+def _against_repeats(merged: Merged, compare: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
+                     ) -> pd.DataFrame | None:
+  """`compare(rows, repeats)` for each later run's repeats, with the two runs named."""
   if not merged.repeats:
     return None
   rows_df = pd.DataFrame([to_json_dict(r) for r in merged.records])
   tables = []
   for name, repeated in merged.repeats:
-    table = analysis.reproducibility(rows_df, pd.DataFrame([to_json_dict(r) for r in repeated]),
-                                     REPRO_THRESHOLD)
+    table = compare(rows_df, pd.DataFrame([to_json_dict(r) for r in repeated]))
     table.insert(3, "run_a", [merged.source_run[k] for k in
                               zip(table["task"], table["variant"], table["size"])])
     table.insert(4, "run_b", name)
     tables.append(table)
   return pd.concat(tables, ignore_index=True)
+
+
+def _reproducibility(merged: Merged) -> pd.DataFrame | None:
+  """Later runs' repeats against the rows: one line per repeated, comparably timed evaluation."""
+  return _against_repeats(merged, functools.partial(analysis.reproducibility,
+                                                    threshold=REPRO_THRESHOLD))
+
+
+def _verdict_changes(merged: Merged) -> pd.DataFrame | None:
+  """Later runs' repeats whose status differs from the row's."""
+  return _against_repeats(merged, analysis.verdict_changes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,8 +305,9 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run], rows, trees: Kerne
 
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
-                  trees: KernelTrees, repro: pd.DataFrame | None, headline: str,
-                  repo_id: str, missing, lost_artifacts) -> None:
+                  trees: KernelTrees, repro: pd.DataFrame | None,
+                  changes: pd.DataFrame | None, headline: str, repo_id: str, missing,
+                  lost_artifacts) -> None:
   configs = _config_rows(merged, rows)
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, runs, rows, trees)
@@ -305,7 +319,7 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   text = card.render_card(
       f"PallasBench-Robust ({hardware})", [metadata, infos],
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
-                   repo_id=repo_id, configs=counts, missing=missing,
+                   verdict_changes=changes, repo_id=repo_id, configs=counts, missing=missing,
                    lost_artifacts=lost_artifacts))
   (folder / "README.md").write_text(text)
 
@@ -330,12 +344,13 @@ def _swap_in(staging: pathlib.Path, out_dir: pathlib.Path) -> None:
 
 
 def _summary(out_dir: pathlib.Path, counts, rows, repro: pd.DataFrame | None,
-             merged: Merged, headline: str) -> BuildSummary:
+             changes: pd.DataFrame | None, merged: Merged, headline: str) -> BuildSummary:
   files = sorted(p for p in out_dir.rglob("*") if p.is_file())
   stats = analysis.reproducibility_summary(repro) if repro is not None else None
   summary = BuildSummary(
       out_dir=out_dir, rows=counts, tasks=len(rows), complete=len(rows) == len(TASKS),
       reproducibility=types.MappingProxyType(stats) if stats else None,
+      verdict_changes=None if changes is None else len(changes),
       folder_bytes=sum(p.stat().st_size for p in files),
       files=tuple(str(p.relative_to(out_dir)) for p in files),
       hardware=_hardware(merged), headline=headline)

@@ -236,17 +236,20 @@ def _compile_table(runs_df: pd.DataFrame) -> str:
 _REPRO_FORMATS: Final = {"median": ".2%", "p90": ".2%", "max": ".2%", "share": ".0%"}
 
 
-def _repro(repro: pd.DataFrame | None) -> dict[str, Any] | None:
+def _repro(repro: pd.DataFrame | None, changes: pd.DataFrame | None) -> dict[str, Any] | None:
   """None without a repeat run; n = 0 when repeats exist but none was timed comparably.
 
-  The distribution of the run-to-run differences (bands, and per variant and size), and
-  every evaluation above the threshold by name, largest difference first.
+  The distribution of the run-to-run differences (bands, and per variant and size), every
+  evaluation above the threshold by name, largest difference first, and every evaluation
+  whose verdict differs between the runs.
   """
   if repro is None:
     return None
+  verdicts = {"n_changed": 0 if changes is None else len(changes),
+              "changed": None if changes is None or changes.empty else md_table(changes)}
   stats = analysis.reproducibility_summary(repro)
   if stats["n"] == 0:
-    return {"n": 0}
+    return {"n": 0, **verdicts}
   above = repro[repro["above_threshold"]].sort_values(["rel_diff", "task"],
                                                       ascending=[False, True])
   pairs = sorted({(a, b) for a, b in zip(repro["run_a"], repro["run_b"])})
@@ -256,7 +259,8 @@ def _repro(repro: pd.DataFrame | None) -> dict[str, Any] | None:
           "bands": md_table(analysis.reproducibility_distribution(repro), _REPRO_FORMATS),
           "groups": md_table(analysis.reproducibility_by_group(repro), _REPRO_FORMATS),
           "above": md_table(above.drop(columns="above_threshold"),
-                            {"rel_diff": ".1%", "runtime_a_ms": ".4f", "runtime_b_ms": ".4f"})}
+                            {"rel_diff": ".1%", "runtime_a_ms": ".4f", "runtime_b_ms": ".4f"}),
+          **verdicts}
 
 
 def _corrections(rows: Sequence[SummaryRow]) -> list[str]:
@@ -283,7 +287,8 @@ def _citation(repo_id: str, hardware: str, records: Sequence[EvalRecord]) -> dic
 
 
 def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], headline: str,
-          repro: pd.DataFrame | None, repo_id: str, configs: Mapping[str, Mapping[str, int]],
+          repro: pd.DataFrame | None, verdict_changes: pd.DataFrame | None, repo_id: str,
+          configs: Mapping[str, Mapping[str, int]],
           missing: Sequence[tuple[str, str, str]] = (),
           lost_artifacts: Sequence[tuple[str, tuple[str, str, str]]] = ()) -> dict[str, Any]:
   """Everything the template shows, as strings and small lists."""
@@ -301,7 +306,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           "tolerance_table": _tolerance_table(merged.records),
           "filters_table": _filters_table(merged.records), **_timing_facts(merged.records),
           **_results(summary_df, runs_df, headline), "compile_table": _compile_table(runs_df),
-          "repro": _repro(repro), "corrections": _corrections(rows),
+          "repro": _repro(repro, verdict_changes), "corrections": _corrections(rows),
           "cpu_rows": sum(r.device == "cpu" for r in merged.records),
           "citation": _citation(repo_id, hardware, merged.records)}
 

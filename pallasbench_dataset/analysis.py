@@ -161,6 +161,21 @@ def reproducibility(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
   return out.sort_values(list(_KEY), kind="stable").reset_index(drop=True)
 
 
+def verdict_changes(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> pd.DataFrame:
+  """The evaluations two runs share whose status differs: the verdicts a single run would
+  have got by luck. Columns: task, variant, size, status_a, status_b, error_a, error_b
+  (an absent error is None), in key order."""
+  def side(df: pd.DataFrame, tag: str) -> pd.DataFrame:
+    out = df[[*_KEY, "status"]].rename(columns={"status": f"status_{tag}"})
+    out[f"error_{tag}"] = df["error"] if "error" in df.columns else None
+    return out
+  both = side(runs_a, "a").merge(side(runs_b, "b"), on=list(_KEY), how="inner")
+  changed = both[both["status_a"] != both["status_b"]]
+  columns = [*_KEY, "status_a", "status_b", "error_a", "error_b"]
+  return (changed[columns].astype(object).where(changed[columns].notna(), None)
+          .sort_values(list(_KEY), kind="stable").reset_index(drop=True))
+
+
 def _timed(df: pd.DataFrame) -> pd.DataFrame:
   runtime = pd.to_numeric(df["runtime_ms"], errors="coerce")
   ok = runtime.notna() & (runtime > 0)

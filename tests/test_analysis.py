@@ -129,6 +129,23 @@ def test_reproducibility_table_and_summary():
   assert stats["p90"] == pytest.approx(0.02 + 0.8 * 0.23)  # linear between 0.02 and 0.25
 
 
+def test_verdict_changes_names_every_status_that_differs():
+  a = pd.DataFrame([dict(task="relu", variant="tpu", size="medium", status="error", error="e1"),
+                    dict(task="exp", variant="gpu", size="medium", status="pass", error=None),
+                    dict(task="gelu", variant="tpu", size="medium", status="timeout", error="t"),
+                    dict(task="tanh", variant="gpu", size="large", status="pass", error=None)])
+  b = pd.DataFrame([dict(task="relu", variant="tpu", size="medium", status="timeout", error="e2"),
+                    dict(task="exp", variant="gpu", size="medium", status="pass", error=None),
+                    dict(task="gelu", variant="tpu", size="medium", status="pass", error=None)])
+  table = analysis.verdict_changes(a, b)   # tanh is not in b: not a change
+  assert table.to_dict("records") == [
+      dict(task="gelu", variant="tpu", size="medium", status_a="timeout", status_b="pass",
+           error_a="t", error_b=None),
+      dict(task="relu", variant="tpu", size="medium", status_a="error", status_b="timeout",
+           error_a="e1", error_b="e2")]
+  assert analysis.verdict_changes(a, a).empty
+
+
 def test_reproducibility_ignores_missing_and_zero_runtimes():
   a = _runs([1.0, None, 0.0, 1.0])
   b = _runs([1.1, 1.0, 1.0, None])

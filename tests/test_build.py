@@ -381,6 +381,26 @@ def test_reproducibility_from_two_independent_runs(tmp_path, load):
   named = re.findall(r"^\| (\w+) \| (gpu|tpu) \| medium \| a \| b \|", above, re.M)
   assert named == [("relu", "gpu"), ("gelu", "tpu"), ("flash_attention", "gpu")]  # largest first
   assert (summary.out_dir / "results/b/records.jsonl").is_file()
+  assert summary.verdict_changes == 0
+  assert "Every repeated evaluation got the same verdict in both runs." in section
+
+
+def test_verdicts_that_differ_between_runs_are_named(tmp_path):
+  trees = rf.write_tree(tmp_path)
+  first = rf.standard_records(trees)
+  repeat = [rf.record(trees, r.task, r.variant, r.size, runtime_ms=None, baseline_ms=None,
+                      status=Status.TIMEOUT, correct=False,
+                      error="compile stage: the compile did not finish within the 60 s budget")
+            if (r.task, r.variant) == ("gelu", "tpu") else r for r in first]
+  runs = [rf.write_run(tmp_path / "a", first), rf.write_run(tmp_path / "b", repeat)]
+  summary = build_dataset(runs, tmp_path / "out", kernel_trees=trees)
+  assert summary.verdict_changes == 1
+  assert "1 verdict(s) differ" in summary.describe()
+  text = (summary.out_dir / "README.md").read_text()
+  section = text[text.index("### Reproducibility"):text.index("### Compile time")]
+  assert "1 repeated evaluation(s) got a different verdict in the other run" in section
+  assert re.search(r"^\| gelu \| tpu \| medium \| a \| b \| pass \| timeout \| – \| compile "
+                   r"stage: the compile did not finish", section, re.M)
 
 
 def test_sizes_merge_and_headline_choice(tmp_path):
