@@ -1,12 +1,17 @@
 """qk_softmax: out = softmax(q k^T / sqrt(d)) per row; q, k (S, d) float32 -> (S, S), any S, d.
 
-GPU fix: each program owns BLOCK_Q query rows and never holds a whole score row. A first
-loop over BLOCK_K-key blocks keeps the online row statistics (running max m, and the sum l
+GPU fix: each program owns block_q query rows and never holds a whole score row. A first
+loop over block_k-key blocks keeps the online row statistics (running max m, and the sum l
 of exp(s - m), rescaled whenever m grows); a second loop recomputes each score block and
 writes exp(s - m) / l. The head dimension d is loaded as a power of two >= 16 (Triton's dot
 minimum) with a column mask, padded with zeros that add nothing to q k^T; keys past S get
 score -inf. All refs are whole arrays; loads and stores are masked, so S need not be a block
 multiple. The f32 q k^T dot runs in TF32, within the matmul tolerance.
+
+Tuning: with `whole_rows` a program loads all of k at once (one key block of S padded to a
+power of two, where it fits in shared memory), so it computes each score once and writes
+exp(s - m) / l in a single pass. The config comes from TUNED_CONFIGS for the GPU and shape
+class being compiled for, else from a default.
 """
 import functools
 from typing import Final
@@ -21,28 +26,41 @@ FIX_APPLIED: Final = "online_softmax"
 FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and needs S to be a "
                      "block multiple; key blocks with online (max, sum) statistics, then a "
                      "normalising pass, bound every value and mask any S and d")
-BLOCK_Q: Final = 32
-BLOCK_K: Final = 64
-NUM_WARPS: Final = 4
-NUM_STAGES: Final = 2
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
+CONFIG_SPACE: Final = {"block_q": (16, 32, 64), "block_k": (32, 64, 128),
+                       "whole_rows": (False, True), "num_warps": (2, 4, 8),
+                       "num_stages": (1, 2, 3)}
+# The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
+TUNED_CONFIGS: Final = {}
 
 
-def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int):
+def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block_k: int,
+                       whole_rows: bool):
   s_len, d = q_ref.shape
   i = pl.program_id(0)
-  rows = i * BLOCK_Q + jnp.arange(BLOCK_Q)
+  rows = i * block_q + jnp.arange(block_q)
   dims = jnp.arange(block_d)
-  q = pltriton.load(q_ref.at[pl.ds(i * BLOCK_Q, BLOCK_Q), pl.ds(0, block_d)],
+  q = pltriton.load(q_ref.at[pl.ds(i * block_q, block_q), pl.ds(0, block_d)],
                     mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
   q = q * (d ** -0.5)
 
   def scores(b):
     """Scaled scores of the query rows against key block b, -inf past the last key."""
-    keys = b * BLOCK_K + jnp.arange(BLOCK_K)
-    k = pltriton.load(k_ref.at[pl.ds(b * BLOCK_K, BLOCK_K), pl.ds(0, block_d)],
+    keys = b * block_k + jnp.arange(block_k)
+    k = pltriton.load(k_ref.at[pl.ds(b * block_k, block_k), pl.ds(0, block_d)],
                       mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
     s = jnp.dot(q, k.T, preferred_element_type=jnp.float32)
     return keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+
+  def store(keys, b, p):
+    pltriton.store(o_ref.at[pl.ds(i * block_q, block_q), pl.ds(b * block_k, block_k)], p,
+                   mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
+
+  if whole_rows:  # one block holds every key: one pass
+    keys, s = scores(0)
+    p = jnp.exp(s - jnp.max(s, axis=1)[:, None])
+    store(keys, 0, p / jnp.sum(p, axis=1)[:, None])
+    return
 
   def stats(b, carry):
     m, l = carry
@@ -51,27 +69,60 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int):
     l = l * jnp.exp(m - m_new) + jnp.sum(jnp.exp(s - m_new[:, None]), axis=1)
     return m_new, l
 
-  num_blocks = pl.cdiv(s_len, BLOCK_K)
-  m, l = jax.lax.fori_loop(0, num_blocks, stats, (jnp.full((BLOCK_Q,), -jnp.inf, jnp.float32),
-                                                  jnp.zeros((BLOCK_Q,), jnp.float32)))
+  num_blocks = pl.cdiv(s_len, block_k)
+  m, l = jax.lax.fori_loop(0, num_blocks, stats, (jnp.full((block_q,), -jnp.inf, jnp.float32),
+                                                  jnp.zeros((block_q,), jnp.float32)))
   inv_l = 1.0 / l
 
   @pl.loop(0, num_blocks)
   def _(b):
     keys, s = scores(b)
-    p = jnp.exp(s - m[:, None]) * inv_l[:, None]
-    pltriton.store(o_ref.at[pl.ds(i * BLOCK_Q, BLOCK_Q), pl.ds(b * BLOCK_K, BLOCK_K)], p,
-                   mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
+    store(keys, b, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
-@functools.partial(jax.jit, static_argnames=("interpret",))
-def kernel(q, k, *, interpret: bool = False):
-  s_len, d = q.shape
+def config_ok(config) -> bool:
+  """Whether a config is worth compiling: whole rows ignore block_k (one of them is tried)."""
+  return not config["whole_rows"] or config["block_k"] == CONFIG_SPACE["block_k"][0]
+
+
+def _default_config() -> dict:
+  return dict(block_q=32, block_k=64, whole_rows=False, num_warps=4, num_stages=2)
+
+
+def _device_kind() -> str:
+  """The GPU being compiled for: the exporter's abstract target, else the local device."""
+  device = jax.sharding.get_abstract_mesh().abstract_device
+  return (device or jax.devices()[0]).device_kind
+
+
+def shape_class(*arrays) -> str:
+  """The inputs' dimensions rounded up to powers of two: '256x64,256x64'."""
+  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+
+
+def config_for(q, k) -> dict:
+  """The config `kernel` runs with: the tuned one for this GPU and shape class, else the default."""
+  tuned = TUNED_CONFIGS.get(_device_kind(), {}).get(shape_class(q, k))
+  return dict(tuned) if tuned else _default_config()
+
+
+def kernel(q, k, *, interpret: bool = False, config=None):
+  """softmax(q k^T / sqrt(d)); `config` (keys of CONFIG_SPACE) overrides the tuned or default."""
   if k.shape != q.shape:
     raise ValueError(f"{k.shape=} must equal {q.shape=}")
+  return _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
+
+
+@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
+def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
+                num_warps: int, num_stages: int):
+  s_len, d = q.shape
   return pl.pallas_call(
-      functools.partial(_qk_softmax_kernel, block_d=max(16, pl.next_power_of_2(d))),
-      grid=(pl.cdiv(s_len, BLOCK_Q),),
+      functools.partial(_qk_softmax_kernel, block_d=max(16, pl.next_power_of_2(d)),
+                        block_q=block_q,
+                        block_k=pl.next_power_of_2(s_len) if whole_rows else block_k,
+                        whole_rows=whole_rows),
+      grid=(pl.cdiv(s_len, block_q),),
       out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=NUM_STAGES),
+      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(q, k)

@@ -1,0 +1,266 @@
+"""Choosing each fixed kernel's config by measurement.
+
+    python -m pallasbench_dataset.autotune --tasks matmul swiglu --sizes medium large \
+        --results kernels_gpu/tuning/h200.jsonl          # on the GPU: measure
+    python -m pallasbench_dataset.autotune --write-tables kernels_gpu/tuning/h200.jsonl
+
+A tunable kernel in kernels_gpu/ declares CONFIG_SPACE (the values each parameter may take),
+`config_ok(config)` (whether a config can compile: shared memory, registers), `config_for(*inputs)`
+(the config it runs with: TUNED_CONFIGS for the GPU and shape class, else a default by shape),
+`shape_class(*inputs)`, and accepts `kernel(..., config=...)`.
+
+For each (task, size): the space, pruned by `config_ok` and thinned to --max-configs (the
+default config always in); every config compiled in a thread pool on the CPU cores (XLA,
+Triton and ptxas release the GIL); each compiled config checked on a fresh seed against the
+task's reference with the judge's comparison (a failing config is recorded and never kept);
+then timed with the judge's timing (device time by CUPTI on a GPU, input sets rotated past the
+L2): a short screen of every passing config, then the fastest few and the default interleaved
+with the jitted XLA baseline under the judge's protocol. One JSON line per (task, size) is
+appended to --results as it finishes; a rerun skips what is there, so a run resumes.
+`--write-tables` writes the fastest config of each line into its kernel's TUNED_CONFIGS.
+Trusted code only: it imports the project's own kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import datetime
+import functools
+import itertools
+import json
+import os
+import pathlib
+import pprint
+import secrets
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import jax
+
+from pallasbench_dataset.evaluation import checks, environment, timing
+from pallasbench_dataset.evaluation.errors import short_error
+from pallasbench_dataset.evaluation.judge import timing_sets
+from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
+from pallasbench_dataset.tasks import get_task, list_tasks
+from pallasbench_dataset.tolerance import compare
+
+FINALISTS: Final = 3
+SCREEN_ITERATIONS: Final = 10
+TABLE_NAME: Final = "TUNED_CONFIGS"
+
+
+class TuningError(Exception):
+  """A kernel that cannot be tuned, or a results file that cannot be read."""
+
+
+def is_tunable(module) -> bool:
+  return all(hasattr(module, name) for name in
+             ("CONFIG_SPACE", "config_ok", "config_for", "shape_class", TABLE_NAME))
+
+
+def candidates(module, default: Mapping[str, Any], max_configs: int) -> list[dict[str, Any]]:
+  """The configs to try: the default first, then the space's compilable configs, thinned
+  evenly (a deterministic stride) to at most `max_configs` in all."""
+  space = module.CONFIG_SPACE
+  every = [dict(zip(space, values)) for values in itertools.product(*space.values())]
+  ok = [c for c in every if module.config_ok(c) and c != dict(default)]
+  room = max(0, max_configs - 1)
+  stride = max(1, -(-len(ok) // room)) if room else len(ok) + 1
+  return [dict(default), *ok[::stride][:room]]
+
+
+def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, interpret: bool,
+                 workers: int) -> list[tuple[Any, str | None]]:
+  """(executable, None) or (None, error) per config, compiled in parallel."""
+
+  def one(config):
+    try:
+      fn = functools.partial(module.kernel, interpret=interpret, config=dict(config))
+      return jax.jit(fn).lower(*structs).compile(), None
+    except Exception as e:  # pylint: disable=broad-except  (a config that does not compile)
+      return None, short_error(e)
+  with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+    return list(pool.map(one, configs))
+
+
+def tune(task: str, size: str, *, max_configs: int, workers: int,
+         progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+  """Measures `task`'s configs at `size` on the default device; returns the results line."""
+  module = load_kernel("gpu", task)
+  if not is_tunable(module):
+    raise TuningError(f"kernels_gpu/{task}.py declares no tunable config (CONFIG_SPACE, "
+                      f"config_ok, config_for, shape_class, {TABLE_NAME})")
+  spec = get_task(task)
+  dims = spec.dims(size)
+  structs = spec.input_structs(dims)
+  env = environment.capture(None)
+  on_gpu = env.platform == "gpu"
+  default = module.config_for(*structs)
+  configs = candidates(module, default, max_configs)
+  start = time.perf_counter()
+  compiled = _compile_all(module, configs, structs, interpret=not on_gpu, workers=workers)
+  compile_s = time.perf_counter() - start
+  progress(f"{task} {size}: {len(configs)} configs compiled in {compile_s:.1f} s")
+  inputs = spec.make_inputs(dims, secrets.randbelow(2**31))
+  reference = checks.expected(spec, inputs)
+  rows, passing = [], []
+  for config, (executable, error) in zip(configs, compiled):
+    row = {"config": config, "status": "compile_error" if error else "ok", "error": error}
+    if executable is not None:
+      try:
+        result = compare(jax.block_until_ready(executable(*inputs)), reference, spec.tolerance)
+      except Exception as e:  # pylint: disable=broad-except  (a config that fails at run time)
+        row.update(status="runtime_error", error=f"{type(e).__name__}: {e}"[:500])
+      else:
+        if not result.passed:
+          row.update(status="incorrect", error=result.reason)
+        else:
+          passing.append((len(rows), executable))
+    rows.append(row)
+  del reference
+  if not passing:
+    raise TuningError(f"{task} {size}: no config compiled and passed: "
+                      f"{rows[0]['status']}: {rows[0]['error']}")
+  method = timing.available_method()
+  sets = timing_sets(spec, dims, environment.l2_bytes(env), 4 << 30)
+  screen = timing.time_interleaved([e for _, e in passing], [sets] * len(passing),
+                                   iterations=SCREEN_ITERATIONS, rounds=1, warmup=1, method=method)
+  for (i, _), t in zip(passing, screen):
+    rows[i]["screen_ms"] = t.samples.median_ms
+  ranked = sorted(passing, key=lambda p: rows[p[0]]["screen_ms"])[:FINALISTS]
+  if rows[0]["status"] == "ok" and all(i != 0 for i, _ in ranked):
+    ranked.append(passing[0])
+  baseline = jax.jit(spec.reference)
+  final = timing.time_interleaved([baseline, *(e for _, e in ranked)], [sets] * (len(ranked) + 1),
+                                  iterations=50, rounds=2, warmup=3, method=method)
+  for (i, _), t in zip(ranked, final[1:]):
+    rows[i].update(runtime_ms=t.samples.median_ms, runtime_iqr_ms=t.samples.iqr_ms)
+  best = min((i for i, _ in ranked), key=lambda i: rows[i]["runtime_ms"])
+  line = {
+      "task": task, "size": size, "device_kind": jax.devices()[0].device_kind,
+      "shape_class": module.shape_class(*structs), "timing_method": method.value,
+      "baseline_ms": final[0].samples.median_ms, "default": default,
+      "default_ms": rows[0].get("runtime_ms"), "best": rows[best]["config"],
+      "best_ms": rows[best]["runtime_ms"], "compile_s": round(compile_s, 2),
+      "configs": rows, "jax": jax.__version__, "measured_at": _now()}
+  progress(f"{task} {size}: best {line['best_ms']:.4g} ms (default "
+           f"{_ms(line['default_ms'])}, XLA {line['baseline_ms']:.4g} ms) of {len(passing)} "
+           f"passing / {len(rows)} configs")
+  return line
+
+
+def _ms(value: float | None) -> str:
+  return "-" if value is None else f"{value:.4g} ms"
+
+
+def _now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def read_results(path: pathlib.Path) -> list[dict[str, Any]]:
+  """The results lines; a torn last line (a killed run) is ignored."""
+  if not path.exists():
+    return []
+  lines = path.read_text().splitlines()
+  out = []
+  for number, text in enumerate(lines, 1):
+    try:
+      out.append(json.loads(text))
+    except json.JSONDecodeError as e:
+      if number == len(lines):
+        break
+      raise TuningError(f"{path}:{number}: not a JSON line ({e})") from e
+  return out
+
+
+def table_text(table: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+  return f"{TABLE_NAME}: Final = " + pprint.pformat(
+      {k: dict(v) for k, v in table.items()}, indent=4, width=96, sort_dicts=True) + "\n"
+
+
+def replace_table(source: str, table: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+  """`source` with its TUNED_CONFIGS assignment replaced by `table` (the rest byte-identical)."""
+  for node in ast.parse(source).body:
+    target = node.target if isinstance(node, ast.AnnAssign) else (
+        node.targets[0] if isinstance(node, ast.Assign) else None)
+    if isinstance(target, ast.Name) and target.id == TABLE_NAME:
+      lines = source.splitlines(keepends=True)
+      return "".join(lines[:node.lineno - 1]) + table_text(table) + "".join(lines[node.end_lineno:])
+  raise TuningError(f"no {TABLE_NAME} assignment to replace")
+
+
+def write_tables(results: Sequence[Mapping[str, Any]], tree: pathlib.Path) -> list[str]:
+  """Writes each results line's best config into its kernel's table (a later line for the
+  same task, GPU and shape class wins); returns the files changed."""
+  by_task: dict[str, list[Mapping[str, Any]]] = {}
+  for line in results:
+    by_task.setdefault(line["task"], []).append(line)
+  changed = []
+  for task, lines in sorted(by_task.items()):
+    path = tree / f"{task}.py"
+    source = path.read_text()
+    table = {k: dict(v) for k, v in getattr(load_module(source, str(path)), TABLE_NAME).items()}
+    for line in lines:
+      table.setdefault(line["device_kind"], {})[line["shape_class"]] = dict(line["best"])
+    new = replace_table(source, table)
+    if new != source:
+      path.write_text(new)
+      changed.append(str(path))
+  return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  p = argparse.ArgumentParser(prog="python -m pallasbench_dataset.autotune",
+                              description=__doc__.split("\n\n")[0])
+  p.add_argument("--tasks", nargs="+", help="tasks to tune (default: every tunable kernel)")
+  p.add_argument("--sizes", nargs="+", default=["medium", "large"])
+  p.add_argument("--results", type=pathlib.Path, help="JSON Lines file to append to (resumes)")
+  p.add_argument("--max-configs", type=int, default=24,
+                 help="configs tried per task and size, the default included (default 24)")
+  p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                 help="compile threads (default: the CPU cores)")
+  p.add_argument("--write-tables", type=pathlib.Path, metavar="RESULTS",
+                 help="write the best configs of a results file into kernels_gpu/ and exit")
+  args = p.parse_args(argv)
+  warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
+  try:
+    if args.write_tables:
+      if not args.write_tables.is_file():
+        raise TuningError(f"{args.write_tables} does not exist")
+      for path in write_tables(read_results(args.write_tables), tree_dir("gpu")):
+        print(f"wrote {path}")
+      return 0
+    if args.results is None:
+      p.error("--results is required to measure")
+    known = [s.name for s in list_tasks()]
+    unknown = sorted(set(args.tasks or ()) - set(known))
+    if unknown:
+      raise TuningError(f"unknown task(s) {unknown}; the tasks are {', '.join(known)}")
+    tasks = args.tasks or [t for t in known if is_tunable(load_kernel("gpu", t))]
+    done = {(r["task"], r["size"]) for r in read_results(args.results)}
+  except TuningError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  todo = [(t, s) for s in args.sizes for t in tasks if (t, s) not in done]
+  print(f"{len(todo)} to tune, {len(done)} already in {args.results}", flush=True)
+  failed = 0
+  for n, (task, size) in enumerate(todo, 1):
+    try:
+      line = tune(task, size, max_configs=args.max_configs, workers=args.workers,
+                  progress=lambda m, n=n: print(f"[{n}/{len(todo)}] {m}", flush=True))
+    except Exception as e:  # pylint: disable=broad-except  (one kernel's failure; the others go on)
+      print(f"[{n}/{len(todo)}] {task} {size}: error: {type(e).__name__}: {e}", flush=True)
+      failed += 1
+      continue
+    with args.results.open("a") as f:
+      f.write(json.dumps(line) + "\n")
+  return 1 if failed else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
