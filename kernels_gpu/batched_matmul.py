@@ -32,7 +32,16 @@ CONFIG_SPACE: Final = {"block_m": (64, 128), "block_n": (64, 128, 256), "block_k
                        "num_stages": (2, 3, 4)}
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "16x512x512,16x512x512": dict(
+            block_m=128, block_n=128, block_k=32, group_m=8, k_major=True, num_warps=8,
+            num_stages=4),
+        "8x256x256,8x256x256": dict(
+            block_m=64, block_n=64, block_k=32, group_m=1, k_major=False, num_warps=4,
+            num_stages=3),
+    },
+}
 
 
 def _batched_matmul_kernel(x_ref, y_ref, o_ref, *, block_m: int, block_n: int,

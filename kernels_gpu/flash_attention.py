@@ -36,7 +36,14 @@ CONFIG_SPACE: Final = {"block_q": (16, 32, 64, 128), "block_k": (32, 64, 128),
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 REFERENCE_HEAD_DIM: Final = 128          # config_ok's head dim: the largest tuned size's
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "2048x128,2048x128,2048x128": dict(
+            block_q=32, block_k=64, splits=8, num_warps=4, num_stages=2),
+        "512x64,512x64,512x64": dict(
+            block_q=32, block_k=64, splits=8, num_warps=4, num_stages=2),
+    },
+}
 
 
 def _flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, *, d_pad: int,

@@ -33,7 +33,16 @@ CONFIG_SPACE: Final = {"block_m": (64, 128), "block_n": (64, 128, 256), "block_k
                        "num_stages": (2, 3, 4)}
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x1024,1024x1024": dict(
+            block_m=64, block_n=128, block_k=32, group_m=8, k_major=True, num_warps=4,
+            num_stages=3),
+        "4096x4096,4096x4096": dict(
+            block_m=128, block_n=256, block_k=32, group_m=1, k_major=True, num_warps=8,
+            num_stages=4),
+    },
+}
 
 
 def _matmul_gelu_kernel(x_ref, w_ref, o_ref, *, block_m: int, block_n: int,

@@ -34,7 +34,14 @@ MAX_TILE_ELEMENTS: Final = 1 << 16  # the (block, block, chunk) differences, kep
 CONFIG_SPACE: Final = {"block": (16, 32, 64), "chunk": (1, 4, 8, 16), "num_warps": (1, 2, 4, 8),
                        "num_stages": (1, 2)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x64": dict(
+            block=64, chunk=1, num_warps=1, num_stages=2),
+        "256x32": dict(
+            block=16, chunk=16, num_warps=8, num_stages=1),
+    },
+}
 
 
 def _pairwise_distance_kernel(x_ref, o_ref, *, block: int, chunk: int):

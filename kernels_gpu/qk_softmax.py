@@ -31,7 +31,14 @@ CONFIG_SPACE: Final = {"block_q": (16, 32, 64), "block_k": (32, 64, 128),
                        "whole_rows": (False, True), "num_warps": (2, 4, 8),
                        "num_stages": (1, 2, 3)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x128,1024x128": dict(
+            block_q=16, block_k=128, whole_rows=False, num_warps=8, num_stages=3),
+        "256x64,256x64": dict(
+            block_q=16, block_k=32, whole_rows=True, num_warps=8, num_stages=1),
+    },
+}
 
 
 def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block_k: int,

@@ -32,9 +32,9 @@ import itertools
 import json
 import os
 import pathlib
-import pprint
 import secrets
 import sys
+import textwrap
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -179,8 +179,18 @@ def read_results(path: pathlib.Path) -> list[dict[str, Any]]:
 
 
 def table_text(table: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
-  return f"{TABLE_NAME}: Final = " + pprint.pformat(
-      {k: dict(v) for k, v in table.items()}, indent=4, width=96, sort_dicts=True) + "\n"
+  """The TUNED_CONFIGS assignment for `table`, one `dict(...)` per GPU and shape class."""
+  if not table:
+    return f"{TABLE_NAME}: Final = {{}}\n"
+  lines = [f"{TABLE_NAME}: Final = {{"]
+  for device, classes in sorted(table.items()):
+    lines.append(f"    {json.dumps(device)}: {{")
+    for shape, config in sorted(classes.items()):
+      args = ", ".join(f"{k}={v!r}" for k, v in config.items()) + "),"
+      lines.append(f"        {json.dumps(shape)}: dict(")
+      lines += textwrap.wrap(args, 96, initial_indent=" " * 12, subsequent_indent=" " * 12)
+    lines.append("    },")
+  return "\n".join(lines) + "\n}\n"
 
 
 def replace_table(source: str, table: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
