@@ -8,7 +8,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$py" -m venv "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install --quiet --upgrade pip
-"$tmp/venv/bin/python" -m pip install --quiet -e ".[hub,analysis,test]"
+"$tmp/venv/bin/python" -m pip install --quiet -e ".[hub,analysis,test,evolve]"
+"$tmp/venv/bin/python" -m pip install --quiet --no-deps shinka-evolve  # as scripts/setup.sh does
 {
   echo "# Pinned versions for CI and regeneration (pip install -c constraints.txt ...)."
   echo "# jax/jaxlib 0.11.2 match the GPU machine's image. Regenerate with scripts/lock.sh."

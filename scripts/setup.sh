@@ -50,6 +50,8 @@ echo "setup: using $py ($("$py" -c 'import sys; print(sys.version.split()[0])'))
 rm -rf "$venv"
 "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -c constraints.txt -e ".[hub,analysis,test]"
+"$venv/bin/python" -m pip install --quiet -c constraints.txt -e ".[hub,analysis,test,evolve]"
+# ShinkaEvolve without its declared dependencies (why: the `evolve` extra in pyproject.toml).
+"$venv/bin/python" -m pip install --quiet --no-deps -c constraints.txt shinka-evolve
 echo "$want" > "$stamp"
 echo "setup: .venv ready (jax $("$venv/bin/python" -c 'import jax; print(jax.__version__)'))"
