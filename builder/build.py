@@ -222,8 +222,8 @@ def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow]
   default = {split: [to_json_dict(r) for r in rows if r.Level_ID == level]
              for level, split in sorted(LEVEL_SPLITS.items())}
   configs = {"default": {s: v for s, v in default.items() if v},
-             "runs": {"train": [to_json_dict(r) for r in merged.records]},
-             "artifacts": {"train": [to_json_dict(a) for a in merged.artifacts]}}
+             "runs": {"train": [schema.config_row(r) for r in merged.records]},
+             "artifacts": {"train": [schema.config_row(a) for a in merged.artifacts]}}
   return {c: splits for c, splits in configs.items() if any(splits.values())}
 
 

@@ -34,6 +34,7 @@ class WorkItem:
   source: str
   filename: str
   options: EvalOptions = EvalOptions()
+  candidate: str | None = None  # a population's candidate id: part of the run's key
 
 
 def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
@@ -96,14 +97,14 @@ def judge_item(item: WorkItem, export: protocol.ExportOutcome,
                precompiled: dict[str, Precompiled] | None = None) -> JudgeItem:
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
                    kernel_sha256=sha256(item.source), export=export, options=item.options,
-                   precompiled=precompiled or {})
+                   precompiled=precompiled or {}, candidate=item.candidate)
 
 
 def empty_artifacts(item: WorkItem) -> Artifacts:
   """The artifacts line of an evaluation whose judge never reported back: every record has
   exactly one, so a missing line always means a lost write."""
   return Artifacts(task=item.task, variant=item.variant, size=item.size, jaxpr=None,
-                   stablehlo=None, triton_ir=None, ptx=None)
+                   stablehlo=None, triton_ir=None, ptx=None, candidate=item.candidate)
 
 
 def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,

@@ -111,8 +111,14 @@ def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
       fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _key(x) -> tuple[str, str, str]:
-  return (x.task, x.variant, str(x.size))
+# An evaluation's identity in a run: (task, variant, size), and in a population run the
+# candidate's id as well (many candidates share a task, the variant and the size).
+Key = tuple[str, ...]
+
+
+def _key(x) -> Key:
+  base = (x.task, x.variant, str(x.size))
+  return base if x.candidate is None else (*base, x.candidate)
 
 
 def _retried(record: EvalRecord) -> bool:
@@ -133,7 +139,7 @@ def _rewrite(path: pathlib.Path, lines: Sequence[str]) -> None:
   _replace(path, "".join(line + "\n" for line in lines))
 
 
-def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
+def reconcile(run_dir: pathlib.Path) -> set[Key]:
   """Before a resume: keeps each record whose artifacts line exists and that is not to be
   retried, drops the rest of both files (orphans, duplicates, invalid lines), and returns
   the keys that are done."""
@@ -142,17 +148,17 @@ def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
   records = _read_lines(run_dir / RECORDS, EvalRecord)
   artifacts = _read_lines(run_dir / ARTIFACTS, Artifacts)
   with_artifacts = {_key(a) for _, a in artifacts}
-  kept: dict[tuple[str, str, str], str] = {}
+  kept: dict[Key, str] = {}
   for line, record in records:
     if _key(record) not in with_artifacts:
-      logger.warning("%s %s %s has a record but no artifacts (the write was cut): re-measured",
-                     *_key(record))
+      logger.warning("%s has a record but no artifacts (the write was cut): re-measured",
+                     " ".join(_key(record)))
     elif _retried(record):
-      logger.info("%s %s %s was %s (%s): re-measured", *_key(record), record.error_type.value,
-                  record.error)
+      logger.info("%s was %s (%s): re-measured", " ".join(_key(record)),
+                  record.error_type.value, record.error)
     else:
       kept.setdefault(_key(record), line)
-  kept_artifacts: dict[tuple[str, str, str], str] = {}
+  kept_artifacts: dict[Key, str] = {}
   for line, item in artifacts:
     if _key(item) in kept:
       kept_artifacts.setdefault(_key(item), line)
@@ -299,7 +305,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
                        command=command, options=cluster_options, resume=resume, stream=stream)
 
 
-def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[tuple[str, str, str]]:
+def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[Key]:
   existing = read_records(run_dir)
   if existing and not resume:
     raise FileExistsError(f"{run_dir} already holds {len(existing)} records: pass --resume to "
@@ -349,7 +355,7 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str
 
 
 def _slug(item: WorkItem) -> str:
-  return f"{item.task}-{item.variant}-{item.size}"
+  return "-".join(_key(item))
 
 
 def _judge_slots(client: distributed.Client) -> int:
