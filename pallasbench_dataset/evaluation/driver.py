@@ -122,6 +122,16 @@ def failure_record(item: WorkItem, environment: Environment, kind: str, message:
 DEVICE_FAULTS: Final = frozenset({ErrorType.RUNTIME, ErrorType.OUT_OF_MEMORY})
 
 
+# Errors from outside the kernel's control: the process running it was killed (a lost worker,
+# a kill from outside), or the harness broke. They say nothing about the kernel: a resumed run
+# measures them again and the verdict cache keeps none of them.
+NO_VERDICT: Final = frozenset({ErrorType.CRASH, ErrorType.HARNESS})
+
+
+def has_verdict(record: EvalRecord) -> bool:
+  return not (record.status is Status.ERROR and record.error_type in NO_VERDICT)
+
+
 def device_suspect(record: EvalRecord) -> bool:
   ran = record.compile is not None and record.compile.compile_s is not None
   return record.error_type is ErrorType.HARNESS or (ran and record.error_type in DEVICE_FAULTS)
