@@ -303,7 +303,7 @@ def test_pipeline_report_says_where_the_time_went():
              _record(stages=None)]
   cached = dataclasses.replace(records[0], cached=True)  # measured elsewhere: costs nothing here
   report = suite._pipeline_report([*records, cached], 4.0, 2)  # pylint: disable=protected-access
-  assert report == {"evaluations": 4, "cached": 1, "wall_s": 4.0, "export_s": 3.0,
+  assert report == {"evaluations": 4, "cached": 1, "wall_s": 4.0, "judges": 2, "export_s": 3.0,
                     "compile_s": 3.0, "judge_s": 6.0, "judge_busy": 0.75,
                     "per_judge_minute": 30.0, "compile_cache_hits": 1,
                     "compile_cache_lookups": 2}

@@ -483,7 +483,7 @@ def _pipeline_report(records: Sequence[EvalRecord], wall_s: float, judges: int) 
           if r.stages and r.stages.compile_cache_hit is not None]
   rate = per_judge_minute(len(measured), wall_s, judges)
   return {"evaluations": len(measured), "cached": len(records) - len(measured),
-          "wall_s": round(wall_s, 1), "export_s": total("export_s"),
+          "wall_s": round(wall_s, 1), "judges": judges, "export_s": total("export_s"),
           "compile_s": total("compile_s"), "judge_s": judge_s,
           "judge_busy": round(judge_s / (wall_s * judges), 3) if wall_s > 0 else None,
           "per_judge_minute": None if rate is None else round(rate, 2),
