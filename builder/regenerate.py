@@ -4,6 +4,7 @@
     python -m builder.regenerate --device gpu --measure-only --results R   # all GPUs, local Dask
     python -m builder.regenerate --device gpu --scheduler tcp://HOST:8786 --results R
     python -m builder.regenerate --from-results R1 R2 --out data
+    python -m builder.regenerate --from-results R --candidates POPULATION_RUN --out data
     python -m builder.regenerate --from-results R --push --repo-id ORG/pallasbench-robust-gpu-h200
 
 Measuring needs jax, numpy and dask.distributed (the GPU machine has no `datasets`);
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--from-results", type=pathlib.Path, nargs="+", metavar="RUN",
                  help="build from existing run folders instead of measuring (first wins; "
                       "later runs of the same kernels feed the reproducibility table)")
+  p.add_argument("--candidates", type=pathlib.Path, nargs="+", metavar="RUN", default=(),
+                 help="population runs (python -m pallasbench_dataset.population evaluate) to "
+                      "publish as the `candidates` config, beside the suite's configs")
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
   p.add_argument("--headline-size", choices=[s.value for s in Size],
                  help="size of the default config's rows (default: medium when measured, else "
@@ -115,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   start = time.monotonic()
   try:
+    if args.measure_only and args.candidates:
+      raise ValueError("--candidates publishes population runs in the built folder: leave out "
+                       "--measure-only")
     if args.from_results:
       run_dirs = list(args.from_results)
       if args.push:  # the runs are read here only to name a default repo
@@ -131,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
       return 0
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
     summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size,
-                            repo_id=repo_id, allow_partial=args.allow_partial)
+                            repo_id=repo_id, allow_partial=args.allow_partial,
+                            candidate_runs=args.candidates)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel

@@ -1,5 +1,5 @@
-"""Populations: reading candidates, the generator, the verdict cache, and a population run end
-to end on a local Dask cluster (CPU, interpret mode, small).
+"""Populations: reading candidates, the generator, the verdict cache, a population run end to
+end on a local Dask cluster (CPU, interpret mode, small), and its `candidates` config.
 
 The end-to-end runs share one module fixture: a JSON Lines population of relu candidates made
 by the generator (tuning, broken, cheat), plus a twin, a crashing and a hanging kernel; then
@@ -13,9 +13,11 @@ import json
 import pathlib
 import types
 
+import datasets
 import numpy as np
 import pytest
 
+from builder.build import BuildError, build_dataset
 from pallasbench_dataset.evaluation import cluster, suite, verdicts
 from pallasbench_dataset.evaluation.driver import WorkItem
 from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, EvalOptions
@@ -38,6 +40,11 @@ LIMITS = Limits(timeout_s=30, memory_bytes=8 << 30)
 CLUSTER = suite.ClusterOptions(plan=cluster.WorkerPlan(gpus=(), cpu_workers=1),
                                compile_budget_s=300)
 NO_KERNEL = "no Pallas kernel in the exported module"
+
+
+def _load(folder, config, cache):
+  """`datasets.load_dataset` with a cache folder of its own (a shared one can go stale)."""
+  return datasets.load_dataset(str(folder), config, cache_dir=str(cache), split="train")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,6 +432,93 @@ def test_the_evaluate_command_end_to_end(runs, tmp_path, capsys):
   assert records["relu/honest"].general_shapes is True  # the CPU defaults check the edge shape
   assert "2 of 2 candidates judged" in out and "cheats that passed: none" in out
   assert _manifest(run)["command"].startswith("python -m pallasbench_dataset.population evaluate")
+
+
+# ---------------------------------------------------------------------------------------------
+# Publishing: the `candidates` config.
+
+@pytest.fixture(scope="module")
+def suite_run(tmp_path_factory):
+  root = tmp_path_factory.mktemp("suite")
+  trees = rf.write_tree(root)
+  records = rf.standard_records(trees)
+  return rf.write_run(root / "run-medium", records, rf.artifacts_for(records)), trees
+
+
+def test_the_candidates_config_loads_with_every_candidate(runs, suite_run, tmp_path):
+  run, trees = suite_run
+  summary = build_dataset([run], tmp_path / "out", kernel_trees=trees,
+                          candidate_runs=[runs.root / "run1", runs.root / "run2"])
+  assert summary.rows["candidates"] == {"train": 2 * len(runs.population)}
+  rows = _load(tmp_path / "out", "candidates", tmp_path / "hf").to_list()
+  by_key = {(r["run"], r["candidate"]): r for r in rows}
+  sources = {c.id: c for c in runs.population}
+  for name, record in runs.first.items():
+    row = by_key[("run1", name)]
+    assert row["source"] == sources[name].source and row["kind"] == sources[name].kind
+    assert row["parent"] == sources[name].parent and row["status"] == record.status.value
+    assert row["speedup"] == record.speedup and row["runtime_ms"] == record.runtime_ms
+    assert row["reasons"] == list(record.reasons) and row["error"] == record.error
+    assert row["cached"] == record.cached and row["kernel_sha256"] == record.kernel_sha256
+  assert by_key[("run2", "relu/twin")]["kind"] is None  # a folder says nothing about kinds
+  card = (tmp_path / "out" / "README.md").read_text()
+  assert "## Candidates" in card and "Cheats that passed: none." in card
+  assert (tmp_path / "out" / "plots" / "candidates.png").is_file()
+  assert (tmp_path / "out" / "results" / "run1" / CANDIDATES).is_file()
+
+
+def _population_run(folder, trees, candidates, records=None):
+  folder.mkdir(parents=True)
+  (folder / "manifest.json").write_text(json.dumps({"command": "population evaluate"}))
+  (folder / CANDIDATES).write_text(to_jsonl(candidates))
+  records = records if records is not None else [
+      rf.record(trees, c.task, "candidate", "small", kernel_sha256=c.sha256, candidate=c.id,
+                device="cpu", comparable=False) for c in candidates]
+  (folder / "records.jsonl").write_text("".join(json.dumps(to_json_dict(r)) + "\n"
+                                                for r in records))
+  return folder
+
+
+def test_suite_configs_are_the_same_with_candidates(suite_run, tmp_path):
+  run, trees = suite_run
+  pop = _population_run(tmp_path / "pop", trees, [Candidate(id="relu/a", task="relu", source="x")])
+  plain = build_dataset([run], tmp_path / "plain", kernel_trees=trees)
+  with_candidates = build_dataset([run], tmp_path / "with", kernel_trees=trees,
+                                  candidate_runs=[pop])
+  assert "candidates" not in plain.rows and with_candidates.rows["candidates"] == {"train": 1}
+  for config in ("default/level_1", "default/level_2", "runs/train", "artifacts/train"):
+    name = f"{config}-00000-of-00001.parquet"
+    assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "with" / name).read_bytes()
+  assert "## Candidates" not in (tmp_path / "plain" / "README.md").read_text()
+  runs_rows = _load(tmp_path / "with", "runs", tmp_path / "hf")
+  assert "candidate" not in runs_rows.features and "cached" not in runs_rows.features
+
+
+def test_population_runs_are_checked_before_building(suite_run, tmp_path):
+  run, trees = suite_run
+  a, b = (Candidate(id=f"relu/{n}", task="relu", source=n) for n in "ab")
+  good = rf.record(trees, "relu", "candidate", "small", kernel_sha256=a.sha256, candidate=a.id)
+  cases = [
+      ([a], [dataclasses.replace(good, kernel_sha256="0" * 64)], "not the sha256 of the candidate"),
+      ([a], [good, good], "candidate 'relu/a' has two records"),
+      ([a], [dataclasses.replace(good, candidate="relu/z")], "is not one of the run's"),
+      ([a], [dataclasses.replace(good, variant="gpu")], "suite runs go to --from-results"),
+      ([a, b], [good], r"1 candidate\(s\) have no record \(pop-\d: relu/b\)"),
+  ]
+  for i, (candidates, records, message) in enumerate(cases):
+    pop = _population_run(tmp_path / f"pop-{i}", trees, candidates, records)
+    with pytest.raises(BuildError, match=message):
+      build_dataset([run], tmp_path / f"out-{i}", kernel_trees=trees, candidate_runs=[pop])
+  partial = build_dataset([run], tmp_path / "partial", kernel_trees=trees, allow_partial=True,
+                          candidate_runs=[tmp_path / "pop-4"])
+  assert partial.rows["candidates"] == {"train": 1}
+  assert "1 candidate(s) of these runs were not judged" in (
+      tmp_path / "partial" / "README.md").read_text()
+  with pytest.raises(BuildError, match="manifest.json is missing: a population run folder"):
+    build_dataset([run], tmp_path / "out-x", kernel_trees=trees, candidate_runs=[tmp_path])
+  with pytest.raises(BuildError, match="share a name"):
+    build_dataset([run], tmp_path / "out-y", kernel_trees=trees,
+                  candidate_runs=[_population_run(tmp_path / "y" / run.name, trees, [a])])
 
 
 def test_records_of_a_population_round_trip(runs):
