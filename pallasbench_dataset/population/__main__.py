@@ -29,11 +29,10 @@ from pallasbench_dataset.evaluation.suite import Interrupted
 from pallasbench_dataset.evaluation.verdicts import VerdictCache, default_folder
 from pallasbench_dataset.population.candidates import CANDIDATES, read_candidates, to_jsonl
 from pallasbench_dataset.population.generate import generate
-from pallasbench_dataset.population.run import evaluate_population, summarize
+from pallasbench_dataset.population.run import DEFAULT_SIZE, evaluate_population, summarize
 from pallasbench_dataset.tasks import Size
 
 PROG: Final = "python -m pallasbench_dataset.population"
-DEFAULT_SIZE: Final = {"gpu": Size.MEDIUM.value, "cpu": Size.SMALL.value}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ import json
 import pathlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import Final, TextIO
 
 from pallasbench_dataset.evaluation.driver import WorkItem
 from pallasbench_dataset.evaluation.judge import EvalOptions
@@ -27,6 +27,11 @@ from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, read_candidates, to_jsonl)
 from pallasbench_dataset.schema import EvalRecord, Status
+from pallasbench_dataset.tasks import Size
+
+DEFAULT_SIZE: Final = {"gpu": Size.MEDIUM.value, "cpu": Size.SMALL.value}
+# Kinds of candidate that may never pass: one that does is a hole in the judge.
+MUST_FAIL: Final = ("broken", "cheat")
 
 
 def work_items(candidates: Sequence[Candidate], size: str, options: EvalOptions) -> list[WorkItem]:
@@ -82,9 +87,10 @@ class Summary:
   cached: int
   by_status: Mapping[str, int]
   by_kind: Mapping[str, Mapping[str, int]]     # kind ("unknown" if none) -> status -> count
-  cheats_passed: tuple[str, ...]               # ids of candidates of kind cheat that passed
+  holes: Mapping[str, tuple[str, ...]]         # kind in MUST_FAIL -> ids that passed anyway
   measured: int                                # evaluations the judges ran, over all segments
   judge_minutes: float                         # wall minutes x judges, over all segments
+  wall_s: float                                # over all segments
   hardware: str
 
   @property
@@ -95,12 +101,13 @@ class Summary:
     rate = self.per_judge_minute
     lines = [f"{self.records} of {self.candidates} candidates judged on {self.hardware}: "
              f"{self.records - self.cached} measured, {self.cached} from the verdict cache",
-             f"  throughput: {self.measured} evaluations in {self.judge_minutes:.1f} "
-             f"judge-minutes = {'-' if rate is None else f'{rate:.2f}'} per judge-minute",
+             f"  throughput: {self.measured} evaluations in {self.wall_s:.0f} s, "
+             f"{self.judge_minutes:.1f} judge-minutes = "
+             f"{'-' if rate is None else f'{rate:.2f}'} per judge-minute",
              "  status: " + _counts(self.by_status)]
     lines += [f"  {kind}: " + _counts(statuses) for kind, statuses in self.by_kind.items()]
-    if "cheat" in self.by_kind:
-      lines.append("  cheats that passed: " + (", ".join(self.cheats_passed) or "none"))
+    lines += [f"  {kind} that passed: " + (", ".join(ids) or "none")
+              for kind, ids in self.holes.items() if kind in self.by_kind]
     return "\n".join(lines)
 
 
@@ -108,14 +115,15 @@ def _counts(counts: Mapping[str, int]) -> str:
   return ", ".join(f"{k} {n}" for k, n in counts.items()) or "none"
 
 
-def _cost(manifest: dict) -> tuple[int, float]:
-  """(evaluations measured, judge-minutes) over the run and its resumes."""
-  measured, minutes = 0, 0.0
+def _cost(manifest: dict) -> tuple[int, float, float]:
+  """(evaluations measured, judge-minutes, wall seconds) over the run and its resumes."""
+  measured, minutes, wall_s = 0, 0.0, 0.0
   for segment in (manifest, *manifest.get("resumes", ())):
     pipeline = segment.get("pipeline") or {}
     measured += pipeline.get("evaluations", 0)
+    wall_s += pipeline.get("wall_s", 0.0)
     minutes += pipeline.get("wall_s", 0.0) * pipeline.get("judges", 1) / 60
-  return measured, minutes
+  return measured, minutes, wall_s
 
 
 def summarize(run_dir: pathlib.Path) -> Summary:
@@ -126,15 +134,15 @@ def summarize(run_dir: pathlib.Path) -> Summary:
   by_kind: dict[str, collections.Counter] = {}
   for r in records:
     by_kind.setdefault(kinds.get(r.candidate, "unknown"), collections.Counter())[r.status.value] += 1
-  measured, minutes = _cost(manifest)
+  measured, minutes, wall_s = _cost(manifest)
   hardware = ", ".join(sorted({r.environment.device_kind for r in records})) or "nothing"
   return Summary(
       candidates=len(candidates), records=len(records), cached=sum(r.cached for r in records),
       by_status=_ordered(collections.Counter(r.status.value for r in records)),
       by_kind={k: _ordered(by_kind[k]) for k in sorted(by_kind)},
-      cheats_passed=tuple(r.candidate for r in records
-                          if kinds.get(r.candidate) == "cheat" and r.status is Status.PASS),
-      measured=measured, judge_minutes=minutes, hardware=hardware)
+      holes={kind: tuple(sorted(r.candidate for r in records if kinds.get(r.candidate) == kind
+                                and r.status is Status.PASS)) for kind in MUST_FAIL},
+      measured=measured, judge_minutes=minutes, wall_s=wall_s, hardware=hardware)
 
 
 def _ordered(counts: Mapping[str, int]) -> dict[str, int]:
