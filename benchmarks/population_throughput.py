@@ -35,16 +35,14 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from pallasbench_dataset.evaluate import default_options, resolve_device
+from pallasbench_dataset.evaluate import resolve_device
 from pallasbench_dataset.evaluation import run_options
-from pallasbench_dataset.evaluation.environment import git_commit
 from pallasbench_dataset.evaluation.suite import Interrupted
 from pallasbench_dataset.evaluation.verdicts import VerdictCache
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, read_candidates, to_jsonl)
 from pallasbench_dataset.population.generate import generate
-from pallasbench_dataset.population.run import (
-    DEFAULT_SIZE, Summary, evaluate_population, summarize)
+from pallasbench_dataset.population.run import Summary, evaluate_as_asked
 from pallasbench_dataset.tasks import Size
 
 PROG = "python -m benchmarks.population_throughput"
@@ -66,13 +64,10 @@ def _population(args) -> list[Candidate]:
 
 def _judged(args, device: str, population: Sequence[Candidate], run_dir: pathlib.Path,
             argv: Sequence[str]) -> Summary:
-  evaluate_population(
-      population, run_dir, size=args.size or DEFAULT_SIZE[device], device=device,
-      options=default_options(device), limits=run_options.limits(args, device),
-      cluster_options=run_options.cluster_options(args, device),
-      git_commit=args.git_commit or git_commit(), command=shlex.join([*PROG.split(), *argv]),
-      cache=VerdictCache(args.out / "verdicts"), resume=(run_dir / CANDIDATES).is_file())
-  return summarize(run_dir)
+  return evaluate_as_asked(args, device, population, run_dir,
+                           command=shlex.join([*PROG.split(), *argv]),
+                           cache=VerdictCache(args.out / "verdicts"),
+                           resume=(run_dir / CANDIDATES).is_file())
 
 
 def report(population: Sequence[Candidate], first: Summary, again: Summary) -> dict:

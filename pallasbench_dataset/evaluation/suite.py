@@ -8,7 +8,8 @@ only writer (a lock keeps a second run out) and schedules each evaluation's thre
 unit: the artifacts line is written first and the record line commits it, so a kill between
 the two leaves an orphan artifacts line that `resume` removes. `resume=True` repairs a torn
 last line, re-measures what was lost or killed from outside (crash and harness records), and
-skips the rest, so an interrupted run continues where it stopped.
+skips the rest, so an interrupted run continues where it stopped. With a verdict cache
+(`verdicts`), what was judged before is not judged again: a population run.
 """
 
 from __future__ import annotations
@@ -419,7 +420,7 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   """Submits every item's export and compile at once, in plan order (Dask runs earlier
   submissions first), and a judge when a judge worker is free, for the first item whose
   compile is done, so that each judge worker holds one evaluation at a time: a lost worker then takes only its running evaluation down
-  (Dask retries it once). Yields each (record, artifacts) as its judge finishes; a stage that
+  (Dask retries it once). Yields each (item, record, artifacts) as its judge finishes; a stage that
   raised, or whose worker was lost twice, becomes an error record and the others go on."""
   if not todo:
     return

@@ -22,14 +22,13 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from pallasbench_dataset.evaluate import default_options, resolve_device
+from pallasbench_dataset.evaluate import resolve_device
 from pallasbench_dataset.evaluation import run_options
-from pallasbench_dataset.evaluation.environment import git_commit
 from pallasbench_dataset.evaluation.suite import Interrupted
 from pallasbench_dataset.evaluation.verdicts import VerdictCache, default_folder
 from pallasbench_dataset.population.candidates import CANDIDATES, read_candidates, to_jsonl
 from pallasbench_dataset.population.generate import generate
-from pallasbench_dataset.population.run import DEFAULT_SIZE, evaluate_population, summarize
+from pallasbench_dataset.population.run import evaluate_as_asked
 from pallasbench_dataset.tasks import Size
 
 PROG: Final = "python -m pallasbench_dataset.population"
@@ -78,15 +77,12 @@ def _evaluate(args, argv: Sequence[str]) -> int:
   if args.cache and args.no_cache:
     raise ValueError("--cache names the verdict cache, --no-cache turns it off: pass one")
   candidates = read_candidates(args.candidates) if args.candidates else None
-  device = resolve_device(args.device)
-  evaluate_population(
-      candidates, args.out, size=args.size or DEFAULT_SIZE[device], device=device,
-      options=default_options(device), limits=run_options.limits(args, device),
-      cluster_options=run_options.cluster_options(args, device),
-      git_commit=args.git_commit or git_commit(), command=shlex.join([*PROG.split(), *argv]),
+  summary = evaluate_as_asked(
+      args, resolve_device(args.device), candidates, args.out,
+      command=shlex.join([*PROG.split(), *argv]),
       cache=None if args.no_cache else VerdictCache(args.cache or default_folder()),
       resume=args.resume)
-  print(summarize(args.out).describe())
+  print(summary.describe())
   return 0
 
 

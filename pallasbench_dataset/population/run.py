@@ -10,6 +10,7 @@ any other; the run goes on.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import dataclasses
 import json
@@ -18,6 +19,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Final, TextIO
 
+from pallasbench_dataset.evaluate import default_options
+from pallasbench_dataset.evaluation import environment, run_options
 from pallasbench_dataset.evaluation.driver import WorkItem
 from pallasbench_dataset.evaluation.judge import EvalOptions
 from pallasbench_dataset.evaluation.judge_process import Limits
@@ -43,6 +46,9 @@ def _resumed_population(run_dir: pathlib.Path, candidates: Sequence[Candidate] |
                         size: str) -> list[Candidate]:
   """The population a resumed run continues: its own, which `candidates` (if given) must be."""
   stored = run_dir / CANDIDATES
+  if not run_dir.is_dir():
+    raise PopulationError(f"--resume: {run_dir} does not exist; leave out --resume to start a "
+                          "new run there")
   if not stored.is_file():
     raise PopulationError(f"--resume: {run_dir} has no {CANDIDATES}; it is not a population run")
   kept = read_candidates(stored)
@@ -74,6 +80,20 @@ def evaluate_population(candidates: Sequence[Candidate] | None, run_dir: pathlib
                    git_commit=git_commit, command=command, cluster_options=cluster_options,
                    resume=resume, stream=stream, cache=cache,
                    inputs={CANDIDATES: to_jsonl(candidates)})
+
+
+def evaluate_as_asked(args: argparse.Namespace, device: str,
+                      candidates: Sequence[Candidate] | None, run_dir: pathlib.Path, *,
+                      command: str, cache: VerdictCache | None, resume: bool) -> Summary:
+  """`evaluate_population` with a command line's options (`--size`, `--git-commit` and those of
+  `run_options`) and the device's default evaluation options; the run's summary."""
+  evaluate_population(
+      candidates, run_dir, size=args.size or DEFAULT_SIZE[device], device=device,
+      options=default_options(device), limits=run_options.limits(args, device),
+      cluster_options=run_options.cluster_options(args, device),
+      git_commit=args.git_commit or environment.git_commit(), command=command, cache=cache,
+      resume=resume)
+  return summarize(run_dir)
 
 
 # ---------------------------------------------------------------------------------------------
