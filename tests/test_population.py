@@ -468,6 +468,18 @@ def test_the_candidates_config_loads_with_every_candidate(runs, suite_run, tmp_p
   assert (tmp_path / "out" / "results" / "run1" / CANDIDATES).is_file()
 
 
+def test_the_release_rebuilds_unchanged_from_its_results(tmp_path):
+  """The schema's population fields, the candidates config and the card's Candidates section
+  leave a suite build as it was: data/ rebuilds byte for byte from data/results/."""
+  data = pathlib.Path(__file__).resolve().parents[1] / "data"
+  build_dataset(sorted((data / "results").iterdir()), tmp_path / "out", repo_id=None)
+  def files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+  rebuilt, released = files(tmp_path / "out"), files(data)
+  assert sorted(rebuilt) == sorted(released)
+  assert [name for name in rebuilt if rebuilt[name] != released[name]] == []
+
+
 def _population_run(folder, trees, candidates, records=None):
   folder.mkdir(parents=True)
   (folder / "manifest.json").write_text(json.dumps({"command": "population evaluate"}))
