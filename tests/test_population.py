@@ -94,6 +94,11 @@ def test_bad_jsonl_names_the_line(tmp_path, lines, message):
 def test_bad_folders_and_paths(tmp_path):
   with pytest.raises(PopulationError, match="does not exist: pass a JSON Lines file"):
     read_candidates(tmp_path / "nowhere")
+  (tmp_path / "relu").mkdir()
+  (tmp_path / "relu" / "latin1.py").write_bytes(b"# caf\xe9\n")
+  with pytest.raises(PopulationError, match=r"latin1.py: not UTF-8 text \(byte 5\)"):
+    read_candidates(tmp_path)
+  (tmp_path / "relu" / "latin1.py").unlink()
   (tmp_path / "loose.py").write_text("x")
   with pytest.raises(PopulationError, match="loose.py: a candidate folder holds <task>/<name>.py"):
     read_candidates(tmp_path)

@@ -91,9 +91,16 @@ def _text(data: dict, name: str, where: str, *, required: bool) -> str | None:
   return value
 
 
+def _text_of(path: pathlib.Path) -> str:
+  try:
+    return path.read_text(encoding="utf-8")
+  except UnicodeDecodeError as e:
+    raise PopulationError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+
+
 def _read_jsonl(path: pathlib.Path) -> list[Candidate]:
   candidates, lines = [], {}
-  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+  for n, line in enumerate(_text_of(path).splitlines(), start=1):
     if not line.strip():
       continue
     where = f"{path}:{n}"
@@ -133,6 +140,5 @@ def _read_folder(folder: pathlib.Path) -> list[Candidate]:
       raise PopulationError(f"{path}: a candidate folder holds <task>/<name>.py files, one "
                             "folder per task; move it into its task's folder")
     task = _check_task(parts[0], f"{path} (its folder names the task)")
-    candidates.append(Candidate(id=f"{task}/{path.stem}", task=task,
-                                source=path.read_text(encoding="utf-8")))
+    candidates.append(Candidate(id=f"{task}/{path.stem}", task=task, source=_text_of(path)))
   return candidates
