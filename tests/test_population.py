@@ -279,6 +279,22 @@ def test_evaluate_reuses_the_cache_and_measures_twins_once(tmp_path):
   assert measured == [["a", "b"]] and not any(r.cached for r, _ in out)
 
 
+def test_resume_keeps_each_candidate_apart(tmp_path):
+  """Candidates share task, variant and size: the run's key holds their ids, so a resume
+  keeps both records, and drops the one whose artifacts line was lost."""
+  a, b = _item("x", "relu/a"), _item("y", "relu/b")
+  (ra, aa), (rb, ab) = _outcome(a), _outcome(b)
+  (tmp_path / suite.RECORDS).write_text(
+      "".join(json.dumps(to_json_dict(r)) + "\n" for r in (ra, rb)))
+  (tmp_path / suite.ARTIFACTS).write_text(
+      "".join(json.dumps(to_json_dict(x)) + "\n" for x in (aa, ab)))
+  keys = {("relu", "candidate", "small", "relu/a"), ("relu", "candidate", "small", "relu/b")}
+  assert suite.reconcile(tmp_path) == keys
+  (tmp_path / suite.ARTIFACTS).write_text(json.dumps(to_json_dict(aa)) + "\n")
+  assert suite.reconcile(tmp_path) == {("relu", "candidate", "small", "relu/a")}
+  assert [r.candidate for r in suite.read_records(tmp_path)] == ["relu/a"]
+
+
 # ---------------------------------------------------------------------------------------------
 # End to end: a population on the CPU through a local Dask cluster.
 
