@@ -9,11 +9,13 @@ The folder (exactly what the Hub repo holds):
     default/level_{1,2,3}-00000-of-00001.parquet   one SummaryRow per task at the headline size
     runs/train-00000-of-00001.parquet          every EvalRecord (task x variant x size)
     artifacts/train-00000-of-00001.parquet     Artifacts rows (only when a run recorded them)
+    candidates/train-00000-of-00001.parquet    CandidateRow rows (only with population runs)
     sakanaai_pallasbench.json                  the default config as one JSON list
     fix.patch                                  unified diff kernels_tpu -> kernels_gpu
     kernels_tpu/*.py, kernels_gpu/*.py         both kernel trees
-    plots/speedup.png, plots/roofline.png
+    plots/speedup.png, plots/roofline.png, plots/candidates.png (with population runs)
     results/<run>/manifest.json, records.jsonl, artifacts.jsonl   the raw records, as measured
+                                                 (and candidates.jsonl of a population run)
 
 Everything is validated strictly and the build is refused with a BuildError that says what
 to fix; the folder is written next to `out_dir` and swapped in with `os.replace`, then
@@ -41,10 +43,12 @@ from typing import Any, Final
 import pandas as pd
 
 from pallasbench_dataset import analysis, schema
+from pallasbench_dataset.population.candidates import CANDIDATES
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
 from builder import card, plots
+from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
     BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured,
     merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
@@ -101,20 +105,24 @@ class BuildSummary:
 
 def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
                   headline_size: str | None = None, kernel_trees: KernelTrees | None = None,
-                  repo_id: str | None = None, allow_partial: bool = False) -> BuildSummary:
+                  repo_id: str | None = None, allow_partial: bool = False,
+                  candidate_runs: Sequence[pathlib.Path] = ()) -> BuildSummary:
   """Builds the dataset folder `out_dir` from measuring runs (the first run wins per row).
 
   `headline_size` (the default config's size) defaults to medium when the fixed kernels were
   measured there, else the first size measured. `kernel_trees` defaults to this checkout's
   kernels_tpu/ and kernels_gpu/; `repo_id` only fills the card's examples. Evaluations a run
   planned but did not measure at the headline size, and records whose artifacts were lost,
-  are refused unless `allow_partial`; the card then lists them.
+  are refused unless `allow_partial`; the card then lists them. `candidate_runs` (population
+  runs) become the `candidates` config and a section of the card; the other configs are the
+  same with or without them.
   """
   if not run_dirs:
     raise BuildError("no run folders given; pass at least one folder written by the evaluator")
   try:
     return _build(run_dirs, pathlib.Path(out_dir), headline_size=headline_size,
-                  kernel_trees=kernel_trees, repo_id=repo_id, allow_partial=allow_partial)
+                  kernel_trees=kernel_trees, repo_id=repo_id, allow_partial=allow_partial,
+                  candidate_runs=candidate_runs)
   except OSError as e:  # read-only folder, disk full, unreadable input
     where = f" ({e.filename})" if e.filename else ""
     raise BuildError(f"cannot build {str(out_dir)!r}: {e.strerror or e}{where}; nothing was "
@@ -122,13 +130,16 @@ def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
 
 
 def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_size: str | None,
-           kernel_trees: KernelTrees | None, repo_id: str | None,
-           allow_partial: bool) -> BuildSummary:
+           kernel_trees: KernelTrees | None, repo_id: str | None, allow_partial: bool,
+           candidate_runs: Sequence[pathlib.Path]) -> BuildSummary:
   runs = [read_run(pathlib.Path(p)) for p in run_dirs]
+  populations = [read_population(pathlib.Path(p)) for p in candidate_runs]
+  _check_names([*runs, *populations])
+  check_complete(populations, allow_partial=allow_partial)
   merged = merge_runs(runs)
   headline = _headline(headline_size) if headline_size else pick_headline(runs, merged)
   trees = kernel_trees or KernelTrees.shipped()
-  _check_out_dir(out_dir, runs, trees)
+  _check_out_dir(out_dir, [run.path for run in (*runs, *populations)], trees)
   check_sha256([r for run in runs for r in run.records], trees)
   check_headline_measured(merged, headline)
   missing = unmeasured(runs, merged, headline)
@@ -141,8 +152,13 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
+<<<<<<< HEAD
                   changes=changes, headline=headline, repo_id=repo_id or _default_repo_id(merged),
                   missing=missing, lost_artifacts=lost)
+=======
+                  headline=headline, repo_id=repo_id or _default_repo_id(merged),
+                  missing=missing, lost_artifacts=lost, populations=populations)
+>>>>>>> population
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
@@ -161,14 +177,23 @@ def _headline(size: str) -> str:
 REPUBLISHED: Final = ("results", "kernels_tpu", "kernels_gpu")  # rewritten from the inputs
 
 
-def _check_out_dir(out_dir: pathlib.Path, runs: Sequence[Run], trees: KernelTrees) -> None:
+def _check_names(runs: Sequence[Run | PopulationRun]) -> None:
+  """Every run is published as results/<name>/: two runs of one name would collide."""
+  names = [run.name for run in runs]
+  if len(set(names)) != len(names):
+    raise BuildError(f"run folders share a name ({names}); they are published as results/<name>/,"
+                     " so rename one")
+
+
+def _check_out_dir(out_dir: pathlib.Path, run_paths: Sequence[pathlib.Path],
+                   trees: KernelTrees) -> None:
   """Never replace a folder the build did not write, nor one holding inputs it would lose.
 
   Inputs inside out_dir's results/ and kernel trees are fine: a dataset folder rebuilds
   from its own published records and kernels, which the new folder carries again.
   """
   target = out_dir.resolve()
-  for inp in [run.path for run in runs] + [trees.tpu, trees.gpu]:
+  for inp in [*run_paths, trees.tpu, trees.gpu]:
     inp = inp.resolve()
     inside = target in inp.parents
     if inp == target or (inside and inp.relative_to(target).parts[0] not in REPUBLISHED):
@@ -229,14 +254,16 @@ def _verdict_changes(merged: Merged) -> pd.DataFrame | None:
 # ---------------------------------------------------------------------------------------------
 # Writing the folder.
 
-def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow]
+def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow],
+                 candidates: Sequence[schema.CandidateRow]
                  ) -> dict[str, dict[str, list[dict[str, Any]]]]:
   """config -> split -> JSON rows; empty splits and configs are left out."""
   default = {split: [to_json_dict(r) for r in rows if r.Level_ID == level]
              for level, split in sorted(LEVEL_SPLITS.items())}
   configs = {"default": {s: v for s, v in default.items() if v},
-             "runs": {"train": [to_json_dict(r) for r in merged.records]},
-             "artifacts": {"train": [to_json_dict(a) for a in merged.artifacts]}}
+             "runs": {"train": [schema.config_row(r) for r in merged.records]},
+             "artifacts": {"train": [schema.config_row(a) for a in merged.artifacts]},
+             "candidates": {"train": [to_json_dict(c) for c in candidates]}}
   return {c: splits for c, splits in configs.items() if any(splits.values())}
 
 
@@ -286,7 +313,8 @@ def _finite(value: Any) -> Any:
   return value
 
 
-def _write_sources(folder: pathlib.Path, runs: Sequence[Run], rows, trees: KernelTrees) -> None:
+def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], rows,
+                   trees: KernelTrees) -> None:
   """The JSON list, fix.patch, both kernel trees and the raw results."""
   data = [_finite(to_json_dict(r)) for r in rows]
   (folder / JSON_NAME).write_text(
@@ -299,28 +327,44 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run], rows, trees: Kerne
   for run in runs:
     dest = folder / "results" / run.name
     dest.mkdir(parents=True)
-    for name in ("manifest.json", "records.jsonl", "artifacts.jsonl"):
+    for name in ("manifest.json", "records.jsonl", "artifacts.jsonl", CANDIDATES):
       if (run.path / name).is_file():  # artifacts too, so the folder rebuilds on its own
         shutil.copyfile(run.path / name, dest / name)
 
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
+<<<<<<< HEAD
                   trees: KernelTrees, repro: pd.DataFrame | None,
                   changes: pd.DataFrame | None, headline: str, repo_id: str, missing,
                   lost_artifacts) -> None:
   configs = _config_rows(merged, rows)
+=======
+                  trees: KernelTrees, repro: pd.DataFrame | None, headline: str,
+                  repo_id: str, missing, lost_artifacts,
+                  populations: Sequence[PopulationRun]) -> None:
+  candidates = candidate_rows(populations)
+  configs = _config_rows(merged, rows, candidates)
+>>>>>>> population
   metadata, infos = _write_configs(folder, configs)
-  _write_sources(folder, runs, rows, trees)
+  _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
   (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(rows))
   (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(merged.records))
+  if populations:
+    (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
   counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}
   hardware = ", ".join(sorted({r.Target_Hardware for r in rows}))
   text = card.render_card(
       f"PallasBench-Robust ({hardware})", [metadata, infos],
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
+<<<<<<< HEAD
                    verdict_changes=changes, repo_id=repo_id, configs=counts, missing=missing,
                    lost_artifacts=lost_artifacts))
+=======
+                   repo_id=repo_id, configs=counts, missing=missing,
+                   lost_artifacts=lost_artifacts),
+      candidates=card.candidates_stats(populations, candidates))
+>>>>>>> population
   (folder / "README.md").write_text(text)
 
 

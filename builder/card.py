@@ -8,6 +8,7 @@ computed from the records by `pallasbench_dataset.analysis`.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import pathlib
 from collections.abc import Mapping, Sequence
@@ -17,10 +18,12 @@ import pandas as pd
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from pallasbench_dataset import analysis
-from pallasbench_dataset.schema import Environment, EvalRecord, SummaryRow, to_json_dict
+from pallasbench_dataset.schema import (
+    CandidateRow, Environment, EvalRecord, Status, SummaryRow, to_json_dict)
 from pallasbench_dataset.evaluation.errors import readable
 from pallasbench_dataset.tasks import TASKS
 
+from builder.candidates import PopulationRun
 from builder.records import Merged, Run
 
 TEMPLATE: Final = pathlib.Path(__file__).parent / "templates" / "README.md.j2"
@@ -284,6 +287,40 @@ def _citation(repo_id: str, hardware: str, records: Sequence[EvalRecord]) -> dic
   key = "_".join(["pallasbench_robust", *slugs, year]).strip("_")
   return {"key": key, "year": year, "hardware": hardware,
           "url": f"https://huggingface.co/datasets/{repo_id}"}
+
+
+_CANDIDATE_FORMATS: Final = {"speedup": ".3f", "runtime_ms": ".4g"}
+BEST_CANDIDATES: Final = 10
+
+
+def _by_kind(df: pd.DataFrame) -> pd.DataFrame:
+  """Candidates by kind (rows) and status (columns, in the order of Status), with totals."""
+  statuses = [s.value for s in Status if s.value in set(df["status"])]
+  kinds = df["kind"].fillna("unknown")
+  rows = [{"kind": kind, **{s: int(((kinds == kind) & (df["status"] == s)).sum()) for s in statuses},
+           "total": int((kinds == kind).sum())} for kind in sorted(set(kinds))]
+  return pd.DataFrame(rows)
+
+
+def candidates_stats(populations: Sequence[PopulationRun],
+                     rows: Sequence[CandidateRow]) -> dict[str, Any] | None:
+  """The card's section on the `candidates` config; None without population runs."""
+  if not populations:
+    return None
+  df = pd.DataFrame([to_json_dict(r) for r in rows], columns=[
+      f.name for f in dataclasses.fields(CandidateRow)])
+  cheats = df[(df["kind"] == "cheat") & (df["status"] == Status.PASS.value)]
+  passed = df[df["status"] == Status.PASS.value].sort_values(
+      ["speedup", "candidate", "run"], ascending=[False, True, True]).head(BEST_CANDIDATES)
+  return {"n": len(rows), "n_runs": len(populations), "n_cached": int(df["cached"].sum()),
+          "n_missing": sum(len(run.missing) for run in populations),
+          "n_cheats": int((df["kind"] == "cheat").sum()),
+          "cheats_passed": ", ".join(f"`{c}`" for c in cheats["candidate"]) or "none",
+          "by_kind": md_table(_by_kind(df)) if rows else "(none)",
+          "best": md_table(passed[["candidate", "run", "task", "kind", "speedup", "runtime_ms"]],
+                           _CANDIDATE_FORMATS),
+          "comparable": bool(df["timing_comparable"].all()) if rows else True,
+          "commands": [(run.name, run.command) for run in populations]}
 
 
 def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], headline: str,

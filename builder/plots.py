@@ -10,7 +10,7 @@ import io
 import math
 from collections.abc import Sequence
 
-from pallasbench_dataset.schema import EvalRecord, SummaryRow
+from pallasbench_dataset.schema import CandidateRow, EvalRecord, Status, SummaryRow
 
 _DPI = 100
 
@@ -68,6 +68,33 @@ def speedup_png(rows: Sequence[SummaryRow]) -> bytes:
   ax.set_xlabel("speedup (baseline / kernel; > 1: the kernel is faster)")
   ax.set_title(title, fontsize=9)
   ax.legend(fontsize=7, loc="lower right")
+  fig.tight_layout()
+  return _png(fig)
+
+
+_STATUS_COLORS = {Status.PASS: "tab:green", Status.INCORRECT: "tab:orange",
+                  Status.REJECTED: "tab:red", Status.ERROR: "tab:grey", Status.TIMEOUT: "tab:purple"}
+
+
+def candidates_png(rows: Sequence[CandidateRow]) -> bytes:
+  """Verdicts of the candidates by kind: one bar per kind, split by status."""
+  title = "Verdicts on the population's candidates, by kind"
+  if not rows:
+    return _empty(title, "no candidate was judged")
+  kinds = sorted({r.kind or "unknown" for r in rows})
+  fig = _figure(8, 0.5 * len(kinds) + 1.6)
+  ax = fig.add_subplot()
+  left = [0] * len(kinds)
+  for status, color in _STATUS_COLORS.items():
+    counts = [sum(1 for r in rows if (r.kind or "unknown") == k and r.status == status.value)
+              for k in kinds]
+    if any(counts):
+      ax.barh(kinds, counts, left=left, color=color, label=status.value)
+      left = [a + b for a, b in zip(left, counts)]
+  ax.invert_yaxis()
+  ax.set_xlabel("candidates")
+  ax.set_title(title, fontsize=9)
+  ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
   fig.tight_layout()
   return _png(fig)
 

@@ -122,14 +122,13 @@ def read_run(path: pathlib.Path) -> Run:
   records_path = path / "records.jsonl"
   if not records_path.is_file():
     raise BuildError(f"{records_path} is missing: a run folder needs manifest.json and records.jsonl")
-  records = tuple(_read_jsonl(records_path, EvalRecord))
+  records = tuple(read_jsonl(records_path, EvalRecord))
   artifacts_path = path / "artifacts.jsonl"
-  artifacts = tuple(_read_jsonl(artifacts_path, Artifacts)) if artifacts_path.is_file() else ()
+  artifacts = tuple(read_jsonl(artifacts_path, Artifacts)) if artifacts_path.is_file() else ()
   for item, where in [(r, records_path) for r in records] + [(a, artifacts_path) for a in artifacts]:
     _check_known(item.task, item.variant, item.size, f"{where} ({'/'.join(key_of(item))})")
   for r in records:
-    _check_registry(r, records_path)
-    _check_speedup(r, records_path)
+    check_record(r, records_path)
   _check_unique(records, records_path)
   _check_unique(artifacts, artifacts_path)
   return Run(name=path.resolve().name, path=path, manifest=manifest, records=records,
@@ -192,7 +191,7 @@ def _load_json(path: pathlib.Path) -> dict[str, Any]:
   return data
 
 
-def _read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
+def read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
   """One record a line. A line that is not JSON at all is a torn write of a killed run
   (the evaluator re-measures it on --resume): skipped with a warning. A JSON line that does
   not fit the schema is an error."""
@@ -234,6 +233,12 @@ def _check_size(size: str, where: str) -> None:
     raise BuildError(f"{where}: unknown size {size!r}; sizes: {[s.value for s in Size]}")
 
 
+def check_record(record: EvalRecord, path: pathlib.Path) -> None:
+  """A record agrees with the task registry and its speedups with its times."""
+  _check_registry(record, path)
+  _check_speedup(record, path)
+
+
 def _check_registry(record: EvalRecord, path: pathlib.Path) -> None:
   spec = TASKS[record.task]
   if (record.task_id, record.level) != (spec.task_id, spec.level):
@@ -269,10 +274,6 @@ def _check_unique(items: Sequence[EvalRecord | Artifacts], path: pathlib.Path) -
 
 def merge_runs(runs: Sequence[Run]) -> Merged:
   """First run wins per key; later records with a known key become repeats."""
-  names = [run.name for run in runs]
-  if len(set(names)) != len(names):
-    raise BuildError(f"run folders share a name ({names}); they are published as results/<name>/,"
-                     " so rename one")
   rows: dict[Key, EvalRecord] = {}
   source: dict[Key, str] = {}
   repeats: list[tuple[str, tuple[EvalRecord, ...]]] = []

@@ -4,6 +4,7 @@
     python -m builder.regenerate --device gpu --measure-only --results R   # all GPUs, local Dask
     python -m builder.regenerate --device gpu --scheduler tcp://HOST:8786 --results R
     python -m builder.regenerate --from-results R1 R2 --out data
+    python -m builder.regenerate --from-results R --candidates POPULATION_RUN --out data
     python -m builder.regenerate --from-results R --push --repo-id ORG/pallasbench-robust-gpu-h200
 
 Measuring needs jax, numpy and dask.distributed (the GPU machine has no `datasets`);
@@ -20,18 +21,16 @@ import sys
 import time
 from collections.abc import Sequence
 
-from pallasbench_dataset.evaluate import DEFAULT_TIMEOUT_S, default_options, resolve_device
+from pallasbench_dataset.evaluate import default_options, resolve_device
+from pallasbench_dataset.evaluation import run_options
 from pallasbench_dataset.evaluation.environment import git_commit, gpu_name, hardware_slug
-from pallasbench_dataset.evaluation.judge_process import Limits, default_memory_limit
-from pallasbench_dataset.evaluation.cluster import default_plan
-from pallasbench_dataset.evaluation.suite import ClusterOptions, Interrupted, plan, run_suite
+from pallasbench_dataset.evaluation.suite import Interrupted, plan, run_suite
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 
 logger = logging.getLogger("builder.regenerate")
 
 DEFAULT_OUT = pathlib.Path("build/dataset")
 DEFAULT_SIZES = {"gpu": ("medium", "large"), "cpu": ("small",)}
-DEFAULT_COMPILE_BUDGET_S = {"gpu": 60.0, "cpu": 300.0}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--from-results", type=pathlib.Path, nargs="+", metavar="RUN",
                  help="build from existing run folders instead of measuring (first wins; "
                       "later runs of the same kernels feed the reproducibility table)")
+  p.add_argument("--candidates", type=pathlib.Path, nargs="+", metavar="RUN", default=(),
+                 help="population runs (python -m pallasbench_dataset.population evaluate) to "
+                      "publish as the `candidates` config, beside the suite's configs")
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
   p.add_argument("--headline-size", choices=[s.value for s in Size],
                  help="size of the default config's rows (default: medium when measured, else "
@@ -60,27 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--allow-partial", action="store_true",
                  help="build even if the runs did not measure everything they planned; the "
                       "card lists what is missing")
-  p.add_argument("--timeout", type=float,
-                 help="seconds per export and per judge evaluation (default "
-                      f"{DEFAULT_TIMEOUT_S['gpu']:.0f} GPU, {DEFAULT_TIMEOUT_S['cpu']:.0f} CPU)")
-  p.add_argument("--compile-budget", type=float,
-                 help="seconds per artifact in the compile stage; a compile that runs longer "
-                      f"is a timeout record (default {DEFAULT_COMPILE_BUDGET_S['gpu']:.0f} GPU, "
-                      f"{DEFAULT_COMPILE_BUDGET_S['cpu']:.0f} CPU)")
-  p.add_argument("--scheduler", metavar="ADDRESS",
-                 help="an existing Dask scheduler (tcp://host:port) whose workers declare the "
-                      "resources judge=1 (one per GPU) and cpu=1; default: a local cluster "
-                      "on 127.0.0.1")
-  p.add_argument("--gpus", type=int,
-                 help="GPUs of the local cluster, one judge worker each (default: all)")
-  p.add_argument("--cpu-workers", type=int,
-                 help="export and compile workers of the local cluster (default: the cores the "
-                      "judges leave, up to 16)")
-  p.add_argument("--compile-cache", type=pathlib.Path, metavar="DIR",
-                 help="JAX compilation cache the compile stage fills and the judges read "
-                      "(default: a fresh folder per run; name a shared one with --scheduler)")
-  p.add_argument("--git-commit", help="commit to record (default: the checkout's HEAD); for "
-                                      "copies of the tree without .git")
+  run_options.add_arguments(p)
   p.add_argument("--push", action="store_true",
                  help="publish the built folder to the Hub (the token and repo id are checked "
                       "before anything is measured)")
@@ -104,18 +86,12 @@ def _measure(args, device: str, argv: Sequence[str]) -> pathlib.Path:
     raise ValueError("--resume continues the run in --results: name that folder")
   stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
   run_dir = args.results or args.out.with_name(args.out.name + ".runs") / f"{device}-{stamp}"
-  limits = Limits(timeout_s=args.timeout or DEFAULT_TIMEOUT_S[device],
-                  memory_bytes=default_memory_limit())
-  options = ClusterOptions(
-      plan=default_plan(device, args.gpus, args.cpu_workers), scheduler=args.scheduler,
-      compile_budget_s=args.compile_budget or DEFAULT_COMPILE_BUDGET_S[device],
-      compile_cache=args.compile_cache)
   logger.info("measuring %d evaluations (%d tasks x %s x %s) on %s into %s", len(items),
               len(specs), sizes, variants, device, run_dir)
-  return run_suite(items, run_dir, device=device, limits=limits,
+  return run_suite(items, run_dir, device=device, limits=run_options.limits(args, device),
                    git_commit=args.git_commit or git_commit(),
                    command=shlex.join(["python", "-m", "builder.regenerate", *argv]),
-                   cluster_options=options, resume=args.resume)
+                   cluster_options=run_options.cluster_options(args, device), resume=args.resume)
 
 
 def _hardware(device: str) -> str | None:
@@ -143,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   start = time.monotonic()
   try:
+    if args.measure_only and args.candidates:
+      raise ValueError("--candidates publishes population runs in the built folder: leave out "
+                       "--measure-only")
     if args.from_results:
       run_dirs = list(args.from_results)
       if args.push:  # the runs are read here only to name a default repo
@@ -159,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
       return 0
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
     summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size,
-                            repo_id=repo_id, allow_partial=args.allow_partial)
+                            repo_id=repo_id, allow_partial=args.allow_partial,
+                            candidate_runs=args.candidates)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel

@@ -17,7 +17,7 @@ from typing import Final
 from pallasbench_dataset import schema
 
 EXPECTED_FEATURES: Final = {"default": schema.SummaryRow, "runs": schema.EvalRecord,
-                            "artifacts": schema.Artifacts}
+                            "artifacts": schema.Artifacts, "candidates": schema.CandidateRow}
 # Failures of the disk the check writes its cache to, not of the folder being checked.
 _DISK_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
@@ -81,6 +81,6 @@ def validate_folder(folder: pathlib.Path) -> Mapping[str, Mapping[str, int]]:
   if "default" not in names or "runs" not in names:
     raise FolderError(f"{folder}: the card must declare the `default` and `runs` configs")
   with tempfile.TemporaryDirectory(prefix="pallasbench-validate-") as cache:
-    order = sorted(names, key=list(EXPECTED_FEATURES).index)  # default, runs, artifacts
+    order = sorted(names, key=list(EXPECTED_FEATURES).index)  # default, runs, artifacts, ...
     counts = {name: _check_config(folder, name, infos[name], cache) for name in order}
   return types.MappingProxyType(counts)

@@ -3,8 +3,8 @@
 Frozen dataclasses are the single source of truth: JSON (de)serialisation and the
 `datasets.Features` of every config are derived from their type hints, so a field added
 here reaches the JSON Lines, the Parquet files and the card without a second list.
-`FEATURES`, `SUMMARY_FEATURES` and `ARTIFACT_FEATURES` import `datasets` lazily: the
-measuring side (the GPU machine has no `datasets`) never touches them.
+`FEATURES`, `SUMMARY_FEATURES`, `ARTIFACT_FEATURES` and `CANDIDATE_FEATURES` import
+`datasets` lazily: the measuring side (the GPU machine has no `datasets`) never touches them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,12 @@ import functools
 import types
 import typing
 from typing import Any, Final
+
+
+# Marks the fields that only a population run sets (a candidate's identity). The `runs` and
+# `artifacts` configs hold the suite's evaluations, so they leave these columns out: a suite
+# build has the same columns whether or not the schema knows about populations.
+POPULATION_ONLY: Final = types.MappingProxyType({"population_only": True})
 
 
 class Status(enum.StrEnum):
@@ -168,6 +174,11 @@ class EvalRecord:
   speedup_eager: float | None = None
   run: RunInfo | None = None   # how the record was produced (release 2 on): command, GPU, ceilings
   stages: StageTimes | None = None  # where the evaluation's time went
+  # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
+  # was reused from the verdict cache (an earlier evaluation of the same source) instead of
+  # measured in this run; `run` then names the run that measured it.
+  candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
+  cached: bool = dataclasses.field(default=False, metadata=POPULATION_ONLY)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,6 +214,7 @@ class Artifacts:
   stablehlo: str | None
   triton_ir: str | None
   ptx: str | None
+  candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,6 +267,38 @@ class SummaryRow:
   Corrections: str
   JAX_Version: str
   Measured_At: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateRow:
+  """A row of the `candidates` config: one candidate kernel of a population run, its source
+  and its verdict. `kind` and `parent` are what the population said about it (a generated
+  population: `tuning`, `broken` or `cheat`, and the kernel it was made from); null if nothing."""
+  candidate: str               # the candidate's id, unique within its run
+  run: str                     # the population run's folder name
+  task: str
+  task_id: int
+  level: int
+  size: str
+  parent: str | None
+  kind: str | None
+  source: str                  # the kernel as submitted
+  kernel_sha256: str
+  status: str
+  correct: bool
+  speedup: float | None        # baseline_ms / runtime_ms: above 1, the candidate is faster
+  speedup_eager: float | None
+  runtime_ms: float | None     # median, compile excluded
+  baseline_ms: float | None
+  reasons: tuple[str, ...]
+  error_type: str | None
+  error: str | None
+  cached: bool                 # the verdict came from an earlier evaluation of the same source
+  device: str                  # "gpu" or "cpu" (interpret mode)
+  hardware: str                # the device kind, e.g. "NVIDIA H200"
+  timing_comparable: bool
+  judge_version: str
+  measured_at: str
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,10 +365,21 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 # datasets.Features, derived from the dataclasses (imports `datasets` on first use).
 
+def _config_fields(cls: type) -> list[dataclasses.Field]:
+  return [f for f in dataclasses.fields(cls) if not f.metadata.get("population_only")]
+
+
 def features_of(cls: type):
-  """The `datasets.Features` of a row dataclass: str -> string, int -> int64, and so on."""
+  """The `datasets.Features` of a row dataclass (str -> string, int -> int64, and so on),
+  without the population-only fields."""
   import datasets  # pylint: disable=import-outside-toplevel
-  return datasets.Features({f.name: _feature(_hints(cls)[f.name]) for f in dataclasses.fields(cls)})
+  return datasets.Features({f.name: _feature(_hints(cls)[f.name]) for f in _config_fields(cls)})
+
+
+def config_row(obj: Any) -> dict[str, Any]:
+  """A record as a row of its config: its JSON values less the population-only fields."""
+  row = to_json_dict(obj)
+  return {f.name: row[f.name] for f in _config_fields(type(obj))}
 
 
 def _feature(tp: Any):
@@ -344,7 +399,8 @@ def _feature(tp: Any):
 
 
 _LAZY_FEATURES: Final = {
-    "FEATURES": EvalRecord, "SUMMARY_FEATURES": SummaryRow, "ARTIFACT_FEATURES": Artifacts}
+    "FEATURES": EvalRecord, "SUMMARY_FEATURES": SummaryRow, "ARTIFACT_FEATURES": Artifacts,
+    "CANDIDATE_FEATURES": CandidateRow}
 
 
 def __getattr__(name: str):

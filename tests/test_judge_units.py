@@ -1138,12 +1138,14 @@ def test_time_and_roofline_at_exactly_the_ceiling_passes(monkeypatch):
 
 def test_base_fields_describe_the_task_and_where_it_ran():
   matmul = get_task("matmul")
-  fields = judge._base_fields(_item(size=Size.SMALL), matmul, matmul.dims("small"), (1, 2), CPU_ENV)  # pylint: disable=protected-access
+  item = dataclasses.replace(_item(size=Size.SMALL), candidate="matmul/fast")
+  fields = judge._base_fields(item, matmul, matmul.dims("small"), (1, 2), CPU_ENV)  # pylint: disable=protected-access
   assert fields == dict(
       task="matmul", task_id=matmul.task_id, level=matmul.level, category=matmul.category,
-      variant="candidate", size="small", input_shapes=("(256, 256)", "(256, 256)"), device="cpu",
-      interpret=True, kernel_sha256="0" * 64, seeds=(1, 2), tolerance="matmul", rtol=1e-2,
-      atol=1e-2, max_rel_l2=2e-3, environment=CPU_ENV)
+      variant="candidate", size="small", candidate="matmul/fast",
+      input_shapes=("(256, 256)", "(256, 256)"), device="cpu", interpret=True,
+      kernel_sha256="0" * 64, seeds=(1, 2), tolerance="matmul", rtol=1e-2, atol=1e-2,
+      max_rel_l2=2e-3, environment=CPU_ENV)
   on_gpu = judge._base_fields(_item(), RELU, SMALL, (1,), GPU_ENV)  # pylint: disable=protected-access
   assert (on_gpu["device"], on_gpu["interpret"]) == ("gpu", False)
 

@@ -288,12 +288,12 @@ def test_reconcile_leaves_a_clean_folder_untouched(tmp_path):
   assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
 
 
-def test_retried_records_are_errors_of_a_killed_or_broken_evaluation():
-  assert suite._retried(_record(status=Status.ERROR, error_type=ErrorType.CRASH, error="x"))  # pylint: disable=protected-access
-  assert suite._retried(_record(status=Status.ERROR, error_type=ErrorType.HARNESS, error="x"))  # pylint: disable=protected-access
-  assert not suite._retried(_record(status=Status.ERROR, error_type=ErrorType.COMPILE, error="x"))  # pylint: disable=protected-access
-  assert not suite._retried(_record(status=Status.TIMEOUT, error_type=ErrorType.TIMEOUT, error="x"))  # pylint: disable=protected-access
-  assert not suite._retried(_record())  # pylint: disable=protected-access
+def test_only_errors_of_a_killed_or_broken_evaluation_have_no_verdict():
+  assert not driver.has_verdict(_record(status=Status.ERROR, error_type=ErrorType.CRASH, error="x"))
+  assert not driver.has_verdict(_record(status=Status.ERROR, error_type=ErrorType.HARNESS, error="x"))
+  assert driver.has_verdict(_record(status=Status.ERROR, error_type=ErrorType.COMPILE, error="x"))
+  assert driver.has_verdict(_record(status=Status.TIMEOUT, error_type=ErrorType.TIMEOUT, error="x"))
+  assert driver.has_verdict(_record())
 
 
 def test_pipeline_report_says_where_the_time_went():
@@ -301,13 +301,16 @@ def test_pipeline_report_says_where_the_time_went():
       export_s=e, compile_s=c, judge_s=j, compile_cache_hit=hit))
   records = [timed(1.0, 2.0, 3.0, True), timed(1.5, None, 1.0, None), timed(0.5, 1.0, 2.0, False),
              _record(stages=None)]
-  report = suite._pipeline_report(records, 4.0, cluster.WorkerPlan(gpus=(0, 1), cpu_workers=4))  # pylint: disable=protected-access
-  assert report == {"evaluations": 4, "wall_s": 4.0, "export_s": 3.0, "compile_s": 3.0,
-                    "judge_s": 6.0, "judge_busy": 0.75, "compile_cache_hits": 1,
+  cached = dataclasses.replace(records[0], cached=True)  # measured elsewhere: costs nothing here
+  report = suite._pipeline_report([*records, cached], 4.0, 2)  # pylint: disable=protected-access
+  assert report == {"evaluations": 4, "cached": 1, "wall_s": 4.0, "judges": 2, "export_s": 3.0,
+                    "compile_s": 3.0, "judge_s": 6.0, "judge_busy": 0.75,
+                    "per_judge_minute": 30.0, "compile_cache_hits": 1,
                     "compile_cache_lookups": 2}
-  cpu = suite._pipeline_report(records[:1], 6.0, cluster.WorkerPlan(gpus=(), cpu_workers=1))  # pylint: disable=protected-access
-  assert cpu["judge_busy"] == 0.5
-  assert suite._pipeline_report([], 0.0, cluster.WorkerPlan(gpus=(), cpu_workers=1))["judge_busy"] is None  # pylint: disable=protected-access
+  cpu = suite._pipeline_report(records[:1], 6.0, 1)  # pylint: disable=protected-access
+  assert cpu["judge_busy"] == 0.5 and cpu["per_judge_minute"] == 10.0
+  empty = suite._pipeline_report([], 0.0, 1)  # pylint: disable=protected-access
+  assert empty["judge_busy"] is None and empty["per_judge_minute"] is None
 
 
 def test_manifest_records_each_gpu_once_and_how_the_run_ended(tmp_path):
@@ -467,7 +470,7 @@ def test_small_defaults(monkeypatch):
 def test_pipeline_report_rounds_to_tenths():
   record = _record(stages=StageTimes(export_s=1.26, compile_s=0.04, judge_s=2.0,
                                      compile_cache_hit=True))
-  report = suite._pipeline_report([record], 4.04, cluster.WorkerPlan(gpus=(0,), cpu_workers=1))  # pylint: disable=protected-access
+  report = suite._pipeline_report([record], 4.04, 1)  # pylint: disable=protected-access
   assert (report["wall_s"], report["export_s"], report["compile_s"], report["judge_busy"]) == (
       4.0, 1.3, 0.0, 0.495)
 
@@ -505,7 +508,7 @@ def test_sink_writes_the_artifacts_line_before_the_record_line(tmp_path, monkeyp
   import io  # pylint: disable=import-outside-toplevel
   stream = io.StringIO()
   monkeypatch.setattr(suite.time, "monotonic", lambda: 100.0)
-  sink = suite._Sink(tmp_path, suite._Progress(2, stream))  # pylint: disable=protected-access
+  sink = suite._Sink(tmp_path, suite._Progress(2, 1, stream))  # pylint: disable=protected-access
   sink(_record(run=RunInfo(command="c", run_id="r", gpu_index=1, ceiling_copy_gbps=None,
                            ceiling_read_gbps=None, ceiling_matmul_tflops=None)),
        _artifacts("relu"))
@@ -518,15 +521,29 @@ def test_sink_writes_the_artifacts_line_before_the_record_line(tmp_path, monkeyp
   assert len((tmp_path / suite.ARTIFACTS).read_text().splitlines()) == 2  # an orphan: resume drops it
   assert len((tmp_path / suite.RECORDS).read_text().splitlines()) == 1
   assert stream.getvalue() == ("[############............] 1/2 0:00:00 relu gpu medium: pass  "
-                               "0.5 ms (3.5 s gpu1)\n")
+                               "0.5 ms (3.5 s gpu1)\n")  # no throughput: no time has passed
 
 
 def test_progress_line_without_a_time_or_a_gpu():
   import io  # pylint: disable=import-outside-toplevel
   stream = io.StringIO()
-  progress = suite._Progress(0, stream)  # pylint: disable=protected-access
+  progress = suite._Progress(0, 1, stream)  # pylint: disable=protected-access
   progress.finished(_record(runtime_ms=None, status=Status.ERROR, error_type=ErrorType.COMPILE,
                             error="x", run=None))
   line = stream.getvalue()
   assert line.startswith("[########################] 1/0 0:00:") and line.endswith(
-      " relu gpu medium: error (3.5 s)\n")
+      "/judge-min\n") and " relu gpu medium: error (3.5 s)  " in line
+
+
+def test_progress_counts_throughput_over_measured_evaluations_and_names_candidates(monkeypatch):
+  import io  # pylint: disable=import-outside-toplevel
+  clock = iter([0.0, 60.0, 90.0])
+  monkeypatch.setattr(suite.time, "monotonic", lambda: next(clock))
+  stream = io.StringIO()
+  progress = suite._Progress(2, 2, stream)  # pylint: disable=protected-access
+  record = _record(run=None, variant="candidate", candidate="relu/a")
+  progress.finished(record)
+  progress.finished(dataclasses.replace(record, candidate="relu/b", cached=True))
+  first, second = stream.getvalue().splitlines()
+  assert first.endswith("relu candidate medium relu/a: pass  0.5 ms (3.5 s)  0.5/judge-min")
+  assert second.endswith("relu candidate medium relu/b: pass  0.5 ms (cached)  0.33/judge-min")

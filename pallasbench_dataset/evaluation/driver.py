@@ -34,6 +34,7 @@ class WorkItem:
   source: str
   filename: str
   options: EvalOptions = EvalOptions()
+  candidate: str | None = None  # a population's candidate id: part of the run's key
 
 
 def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
@@ -96,14 +97,14 @@ def judge_item(item: WorkItem, export: protocol.ExportOutcome,
                precompiled: dict[str, Precompiled] | None = None) -> JudgeItem:
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
                    kernel_sha256=sha256(item.source), export=export, options=item.options,
-                   precompiled=precompiled or {})
+                   precompiled=precompiled or {}, candidate=item.candidate)
 
 
 def empty_artifacts(item: WorkItem) -> Artifacts:
   """The artifacts line of an evaluation whose judge never reported back: every record has
   exactly one, so a missing line always means a lost write."""
   return Artifacts(task=item.task, variant=item.variant, size=item.size, jaxpr=None,
-                   stablehlo=None, triton_ir=None, ptx=None)
+                   stablehlo=None, triton_ir=None, ptx=None, candidate=item.candidate)
 
 
 def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,
@@ -119,6 +120,16 @@ def failure_record(item: WorkItem, environment: Environment, kind: str, message:
 # evaluation gets a fresh judge. After the others (a kernel that failed to lower or compile
 # never ran) the judge is kept: a fresh one costs seconds of first-use setup on a GPU.
 DEVICE_FAULTS: Final = frozenset({ErrorType.RUNTIME, ErrorType.OUT_OF_MEMORY})
+
+
+# Errors from outside the kernel's control: the process running it was killed (a lost worker,
+# a kill from outside), or the harness broke. They say nothing about the kernel: a resumed run
+# measures them again and the verdict cache keeps none of them.
+NO_VERDICT: Final = frozenset({ErrorType.CRASH, ErrorType.HARNESS})
+
+
+def has_verdict(record: EvalRecord) -> bool:
+  return not (record.status is Status.ERROR and record.error_type in NO_VERDICT)
 
 
 def device_suspect(record: EvalRecord) -> bool:

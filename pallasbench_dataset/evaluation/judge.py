@@ -93,6 +93,7 @@ class JudgeItem:
   export: ExportOutcome
   options: EvalOptions = EvalOptions()
   precompiled: dict[str, Precompiled] = dataclasses.field(default_factory=dict)  # by size
+  candidate: str | None = None  # a population's candidate id, copied to the record
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -293,7 +294,7 @@ def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifa
   record = _finish(item, state, ctx.environment, time.perf_counter() - start)
   report = item.export.report
   artifacts = Artifacts(
-      task=spec.name, variant=item.variant, size=item.size,
+      task=spec.name, variant=item.variant, size=item.size, candidate=item.candidate,
       jaxpr=report.jaxpr if report else None, stablehlo=state.structure_text,
       triton_ir="\n\n".join(report.triton_ir) or None if report else None,
       ptx="\n\n".join(state.compiled.ptx) or None if state.compiled else None)
@@ -471,7 +472,7 @@ def _base_fields(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, 
   on_gpu = environment.platform == "gpu"
   return dict(
       task=spec.name, task_id=spec.task_id, level=spec.level, category=spec.category,
-      variant=item.variant, size=str(item.size),
+      variant=item.variant, size=str(item.size), candidate=item.candidate,
       input_shapes=tuple(_shape_text(s) for s in spec.input_shapes(dims)),
       device=environment.platform, interpret=not on_gpu, kernel_sha256=item.kernel_sha256,
       seeds=seeds, tolerance=spec.tolerance.kind.value, rtol=spec.tolerance.rtol,

@@ -22,7 +22,7 @@ from pallasbench_dataset.evaluation import driver
 from pallasbench_dataset.evaluation.judge import CompileItem, Precompiled
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.evaluation.protocol import ExportOutcome
-from pallasbench_dataset.schema import Artifacts, EvalRecord, RunInfo
+from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, RunInfo
 from pallasbench_dataset.tasks import Size
 
 COMPILE: Final = "compile"
@@ -135,6 +135,12 @@ def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str,
                 ceiling_read_gbps=ceilings.get("read_gbps"),
                 ceiling_matmul_tflops=ceilings.get("matmul_tflops"))
   return dataclasses.replace(record, run=run), artifacts
+
+
+def judge_environment(settings: RunSettings) -> Environment:
+  """The machine this worker's judge records on every record (its judge starts now if none
+  runs): what the driver's verdict cache is keyed by."""
+  return _process(JUDGE, settings.judge).environment
 
 
 def shutdown() -> None:

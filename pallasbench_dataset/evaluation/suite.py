@@ -8,7 +8,8 @@ only writer (a lock keeps a second run out) and schedules each evaluation's thre
 unit: the artifacts line is written first and the record line commits it, so a kill between
 the two leaves an orphan artifacts line that `resume` removes. `resume=True` repairs a torn
 last line, re-measures what was lost or killed from outside (crash and harness records), and
-skips the rest, so an interrupted run continues where it stopped.
+skips the rest, so an interrupted run continues where it stopped. With a verdict cache
+(`verdicts`), what was judged before is not judged again: a population run.
 """
 
 from __future__ import annotations
@@ -26,18 +27,19 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, TextIO
 
 import distributed
 
-from pallasbench_dataset.evaluation import cluster, environment, stages
-from pallasbench_dataset.evaluation.driver import WorkItem, empty_artifacts, failure_record
+from pallasbench_dataset.evaluation import cluster, environment, stages, verdicts
+from pallasbench_dataset.evaluation.driver import (
+    WorkItem, empty_artifacts, failure_record, has_verdict)
 from pallasbench_dataset.evaluation.judge import EvalOptions
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import (
-    Artifacts, Environment, ErrorType, EvalRecord, Status, from_json_dict, to_json_dict)
+    Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
 from pallasbench_dataset.tasks import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -46,8 +48,6 @@ MANIFEST: Final = "manifest.json"
 LOCK: Final = ".lock"
 RECORDS: Final = "records.jsonl"
 ARTIFACTS: Final = "artifacts.jsonl"
-# Records of evaluations that died from outside the kernel's control, measured again on resume.
-RETRIED_ON_RESUME: Final = frozenset({ErrorType.CRASH, ErrorType.HARNESS})
 
 
 def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
@@ -111,12 +111,14 @@ def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
       fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _key(x) -> tuple[str, str, str]:
-  return (x.task, x.variant, str(x.size))
+# An evaluation's identity in a run: (task, variant, size), and in a population run the
+# candidate's id as well (many candidates share a task, the variant and the size).
+Key = tuple[str, ...]
 
 
-def _retried(record: EvalRecord) -> bool:
-  return record.status is Status.ERROR and record.error_type in RETRIED_ON_RESUME
+def _key(x) -> Key:
+  base = (x.task, x.variant, str(x.size))
+  return base if x.candidate is None else (*base, x.candidate)
 
 
 def _replace(path: pathlib.Path, text: str) -> None:
@@ -133,7 +135,7 @@ def _rewrite(path: pathlib.Path, lines: Sequence[str]) -> None:
   _replace(path, "".join(line + "\n" for line in lines))
 
 
-def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
+def reconcile(run_dir: pathlib.Path) -> set[Key]:
   """Before a resume: keeps each record whose artifacts line exists and that is not to be
   retried, drops the rest of both files (orphans, duplicates, invalid lines), and returns
   the keys that are done."""
@@ -142,17 +144,17 @@ def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
   records = _read_lines(run_dir / RECORDS, EvalRecord)
   artifacts = _read_lines(run_dir / ARTIFACTS, Artifacts)
   with_artifacts = {_key(a) for _, a in artifacts}
-  kept: dict[tuple[str, str, str], str] = {}
+  kept: dict[Key, str] = {}
   for line, record in records:
     if _key(record) not in with_artifacts:
-      logger.warning("%s %s %s has a record but no artifacts (the write was cut): re-measured",
-                     *_key(record))
-    elif _retried(record):
-      logger.info("%s %s %s was %s (%s): re-measured", *_key(record), record.error_type.value,
-                  record.error)
+      logger.warning("%s has a record but no artifacts (the write was cut): re-measured",
+                     " ".join(_key(record)))
+    elif not has_verdict(record):  # killed from outside, or a harness bug: measured again
+      logger.info("%s was %s (%s): re-measured", " ".join(_key(record)),
+                  record.error_type.value, record.error)
     else:
       kept.setdefault(_key(record), line)
-  kept_artifacts: dict[tuple[str, str, str], str] = {}
+  kept_artifacts: dict[Key, str] = {}
   for line, item in artifacts:
     if _key(item) in kept:
       kept_artifacts.setdefault(_key(item), line)
@@ -162,23 +164,35 @@ def reconcile(run_dir: pathlib.Path) -> set[tuple[str, str, str]]:
   return set(kept)
 
 
-class _Progress:
-  """One line per finished evaluation: a bar, the counts, elapsed time and the outcome."""
+def per_judge_minute(measured: int, wall_s: float, judges: int) -> float | None:
+  """Throughput: evaluations measured per minute of the judges' time (wall time x judges)."""
+  return measured / (wall_s / 60 * judges) if wall_s > 0 and judges > 0 else None
 
-  def __init__(self, total: int, stream: TextIO):
-    self.total, self.done, self.stream = total, 0, stream
+
+class _Progress:
+  """One line per finished evaluation: a bar, the counts, elapsed time, the outcome and the
+  throughput so far (evaluations per judge-minute; verdicts from the cache cost none)."""
+
+  def __init__(self, total: int, judges: int, stream: TextIO):
+    self.total, self.judges, self.stream = total, judges, stream
+    self.done = self.measured = 0
     self.start = time.monotonic()
 
   def finished(self, record: EvalRecord) -> None:
     self.done += 1
+    self.measured += not record.cached
     width = 24
     filled = width * self.done // max(self.total, 1)
-    elapsed = datetime.timedelta(seconds=int(time.monotonic() - self.start))
+    wall_s = time.monotonic() - self.start
+    elapsed = datetime.timedelta(seconds=int(wall_s))
     speed = "" if record.runtime_ms is None else f"  {record.runtime_ms:.4g} ms"
     gpu = "" if record.run is None or record.run.gpu_index is None else f" gpu{record.run.gpu_index}"
+    how = "cached" if record.cached else f"{record.eval_wall_s:.1f} s{gpu}"
+    rate = per_judge_minute(self.measured, wall_s, self.judges)
+    rate_text = f"  {rate:.2g}/judge-min" if rate is not None and self.measured else ""
     print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed} "
-          f"{record.task} {record.variant} {record.size}: {record.status.value}{speed} "
-          f"({record.eval_wall_s:.1f} s{gpu})", file=self.stream, flush=True)
+          f"{' '.join(_key(record))}: {record.status.value}{speed} ({how}){rate_text}",
+          file=self.stream, flush=True)
 
 
 class _Sink:
@@ -286,20 +300,32 @@ def _stop_on_signals() -> Iterator[None]:
 
 def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
               git_commit: str | None, command: str, cluster_options: ClusterOptions,
-              resume: bool = False, stream: TextIO = sys.stderr) -> pathlib.Path:
+              resume: bool = False, stream: TextIO = sys.stderr,
+              cache: verdicts.VerdictCache | None = None,
+              inputs: Mapping[str, str] | None = None) -> pathlib.Path:
   """Evaluates `items` into `run_dir`; returns the folder. Refuses to mix with an old run, to
   share the folder with a running one, and to resume what cannot be resumed. Raises
-  Interrupted on SIGTERM/SIGINT, after closing the cluster and marking the manifest."""
+  Interrupted on SIGTERM/SIGINT, after closing the cluster and marking the manifest.
+
+  With a verdict `cache`, an item whose verdict it holds is not evaluated (its record is the
+  cached one, marked so), and every new verdict is stored in it. `inputs` (file name -> text)
+  are written into a new run's folder under its lock: what the run needs beside its records
+  (a population's candidates); a resumed run keeps its own."""
   if resume and not run_dir.is_dir():
     raise FileNotFoundError(f"--resume: {run_dir} does not exist; leave out --resume to start "
                             "a new run there")
   run_dir.mkdir(parents=True, exist_ok=True)
   with _single_writer(run_dir), _stop_on_signals():
-    return _run_locked(items, run_dir, device=device, limits=limits, git_commit=git_commit,
-                       command=command, options=cluster_options, resume=resume, stream=stream)
+    done = _check_resumable(run_dir, resume)
+    if not resume:
+      for name, text in (inputs or {}).items():
+        _replace(run_dir / name, text)
+    return _run_locked(items, run_dir, done, device=device, limits=limits,
+                       git_commit=git_commit, command=command, options=cluster_options,
+                       resume=resume, stream=stream, cache=cache)
 
 
-def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[tuple[str, str, str]]:
+def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[Key]:
   existing = read_records(run_dir)
   if existing and not resume:
     raise FileExistsError(f"{run_dir} already holds {len(existing)} records: pass --resume to "
@@ -311,10 +337,9 @@ def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[tuple[str, str,
   return reconcile(run_dir) if resume else set()
 
 
-def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, limits: Limits,
-                git_commit: str | None, command: str, options: ClusterOptions, resume: bool,
-                stream: TextIO) -> pathlib.Path:
-  done = _check_resumable(run_dir, resume)
+def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key], *, device: str,
+                limits: Limits, git_commit: str | None, command: str, options: ClusterOptions,
+                resume: bool, stream: TextIO, cache: verdicts.VerdictCache | None) -> pathlib.Path:
   todo = [item for item in items if _key(item) not in done]
   manifest = _Manifest(run_dir, {
       "command": command, "git_commit": git_commit, "device": device,
@@ -323,8 +348,9 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str
       "tasks": sorted({i.task for i in items}, key=[i.task for i in items].index),
       "scheduler": options.scheduler or "local", "gpus": list(options.plan.gpus),
       "cpu_workers": options.plan.cpu_workers, "compile_budget_s": options.compile_budget_s,
-      "timeout_s": limits.timeout_s, "resumed_with": len(done)}, resume)
-  sink = _Sink(run_dir, _Progress(len(todo), stream))
+      "timeout_s": limits.timeout_s, "resumed_with": len(done),
+      "candidates": sum(i.candidate is not None for i in items),
+      "verdict_cache": None if cache is None else str(cache.folder)}, resume)
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-run-"))
   settings = stages.RunSettings(
       device=device, limits=limits, compile_budget_s=options.compile_budget_s, command=command,
@@ -334,22 +360,54 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str
                         cache_dir=options.compile_cache or scratch / "compile-cache"))
   start = time.monotonic()
   written: list[EvalRecord] = []
+  judges = max(len(options.plan.gpus), 1)
   try:
     with cluster.connect(options.plan, scheduler=options.scheduler, directory=scratch) as client:
-      for record, artifacts in _schedule(client, todo, settings, git_commit):
-        sink(record, artifacts)
-        manifest.record_seen(record)
-        written.append(record)
+      judges = _judge_slots(client)
+      with contextlib.closing(_Sink(run_dir, _Progress(len(todo), judges, stream))) as sink:
+        for record, artifacts in _outcomes(client, todo, settings, git_commit, cache):
+          sink(record, artifacts)
+          if not record.cached:  # a cached record was measured elsewhere
+            manifest.record_seen(record)
+          written.append(record)
   finally:
-    sink.close()
     shutil.rmtree(scratch, ignore_errors=True)
     manifest.end(complete=len(written) == len(todo),
-                 pipeline=_pipeline_report(written, time.monotonic() - start, options.plan))
+                 pipeline=_pipeline_report(written, time.monotonic() - start, judges))
   return run_dir
 
 
 def _slug(item: WorkItem) -> str:
-  return f"{item.task}-{item.variant}-{item.size}"
+  return "-".join(_key(item))
+
+
+def _outcomes(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
+              git_commit: str | None, cache: verdicts.VerdictCache | None
+              ) -> Iterator[tuple[EvalRecord, Artifacts]]:
+  """Each item's record and artifacts: measured on the cluster, or with a verdict cache, taken
+  from it where it can be (see `verdicts.evaluate`)."""
+  def measure(items: Sequence[WorkItem]):
+    return _schedule(client, items, settings, git_commit)
+  if cache is None:
+    return ((record, artifacts) for _, record, artifacts in measure(todo))
+  return verdicts.evaluate(todo, cache, _judge_environment(client, settings) if todo else None,
+                           measure)
+
+
+def _judge_environment(client: distributed.Client, settings: stages.RunSettings
+                       ) -> Environment | None:
+  """The machine the judges record, asked of a judge worker (its judge starts now instead of
+  at its first evaluation); None, with a warning, when no judge could say."""
+  future = client.submit(stages.judge_environment, settings,
+                         resources={stages.GPU_RESOURCE: 1}, pure=False)
+  try:
+    return future.result()
+  except Exception as e:  # pylint: disable=broad-except  (no judge: every item is measured)
+    logger.warning("no judge reported its machine (%s: %s); the verdict cache is not consulted, "
+                   "only written", type(e).__name__, e)
+    return None
+  finally:
+    future.release()
 
 
 def _judge_slots(client: distributed.Client) -> int:
@@ -358,12 +416,14 @@ def _judge_slots(client: distributed.Client) -> int:
 
 
 def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
-              git_commit: str | None) -> Iterator[tuple[EvalRecord, Artifacts]]:
+              git_commit: str | None) -> Iterator[tuple[WorkItem, EvalRecord, Artifacts]]:
   """Submits every item's export and compile at once, in plan order (Dask runs earlier
   submissions first), and a judge when a judge worker is free, for the first item whose
   compile is done, so that each judge worker holds one evaluation at a time: a lost worker then takes only its running evaluation down
-  (Dask retries it once). Yields each (record, artifacts) as its judge finishes; a stage that
+  (Dask retries it once). Yields each (item, record, artifacts) as its judge finishes; a stage that
   raised, or whose worker was lost twice, becomes an error record and the others go on."""
+  if not todo:
+    return
   cpu, gpu = {stages.CPU_RESOURCE: 1}, {stages.GPU_RESOURCE: 1}
   upstream = {}
   for item in todo:
@@ -409,20 +469,25 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
       done.release()
     if waiting:
       submit_next()
-    yield record, artifacts
+    yield item, record, artifacts
 
 
-def _pipeline_report(records: Sequence[EvalRecord], wall_s: float, plan: cluster.WorkerPlan) -> dict:
-  """Where the time went: each stage's summed seconds and how busy the judges were."""
+def _pipeline_report(records: Sequence[EvalRecord], wall_s: float, judges: int) -> dict:
+  """Where the time went: each stage's summed seconds, how busy the judges were and how many
+  evaluations they measured per judge-minute (records from the verdict cache cost nothing)."""
+  measured = [r for r in records if not r.cached]
+
   def total(name: str) -> float:
-    return round(sum(getattr(r.stages, name) or 0.0 for r in records if r.stages), 1)
-  judges = max(len(plan.gpus), 1)
+    return round(sum(getattr(r.stages, name) or 0.0 for r in measured if r.stages), 1)
   judge_s = total("judge_s")
-  hits = [r.stages.compile_cache_hit for r in records
+  hits = [r.stages.compile_cache_hit for r in measured
           if r.stages and r.stages.compile_cache_hit is not None]
-  return {"evaluations": len(records), "wall_s": round(wall_s, 1), "export_s": total("export_s"),
+  rate = per_judge_minute(len(measured), wall_s, judges)
+  return {"evaluations": len(measured), "cached": len(records) - len(measured),
+          "wall_s": round(wall_s, 1), "judges": judges, "export_s": total("export_s"),
           "compile_s": total("compile_s"), "judge_s": judge_s,
           "judge_busy": round(judge_s / (wall_s * judges), 3) if wall_s > 0 else None,
+          "per_judge_minute": None if rate is None else round(rate, 2),
           "compile_cache_hits": sum(hits), "compile_cache_lookups": len(hits)}
 
 

@@ -1,0 +1,161 @@
+"""The verdict cache: a kernel source judged once is not judged again on the same machine.
+
+A verdict depends on the kernel's source, the task and size, how it was judged (the judge's
+version and the evaluation options) and where (platform, device kind, jax and jaxlib). Those
+name one JSON file in the cache folder holding the record and its artifacts; a later
+evaluation with the same key reuses them, marked `cached`. Records that are no verdict on the
+kernel (a killed process, a harness bug: `driver.has_verdict`) are never stored.
+
+Only the driver writes the folder: the exporter, the one process that runs candidate code,
+may write nothing outside its sandbox's scratch folder, and the judge and compilers hand
+their results back to the driver. Each file is written beside its place and renamed, so
+two drivers sharing a cache never see half a file; a file that does not parse, or whose key
+differs from its name's, is ignored and overwritten by the next verdict for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import pathlib
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final
+
+from pallasbench_dataset.evaluation.driver import WorkItem, has_verdict
+from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.kernels import sha256
+from pallasbench_dataset.schema import (
+    Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
+
+logger = logging.getLogger(__name__)
+
+# Bumped when the entry format changes: older entries then miss instead of misreading.
+FORMAT: Final = "1"
+
+Measured = tuple[WorkItem, EvalRecord, Artifacts]
+Outcome = tuple[EvalRecord, Artifacts]
+
+
+def default_folder() -> pathlib.Path:
+  """$XDG_CACHE_HOME/pallasbench/verdicts, by default ~/.cache/pallasbench/verdicts."""
+  base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+  return pathlib.Path(base) / "pallasbench" / "verdicts"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class VerdictKey:
+  """Everything a verdict depends on."""
+  kernel_sha256: str
+  task: str
+  size: str
+  judge_version: str
+  options: str      # the evaluation options (seeds, iterations, edge check), as JSON
+  platform: str     # "gpu" or "cpu"
+  device_kind: str  # as the judge records it, e.g. "NVIDIA H200"
+  jax: str
+  jaxlib: str
+
+  def digest(self) -> str:
+    text = json.dumps({"format": FORMAT, **dataclasses.asdict(self)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _options(options: EvalOptions) -> str:
+  return json.dumps(dataclasses.asdict(options), sort_keys=True)
+
+
+def _key(item: WorkItem, judge_version: str, environment: Environment) -> VerdictKey:
+  return VerdictKey(kernel_sha256=sha256(item.source), task=item.task, size=str(item.size),
+                    judge_version=judge_version, options=_options(item.options),
+                    platform=environment.platform, device_kind=environment.device_kind,
+                    jax=environment.jax, jaxlib=environment.jaxlib)
+
+
+def key_for(item: WorkItem, environment: Environment) -> VerdictKey:
+  """The key `item` would get from this judge version on a judge in `environment`."""
+  return _key(item, JUDGE_VERSION, environment)
+
+
+def key_of(item: WorkItem, record: EvalRecord) -> VerdictKey:
+  """The key of `item`'s verdict as its record says it was measured."""
+  return _key(item, record.judge_version, record.environment)
+
+
+class VerdictCache:
+  """One folder of verdicts: `<folder>/<digest[:2]>/<digest>.json`."""
+
+  def __init__(self, folder: pathlib.Path):
+    self.folder = pathlib.Path(folder)
+
+  def _path(self, key: VerdictKey) -> pathlib.Path:
+    digest = key.digest()
+    return self.folder / digest[:2] / f"{digest}.json"
+
+  def get(self, key: VerdictKey) -> Outcome | None:
+    path = self._path(key)
+    try:
+      data = json.loads(path.read_text())
+      if data.get("key") != dataclasses.asdict(key):
+        raise ValueError("its key is not the one its name says")
+      return from_json_dict(EvalRecord, data["record"]), from_json_dict(Artifacts, data["artifacts"])
+    except FileNotFoundError:
+      return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+      logger.warning("verdict cache entry %s is unusable (%s): evaluated again", path, e)
+      return None
+
+  def put(self, item: WorkItem, record: EvalRecord, artifacts: Artifacts) -> None:
+    """Stores a verdict under the key its record was measured with (a record that is no
+    verdict, or whose judge never reported its machine, is not stored)."""
+    if not has_verdict(record) or record.environment.hardware == "unknown":
+      return
+    key = key_of(item, record)
+    path = self._path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"key": dataclasses.asdict(key), "record": to_json_dict(record),
+                       "artifacts": to_json_dict(artifacts)})
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+      with os.fdopen(fd, "w") as f:
+        f.write(text)
+      os.replace(tmp, path)
+    finally:
+      pathlib.Path(tmp).unlink(missing_ok=True)
+
+
+def reuse(outcome: Outcome, item: WorkItem) -> Outcome:
+  """Another evaluation's record and artifacts as `item`'s, marked cached. The record keeps
+  its measurement (times, seeds, environment, and `run`: where it was measured)."""
+  record, artifacts = outcome
+  return (dataclasses.replace(record, variant=item.variant, candidate=item.candidate, cached=True),
+          dataclasses.replace(artifacts, variant=item.variant, candidate=item.candidate))
+
+
+def _twins(item: WorkItem) -> tuple[str, ...]:
+  """What items of one run must share to share a verdict (the run's judges are alike)."""
+  return (sha256(item.source), item.task, str(item.size), _options(item.options))
+
+
+def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Environment | None,
+             measure: Callable[[list[WorkItem]], Iterable[Measured]]) -> Iterator[Outcome]:
+  """Each item's record and artifacts: from the cache when it holds the item's verdict on a
+  judge in `environment` (None: the judges' machine is unknown, nothing is looked up), else
+  from `measure`, once for items of the same source, task, size and options (the others get
+  its outcome, marked cached). Cached outcomes come first, then each measured one as it
+  arrives, stored in the cache."""
+  waiting: dict[tuple[str, ...], list[WorkItem]] = {}
+  for item in items:
+    hit = None if environment is None else cache.get(key_for(item, environment))
+    if hit is not None:
+      yield reuse(hit, item)
+    else:
+      waiting.setdefault(_twins(item), []).append(item)
+  for item, record, artifacts in measure([group[0] for group in waiting.values()]):
+    cache.put(item, record, artifacts)
+    yield record, artifacts
+    for twin in waiting[_twins(item)][1:]:
+      yield reuse((record, artifacts), twin)
