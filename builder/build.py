@@ -152,13 +152,8 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
-<<<<<<< HEAD
                   changes=changes, headline=headline, repo_id=repo_id or _default_repo_id(merged),
-                  missing=missing, lost_artifacts=lost)
-=======
-                  headline=headline, repo_id=repo_id or _default_repo_id(merged),
                   missing=missing, lost_artifacts=lost, populations=populations)
->>>>>>> population
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
@@ -333,18 +328,11 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
 
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
-<<<<<<< HEAD
                   trees: KernelTrees, repro: pd.DataFrame | None,
                   changes: pd.DataFrame | None, headline: str, repo_id: str, missing,
-                  lost_artifacts) -> None:
-  configs = _config_rows(merged, rows)
-=======
-                  trees: KernelTrees, repro: pd.DataFrame | None, headline: str,
-                  repo_id: str, missing, lost_artifacts,
-                  populations: Sequence[PopulationRun]) -> None:
+                  lost_artifacts, populations: Sequence[PopulationRun]) -> None:
   candidates = candidate_rows(populations)
   configs = _config_rows(merged, rows, candidates)
->>>>>>> population
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
@@ -357,14 +345,9 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   text = card.render_card(
       f"PallasBench-Robust ({hardware})", [metadata, infos],
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
-<<<<<<< HEAD
                    verdict_changes=changes, repo_id=repo_id, configs=counts, missing=missing,
-                   lost_artifacts=lost_artifacts))
-=======
-                   repo_id=repo_id, configs=counts, missing=missing,
                    lost_artifacts=lost_artifacts),
       candidates=card.candidates_stats(populations, candidates))
->>>>>>> population
   (folder / "README.md").write_text(text)
 
 

@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--candidates", type=pathlib.Path, nargs="+", metavar="RUN", default=(),
                  help="population runs (python -m pallasbench_dataset.population evaluate) to "
                       "publish as the `candidates` config, beside the suite's configs")
+  p.add_argument("--kernel-trees", type=pathlib.Path, metavar="DIR",
+                 help="build with the kernels_tpu/ and kernels_gpu/ in DIR instead of this "
+                      "checkout's: a released dataset folder holds the kernels its rows measured, "
+                      "so it rebuilds after the checkout's kernels have moved on")
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
   p.add_argument("--headline-size", choices=[s.value for s in Size],
                  help="size of the default config's rows (default: medium when measured, else "
@@ -122,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.measure_only and args.candidates:
       raise ValueError("--candidates publishes population runs in the built folder: leave out "
                        "--measure-only")
+    from builder.trees import KernelTrees  # pylint: disable=import-outside-toplevel
+    trees = KernelTrees.within(args.kernel_trees) if args.kernel_trees else None
     if args.from_results:
       run_dirs = list(args.from_results)
       if args.push:  # the runs are read here only to name a default repo
@@ -139,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
     summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size,
                             repo_id=repo_id, allow_partial=args.allow_partial,
-                            candidate_runs=args.candidates)
+                            candidate_runs=args.candidates, kernel_trees=trees)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel

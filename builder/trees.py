@@ -25,6 +25,16 @@ class KernelTrees:
     """The trees of this checkout (kernels_tpu/, kernels_gpu/)."""
     return cls(tpu=kernels.tree_dir("tpu"), gpu=kernels.tree_dir("gpu"))
 
+  @classmethod
+  def within(cls, folder: pathlib.Path) -> KernelTrees:
+    """The trees under `folder` (a checkout, or a released dataset folder)."""
+    trees = cls(tpu=folder / "kernels_tpu", gpu=folder / "kernels_gpu")
+    missing = [str(d) for d in (trees.tpu, trees.gpu) if not d.is_dir()]
+    if missing:
+      raise BuildError(f"no kernel tree at {', '.join(missing)}: --kernel-trees takes a folder "
+                       "holding kernels_tpu/ and kernels_gpu/")
+    return trees
+
   def dir(self, variant: str) -> pathlib.Path:
     return {"tpu": self.tpu, "gpu": self.gpu}[variant]
 

@@ -51,6 +51,7 @@ def test_push_without_a_token_fails_before_measuring(tmp_path, monkeypatch, caps
     (["--push", "--measure-only", "--repo-id", "me/data"], "leave out --measure-only"),
     (["--push", "--repo-id", "not a repo id"], "repo"),
     (["--resume"], "name that folder"),
+    (["--kernel-trees", "/nonexistent"], "--kernel-trees takes a folder holding kernels_tpu/"),
 ])
 def test_bad_combinations_are_refused_before_measuring(tmp_path, monkeypatch, capsys, argv, message):
   monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
