@@ -1,0 +1,198 @@
+"""The autotuner and the tuned-config tables the fixed kernels read (CPU: interpret mode and
+lowering for an abstract H200; the measurements themselves come from a GPU run)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import math
+import pathlib
+import shutil
+
+import pytest
+
+from pallasbench_dataset import autotune
+from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
+from pallasbench_dataset.lowering import abstract_gpu, export_for
+from pallasbench_dataset.tasks import Size, get_task, list_tasks
+from pallasbench_dataset.tolerance import compare
+
+H200 = "NVIDIA H200"
+TUNABLE = [s.name for s in list_tasks() if autotune.is_tunable(load_kernel("gpu", s.name))]
+
+
+def _entries():
+  for task in TUNABLE:
+    for device, classes in load_kernel("gpu", task).TUNED_CONFIGS.items():
+      for shape, config in classes.items():
+        yield pytest.param(task, device, shape, config, id=f"{task}-{shape}")
+
+
+def test_the_contraction_and_latency_bound_kernels_are_tunable():
+  assert {"matmul", "swiglu", "flash_attention", "qk_softmax", "pairwise_distance"} <= set(TUNABLE)
+  assert not autotune.is_tunable(load_kernel("gpu", "relu"))
+
+
+def test_candidates_put_the_default_first_and_keep_only_compilable_configs():
+  module = load_kernel("gpu", "matmul")
+  default = module.config_for(*get_task("matmul").input_structs("medium"))
+  configs = autotune.candidates(module, default, 6)
+  assert configs[0] == default and len(configs) == 6
+  assert all(module.config_ok(c) for c in configs[1:])
+  assert default not in configs[1:] and len({json.dumps(c, sort_keys=True) for c in configs}) == 6
+  assert configs == autotune.candidates(module, default, 6)  # deterministic
+  assert autotune.candidates(module, default, 1) == [default]
+
+
+def test_candidates_thin_the_whole_space_evenly():
+  module = load_kernel("gpu", "matmul")
+  default = module.config_for(*get_task("matmul").input_structs("medium"))
+  configs = autotune.candidates(module, default, 24)[1:]
+  for name, values in module.CONFIG_SPACE.items():
+    assert {c[name] for c in configs} == set(values), name  # every value of every parameter
+
+
+def test_config_ok_rejects_tiles_past_shared_memory():
+  module = load_kernel("gpu", "matmul")
+  big = dict(block_m=128, block_n=256, block_k=64, group_m=1, k_major=True, num_warps=8,
+             num_stages=4)
+  assert not module.config_ok(big)                       # 4 x 64 x 384 x 4 B = 384 KiB
+  assert module.config_ok({**big, "block_k": 32})        # 192 KiB
+  assert not module.config_ok({**big, "block_k": 32, "num_warps": 4})  # 256 accumulators/thread
+
+
+SOURCE = '''"""doc."""
+from typing import Final
+
+A: Final = 1
+# The autotuner's choices.
+TUNED_CONFIGS: Final = {
+    "old": {},
+}
+
+
+def kernel(x):
+  return x
+'''
+
+
+def test_replace_table_rewrites_only_the_table():
+  table = {H200: {"1024x1024": {"block": 64, "k_major": True}}}
+  new = autotune.replace_table(SOURCE, table)
+  before, after = SOURCE.split("TUNED_CONFIGS")[0], SOURCE.split("}\n", 1)[1]
+  assert new.startswith(before) and new.endswith(after)
+  namespace: dict = {}
+  exec(compile(new, "<tuned>", "exec"), namespace)  # pylint: disable=exec-used
+  assert namespace["TUNED_CONFIGS"] == table and namespace["A"] == 1
+  assert autotune.replace_table(new, table) == new
+  assert "TUNED_CONFIGS: Final = {}\n" in autotune.replace_table(SOURCE, {})
+
+
+def test_replace_table_needs_a_table():
+  with pytest.raises(autotune.TuningError, match="no TUNED_CONFIGS"):
+    autotune.replace_table('"""doc."""\nA = 1\n', {})
+
+
+def test_write_tables_keeps_other_entries_and_the_last_line_wins(tmp_path):
+  shutil.copy(tree_dir("gpu") / "matmul.py", tmp_path / "matmul.py")
+  first = dict(block_m=64, block_n=64, block_k=32, group_m=1, k_major=False, num_warps=4,
+               num_stages=2)
+  second = {**first, "num_stages": 3}
+  lines = [{"task": "matmul", "device_kind": "NVIDIA B200", "shape_class": "8x8,8x8", "best": first},
+           {"task": "matmul", "device_kind": H200, "shape_class": "8x8,8x8", "best": first},
+           {"task": "matmul", "device_kind": H200, "shape_class": "8x8,8x8", "best": second}]
+  assert autotune.write_tables(lines, tmp_path) == [str(tmp_path / "matmul.py")]
+  source = (tmp_path / "matmul.py").read_text()
+  table = load_module(source, "matmul.py").TUNED_CONFIGS
+  assert table["NVIDIA B200"]["8x8,8x8"] == first and table[H200]["8x8,8x8"] == second
+  shipped = load_kernel("gpu", "matmul").TUNED_CONFIGS[H200]
+  assert all(table[H200][k] == v for k, v in shipped.items())  # the shipped entries kept
+  assert autotune.write_tables(lines, tmp_path) == []  # nothing new: the file is not touched
+  ast.parse(source)
+
+
+def test_a_tuned_config_applies_only_to_its_gpu_and_shape_class():
+  module = load_kernel("gpu", "flash_attention")
+  structs = get_task("flash_attention").input_structs("medium")
+  tuned = module.TUNED_CONFIGS[H200][module.shape_class(*structs)]
+  with abstract_gpu():
+    assert module.config_for(*structs) == tuned
+  with abstract_gpu("NVIDIA A100-SXM4-80GB", 108):
+    assert module.config_for(*structs) == module._default_config(*structs[0].shape)  # pylint: disable=protected-access
+  assert module.config_for(*structs)["splits"] == 1  # the CPU: the default
+
+
+def test_read_results_skips_a_torn_last_line_and_names_a_bad_one(tmp_path):
+  path = tmp_path / "r.jsonl"
+  path.write_text('{"task": "a"}\n{"task": "b"}\n{"tas')
+  assert [r["task"] for r in autotune.read_results(path)] == ["a", "b"]
+  path.write_text('{"task": "a"}\nnot json\n{"task": "b"}\n')
+  with pytest.raises(autotune.TuningError, match=r"r.jsonl:2: not a JSON line"):
+    autotune.read_results(path)
+  assert autotune.read_results(tmp_path / "none.jsonl") == []
+
+
+def test_tune_on_the_cpu_measures_checks_and_picks_the_fastest():
+  line = autotune.tune("pairwise_distance", "small", max_configs=3, workers=2)
+  assert line["task"] == "pairwise_distance" and line["device_kind"] == "cpu"
+  assert len(line["configs"]) == 3 and line["configs"][0]["config"] == line["default"]
+  assert all(c["status"] == "ok" and c["screen_ms"] > 0 for c in line["configs"])
+  timed = [c for c in line["configs"] if "runtime_ms" in c]
+  assert line["best_ms"] == min(c["runtime_ms"] for c in timed) and line["baseline_ms"] > 0
+  assert line["best"] in [c["config"] for c in timed]
+  json.dumps(line)
+
+
+def test_tune_records_a_config_that_fails_and_never_keeps_it(monkeypatch):
+  def with_a_bad_one(module, default, max_configs):
+    return [dict(default), {**default, "block": 12}, {**default, "unknown": 1}]
+  monkeypatch.setattr(autotune, "candidates", with_a_bad_one)
+  line = autotune.tune("pairwise_distance", "small", max_configs=3, workers=2)
+  statuses = [c["status"] for c in line["configs"]]
+  assert statuses[0] == "ok" and statuses[2] == "compile_error"
+  assert "unknown" in line["configs"][2]["error"]
+  assert "unknown" not in line["best"]
+
+
+def test_tune_refuses_a_kernel_without_a_config_space():
+  with pytest.raises(autotune.TuningError, match="declares no tunable config"):
+    autotune.tune("relu", "small", max_configs=2, workers=1)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tasks", "nope", "--results", "r.jsonl"], "unknown task(s) ['nope']"),
+    (["--write-tables", "missing.jsonl"], "missing.jsonl does not exist"),
+])
+def test_cli_errors(tmp_path, monkeypatch, capsys, argv, message):
+  monkeypatch.chdir(tmp_path)
+  assert autotune.main(argv) == 2
+  assert message in capsys.readouterr().err
+
+
+def test_cli_resumes_what_is_in_the_results(tmp_path, capsys):
+  results = tmp_path / "r.jsonl"
+  results.write_text(json.dumps({"task": "pairwise_distance", "size": "small"}) + "\n")
+  assert autotune.main(["--tasks", "pairwise_distance", "--sizes", "small",
+                        "--results", str(results)]) == 0
+  assert "0 to tune, 1 already in" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("task, device, shape, config", list(_entries()))
+def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
+  """Interpret mode at the small and edge sizes (masks make a config shape-general), and the
+  Triton lowering for an abstract H200 at the size whose shape class the entry is for."""
+  assert device == H200  # the only GPU tuned so far; another needs its abstract device here
+  module, spec = load_kernel("gpu", task), get_task(task)
+  for size in (Size.SMALL, Size.EDGE):
+    inputs = spec.make_inputs(size, 1)
+    out = module.kernel(*inputs, interpret=True, config=config)
+    result = compare(out, spec.expected(*inputs), spec.tolerance)
+    assert result.passed, (size, result.reason)
+  sizes = [s for s in (Size.MEDIUM, Size.LARGE)
+           if module.shape_class(*spec.input_structs(s)) == shape]
+  assert sizes, f"no size of {task} has the shape class {shape}"
+  exported = export_for("cuda", functools.partial(module.kernel, interpret=False, config=config),
+                        *spec.input_structs(sizes[0]))
+  assert "__gpu$xla.gpu.triton" in exported.mlir_module()
+  assert math.prod(exported.out_avals[0].shape) == math.prod(spec.output_shape(sizes[0]))
