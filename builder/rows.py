@@ -18,7 +18,11 @@ NOT_MEASURED = "not_measured"  # Original_Status when the run did not measure th
 
 
 def backend(record: EvalRecord) -> str:
-  return "triton" if record.device == "gpu" and not record.interpret else "interpret (CPU)"
+  """The Pallas backend(s) the judge found in the kernel's module ("triton", "mosaic_gpu");
+  records from before the judge noted them ran on Triton."""
+  if record.device != "gpu" or record.interpret:
+    return "interpret (CPU)"
+  return "+".join(record.backends) or "triton"
 
 
 def kernel_name(task: str) -> str:

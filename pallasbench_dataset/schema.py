@@ -173,6 +173,11 @@ class EvalRecord:
   eager_baseline_samples_ms: tuple[float, ...] = ()
   speedup_eager: float | None = None
   run: RunInfo | None = None   # how the record was produced (release 2 on): command, GPU, ceilings
+  # The Pallas backends of the kernel calls in the exported module the judge read ("triton",
+  # "mosaic_gpu"), and the config a tunable kernel declared for this size (its config_for, as
+  # JSON; the kernel's own word, not checked).
+  backends: tuple[str, ...] = ()
+  kernel_config: str | None = None
   stages: StageTimes | None = None  # where the evaluation's time went
   # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
   # was reused from the verdict cache (an earlier evaluation of the same source) instead of

@@ -127,16 +127,20 @@ def test_speedup_is_baseline_over_kernel():
 
 def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
   options = dataclasses.replace(OPTIONS, check_edge=True)
-  gpu, tpu = _run([
+  gpu, tpu, tuned = _run([
       WorkItem(task=t, variant=v, size="small", source=kernel_path(v, t).read_text(),
                filename=f"{v}/{t}.py", options=options)
-      for v, t in (("gpu", "relu"), ("tpu", "layernorm"))])
+      for v, t in (("gpu", "relu"), ("tpu", "layernorm"), ("gpu", "pairwise_distance"))])
   assert gpu.status is Status.PASS and gpu.general_shapes is True
   assert tpu.status is Status.PASS and tpu.general_shapes is False  # 128-row blocks, 333 rows
   assert "edge shape" in tpu.edge_error and tpu.reasons == ()  # reported, not a rejection
   assert gpu.compile.lowers_triton is True and gpu.compile.lowers_tpu is False
   assert tpu.compile.lowers_tpu is True
   assert gpu.compile.pallas_calls[0].name == "relu" and gpu.compile.triton_ir_bytes > 0
+  # the structure read from the Triton export; the config a tunable kernel declares for it
+  assert gpu.backends == ("triton",) and gpu.kernel_config is None
+  assert tuned.status is Status.PASS and tuned.backends == ("triton",)
+  assert json.loads(tuned.kernel_config) == dict(block=64, chunk=1, num_stages=2, num_warps=4)
 
 
 def test_evaluate_api_accepts_source_text():

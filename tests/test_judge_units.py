@@ -759,11 +759,13 @@ def test_artifact_blob_rejects_host_callbacks(message):
 @pytest.fixture
 def analysis(monkeypatch):
   """module_analysis stubbed: the structure reasons and custom calls a test wants."""
-  box = types.SimpleNamespace(reasons=[], disallowed=(), stateful=(), texts=[], calls=[])
+  box = types.SimpleNamespace(reasons=[], disallowed=(), stateful=(), texts=[], calls=[],
+                              backends=("triton",))
 
   def analyze_module(text):
     box.texts.append(text)
-    return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful)
+    return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
+                                 kernels=[types.SimpleNamespace(backend=b) for b in box.backends])
 
   def module_reasons(found, *, task_flops, output_elements):
     box.calls.append((found, task_flops, output_elements))
@@ -789,6 +791,7 @@ def test_structure_is_read_from_a_device_export(analysis, monkeypatch, env, plat
     return real(blob, spec, dims, platform)
   monkeypatch.setattr(judge, "load_artifact", load)
   analysis.reasons = ["one kernel too many"]
+  analysis.backends = ("triton", "mosaic_gpu", "triton")
   report = _report(_entry(artifacts={p: _blob(platforms=(p,)) for p in platforms}))
   state = judge._State(fields={})  # pylint: disable=protected-access
   reasons = judge._structure_reasons(report, _item(), RELU, TINY, _ctx(env), state)  # pylint: disable=protected-access
@@ -802,6 +805,7 @@ def test_structure_is_read_from_a_device_export(analysis, monkeypatch, env, plat
       bytearray(report.size("small").artifacts[chosen])).mlir_module()
   assert analysis.texts == [state.structure_text]
   assert analysis.calls == [(analysis.calls[0][0], RELU.flops(TINY), 8 * 16)]
+  assert state.fields["backends"] == ("mosaic_gpu", "triton")  # each backend once, sorted
 
 
 def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
@@ -1424,6 +1428,23 @@ def test_decode_defaults_for_what_the_exporter_may_leave_out():
   assert isinstance(protocol.decode(_answer(), REQUEST).exports[0].trace_s, float)
   assert protocol.decode(_answer(lowers_tpu="yes"), REQUEST).lowers_tpu is None
   assert protocol.decode(_answer(lowers_tpu=False), REQUEST).lowers_tpu is False
+
+
+def test_decode_reads_a_declared_config_sorted():
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={},
+                              config={"splits": 8, "block_q": 32, "k_major": True, "x": "y"})])
+  config = protocol.decode(raw, REQUEST).exports[0].config
+  assert config == {"block_q": 32, "k_major": True, "splits": 8, "x": "y"}
+  assert list(config) == ["block_q", "k_major", "splits", "x"]
+
+
+@pytest.mark.parametrize("config", [
+    [1, 2], {"a": [1]}, {"a": {"b": 1}}, {"a" * 65: 1}, {"a": "b" * 65},
+    {f"k{i}": i for i in range(33)},
+])
+def test_decode_refuses_a_config_that_is_not_a_few_scalars(config):
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, config=config)])
+  assert "config" in _protocol_error(raw)
 
 
 @pytest.mark.parametrize("stage", [None, "trace", "lowering", "export"])

@@ -21,6 +21,21 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+def _declared_config(module, structs) -> dict[str, Any] | None:
+  """What a tunable kernel says it runs with on the abstract H200 (its `config_for`), or None.
+  Informational only: the record shows it, the judge trusts only the exported module."""
+  from pallasbench_dataset.lowering import abstract_gpu  # pylint: disable=import-outside-toplevel
+  config_for = getattr(module, "config_for", None)
+  if not callable(config_for):
+    return None
+  try:
+    with abstract_gpu():
+      config = dict(config_for(*structs))
+  except Exception:  # pylint: disable=broad-except  (the candidate's function may do anything)
+    return None
+  return {str(k): v for k, v in config.items() if isinstance(v, (bool, int, float, str))}
+
+
 def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
                  reports: dict[str, Any]) -> dict[str, Any]:
   """Artifacts of one size for each platform; the first size also fills `reports`."""
@@ -98,8 +113,11 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int | None) -> None
     load_error = str(e)
   else:
     for size, platforms in request.exports:
-      exports.append(_export_size(module.kernel, spec, size, platforms,
-                                  reports if request.reports else None))
+      entry = _export_size(module.kernel, spec, size, platforms,
+                           reports if request.reports else None)
+      if "cuda" in platforms:
+        entry["config"] = _declared_config(module, spec.input_structs(size))
+      exports.append(entry)
   body = {"load_error": load_error, "exports": exports, "jaxpr": reports.get("jaxpr"),
           "pallas_calls": reports.get("pallas_calls", []),
           "input_writes": reports.get("input_writes", []),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import logging
 import math
 import pathlib
@@ -193,6 +194,7 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   exported = load_artifact(main.artifacts[platform], spec, dims, platform)
   state.structure_text = exported.mlir_module()
   found = _analyze(state.structure_text)
+  state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
   return module_analysis.module_reasons(
       found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
 
@@ -309,6 +311,8 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   report = item.export.report
   if report.load_error:
     raise Failure(Status.ERROR, ErrorType.LOAD, report.load_error)
+  declared = report.size(item.size).config if report.size(item.size) else None
+  state.fields["kernel_config"] = json.dumps(declared) if declared is not None else None
   state.run_blob = _artifact_blob(report, item.size, ctx.run_platform)
   reasons = _structure_reasons(report, item, spec, dims, ctx, state)
   if report.input_writes:  # the exporter's own reading of its jaxpr: it can only add

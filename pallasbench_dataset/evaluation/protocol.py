@@ -21,6 +21,8 @@ RESULT_FILE: Final = "export.json"
 MAX_RESULT_BYTES: Final = 256 << 20
 MAX_ARTIFACT_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 4 << 20
+MAX_CONFIG_KEYS: Final = 32
+MAX_CONFIG_CHARS: Final = 64
 PLATFORMS: Final = ("cuda", "cpu", "tpu")
 
 
@@ -60,6 +62,7 @@ class SizeExport:
   stage: str | None                 # of the first failure: trace, lowering, export
   trace_s: float | None             # reported by the exporter
   lower_s: float | None
+  config: Mapping[str, Any] | None = None  # what a tunable kernel says it runs with (config_for)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,6 +109,20 @@ def _artifact(text: Any, where: str) -> bytes:
     raise ProtocolError(f"{where}: invalid base64 ({e})") from None
 
 
+def _config(data: Mapping) -> Mapping[str, Any] | None:
+  """A declared config: at most MAX_CONFIG_KEYS names, each a number, a bool or a short string."""
+  config = _get(data, "config", dict, optional=True)
+  if config is None:
+    return None
+  if len(config) > MAX_CONFIG_KEYS or not all(
+      isinstance(k, str) and len(k) <= MAX_CONFIG_CHARS and (
+          isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v) <= MAX_CONFIG_CHARS)
+      for k, v in config.items()):
+    raise ProtocolError(f"field 'config': expected at most {MAX_CONFIG_KEYS} names with number, "
+                        f"bool or string values of at most {MAX_CONFIG_CHARS} characters")
+  return dict(sorted(config.items()))
+
+
 def _size_export(data: Any, request: ExportRequest) -> SizeExport:
   if not isinstance(data, dict):
     raise ProtocolError("an export entry is not an object")
@@ -125,7 +142,7 @@ def _size_export(data: Any, request: ExportRequest) -> SizeExport:
       size=size, stage=stage, trace_s=None if times[0] is None else float(times[0]),
       lower_s=None if times[1] is None else float(times[1]),
       artifacts={p: _artifact(b, f"artifact {size}/{p}") for p, b in sorted(artifacts.items())},
-      errors={p: _get(errors, p, str) for p in sorted(errors)})
+      errors={p: _get(errors, p, str) for p in sorted(errors)}, config=_config(data))
 
 
 def decode(raw: bytes, request: ExportRequest) -> ExportReport:
