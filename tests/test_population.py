@@ -166,14 +166,14 @@ def test_generation_refuses_impossible_counts():
 
 
 def test_tuning_edits_exactly_one_value():
-  parent = kernel_path("gpu", "matmul").read_text().splitlines()
+  parent = kernel_path("gpu", "outer_product").read_text().splitlines()
   made = {name: source for name, _, source in gen.tuning("\n".join(parent))}
-  assert {"tune-BLOCK_K-8", "tune-BLOCK_K-24", "tune-NUM_STAGES-1", "tune-num_warps-16"} <= set(made)
+  assert {"tune-BLOCK_M-8", "tune-BLOCK_N-192", "tune-NUM_WARPS-1", "tune-num_warps-16"} <= set(made)
   for name, source in made.items():
     changed = [(a, b) for a, b in zip(parent, source.splitlines()) if a != b]
     assert len(changed) == 1, name
   (before, after), = [(a, b) for a, b in zip(parent, made["tune-num_warps-16"].splitlines()) if a != b]
-  assert "num_warps=num_warps" in before and "num_warps=16" in after
+  assert "num_warps=NUM_WARPS" in before and "num_warps=16" in after
 
 
 def test_relu_mutations_do_what_their_kind_says():
