@@ -535,6 +535,19 @@ def test_check_resumable(tmp_path):
   assert suite.read_records(tmp_path / "absent") == []
 
 
+def test_a_fresh_run_starts_on_clean_files(tmp_path):
+  """A run killed while writing its first record leaves no valid record, so a new run (no
+  --resume) may use the folder: the torn line and the orphan artifacts line are cut first,
+  so that the new run's first record starts a line of its own instead of being glued to the
+  fragment and lost."""
+  (tmp_path / suite.MANIFEST).write_text("{}")
+  (tmp_path / suite.RECORDS).write_text('{"task": "relu", "va')
+  (tmp_path / suite.ARTIFACTS).write_text(_line(_artifacts("relu")) + "\n")
+  assert suite._check_resumable(tmp_path, resume=False) == set()  # pylint: disable=protected-access
+  assert (tmp_path / suite.RECORDS).read_text() == ""
+  assert (tmp_path / suite.ARTIFACTS).read_text() == ""
+
+
 def test_sink_writes_the_artifacts_line_before_the_record_line(tmp_path, monkeypatch):
   import io  # pylint: disable=import-outside-toplevel
   stream = io.StringIO()
@@ -1043,6 +1056,17 @@ def test_the_plugin_closes_the_stage_processes(monkeypatch):
   plugin = cluster._CloseStageProcesses()  # pylint: disable=protected-access
   plugin.teardown(None)
   assert closed == [True] and plugin.name == "pallasbench-stage-processes"
+
+
+def test_a_fresh_run_after_a_torn_first_line_keeps_its_records(stand_ins, dask_cluster,
+                                                                tmp_path):
+  """The first run was killed while writing its first record; the next one, started without
+  --resume (there is no record to resume), must not glue its first record to the fragment."""
+  (tmp_path / suite.MANIFEST).write_text("{}")
+  (tmp_path / suite.RECORDS).write_text('{"task": "relu", "va')
+  _run_suite(tmp_path, _items(("relu", "gpu"), ("gelu", "gpu")), _options(dask_cluster))
+  assert [r.task for r in suite.read_records(tmp_path)] == ["relu", "gelu"]
+  assert len(_lines_of(tmp_path / suite.ARTIFACTS)) == 2
 
 
 @pytest.fixture
