@@ -1,14 +1,29 @@
 """The pipeline's pieces without processes: the cluster plan, the stages' bookkeeping, the run
-folder's reconciliation and manifest. Fast, so that mutation testing can use them
-(`tests/test_suite.py` runs the real thing)."""
+folder's reconciliation and manifest, and the scheduler and the whole run on an in-process Dask
+cluster (worker threads) with stand-in stages. Fast (about 2 s), so that mutation testing can
+use them (`tests/test_suite.py` runs the real thing, with processes)."""
 
 import dataclasses
+import fcntl
+import io
 import json
+import logging
+import os
+import pathlib
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
 import types
 
+import dask
+import distributed
 import pytest
 
-from pallasbench_dataset.evaluation import cluster, driver, protocol, stages, suite
+from pallasbench_dataset.evaluation import cluster, driver, environment, protocol, stages, suite
 from pallasbench_dataset.evaluation.judge import Precompiled
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
 from pallasbench_dataset.schema import (
@@ -61,6 +76,7 @@ def test_worker_specs_pin_judges_and_spread_compilers():
 def test_worker_specs_on_a_cpu_host():
   specs = cluster.worker_specs(cluster.WorkerPlan(gpus=(), cpu_workers=1), "/s")
   assert list(specs) == ["judge-cpu", "cpu-0"]
+  assert [s["options"]["name"] for s in specs.values()] == ["judge-cpu", "cpu-0"]
   assert [s["options"]["env"] for s in specs.values()] == [{}, {}]
 
 
@@ -385,8 +401,8 @@ def test_read_lines_names_the_bad_line(tmp_path, monkeypatch):
   path.write_text(_line(_artifacts("relu")) + "\nnot json\n" + _line(_artifacts("gelu")) + "\n")
   got = suite._read_lines(path, Artifacts)  # pylint: disable=protected-access
   assert [a.task for _, a in got] == ["relu", "gelu"] and got[0][0] == _line(_artifacts("relu"))
-  assert len(log.lines) == 1 and log.lines[0].startswith(f"{path} line 2 is not valid (")
-  assert log.lines[0].endswith("); it will be re-measured")
+  assert log.lines == [f"{path} line 2 is not valid (Expecting value: line 1 column 1 (char 0)); "
+                       "it will be re-measured"]
 
 
 def test_reconcile_says_what_it_measures_again_and_drops_lone_artifacts(tmp_path, monkeypatch):
@@ -440,6 +456,17 @@ def test_compile_stage_details(processes, monkeypatch):
   assert [(i.task, i.size, i.blob, lim.memory_bytes) for i, lim in sent] == [
       ("relu", "medium", b"c", 12345), ("relu", "edge", b"ce", 12345)]
   assert processes.started[0].closed and len(processes.started) == 1
+  clock = iter([30.0, 34.5])
+  processes.answers[:] = [("timeout", "no answer")]  # the next compiler's only answer
+  timed_out = stages.compile_stage(ITEM, _outcome(_report({"medium": {"cpu": b"c"}})), cpu)
+  assert (timed_out["medium"].outcome, timed_out["medium"].wall_s) == ("timeout", 4.5)
+
+
+def test_export_stage_runs_the_sandboxed_exporter(monkeypatch):
+  calls = []
+  monkeypatch.setattr(stages.driver, "export", lambda *args: calls.append(args) or "outcome")
+  assert stages.export_stage(ITEM, SETTINGS) == "outcome"
+  assert calls == [(ITEM, "gpu", SETTINGS.limits)]
 
 
 def test_judge_stage_sends_the_item_and_limits_and_times_a_failure(processes, monkeypatch):
@@ -470,9 +497,11 @@ def test_small_defaults(monkeypatch):
 def test_pipeline_report_rounds_to_tenths():
   record = _record(stages=StageTimes(export_s=1.26, compile_s=0.04, judge_s=2.0,
                                      compile_cache_hit=True))
-  report = suite._pipeline_report([record], 4.04, 1)  # pylint: disable=protected-access
+  report = suite._pipeline_report([record], 4.26, 1)  # pylint: disable=protected-access
   assert (report["wall_s"], report["export_s"], report["compile_s"], report["judge_busy"]) == (
-      4.0, 1.3, 0.0, 0.495)
+      4.3, 1.3, 0.0, 0.469)
+  short = suite._pipeline_report([record], 0.5, 1)  # pylint: disable=protected-access
+  assert (short["wall_s"], short["judge_busy"]) == (0.5, 4.0)
 
 
 def test_plan_orders_sizes_then_tasks_then_variants():
@@ -491,17 +520,35 @@ def test_plan_orders_sizes_then_tasks_then_variants():
 
 def test_check_resumable(tmp_path):
   assert suite._check_resumable(tmp_path, resume=False) == set()  # pylint: disable=protected-access
-  with pytest.raises(FileNotFoundError, match="holds 0 records but no manifest.json"):
+  with pytest.raises(FileNotFoundError) as info:
     suite._check_resumable(tmp_path, resume=True)  # pylint: disable=protected-access
+  assert str(info.value) == (
+      f"{tmp_path} holds 0 records but no manifest.json: the run's command, commit and "
+      "environment are lost, so it cannot be resumed (start a new run in another folder)")
   _write(tmp_path, [_record()], [_artifacts("relu")])
-  with pytest.raises(FileExistsError, match="already holds 1 records: pass --resume"):
+  with pytest.raises(FileExistsError) as info:
     suite._check_resumable(tmp_path, resume=False)  # pylint: disable=protected-access
+  assert str(info.value) == (f"{tmp_path} already holds 1 records: pass --resume to continue "
+                             "that run, or choose another folder")
   with pytest.raises(FileNotFoundError, match="holds 1 records but no manifest.json"):
     suite._check_resumable(tmp_path, resume=True)  # pylint: disable=protected-access
   (tmp_path / suite.MANIFEST).write_text("{}")
   assert suite._check_resumable(tmp_path, resume=True) == {("relu", "gpu", "medium")}  # pylint: disable=protected-access
   assert [r.task for r in suite.read_records(tmp_path)] == ["relu"]
   assert suite.read_records(tmp_path / "absent") == []
+
+
+def test_a_fresh_run_starts_on_clean_files(tmp_path):
+  """A run killed while writing its first record leaves no valid record, so a new run (no
+  --resume) may use the folder: the torn line and the orphan artifacts line are cut first,
+  so that the new run's first record starts a line of its own instead of being glued to the
+  fragment and lost."""
+  (tmp_path / suite.MANIFEST).write_text("{}")
+  (tmp_path / suite.RECORDS).write_text('{"task": "relu", "va')
+  (tmp_path / suite.ARTIFACTS).write_text(_line(_artifacts("relu")) + "\n")
+  assert suite._check_resumable(tmp_path, resume=False) == set()  # pylint: disable=protected-access
+  assert (tmp_path / suite.RECORDS).read_text() == ""
+  assert (tmp_path / suite.ARTIFACTS).read_text() == ""
 
 
 def test_sink_writes_the_artifacts_line_before_the_record_line(tmp_path, monkeypatch):
@@ -547,3 +594,538 @@ def test_progress_counts_throughput_over_measured_evaluations_and_names_candidat
   first, second = stream.getvalue().splitlines()
   assert first.endswith("relu candidate medium relu/a: pass  0.5 ms (3.5 s)  0.5/judge-min")
   assert second.endswith("relu candidate medium relu/b: pass  0.5 ms (cached)  0.33/judge-min")
+
+
+def test_progress_lines_are_flushed_as_written():
+  """A run's stderr may be a file (the GPU machine's logs): each line must reach it at once."""
+  import io  # pylint: disable=import-outside-toplevel
+
+  class Stream(io.StringIO):
+    def __init__(self):
+      super().__init__()
+      self.flushed = []
+
+    def flush(self):
+      self.flushed.append(self.getvalue().count("\n"))
+  stream = Stream()
+  progress = suite._Progress(2, 1, stream)  # pylint: disable=protected-access
+  progress.finished(_record())
+  progress.finished(_record())
+  assert stream.flushed == [1, 2]
+
+
+# ---------------------------------------------------------------------------------------------
+# suite: the scheduler and the run, on an in-process Dask cluster (threads, no processes) with
+# stand-in stages. Dask pickles module-level functions by reference, so the stand-ins below
+# share this module's state with the test that drives them.
+
+class _Stage:
+  """What the stand-in stages do and what they saw: `hold[(stage, slug)]` is an event a stage
+  waits for before it returns, `done[(stage, slug)]` one it sets when it returns, `raises[slug]`
+  an exception the judge raises, `judge_keys` the judge tasks the scheduler held as each judge
+  started."""
+
+  def __init__(self, cluster_=None):
+    self.cluster = cluster_
+    self.lock = threading.Lock()
+    self.events, self.judge_keys, self.settings, self.placed = [], [], [], []
+    self.hold, self.done, self.raises = {}, {}, {}
+    self.on_judge = None  # called as the judge of an item starts: on_judge(slug)
+
+  def log(self, stage, item, settings=None):
+    worker = distributed.get_worker()
+    with self.lock:
+      self.events.append((stage, suite._slug(item)))  # pylint: disable=protected-access
+      self.placed.append((worker.name, worker.get_current_task(), settings))
+
+  def wait(self, stage, slug):
+    if (stage, slug) in self.hold:
+      assert self.hold[(stage, slug)].wait(10), f"{stage} {slug} was never released"
+
+  def finished(self, stage, slug):
+    self.done.setdefault((stage, slug), threading.Event()).set()
+
+
+_STAGE = _Stage()
+
+
+def _export_stand_in(item, settings):
+  _STAGE.log("export", item, settings)
+  return {"exported": suite._slug(item), "wall_s": 0.25}  # pylint: disable=protected-access
+
+
+def _compile_stand_in(item, exported, settings):
+  slug = suite._slug(item)  # pylint: disable=protected-access
+  assert exported == {"exported": slug, "wall_s": 0.25}
+  _STAGE.wait("compile", slug)
+  _STAGE.log("compile", item, settings)
+  _STAGE.finished("compile", slug)
+  return {"notes": slug}
+
+
+def _judge_stand_in(item, exported, notes, settings):
+  slug = suite._slug(item)  # pylint: disable=protected-access
+  assert exported["exported"] == slug and notes == {"notes": slug}
+  with _STAGE.lock:
+    _STAGE.settings.append(settings)
+    _STAGE.judge_keys.append(sorted(k for k in _STAGE.cluster.scheduler.tasks
+                                    if str(k).startswith("judge-")))
+  _STAGE.log("judge", item, settings)
+  if _STAGE.on_judge is not None:
+    _STAGE.on_judge(slug)
+  _STAGE.wait("judge", slug)
+  if slug in _STAGE.raises:
+    raise _STAGE.raises[slug]
+  record = dataclasses.replace(
+      _record(), task=item.task, variant=item.variant, size=item.size,
+      stages=StageTimes(export_s=1.0, compile_s=2.0, judge_s=3.0, compile_cache_hit=True),
+      run=RunInfo(command=settings.command, run_id=settings.run_id, gpu_index=0,
+                  ceiling_copy_gbps=1.0, ceiling_read_gbps=2.0, ceiling_matmul_tflops=3.0))
+  return record, dataclasses.replace(_artifacts(item.task, item.variant), size=item.size)
+
+
+def _signal_when_the_driver_waits(signum):
+  """Sends `signum` to this process once the main thread waits for the next judge (so that
+  every record before is written and counted)."""
+  main = threading.main_thread().ident
+  deadline = time.monotonic() + 10
+  while time.monotonic() < deadline:
+    frame, names = sys._current_frames().get(main), set()  # pylint: disable=protected-access
+    while frame is not None:
+      names.add(frame.f_code.co_name)
+      frame = frame.f_back
+    if "__next__" in names:
+      os.kill(os.getpid(), signum)
+      return
+    time.sleep(0.005)
+  raise AssertionError("the driver never waited for a judge")
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+  """One judge slot and two CPU slots in threads of this process."""
+  with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=4,
+                                resources={stages.CPU_RESOURCE: 2, stages.GPU_RESOURCE: 1},
+                                dashboard_address=":0") as local:
+    yield local
+
+
+@pytest.fixture
+def stand_ins(monkeypatch, dask_cluster):
+  """The stand-in stages in place of the real ones; returns their shared state."""
+  state = _Stage(dask_cluster)
+  monkeypatch.setattr(sys.modules[__name__], "_STAGE", state)
+  monkeypatch.setattr(stages, "export_stage", _export_stand_in)
+  monkeypatch.setattr(stages, "compile_stage", _compile_stand_in)
+  monkeypatch.setattr(stages, "judge_stage", _judge_stand_in)
+  yield state
+  for event in state.hold.values():  # let nothing wait on into the next test
+    event.set()
+
+
+def _items(*keys):
+  return [driver.WorkItem(task=task, variant=variant, size="medium", source="src",
+                          filename=f"kernels_{variant}/{task}.py") for task, variant in keys]
+
+
+def _settings(**overrides):
+  return dataclasses.replace(SETTINGS, **{"device": "cpu", **overrides})
+
+
+def _client_knows_done(client, key, timeout_s=10.0):
+  """Waits until `client` has heard that the task `key` finished."""
+  deadline = time.monotonic() + timeout_s
+  while time.monotonic() < deadline:
+    state = client.futures.get(key)
+    if state is not None and state.status == "finished":
+      return
+    time.sleep(0.01)
+  raise AssertionError(f"{key} did not finish")
+
+
+def test_schedule_judges_the_first_item_whose_compile_is_done(stand_ins, dask_cluster):
+  """One judge slot: the judge goes to the first compiled item in plan order, so a long
+  compile (gelu's, released only by silu's judge) does not hold up the item behind it."""
+  items = _items(("relu", "gpu"), ("gelu", "gpu"), ("silu", "gpu"))
+  stand_ins.hold[("compile", "gelu-gpu-medium")] = threading.Event()
+  with distributed.Client(dask_cluster.scheduler_address) as client:
+    def on_judge(slug):
+      if slug == "relu-gpu-medium":  # returns once the client knows silu is compiled
+        _client_knows_done(client, "compile-silu-gpu-medium")
+      if slug == "silu-gpu-medium":
+        stand_ins.hold[("compile", "gelu-gpu-medium")].set()
+    stand_ins.on_judge = on_judge
+    run = suite._schedule(client, items, _settings(), "c0ffee")  # pylint: disable=protected-access
+    got = [(record.task, artifacts.task) for _, record, artifacts in run]
+  assert got == [("relu", "relu"), ("silu", "silu"), ("gelu", "gelu")]
+  judged = [slug for stage, slug in stand_ins.events if stage == "judge"]
+  assert judged == ["relu-gpu-medium", "silu-gpu-medium", "gelu-gpu-medium"]
+  # one judge submitted at a time: each judge was the only judge task the scheduler held
+  assert stand_ins.judge_keys == [["judge-relu-gpu-medium"], ["judge-silu-gpu-medium"],
+                                  ["judge-gelu-gpu-medium"]]
+  assert all(s.command == "regen" and s.run_id == "run-1" for s in stand_ins.settings)
+
+
+@pytest.fixture
+def two_judges(stand_ins):
+  """Two workers of one judge slot and one CPU slot each, for the stand-ins."""
+  with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=2,
+                                resources={stages.CPU_RESOURCE: 1, stages.GPU_RESOURCE: 1},
+                                dashboard_address=":0") as local:
+    stand_ins.cluster = local
+    yield local
+
+
+def test_schedule_keeps_every_judge_slot_busy(stand_ins, two_judges):
+  items = _items(("relu", "gpu"), ("relu", "tpu"), ("gelu", "gpu"))
+  both = threading.Barrier(2, timeout=10)
+  concurrent = []
+
+  def on_judge(slug):
+    if slug != "gelu-gpu-medium":
+      concurrent.append(both.wait() is not None)  # both judges run at once
+  stand_ins.on_judge = on_judge
+  with distributed.Client(two_judges.scheduler_address) as client:
+    assert suite._judge_slots(client) == 2  # pylint: disable=protected-access
+    got = {(r.task, r.variant) for _, r, _ in suite._schedule(client, items, _settings(), "c0ffee")}  # pylint: disable=protected-access
+  assert got == {("relu", "gpu"), ("relu", "tpu"), ("gelu", "gpu")}
+  assert concurrent == [True, True]
+  assert max(len(keys) for keys in stand_ins.judge_keys) == 2  # never a judge queued behind
+
+
+def test_schedule_with_more_judge_slots_than_items(stand_ins, two_judges):
+  with distributed.Client(two_judges.scheduler_address) as client:
+    (_, record, artifacts), = suite._schedule(client, _items(("relu", "gpu")), _settings(), "c0ffee")  # pylint: disable=protected-access
+  assert (record.task, artifacts.task) == ("relu", "relu")
+  assert [stage for stage, _ in stand_ins.events] == ["export", "compile", "judge"]
+
+
+class _LostWorker:
+  address = "inproc://lost-worker"
+
+
+def test_schedule_records_a_stage_that_raised_or_lost_its_worker(stand_ins, dask_cluster,
+                                                                  caplog):
+  """Each becomes an error record with empty artifacts and the others go on; a failure's
+  environment is the last one a judge reported, or the driver's own before any did."""
+  items = _items(("relu", "tpu"), ("relu", "gpu"), ("gelu", "tpu"), ("gelu", "gpu"))
+  lost = distributed.KilledWorker("judge-x", _LostWorker(), 1)
+  stand_ins.raises.update({"relu-tpu-medium": RuntimeError("a bug in a stage"),
+                           "gelu-tpu-medium": lost})
+  with distributed.Client(dask_cluster.scheduler_address) as client:
+    got = [(r, a) for _, r, a in suite._schedule(client, items, _settings(), "c0ffee")]  # pylint: disable=protected-access
+  assert [(r.task, r.variant, r.status, r.error_type) for r, _ in got] == [
+      ("relu", "tpu", Status.ERROR, ErrorType.HARNESS), ("relu", "gpu", Status.PASS, None),
+      ("gelu", "tpu", Status.ERROR, ErrorType.CRASH), ("gelu", "gpu", Status.PASS, None)]
+  (raised, _), _, (died, _), _ = got
+  assert raised.error == "a pipeline stage raised RuntimeError: a bug in a stage"
+  assert died.error == (f"the worker running a stage of it was lost twice ({lost}); retried "
+                        "once, then given up")
+  assert raised.eval_wall_s == 0.0 and died.eval_wall_s == 0.0
+  # before any judge reported: the driver's environment; after: the last judge's
+  assert raised.environment == environment.unmeasured("cpu", "c0ffee")
+  assert died.environment == runfixtures.ENV
+  for record, artifacts in (got[0], got[2]):
+    assert artifacts == Artifacts(task=record.task, variant=record.variant, size="medium",
+                                  jaxpr=None, stablehlo=None, triton_ir=None, ptx=None)
+  logged = [r for r in caplog.records if r.name == suite.__name__]
+  assert [r.getMessage() for r in logged] == ["relu-tpu-medium: a stage raised"]
+  assert logged[0].exc_info[0] is RuntimeError
+
+
+def test_schedule_with_a_gpu_environment_before_any_judge(stand_ins, dask_cluster):
+  stand_ins.raises["relu-gpu-medium"] = RuntimeError("x")
+  with distributed.Client(dask_cluster.scheduler_address) as client:
+    (_, record, _), = suite._schedule(client, _items(("relu", "gpu")), _settings(device="gpu"),  # pylint: disable=protected-access
+                                   None)
+  assert record.environment == environment.unmeasured("gpu", None)
+
+
+def _options(dask_cluster, **overrides):
+  return suite.ClusterOptions(**{
+      "plan": cluster.WorkerPlan(gpus=(), cpu_workers=2),
+      "scheduler": dask_cluster.scheduler_address, "compile_budget_s": 30.0, **overrides})
+
+
+def _run_suite(run_dir, items, options, **overrides):
+  kwargs = {"device": "cpu", "limits": Limits(timeout_s=120, memory_bytes=1 << 30),
+            "git_commit": "abc1234", "command": "regen --test", "cluster_options": options,
+            "stream": io.StringIO(), **overrides}
+  return suite.run_suite(items, run_dir, **kwargs)
+
+
+def _lines_of(path):
+  return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
+
+
+def test_run_suite_writes_each_record_with_its_artifacts_and_the_manifest(
+    stand_ins, dask_cluster, tmp_path, monkeypatch):
+  run_dir = tmp_path / "runs" / "run-a"
+  items = _items(("relu", "gpu"), ("relu", "tpu"), ("gelu", "gpu"))
+  items.append(dataclasses.replace(items[0], size="large"))
+  stream = io.StringIO()
+  ticks = iter(range(100))
+  monkeypatch.setattr(suite, "time", types.SimpleNamespace(monotonic=lambda: 100.0 + 2 * next(ticks)))
+  assert _run_suite(run_dir, items, _options(dask_cluster), stream=stream) == run_dir
+  keys = [(i.task, i.variant, i.size) for i in items]
+  records = _lines_of(run_dir / suite.RECORDS)
+  assert [(r["task"], r["variant"], r["size"]) for r in records] == keys
+  assert [(a["task"], a["variant"], a["size"]) for a in _lines_of(run_dir / suite.ARTIFACTS)] == keys
+  assert {r["run"]["run_id"] for r in records} == {"run-a"}
+  manifest = json.loads((run_dir / suite.MANIFEST).read_text())
+  started, finished, pipeline = (manifest.pop(k) for k in ("started_at", "finished_at", "pipeline"))
+  assert _STAMP.match(started) and _STAMP.match(finished) and started <= finished
+  ceilings = {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0}
+  assert manifest == {
+      "command": "regen --test", "git_commit": "abc1234", "device": "cpu",
+      "sizes": ["large", "medium"], "variants": ["gpu", "tpu"], "tasks": ["relu", "gelu"],
+      "scheduler": dask_cluster.scheduler_address, "gpus": [], "cpu_workers": 2,
+      "compile_budget_s": 30.0, "timeout_s": 120, "resumed_with": 0, "candidates": 0,
+      "verdict_cache": None, "environment": to_json_dict(runfixtures.ENV), "ceilings": ceilings,
+      "per_device": [{"device": "0", "environment": to_json_dict(runfixtures.ENV),
+                      "ceilings": ceilings}], "resumes": []}
+  # the clock: 100 s at the run's start, then 2 s a reading: the run took 12 s
+  assert pipeline == {"evaluations": 4, "cached": 0, "wall_s": 12.0, "judges": 1,
+                      "export_s": 4.0, "compile_s": 8.0, "judge_s": 12.0, "judge_busy": 1.0,
+                      "per_judge_minute": 20.0, "compile_cache_hits": 4,
+                      "compile_cache_lookups": 4}
+  lines = stream.getvalue().splitlines()
+  assert [line.split("] ")[1].split(" relu")[0].split(" gelu")[0] for line in lines] == [
+      "1/4 0:00:02", "2/4 0:00:04", "3/4 0:00:06", "4/4 0:00:08"]
+  assert " relu gpu large: pass  0.5 ms (3.5 s gpu0)" in lines[-1]
+  # every stage got the run's settings; the scratch folder is gone after the run
+  settings = stand_ins.settings[0]
+  scratch = settings.judge.cache_dir.parent
+  assert settings == stages.RunSettings(
+      device="cpu", limits=Limits(timeout_s=120, memory_bytes=1 << 30), compile_budget_s=30.0,
+      command="regen --test", run_id="run-a",
+      judge=JudgeConfig(device="cpu", git_commit="abc1234", dump_dir=None,
+                        cache_dir=scratch / "compile-cache"))
+  assert scratch.name.startswith("pallasbench-run-") and scratch.parent == pathlib.Path(
+      tempfile.gettempdir()) and not scratch.exists()
+  with (run_dir / suite.LOCK).open("w") as lock:  # the lock was let go
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_run_suite_on_a_gpu_dumps_and_shares_the_named_compile_cache(stand_ins, dask_cluster,
+                                                                     tmp_path):
+  cache = tmp_path / "cache"
+  _run_suite(tmp_path / "run", _items(("relu", "gpu")),
+             _options(dask_cluster, compile_cache=cache), device="gpu", git_commit=None)
+  (settings,) = stand_ins.settings
+  assert settings.device == "gpu" and settings.judge.device == "gpu"
+  assert settings.judge.git_commit is None and settings.judge.cache_dir == cache
+  assert settings.judge.dump_dir.name == "xla-dump"
+  assert settings.judge.dump_dir.parent.name.startswith("pallasbench-run-")
+  manifest = json.loads((tmp_path / "run" / suite.MANIFEST).read_text())
+  assert (manifest["device"], manifest["git_commit"]) == ("gpu", None)
+
+
+def test_run_suite_resumes_with_only_what_is_missing(stand_ins, dask_cluster, tmp_path):
+  run_dir = tmp_path / "run"
+  first = _items(("relu", "gpu"), ("gelu", "gpu"))
+  _run_suite(run_dir, first, _options(dask_cluster))
+  before = (run_dir / suite.RECORDS).read_text()
+  stand_ins.events.clear()
+  stream = io.StringIO()
+  _run_suite(run_dir, first + _items(("silu", "gpu")), _options(dask_cluster),
+             command="regen --resume", resume=True, stream=stream)
+  assert {slug for _, slug in stand_ins.events} == {"silu-gpu-medium"}
+  assert (run_dir / suite.RECORDS).read_text().startswith(before)
+  assert [r["task"] for r in _lines_of(run_dir / suite.RECORDS)] == ["relu", "gelu", "silu"]
+  assert stream.getvalue().count("\n") == 1 and "] 1/1 " in stream.getvalue()
+  manifest = json.loads((run_dir / suite.MANIFEST).read_text())
+  assert manifest["command"] == "regen --test" and manifest["resumed_with"] == 0
+  (resumed,) = manifest["resumes"]
+  assert (resumed["command"], resumed["resumed_with"]) == ("regen --resume", 2)
+  assert resumed["tasks"] == ["relu", "gelu", "silu"]
+  assert manifest["finished_at"] == resumed["finished_at"]
+  assert resumed["pipeline"]["evaluations"] == 1
+
+
+def test_run_suite_refuses_to_resume_a_missing_folder(stand_ins, dask_cluster, tmp_path):
+  with pytest.raises(FileNotFoundError) as info:
+    _run_suite(tmp_path / "nowhere", _items(("relu", "gpu")), _options(dask_cluster),
+               resume=True)
+  assert str(info.value) == (f"--resume: {tmp_path / 'nowhere'} does not exist; leave out "
+                             "--resume to start a new run there")
+  assert not (tmp_path / "nowhere").exists() and stand_ins.events == []
+
+
+def test_run_suite_refuses_a_folder_another_run_writes(stand_ins, dask_cluster, tmp_path):
+  with (tmp_path / suite.LOCK).open("w") as held:
+    fcntl.flock(held, fcntl.LOCK_EX)
+    with pytest.raises(FileExistsError) as info:
+      _run_suite(tmp_path, _items(("relu", "gpu")), _options(dask_cluster))
+  assert str(info.value) == (f"{tmp_path} is being written by another run (its .lock is held): "
+                             "wait for that run to end, or choose another folder")
+  assert info.value.__cause__ is None and info.value.__suppress_context__
+  assert sorted(p.name for p in tmp_path.iterdir()) == [suite.LOCK] and stand_ins.events == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_run_and_the_manifest_says_so(stand_ins, dask_cluster, tmp_path,
+                                                          signum):
+  """The signal arrives while the second evaluation is judged: the first is kept, the run
+  ends with Interrupted, the manifest says interrupted, and the handlers are put back."""
+  caught = []
+  previous = signal.signal(signum, lambda *args: caught.append(args))
+  stand_ins.hold[("judge", "gelu-gpu-medium")] = threading.Event()
+  stand_ins.on_judge = lambda slug: (slug == "gelu-gpu-medium"
+                                     and _signal_when_the_driver_waits(signum))
+  try:
+    with pytest.raises(suite.Interrupted) as info:
+      _run_suite(tmp_path, _items(("relu", "gpu"), ("gelu", "gpu")), _options(dask_cluster))
+    handler = signal.getsignal(signum)
+  finally:
+    signal.signal(signum, previous)
+  assert str(info.value) == f"stopped by {signal.Signals(signum).name}" and caught == []
+  assert handler is not None and handler.__name__ == "<lambda>"  # the test's own, restored
+  assert [r["task"] for r in _lines_of(tmp_path / suite.RECORDS)] == ["relu"]
+  manifest = json.loads((tmp_path / suite.MANIFEST).read_text())
+  assert manifest["finished_at"] is None and _STAMP.match(manifest["interrupted_at"])
+  assert manifest["pipeline"]["evaluations"] == 1
+  assert not stand_ins.settings[0].judge.cache_dir.parent.exists()
+
+
+def test_run_suite_outside_the_main_thread_leaves_the_signals_alone(stand_ins, dask_cluster,
+                                                                   tmp_path):
+  before = signal.getsignal(signal.SIGTERM)
+  seen, failed = [], []
+
+  def run():
+    try:
+      _run_suite(tmp_path, _items(("relu", "gpu")), _options(dask_cluster))
+    except Exception as e:  # pylint: disable=broad-except
+      failed.append(e)
+  stand_ins.on_judge = lambda slug: seen.append(signal.getsignal(signal.SIGTERM))
+  thread = threading.Thread(target=run)
+  thread.start()
+  thread.join(30)
+  assert failed == [] and seen == [before]
+  assert len(_lines_of(tmp_path / suite.RECORDS)) == 1
+
+
+class _SpecClusterStandIn:
+  """distributed.SpecCluster as `cluster.connect` calls it: records the call and the Dask
+  config in force, and runs an in-process cluster instead of worker processes."""
+
+  def __init__(self):
+    self.calls, self.clusters = [], []
+
+  def __call__(self, **kwargs):
+    self.calls.append((kwargs, dask.config.get("distributed.scheduler.allowed-failures"),
+                       dask.config.get("distributed.worker.daemon")))
+    self.clusters.append(distributed.LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=4, dashboard_address=":0",
+        resources={stages.CPU_RESOURCE: 2, stages.GPU_RESOURCE: 1}))
+    return self.clusters[-1]
+
+
+def test_the_local_cluster_and_its_plugin(stand_ins, tmp_path, monkeypatch):
+  spec_cluster = _SpecClusterStandIn()
+
+  def started(**kwargs):
+    stand_ins.cluster = spec_cluster(**kwargs)
+    return stand_ins.cluster
+  monkeypatch.setattr(cluster.distributed, "SpecCluster", started)
+  shutdowns = []
+  monkeypatch.setattr(stages, "shutdown", lambda: shutdowns.append(True))
+  plugins = []
+  stand_ins.on_judge = lambda slug: plugins.append(sorted(distributed.get_worker().plugins))
+  plan = cluster.WorkerPlan(gpus=(), cpu_workers=2)
+  _run_suite(tmp_path / "run", _items(("relu", "gpu")), suite.ClusterOptions(plan=plan))
+  (kwargs, allowed_failures, daemon), = spec_cluster.calls
+  scratch = stand_ins.settings[0].judge.cache_dir.parent
+  assert (allowed_failures, daemon) == (1, False)
+  assert kwargs == {"workers": cluster.worker_specs(plan, str(scratch)),
+                    "scheduler": {"cls": distributed.Scheduler, "options": {
+                        "host": "127.0.0.1", "port": 0, "dashboard_address": None}},
+                    "silence_logs": logging.WARNING, "name": "pallasbench"}
+  assert spec_cluster.clusters[0].status.name == "closed" and shutdowns == [True]
+  assert plugins == [["pallasbench-stage-processes", "shuffle"]]
+  manifest = json.loads((tmp_path / "run" / suite.MANIFEST).read_text())
+  assert (manifest["scheduler"], manifest["cpu_workers"]) == ("local", 2)
+
+
+def test_a_stopped_local_cluster_silences_the_workers_dying(stand_ins, tmp_path, monkeypatch):
+  spec_cluster = _SpecClusterStandIn()
+
+  def started(**kwargs):
+    stand_ins.cluster = spec_cluster(**kwargs)
+    return stand_ins.cluster
+  monkeypatch.setattr(cluster.distributed, "SpecCluster", started)
+  dask_logger = logging.getLogger("distributed")
+  monkeypatch.setattr(dask_logger, "level", logging.INFO)
+  stand_ins.on_judge = lambda slug: _signal_when_the_driver_waits(signal.SIGTERM)
+  with pytest.raises(suite.Interrupted):
+    _run_suite(tmp_path, _items(("relu", "gpu")), suite.ClusterOptions(
+        plan=cluster.WorkerPlan(gpus=(), cpu_workers=1)))
+  assert dask_logger.level == logging.CRITICAL
+  assert spec_cluster.clusters[0].status.name == "closed"
+
+
+def test_the_plugin_closes_the_stage_processes(monkeypatch):
+  closed = []
+  monkeypatch.setattr(stages, "shutdown", lambda: closed.append(True))
+  plugin = cluster._CloseStageProcesses()  # pylint: disable=protected-access
+  plugin.teardown(None)
+  assert closed == [True] and plugin.name == "pallasbench-stage-processes"
+
+
+def test_a_fresh_run_after_a_torn_first_line_keeps_its_records(stand_ins, dask_cluster,
+                                                                tmp_path):
+  """The first run was killed while writing its first record; the next one, started without
+  --resume (there is no record to resume), must not glue its first record to the fragment."""
+  (tmp_path / suite.MANIFEST).write_text("{}")
+  (tmp_path / suite.RECORDS).write_text('{"task": "relu", "va')
+  _run_suite(tmp_path, _items(("relu", "gpu"), ("gelu", "gpu")), _options(dask_cluster))
+  assert [r.task for r in suite.read_records(tmp_path)] == ["relu", "gelu"]
+  assert len(_lines_of(tmp_path / suite.ARTIFACTS)) == 2
+
+
+@pytest.fixture
+def split_cluster(stand_ins):
+  """A judge worker and a CPU worker, as the real plan has them (in this process)."""
+  with distributed.SpecCluster(
+      workers={name: {"cls": distributed.Worker, "options": {
+          "name": name, "nthreads": n, "resources": resources, "host": "127.0.0.1",
+          "dashboard": False}}
+               for name, n, resources in (("judge-w", 1, {stages.GPU_RESOURCE: 1}),
+                                          ("cpu-w", 2, {stages.CPU_RESOURCE: 2}))},
+      scheduler={"cls": distributed.Scheduler, "options": {
+          "host": "127.0.0.1", "dashboard_address": ":0"}}) as local:
+    stand_ins.cluster = local
+    yield local
+
+
+def test_each_stage_runs_on_its_workers_under_its_key(stand_ins, split_cluster, tmp_path):
+  _run_suite(tmp_path / "run", _items(("relu", "gpu"), ("relu", "tpu")),
+             _options(split_cluster))
+  placed = sorted((name, key) for name, key, _ in stand_ins.placed)
+  assert placed == [("cpu-w", f"{stage}-relu-{v}-medium") for stage in ("compile", "export")
+                    for v in ("gpu", "tpu")] + [("judge-w", "judge-relu-gpu-medium"),
+                                                ("judge-w", "judge-relu-tpu-medium")]
+  settings = {s for *_, s in stand_ins.placed}
+  assert len(settings) == 1 and next(iter(settings)).run_id == "run"
+
+
+def test_a_failure_before_any_judge_reported_names_the_runs_commit(stand_ins, dask_cluster,
+                                                                   tmp_path):
+  stand_ins.raises["relu-gpu-medium"] = RuntimeError("x")
+  _run_suite(tmp_path, _items(("relu", "gpu")), _options(dask_cluster), git_commit="f00d")
+  (record,) = suite.read_records(tmp_path)
+  assert record.environment == environment.unmeasured("cpu", "f00d")
+
+
+def test_a_scratch_folder_removed_under_the_run_does_not_fail_it(stand_ins, dask_cluster,
+                                                                 tmp_path):
+  """A temporary-file cleaner may remove the run's scratch folder: the run still ends and
+  says so in its manifest."""
+  stand_ins.on_judge = lambda slug: shutil.rmtree(stand_ins.settings[-1].judge.cache_dir.parent)
+  _run_suite(tmp_path, _items(("relu", "gpu")), _options(dask_cluster))
+  assert json.loads((tmp_path / suite.MANIFEST).read_text())["finished_at"]
+  assert len(suite.read_records(tmp_path)) == 1

@@ -334,7 +334,10 @@ def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[Key]:
     raise FileNotFoundError(f"{run_dir} holds {len(existing)} records but no {MANIFEST}: the "
                             "run's command, commit and environment are lost, so it cannot be "
                             "resumed (start a new run in another folder)")
-  return reconcile(run_dir) if resume else set()
+  # Not resuming, the folder holds no valid record, but may hold a torn line or an orphan
+  # artifacts line of a run killed in its first write: reconcile cuts them, so that the first
+  # record appended starts a line of its own (glued to the fragment it would be lost).
+  return reconcile(run_dir)
 
 
 def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key], *, device: str,
