@@ -34,7 +34,16 @@ CONFIG_SPACE: Final = {"glu_m": (64, 128), "glu_n": (32, 64, 128), "down_m": (64
                        "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x2048,2048x4096,2048x4096,4096x2048": dict(
+            glu_m=64, glu_n=128, down_m=128, down_n=64, block_k=32, k_major=True, num_warps=4,
+            num_stages=2),
+        "256x512,512x1024,512x1024,1024x512": dict(
+            glu_m=128, glu_n=32, down_m=64, down_n=64, block_k=64, k_major=True, num_warps=4,
+            num_stages=3),
+    },
+}
 
 
 def _weight(ref, s, j, ks, cols, k, n, *, block_k, bn, k_major):

@@ -47,7 +47,16 @@ CONFIG_SPACE: Final = {"block_m": (32, 64, 128), "block_n": (32, 64, 128), "bloc
                        "matmul_stages": (2, 3, 4), "attention_warps": (4, 8)}
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "128x256,256x4x64,256x4x64,256x4x64,4x64x256,256x512,256x512,512x256": dict(
+            block_m=32, block_n=32, block_k=32, block_q=32, block_kv=64, matmul_warps=4,
+            matmul_stages=3, attention_warps=8),
+        "512x1024,1024x8x128,1024x8x128,1024x8x128,8x128x1024,1024x2048,1024x2048,2048x1024": dict(
+            block_m=32, block_n=128, block_k=32, block_q=64, block_kv=64, matmul_warps=4,
+            matmul_stages=3, attention_warps=8),
+    },
+}
 
 
 def _rmsnorm_matmul_kernel(x_ref, *refs, num_weights: int, swiglu: bool, bm: int, bn: int,

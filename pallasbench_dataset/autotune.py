@@ -4,22 +4,22 @@
         --results kernels_gpu/tuning/h200.jsonl          # on the GPU: measure
     python -m pallasbench_dataset.autotune --write-tables kernels_gpu/tuning/h200.jsonl
 
-A tunable kernel in kernels_gpu/ declares CONFIG_SPACE (the values each parameter may take),
-`config_ok(config)` (whether a config can compile: shared memory, registers), `config_for(*inputs)`
-(the config it runs with: TUNED_CONFIGS for the GPU and shape class, else a default by shape),
+A tunable kernel in kernels_gpu/ declares CONFIG_SPACE (the values each parameter may take; or a
+tuple of such spaces, one per backend, each with its `backend` key), `config_ok(config)`
+(whether a config can compile: shared memory, registers), `config_for(*inputs)` (the config it
+runs with: TUNED_CONFIGS for the GPU and shape class, else a default by shape),
 `shape_class(*inputs)`, and accepts `kernel(..., config=...)`.
 
-For each (task, size): the space, pruned by `config_ok` and thinned to --max-configs (the
-default config always in); every config compiled in a thread pool on the CPU cores (XLA,
-Triton and ptxas release the GIL); each compiled config checked on a fresh seed against the
-task's reference with the judge's comparison (a failing config is recorded and never kept);
-then timed with the judge's timing (device time by CUPTI on a GPU, input sets rotated past the
-L2): a short screen of every passing config, then the fastest few and the default interleaved
-with the jitted XLA baseline under the judge's protocol. One JSON line per (task, size) is
-appended to --results as it finishes; a rerun skips what is there, so a run resumes.
-`--write-tables` writes the fastest config of each line into its kernel's TUNED_CONFIGS.
-Trusted code only: it imports the project's own kernels.
-"""
+For each (task, size): the space (or the spaces of --backends), pruned by `config_ok` and
+thinned to --max-configs (the default config always in); every config compiled in a thread pool
+on the CPU cores (XLA, Triton and ptxas release the GIL); each compiled config checked on a
+fresh seed against the task's reference with the judge's comparison (a failing config is
+recorded and never kept); then timed with the judge's timing (device time by CUPTI on a GPU,
+input sets rotated past the L2): a short screen of every passing config, then the fastest few
+and the default interleaved with the jitted XLA baseline under the judge's protocol. One JSON
+line per (task, size) is appended to --results as it finishes; a rerun skips what is there, so a
+run resumes. `--write-tables` writes the fastest config of each line into its kernel's
+TUNED_CONFIGS. Trusted code only: it imports the project's own kernels. """
 
 from __future__ import annotations
 
@@ -63,15 +63,28 @@ def is_tunable(module) -> bool:
              ("CONFIG_SPACE", "config_ok", "config_for", "shape_class", TABLE_NAME))
 
 
-def candidates(module, default: Mapping[str, Any], max_configs: int) -> list[dict[str, Any]]:
-  """The configs to try: the default first, then the space's compilable configs, thinned
-  evenly (a deterministic stride) to at most `max_configs` in all."""
+def spaces(module) -> tuple[Mapping[str, Sequence[Any]], ...]:
+  """The kernel's config spaces: CONFIG_SPACE itself, or each of its spaces (one per backend,
+  each naming its `backend`)."""
   space = module.CONFIG_SPACE
-  every = [dict(zip(space, values)) for values in itertools.product(*space.values())]
-  ok = [c for c in every if module.config_ok(c) and c != dict(default)]
+  return (space,) if isinstance(space, Mapping) else tuple(space)
+
+
+def candidates(module, default: Mapping[str, Any], max_configs: int,
+               backends: Sequence[str] | None = None) -> list[dict[str, Any]]:
+  """The configs to try: the default first, then the compilable configs of each space (of the
+  `backends` asked for, default all), the room shared evenly between the spaces and each space
+  thinned evenly (deterministic, evenly spaced picks)."""
+  chosen = [s for s in spaces(module)
+            if backends is None or set(s.get("backend", ())) & set(backends)]
   room = max(0, max_configs - 1)
-  stride = max(1, -(-len(ok) // room)) if room else len(ok) + 1
-  return [dict(default), *ok[::stride][:room]]
+  out = [dict(default)]
+  for n, space in enumerate(chosen):
+    every = [dict(zip(space, values)) for values in itertools.product(*space.values())]
+    ok = [c for c in every if module.config_ok(c) and c != dict(default)]
+    share = min(len(ok), room // len(chosen) + (n < room % len(chosen)))
+    out += [ok[i * len(ok) // share] for i in range(share)]
+  return out
 
 
 def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, interpret: bool,
@@ -89,7 +102,7 @@ def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, inter
 
 
 def tune(task: str, size: str, *, max_configs: int, workers: int,
-         progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+         backends: Sequence[str] | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
   """Measures `task`'s configs at `size` on the default device; returns the results line."""
   module = load_kernel("gpu", task)
   if not is_tunable(module):
@@ -101,7 +114,7 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
   env = environment.capture(None)
   on_gpu = env.platform == "gpu"
   default = module.config_for(*structs)
-  configs = candidates(module, default, max_configs)
+  configs = candidates(module, default, max_configs, backends)
   start = time.perf_counter()
   compiled = _compile_all(module, configs, structs, interpret=not on_gpu, workers=workers)
   compile_s = time.perf_counter() - start
@@ -232,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   p.add_argument("--results", type=pathlib.Path, help="JSON Lines file to append to (resumes)")
   p.add_argument("--max-configs", type=int, default=24,
                  help="configs tried per task and size, the default included (default 24)")
+  p.add_argument("--backends", nargs="+", metavar="BACKEND",
+                 help="try only these backends' spaces, e.g. mosaic_gpu (default: all); the "
+                      "default config is always tried")
   p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                  help="compile threads (default: the CPU cores)")
   p.add_argument("--write-tables", type=pathlib.Path, metavar="RESULTS",
@@ -262,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   for n, (task, size) in enumerate(todo, 1):
     try:
       line = tune(task, size, max_configs=args.max_configs, workers=args.workers,
+                  backends=args.backends,
                   progress=lambda m, n=n: print(f"[{n}/{len(todo)}] {m}", flush=True))
     except Exception as e:  # pylint: disable=broad-except  (one kernel's failure; the others go on)
       print(f"[{n}/{len(todo)}] {task} {size}: error: {type(e).__name__}: {e}", flush=True)

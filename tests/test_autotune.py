@@ -46,20 +46,42 @@ def test_candidates_put_the_default_first_and_keep_only_compilable_configs():
 
 
 def test_candidates_thin_the_whole_space_evenly():
-  module = load_kernel("gpu", "matmul")
-  default = module.config_for(*get_task("matmul").input_structs("medium"))
+  module = load_kernel("gpu", "flash_attention")
+  default = module.config_for(*get_task("flash_attention").input_structs("medium"))
   configs = autotune.candidates(module, default, 24)[1:]
   for name, values in module.CONFIG_SPACE.items():
     assert {c[name] for c in configs} == set(values), name  # every value of every parameter
 
 
+def test_candidates_share_the_room_between_backends_and_can_keep_one():
+  module = load_kernel("gpu", "matmul")
+  triton, mosaic = autotune.spaces(module)
+  default = dict(backend="triton", block_m=64, block_n=64, block_k=32, group_m=1,
+                 k_major=False, num_warps=4, num_stages=3)
+  configs = autotune.candidates(module, default, 21)
+  assert configs[0] == default
+  by_backend = [[c for c in configs[1:] if c["backend"] == b] for b in ("triton", "mosaic_gpu")]
+  assert [len(b) for b in by_backend] == [10, 10]
+  assert all(set(c) == set(mosaic) for c in by_backend[1])
+  assert {c["tile_n"] for c in by_backend[1]} == set(mosaic["tile_n"])
+  only = autotune.candidates(module, default, 21, backends=["mosaic_gpu"])
+  assert only[0] == default and all(c["backend"] == "mosaic_gpu" for c in only[1:])
+  assert len(only) == 21
+  assert autotune.spaces(load_kernel("gpu", "qk_softmax")) == (
+      load_kernel("gpu", "qk_softmax").CONFIG_SPACE,)
+
+
 def test_config_ok_rejects_tiles_past_shared_memory():
   module = load_kernel("gpu", "matmul")
-  big = dict(block_m=128, block_n=256, block_k=64, group_m=1, k_major=True, num_warps=8,
-             num_stages=4)
+  big = dict(backend="triton", block_m=128, block_n=256, block_k=64, group_m=1, k_major=True,
+             num_warps=8, num_stages=4)
   assert not module.config_ok(big)                       # 4 x 64 x 384 x 4 B = 384 KiB
   assert module.config_ok({**big, "block_k": 32})        # 192 KiB
   assert not module.config_ok({**big, "block_k": 32, "num_warps": 4})  # 256 accumulators/thread
+  mosaic = dict(backend="mosaic_gpu", tile_m=128, tile_n=128, stages=4, split_n=True, delay=0)
+  assert module.config_ok(mosaic)                        # 4 x 32 x 384 x 4 B + 32 KiB = 224 KiB
+  assert not module.config_ok({**mosaic, "stages": 5})
+  assert not module.config_ok({**mosaic, "tile_n": 256})  # 256 accumulators/thread
 
 
 SOURCE = '''"""doc."""
@@ -145,7 +167,7 @@ def test_tune_on_the_cpu_measures_checks_and_picks_the_fastest():
 
 
 def test_tune_records_a_config_that_fails_and_never_keeps_it(monkeypatch):
-  def with_a_bad_one(module, default, max_configs):
+  def with_a_bad_one(module, default, max_configs, backends):
     return [dict(default), {**default, "block": 12}, {**default, "unknown": 1}]
   monkeypatch.setattr(autotune, "candidates", with_a_bad_one)
   line = autotune.tune("pairwise_distance", "small", max_configs=3, workers=2)
@@ -180,8 +202,9 @@ def test_cli_resumes_what_is_in_the_results(tmp_path, capsys):
 
 @pytest.mark.parametrize("task, device, shape, config", list(_entries()))
 def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
-  """Interpret mode at the small and edge sizes (masks make a config shape-general), and the
-  Triton lowering for an abstract H200 at the size whose shape class the entry is for."""
+  """Interpret mode at the small and edge sizes (masks or padding make a config
+  shape-general), and the lowering (Triton or Mosaic GPU, as the config says) for an abstract
+  H200 at the size whose shape class the entry is for."""
   assert device == H200  # the only GPU tuned so far; another needs its abstract device here
   module, spec = load_kernel("gpu", task), get_task(task)
   for size in (Size.SMALL, Size.EDGE):
@@ -194,5 +217,6 @@ def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
   assert sizes, f"no size of {task} has the shape class {shape}"
   exported = export_for("cuda", functools.partial(module.kernel, interpret=False, config=config),
                         *spec.input_structs(sizes[0]))
-  assert "__gpu$xla.gpu.triton" in exported.mlir_module()
+  target = "mosaic_gpu_v2" if config.get("backend") == "mosaic_gpu" else "__gpu$xla.gpu.triton"
+  assert target in exported.mlir_module()
   assert math.prod(exported.out_avals[0].shape) == math.prod(spec.output_shape(sizes[0]))
