@@ -17,8 +17,10 @@ import pytest
 
 from tests import test_adversarial as adv
 from tests import test_evaluator as ev
+from pallasbench_dataset.evaluate import evaluate
 from pallasbench_dataset.evaluation.driver import WorkItem, run_items
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
+from pallasbench_dataset.kernels import tree_dir
 from pallasbench_dataset.schema import ErrorType, Status
 
 pytestmark = pytest.mark.gpu
@@ -115,3 +117,12 @@ def test_control_on_the_gpu(records, name):
 def test_no_attack_left_a_trace_on_the_gpu_machine(records):
   assert [t for t in adv.TARGETS.values() if os.path.exists(t)] == []
   assert adv._marked_processes() == []
+
+
+def test_a_mosaic_gpu_kernel_passes_the_judge():
+  """The tuned matmul is a Mosaic GPU kernel on an H200. The judge imports no kernel, so it
+  must load Mosaic GPU's runtime itself: the release runs at a740754 did not, and every Mosaic
+  kernel was an error ("Symbols not found: mosaic_gpu_launch_kernel")."""
+  record = evaluate("matmul", tree_dir("gpu") / "matmul.py", size="medium", device="gpu")
+  assert record.status is Status.PASS, (record.error, record.reasons)
+  assert "mosaic_gpu" in record.backends
