@@ -19,6 +19,7 @@ import pytest
 
 from builder.build import BuildError, build_dataset
 from builder.trees import KernelTrees
+from pallasbench_dataset import autotune
 from pallasbench_dataset.evaluation import cluster, suite, verdicts
 from pallasbench_dataset.evaluation.driver import WorkItem
 from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, EvalOptions
@@ -562,3 +563,20 @@ def test_records_of_a_population_round_trip(runs):
   for record in runs.first.values():
     text = json.dumps(to_json_dict(record))
     assert to_json_dict(from_json_dict(EvalRecord, json.loads(text))) == to_json_dict(record)
+
+
+def test_broken_math_breaks_whichever_backend_runs():
+  """The tuned matmul runs its Mosaic GPU path on an H200 and its Triton path elsewhere: the
+  mutation must break both (a first version broke only the Triton store, and on the H200 the
+  'broken' matmul_silu and geglu passed)."""
+  spec = get_task("matmul")
+  x = spec.make_inputs("small", 3)
+  want = np.asarray(spec.expected(*x))
+  source = kernel_path("gpu", "matmul").read_text()
+  (mutant,) = [m for name, _, m in gen.broken(source) if name == "broken-math"]
+  module = load_module(mutant, "broken.py")
+  for backend in ("triton", "mosaic_gpu"):
+    config = next(c for c in autotune.candidates(module, module.config_for(*x), 8)
+                  if c["backend"] == backend)
+    got = np.asarray(module.kernel(*x, interpret=True, config=config))
+    assert not np.allclose(got, want), backend

@@ -36,7 +36,7 @@ STARTUP_TIMEOUT_S: Final = 300.0
 # Evaluations between two jax.clear_caches(): until then a task's next evaluation reuses the
 # reference, filter, input and eager-baseline executables (no candidate's code is among them:
 # each artifact is a fresh function); clearing bounds what many evaluations' executables hold.
-CLEAR_CACHES_EVERY: Final = 32
+CLEAR_CACHES_EVERY: Final = 256
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

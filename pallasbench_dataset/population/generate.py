@@ -7,7 +7,7 @@ Three kinds of candidate, each recording the kernel it was made from (`parent`):
   source text where the AST finds it). Most stay correct and get faster or slower; some
   break Triton's rules (a block that is not a power of two, a tile past 2^20 elements) and
   fail to lower on a GPU.
-- `broken`: a fixed kernel made wrong: it raises, its last store computes the wrong value,
+- `broken`: a fixed kernel made wrong: it raises, every store to a ref writes a wrong value,
   or it returns the wrong shape.
 - `cheat`: the attacks of tests/controls/ and tests/test_adversarial.py made generic: the
   JAX reference with no Pallas kernel, the reference in XLA with a Pallas copy kernel, the
@@ -117,9 +117,15 @@ def tuning(source: str) -> Iterator[Mutation]:
 # ---------------------------------------------------------------------------------------------
 # broken
 
-def _stores(tree: ast.Module) -> list[ast.Call]:
-  return sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                 and getattr(n.func, "attr", None) == "store" and len(n.args) >= 2), key=_span)
+def _written_values(tree: ast.Module) -> list[ast.expr]:
+  """The values the kernels write to refs: `.store(ref, value, ...)` calls and `ref[...] = value`
+  assignments, in every kernel body of the file (a kernel with a Triton and a Mosaic GPU path
+  writes in both, and which one runs depends on the GPU)."""
+  stores = [n.args[1] for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "attr", None) == "store" and len(n.args) >= 2]
+  assigned = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+              and any(isinstance(t, ast.Subscript) for t in n.targets)]
+  return sorted(stores + assigned, key=_span)
 
 
 def broken(source: str) -> Iterator[Mutation]:
@@ -130,11 +136,11 @@ def broken(source: str) -> Iterator[Mutation]:
   line = " " * first.col_offset + 'raise RuntimeError("this candidate always fails")\n'
   yield ("broken-raise", "kernel() raises before any work",
          _splice(source, [((first.lineno, 0, first.lineno, 0), line)]))
-  stores = _stores(tree)
-  if stores:
-    value = stores[-1].args[1]
-    yield ("broken-math", "the last store writes 2 * value + 1",
-           _splice(source, [(_span(value), f"({ast.get_source_segment(source, value)}) * 2 + 1")]))
+  values = _written_values(tree)
+  if values:
+    yield ("broken-math", "every store to a ref writes 2 * value + 1",
+           _splice(source, [(_span(v), f"({ast.get_source_segment(source, v)}) * 2 + 1")
+                            for v in values]))
   returns = [n for n in ast.walk(entry) if isinstance(n, ast.Return) and n.value is not None]
   yield ("broken-shape", "kernel() drops the first element of the output's last axis",
          _splice(source, [(_span(r.value), f"({ast.get_source_segment(source, r.value)})[..., 1:]")
