@@ -220,3 +220,26 @@ def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
   target = "mosaic_gpu_v2" if config.get("backend") == "mosaic_gpu" else "__gpu$xla.gpu.triton"
   assert target in exported.mlir_module()
   assert math.prod(exported.out_avals[0].shape) == math.prod(spec.output_shape(sizes[0]))
+
+
+MOSAIC = [t for t in TUNABLE if any(s.get("backend") == ("mosaic_gpu",)
+                                    for s in autotune.spaces(load_kernel("gpu", t)))]
+
+
+@pytest.mark.parametrize("task", MOSAIC)
+def test_every_mosaic_gpu_path_is_correct_and_lowers(task):
+  """The first and last Mosaic GPU configs of the space, tuned or not: interpret mode at the
+  small and edge sizes (zero padding makes them shape-general) and the Mosaic GPU lowering
+  for an abstract H200 at `medium`."""
+  module, spec = load_kernel("gpu", task), get_task(task)
+  configs = [c for c in autotune.candidates(module, {"backend": None}, 1000, ["mosaic_gpu"])[1:]]
+  for config in (configs[0], configs[-1]):
+    for size in (Size.SMALL, Size.EDGE):
+      inputs = spec.make_inputs(size, 2)
+      out = module.kernel(*inputs, interpret=True, config=config)
+      result = compare(out, spec.expected(*inputs), spec.tolerance)
+      assert result.passed, (config, size, result.reason)
+    exported = export_for("cuda", functools.partial(module.kernel, interpret=False, config=config),
+                          *spec.input_structs(Size.MEDIUM))
+    assert "mosaic_gpu_v2" in exported.mlir_module()
+  assert {"matmul", "swiglu", "gated_mlp", "batched_matmul"} <= set(MOSAIC)
