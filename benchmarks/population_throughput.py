@@ -17,10 +17,13 @@ outlives the command (inside the checkout, not $OUT):
 
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
     export PYTHONPATH="$PWD:/tmp/site"
-    timeout --signal=TERM 540 python3 -m benchmarks.population_throughput --out .devrun/pop
-    timeout --signal=TERM 540 python3 -m benchmarks.population_throughput --out .devrun/pop --resume
+    timeout --signal=TERM 540 python3 -m benchmarks.population_throughput --out .devrun/pop \
+        --git-commit SHA
+    timeout --signal=TERM 540 python3 -m benchmarks.population_throughput --out .devrun/pop \
+        --git-commit SHA --resume
     # ... --resume again until it prints the second pass and "cheat that passed: none"
 
+(--git-commit: the device's copy of the tree carries a stale .git, so name the commit.)
 Trusted code only runs here; the candidates run in the pipeline's sandboxed exporter.
 """
 
