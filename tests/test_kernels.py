@@ -18,7 +18,8 @@ from pallasbench_dataset import Size, list_tasks
 from pallasbench_dataset.evaluation.module_analysis import analyze_module, module_reasons
 from pallasbench_dataset.jaxpr_analysis import TRITON_MAX_TENSOR_ELEMENTS, analyze
 from pallasbench_dataset.kernels import kernel_path, load_kernel
-from pallasbench_dataset.lowering import TPU_CUSTOM_CALL, TRITON_CUSTOM_CALL, export_for, lower_for_tpu
+from pallasbench_dataset.lowering import (MOSAIC_GPU_CUSTOM_CALL, TPU_CUSTOM_CALL, TRITON_CUSTOM_CALL,
+                                         export_for, lower_for_tpu)
 from pallasbench_dataset.tolerance import compare
 
 SPECS = list_tasks()
@@ -91,11 +92,13 @@ def test_interpret_flag_reaches_every_pallas_call(spec, variant):
 
 @pytest.mark.parametrize("size", [Size.SMALL, Size.MEDIUM, Size.LARGE, Size.EDGE])
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
-def test_gpu_kernel_lowers_to_triton_within_limits(spec, size):
+def test_gpu_kernel_lowers_for_the_h200_within_limits(spec, size):
+  """Triton, or Mosaic GPU where the kernel's H200 table picks it, and nothing the judge's
+  module analysis would reject."""
   fn = _compiled_fn(load_kernel("gpu", spec.name))
   avals = _avals(spec, size)
   module = export_for("cuda", fn, *avals).mlir_module()
-  assert TRITON_CUSTOM_CALL in module
+  assert TRITON_CUSTOM_CALL in module or MOSAIC_GPU_CUSTOM_CALL in module
   report = analyze(jax.make_jaxpr(fn)(*avals))
   for call in report.pallas_calls:
     assert call.max_tensor_elements <= TRITON_MAX_TENSOR_ELEMENTS, (
