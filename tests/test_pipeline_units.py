@@ -766,6 +766,21 @@ def test_schedule_judges_the_first_item_whose_compile_is_done(stand_ins, dask_cl
   assert all(s.command == "regen" and s.run_id == "run-1" for s in stand_ins.settings)
 
 
+def test_schedule_gives_a_freed_judge_a_task_it_has_judged(stand_ins, dask_cluster):
+  """Every compile done: after relu's gpu kernel the judge takes relu's tpu kernel (its
+  process holds relu's reference executables) before gelu, which plan order puts first."""
+  items = _items(("relu", "gpu"), ("gelu", "gpu"), ("relu", "tpu"))
+  with distributed.Client(dask_cluster.scheduler_address) as client:
+    def on_judge(slug):
+      if slug == "relu-gpu-medium":
+        for other in ("gelu-gpu-medium", "relu-tpu-medium"):
+          _client_knows_done(client, f"compile-{other}")
+    stand_ins.on_judge = on_judge
+    run = suite._schedule(client, items, _settings(), "c0ffee")  # pylint: disable=protected-access
+    got = [(record.task, record.variant) for _, record, _ in run]
+  assert got == [("relu", "gpu"), ("relu", "tpu"), ("gelu", "gpu")]
+
+
 @pytest.fixture
 def two_judges(stand_ins):
   """Two workers of one judge slot and one CPU slot each, for the stand-ins."""

@@ -421,10 +421,13 @@ def _judge_slots(client: distributed.Client) -> int:
 def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
               git_commit: str | None) -> Iterator[tuple[WorkItem, EvalRecord, Artifacts]]:
   """Submits every item's export and compile at once, in plan order (Dask runs earlier
-  submissions first), and a judge when a judge worker is free, for the first item whose
-  compile is done, so that each judge worker holds one evaluation at a time: a lost worker then takes only its running evaluation down
-  (Dask retries it once). Yields each (item, record, artifacts) as its judge finishes; a stage that
-  raised, or whose worker was lost twice, becomes an error record and the others go on."""
+  submissions first), and a judge when a judge worker is free, so that each judge worker holds
+  one evaluation at a time: a lost worker then takes only its running evaluation down (Dask
+  retries it once). The freed judge gets the first item in plan order whose compile is done,
+  preferring one of a task and size it has judged: its process still holds that task's
+  reference, filter and input executables. Yields each (item, record, artifacts) as its judge
+  finishes; a stage that raised, or whose worker was lost twice, becomes an error record and
+  the others go on."""
   if not todo:
     return
   cpu, gpu = {stages.CPU_RESOURCE: 1}, {stages.GPU_RESOURCE: 1}
@@ -439,23 +442,28 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   waiting = list(upstream)
   running = distributed.as_completed()
   items = {}
+  judged_on: dict[str, set[tuple[str, str]]] = {}  # judge worker -> (task, size) it judged
 
-  def submit_next() -> None:
-    # The first item in plan order whose compile stage is done: a long compile (up to the
-    # budget) does not hold up the items behind it.
-    slug = next((s for s in waiting if upstream[s][2].done()), waiting[0])
+  def submit_next(worker: str | None) -> None:
+    # A long compile (up to the budget) does not hold up the items behind it.
+    ready = [s for s in waiting if upstream[s][2].done()]
+    warm = judged_on.get(worker, set())
+    slug = next((s for s in ready if (upstream[s][0].task, upstream[s][0].size) in warm),
+                ready[0] if ready else waiting[0])
     waiting.remove(slug)
     item, exported, compiled = upstream[slug]
+    placement = dict(workers=[worker], allow_other_workers=True) if worker else {}
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
-                           resources=gpu, key=f"judge-{_slug(item)}", pure=False)
+                           resources=gpu, key=f"judge-{_slug(item)}", pure=False, **placement)
     items[judged] = item
     running.add(judged)
 
   for _ in range(min(_judge_slots(client), len(waiting))):
-    submit_next()
+    submit_next(None)
   last_env: Environment = environment.unmeasured(settings.device, git_commit)
   for future in running:
     item = items.pop(future)
+    worker = next(iter(client.who_has([future]).get(future.key, ())), None)
     try:
       record, artifacts = future.result()
       last_env = record.environment
@@ -468,10 +476,12 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
       record = failure_record(item, last_env, "harness_error",
                               f"a pipeline stage raised {type(e).__name__}: {e}", 0.0)
       artifacts = empty_artifacts(item)
+    if worker is not None:
+      judged_on.setdefault(worker, set()).add((item.task, item.size))
     for done in (future, *upstream.pop(_slug(item))[1:]):
       done.release()
     if waiting:
-      submit_next()
+      submit_next(worker)
     yield item, record, artifacts
 
 
