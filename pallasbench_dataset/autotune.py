@@ -11,15 +11,18 @@ runs with: TUNED_CONFIGS for the GPU and shape class, else a default by shape),
 `shape_class(*inputs)`, and accepts `kernel(..., config=...)`.
 
 For each (task, size): the space (or the spaces of --backends), pruned by `config_ok` and
-thinned to --max-configs (the default config always in); every config compiled in a thread pool
-on the CPU cores (XLA, Triton and ptxas release the GIL); each compiled config checked on a
-fresh seed against the task's reference with the judge's comparison (a failing config is
-recorded and never kept); then timed with the judge's timing (device time by CUPTI on a GPU,
-input sets rotated past the L2): a short screen of every passing config, then the fastest few
-and the default interleaved with the jitted XLA baseline under the judge's protocol. One JSON
-line per (task, size) is appended to --results as it finishes; a rerun skips what is there, so a
-run resumes. `--write-tables` writes the fastest config of each line into its kernel's
-TUNED_CONFIGS. Trusted code only: it imports the project's own kernels. """
+thinned to --max-configs (the default config always in); every config compiled by a process of
+its own, as many at once as --workers, into a persistent compilation cache this process then
+loads them from (a compile past --compile-budget is killed and recorded, so one config cannot
+hold up the search); each compiled config checked on a fresh seed against the task's reference
+with the judge's comparison (a failing config is recorded and never kept); then timed with the
+judge's timing (device time by CUPTI on a GPU, input sets rotated past the L2): a short screen
+of every passing config, then the fastest few and the default interleaved with the jitted XLA
+baseline under the judge's protocol. One JSON line per (task, size) is appended to --results as
+it finishes; a rerun skips what is there, so a run resumes. `--write-tables` writes the fastest
+config of each line into its kernel's TUNED_CONFIGS. Trusted code only: it imports the project's
+own kernels.
+"""
 
 from __future__ import annotations
 
@@ -30,10 +33,12 @@ import datetime
 import functools
 import itertools
 import json
+import multiprocessing
 import os
 import pathlib
 import secrets
 import sys
+import tempfile
 import textwrap
 import time
 import warnings
@@ -42,13 +47,14 @@ from typing import Any, Final
 
 import jax
 
-from pallasbench_dataset.evaluation import checks, environment, timing
+from pallasbench_dataset.evaluation import checks, compile_profile, environment, timing
 from pallasbench_dataset.evaluation.errors import short_error
 from pallasbench_dataset.evaluation.judge import timing_sets
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
 from pallasbench_dataset.tasks import get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
+DEFAULT_COMPILE_BUDGET_S: Final = 60.0  # as the pipeline's compile stage on a GPU
 FINALISTS: Final = 3
 SCREEN_ITERATIONS: Final = 10
 TABLE_NAME: Final = "TUNED_CONFIGS"
@@ -87,22 +93,87 @@ def candidates(module, default: Mapping[str, Any], max_configs: int,
   return out
 
 
-def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, interpret: bool,
-                 workers: int) -> list[tuple[Any, str | None]]:
-  """(executable, None) or (None, error) per config, compiled in parallel."""
+def _compile_one(path: str, config: Mapping[str, Any], structs, interpret: bool,
+                 cache_dir: str, conn) -> None:
+  """In a child process: compiles one config of the kernel at `path` into the persistent
+  compilation cache at `cache_dir`, and sends back None or the error."""
+  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # many children, one GPU
+  compile_profile.use_persistent_cache(pathlib.Path(cache_dir))
+  module = load_module(pathlib.Path(path).read_text(), path)
+  try:
+    fn = functools.partial(module.kernel, interpret=interpret, config=dict(config))
+    jax.jit(fn).lower(*structs).compile()
+    conn.send(None)
+  except Exception as e:  # pylint: disable=broad-except  (a config that does not compile)
+    conn.send(short_error(e))
 
-  def one(config):
+
+def _compile_in_children(path: str, configs: Sequence[Mapping[str, Any]], structs, *,
+                         interpret: bool, workers: int, budget_s: float,
+                         cache_dir: pathlib.Path) -> list[str | None]:
+  """Each config compiled by a child process of its own, `workers` at a time, into the cache;
+  a child past `budget_s` is killed. None or the error per config."""
+  ctx = multiprocessing.get_context("spawn")
+  results: list[str | None] = [None] * len(configs)
+  pending = list(enumerate(configs))
+  running: dict[int, tuple[Any, Any, float]] = {}
+  while pending or running:
+    while pending and len(running) < workers:
+      i, config = pending.pop(0)
+      parent, child = ctx.Pipe(duplex=False)
+      proc = ctx.Process(target=_compile_one, daemon=True,
+                         args=(path, dict(config), structs, interpret, str(cache_dir), child))
+      proc.start()
+      child.close()
+      running[i] = (proc, parent, time.monotonic() + budget_s)
+    for i, (proc, conn, deadline) in list(running.items()):
+      if conn.poll():
+        try:
+          results[i] = conn.recv()
+        except EOFError:
+          results[i] = f"the compiler process died (exit code {proc.exitcode})"
+      elif not proc.is_alive():
+        results[i] = f"the compiler process died (exit code {proc.exitcode})"
+      elif time.monotonic() > deadline:
+        proc.kill()
+        results[i] = f"compile_timeout: the compile ran past its {budget_s:g} s budget"
+      else:
+        continue
+      proc.join()
+      conn.close()
+      del running[i]
+    time.sleep(0.05)
+  return results
+
+
+def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, interpret: bool,
+                 workers: int, budget_s: float | None = None,
+                 cache_dir: pathlib.Path | None = None) -> list[tuple[Any, str | None]]:
+  """(executable, None) or (None, error) per config. With a `budget_s`, each config first
+  compiles in a child process of its own into the persistent cache at `cache_dir` (which this
+  process must use), and a compile past the budget is killed and recorded; the configs that
+  compiled are then loaded here from the cache. Without, they compile here in threads."""
+  errors: list[str | None] = [None] * len(configs)
+  if budget_s is not None:
+    errors = _compile_in_children(module.__file__, configs, structs, interpret=interpret,
+                                  workers=workers, budget_s=budget_s, cache_dir=cache_dir)
+
+  def one(pair):
+    config, error = pair
+    if error is not None:
+      return None, error
     try:
       fn = functools.partial(module.kernel, interpret=interpret, config=dict(config))
       return jax.jit(fn).lower(*structs).compile(), None
     except Exception as e:  # pylint: disable=broad-except  (a config that does not compile)
       return None, short_error(e)
   with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-    return list(pool.map(one, configs))
+    return list(pool.map(one, zip(configs, errors)))
 
 
 def tune(task: str, size: str, *, max_configs: int, workers: int,
-         backends: Sequence[str] | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+         backends: Sequence[str] | None = None, compile_budget_s: float | None = None,
+         cache_dir: pathlib.Path | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
   """Measures `task`'s configs at `size` on the default device; returns the results line."""
   module = load_kernel("gpu", task)
   if not is_tunable(module):
@@ -116,7 +187,8 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
   default = module.config_for(*structs)
   configs = candidates(module, default, max_configs, backends)
   start = time.perf_counter()
-  compiled = _compile_all(module, configs, structs, interpret=not on_gpu, workers=workers)
+  compiled = _compile_all(module, configs, structs, interpret=not on_gpu, workers=workers,
+                          budget_s=compile_budget_s, cache_dir=cache_dir)
   compile_s = time.perf_counter() - start
   progress(f"{task} {size}: {len(configs)} configs compiled in {compile_s:.1f} s")
   inputs = spec.make_inputs(dims, secrets.randbelow(2**31))
@@ -248,6 +320,11 @@ def main(argv: Sequence[str] | None = None) -> int:
   p.add_argument("--backends", nargs="+", metavar="BACKEND",
                  help="try only these backends' spaces, e.g. mosaic_gpu (default: all); the "
                       "default config is always tried")
+  p.add_argument("--compile-budget", type=float, default=DEFAULT_COMPILE_BUDGET_S,
+                 metavar="SECONDS",
+                 help="seconds per config's compile, each in a process of its own that is killed "
+                      f"past it (default {DEFAULT_COMPILE_BUDGET_S:g}; 0: compile in threads, "
+                      "no budget)")
   p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                  help="compile threads (default: the CPU cores)")
   p.add_argument("--write-tables", type=pathlib.Path, metavar="RESULTS",
@@ -274,11 +351,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
   todo = [(t, s) for s in args.sizes for t in tasks if (t, s) not in done]
   print(f"{len(todo)} to tune, {len(done)} already in {args.results}", flush=True)
+  budget = args.compile_budget or None
+  with tempfile.TemporaryDirectory(prefix="pallasbench-autotune-") as cache:
+    if budget is not None:
+      compile_profile.use_persistent_cache(pathlib.Path(cache))
+    return _tune_all(todo, args, budget, pathlib.Path(cache))
+
+
+def _tune_all(todo, args: argparse.Namespace, budget: float | None, cache: pathlib.Path) -> int:
   failed = 0
   for n, (task, size) in enumerate(todo, 1):
     try:
       line = tune(task, size, max_configs=args.max_configs, workers=args.workers,
-                  backends=args.backends,
+                  backends=args.backends, compile_budget_s=budget, cache_dir=cache,
                   progress=lambda m, n=n: print(f"[{n}/{len(todo)}] {m}", flush=True))
     except Exception as e:  # pylint: disable=broad-except  (one kernel's failure; the others go on)
       print(f"[{n}/{len(todo)}] {task} {size}: error: {type(e).__name__}: {e}", flush=True)

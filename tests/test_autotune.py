@@ -9,10 +9,14 @@ import json
 import math
 import pathlib
 import shutil
+import time
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from pallasbench_dataset import autotune
+from pallasbench_dataset.evaluation import compile_profile
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
 from pallasbench_dataset.lowering import abstract_gpu, export_for
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
@@ -243,3 +247,37 @@ def test_every_mosaic_gpu_path_is_correct_and_lowers(task):
                           *spec.input_structs(Size.MEDIUM))
     assert "mosaic_gpu_v2" in exported.mlir_module()
   assert {"matmul", "swiglu", "gated_mlp", "batched_matmul"} <= set(MOSAIC)
+
+
+SLOW_KERNEL = '''"""A kernel whose `slow` config never finishes tracing (a stand-in for a compile that hangs)."""
+import time
+
+import jax.numpy as jnp
+
+CONFIG_SPACE = {"slow": (False, True)}
+
+
+def kernel(x, *, interpret=False, config=None):
+  if config["slow"]:
+    time.sleep(600)
+  return jnp.sin(x)
+'''
+
+
+def test_a_compile_past_its_budget_is_killed_and_the_others_are_kept(tmp_path):
+  path = tmp_path / "slow_kernel.py"
+  path.write_text(SLOW_KERNEL)
+  module = load_module(SLOW_KERNEL, str(path))
+  cache = tmp_path / "cache"
+  structs = (jax.ShapeDtypeStruct((8,), jnp.float32),)
+  compile_profile.use_persistent_cache(cache)
+  try:
+    start = time.monotonic()
+    (fast, fast_error), (slow, slow_error) = autotune._compile_all(  # pylint: disable=protected-access
+        module, [{"slow": False}, {"slow": True}], structs, interpret=True, workers=2,
+        budget_s=25.0, cache_dir=cache)
+  finally:
+    jax.config.update("jax_compilation_cache_dir", None)
+  assert time.monotonic() - start < 120
+  assert fast_error is None and float(fast(jnp.ones(8, jnp.float32))[0]) == pytest.approx(0.841471)
+  assert slow is None and "past its 25 s budget" in slow_error
