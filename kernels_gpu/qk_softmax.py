@@ -10,8 +10,11 @@ multiple. The f32 q k^T dot runs in TF32, within the matmul tolerance.
 
 Tuning: with `whole_rows` a program loads all of k at once (one key block of S padded to a
 power of two, where it fits in shared memory), so it computes each score once and writes
-exp(s - m) / l in a single pass. The config comes from TUNED_CONFIGS for the GPU and shape
-class being compiled for, else from a default.
+exp(s - m) / l in a single pass. With `col_split` c > 1 the grid has c programs per row block,
+each computing the rows' statistics over all keys and writing one c-th of the columns: c times
+the first pass's q k^T, for c times the programs when S / block_q alone leaves SMs idle. The
+config comes from TUNED_CONFIGS for the GPU and shape class being compiled for, else from a
+default.
 """
 import functools
 from typing import Final
@@ -28,21 +31,23 @@ FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and
                      "normalising pass, bound every value and mask any S and d")
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
 CONFIG_SPACE: Final = {"block_q": (16, 32, 64), "block_k": (32, 64, 128),
-                       "whole_rows": (False, True), "num_warps": (2, 4, 8),
-                       "num_stages": (1, 2, 3)}
+                       "whole_rows": (False, True), "col_split": (1, 2, 4, 8),
+                       "num_warps": (2, 4, 8), "num_stages": (1, 2, 3)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x128,1024x128": dict(
-            block_q=16, block_k=128, whole_rows=False, num_warps=8, num_stages=3),
+            block_q=16, block_k=128, whole_rows=False, col_split=1, num_warps=8,
+            num_stages=3),
         "256x64,256x64": dict(
-            block_q=16, block_k=32, whole_rows=True, num_warps=8, num_stages=1),
+            block_q=16, block_k=32, whole_rows=True, col_split=1, num_warps=8,
+            num_stages=1),
     },
 }
 
 
 def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block_k: int,
-                       whole_rows: bool):
+                       whole_rows: bool, col_split: int):
   s_len, d = q_ref.shape
   i = pl.program_id(0)
   rows = i * block_q + jnp.arange(block_q)
@@ -80,20 +85,24 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
   m, l = jax.lax.fori_loop(0, num_blocks, stats, (jnp.full((block_q,), -jnp.inf, jnp.float32),
                                                   jnp.zeros((block_q,), jnp.float32)))
   inv_l = 1.0 / l
+  per_program = pl.cdiv(num_blocks, col_split)
+  first = pl.program_id(1) * per_program
 
-  @pl.loop(0, num_blocks)
+  @pl.loop(first, jnp.minimum(first + per_program, num_blocks))
   def _(b):
     keys, s = scores(b)
     store(keys, b, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
 def config_ok(config) -> bool:
-  """Whether a config is worth compiling: whole rows ignore block_k (one of them is tried)."""
-  return not config["whole_rows"] or config["block_k"] == CONFIG_SPACE["block_k"][0]
+  """Whether a config is worth compiling: whole rows ignore block_k and col_split (one of
+  them is tried)."""
+  return not config["whole_rows"] or (config["block_k"] == CONFIG_SPACE["block_k"][0]
+                                      and config["col_split"] == 1)
 
 
 def _default_config() -> dict:
-  return dict(block_q=32, block_k=64, whole_rows=False, num_warps=4, num_stages=2)
+  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, num_warps=4, num_stages=2)
 
 
 def _device_kind() -> str:
@@ -122,14 +131,14 @@ def kernel(q, k, *, interpret: bool = False, config=None):
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
 def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
-                num_warps: int, num_stages: int):
+                col_split: int, num_warps: int, num_stages: int):
   s_len, d = q.shape
   return pl.pallas_call(
       functools.partial(_qk_softmax_kernel, block_d=max(16, pl.next_power_of_2(d)),
                         block_q=block_q,
                         block_k=pl.next_power_of_2(s_len) if whole_rows else block_k,
-                        whole_rows=whole_rows),
-      grid=(pl.cdiv(s_len, block_q),),
+                        whole_rows=whole_rows, col_split=1 if whole_rows else col_split),
+      grid=(pl.cdiv(s_len, block_q), 1 if whole_rows else col_split),
       out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(q, k)
