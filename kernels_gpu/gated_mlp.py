@@ -129,6 +129,22 @@ def _sm_count() -> int:
   return getattr(device, "num_cores", None) or getattr(device, "core_count", 1)
 
 
+def _store(out, slots, out_tile) -> None:
+  """Writes the f32 tile `out` to `out_tile` in GMEM, EPILOGUE-sized pieces through the two
+  shared-memory `slots`, each refilled once its previous TMA store has read it."""
+  epi_m, epi_n = EPILOGUE
+  tile_m, tile_n = out.shape
+  plgpu.wait_smem_to_gmem(0, wait_read_only=True)
+  for a in range(tile_m // epi_m):
+    for b in range(tile_n // epi_n):
+      slot = (a * (tile_n // epi_n) + b) % 2
+      plgpu.wait_smem_to_gmem(1, wait_read_only=True)
+      slots[slot] = out[a * epi_m:(a + 1) * epi_m, b * epi_n:(b + 1) * epi_n]
+      plgpu.commit_smem()
+      plgpu.copy_smem_to_gmem(slots.at[slot],
+                              out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
+
+
 def _glu_mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int,
                        stages: int, split_n: bool, delay: int):
   """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma, two
@@ -172,16 +188,7 @@ def _glu_mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n:
         def _accumulate(gate, up):
           run((gate, up))
           out = jax.nn.silu(gate[...]) * up[...]
-          plgpu.wait_smem_to_gmem(0, wait_read_only=True)
-          for a in range(tile_m // epi_m):
-            for b in range(tile_n // epi_n):
-              slot = (a * (tile_n // epi_n) + b) % 2
-              plgpu.wait_smem_to_gmem(1, wait_read_only=True)
-              out_smem[wg, slot] = out[a * epi_m:(a + 1) * epi_m, b * epi_n:(b + 1) * epi_n]
-              plgpu.commit_smem()
-              plgpu.copy_smem_to_gmem(
-                  out_smem.at[wg, slot],
-                  out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
+          _store(out, out_smem.at[wg], out_tile)
 
       def step(_, x_smem, wg_smem, wu_smem, accs):
         x_tile = x_smem.at[wg_rows]
@@ -237,16 +244,7 @@ def _down_mosaic_kernel(x_gmem, w_gmem, o_gmem, *, tile_m: int, tile_n: int,
         def _accumulate(acc):
           run(acc)
           out = acc[...]
-          plgpu.wait_smem_to_gmem(0, wait_read_only=True)
-          for a in range(tile_m // epi_m):
-            for b in range(tile_n // epi_n):
-              slot = (a * (tile_n // epi_n) + b) % 2
-              plgpu.wait_smem_to_gmem(1, wait_read_only=True)
-              out_smem[wg, slot] = out[a * epi_m:(a + 1) * epi_m, b * epi_n:(b + 1) * epi_n]
-              plgpu.commit_smem()
-              plgpu.copy_smem_to_gmem(
-                  out_smem.at[wg, slot],
-                  out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
+          _store(out, out_smem.at[wg], out_tile)
 
       def step(_, x_smem, w_smem, acc):
         plgpu.wgmma(acc, x_smem.at[wg_rows], w_smem.at[wg_cols].transpose((1, 0)))
