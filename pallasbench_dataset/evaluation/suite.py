@@ -425,7 +425,9 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   one evaluation at a time: a lost worker then takes only its running evaluation down (Dask
   retries it once). The freed judge gets the first item in plan order whose compile is done,
   preferring one of a task and size it has judged: its process still holds that task's
-  reference, filter and input executables. Yields each (item, record, artifacts) as its judge
+  reference, filter and input executables. (It is the one judge worker with a free slot, so
+  Dask places the item there; naming the worker would strand the item when that worker is lost
+  and comes back under another address.) Yields each (item, record, artifacts) as its judge
   finishes; a stage that raised, or whose worker was lost twice, becomes an error record and
   the others go on."""
   if not todo:
@@ -452,9 +454,8 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
                 ready[0] if ready else waiting[0])
     waiting.remove(slug)
     item, exported, compiled = upstream[slug]
-    placement = dict(workers=[worker], allow_other_workers=True) if worker else {}
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
-                           resources=gpu, key=f"judge-{_slug(item)}", pure=False, **placement)
+                           resources=gpu, key=f"judge-{_slug(item)}", pure=False)
     items[judged] = item
     running.add(judged)
 
