@@ -23,8 +23,9 @@ import dask
 import distributed
 import pytest
 
-from pallasbench_dataset.evaluation import cluster, driver, environment, protocol, stages, suite
-from pallasbench_dataset.evaluation.judge import Precompiled
+from pallasbench_dataset.evaluation import (
+    cluster, driver, environment, protocol, stages, suite, verdicts)
+from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, Precompiled
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
 from pallasbench_dataset.population import run as pop_run
 from pallasbench_dataset.population.candidates import (
@@ -1323,3 +1324,92 @@ def test_summary_of_a_run_that_judged_nothing(tmp_path):
       "0 of 1 candidates judged on nothing: 0 measured, 0 from the verdict cache\n"
       "  throughput: 0 evaluations in 0 s, 0.0 judge-minutes = - per judge-minute\n"
       "  status: none")
+
+# ---------------------------------------------------------------------------------------------
+# suite: a run's inputs and the verdict cache, through the scheduler (stand-in stages)
+
+
+def _judge_environment_stand_in(settings):
+  with _STAGE.lock:
+    _STAGE.events.append(("environment", "environment"))
+    _STAGE.placed.append(("environment", distributed.get_worker().name, settings))
+  if "environment" in _STAGE.raises:
+    raise _STAGE.raises["environment"]
+  return runfixtures.ENV
+
+
+def _judge_of_this_version(item, exported, notes, settings):
+  record, artifacts = _judge_stand_in(item, exported, notes, settings)
+  return dataclasses.replace(record, judge_version=JUDGE_VERSION), artifacts
+
+
+@pytest.fixture
+def cached_stand_ins(stand_ins, monkeypatch):
+  monkeypatch.setattr(stages, "judge_environment", _judge_environment_stand_in)
+  monkeypatch.setattr(stages, "judge_stage", _judge_of_this_version)
+  return stand_ins
+
+
+def _judged(state):
+  return [slug for stage, slug in state.events if stage in ("judge", "environment")]
+
+
+def test_a_new_run_writes_its_inputs_and_a_resumed_one_keeps_its_own(stand_ins, dask_cluster,
+                                                                      tmp_path):
+  run_dir = tmp_path / "run"
+  _run_suite(run_dir, _items(("relu", "gpu")), _options(dask_cluster),
+             inputs={"candidates.jsonl": "first\n", "notes.txt": "n\n"})
+  assert (run_dir / "candidates.jsonl").read_text() == "first\n"
+  assert (run_dir / "notes.txt").read_text() == "n\n"
+  _run_suite(run_dir, _items(("relu", "gpu"), ("gelu", "gpu")), _options(dask_cluster),
+             resume=True, inputs={"candidates.jsonl": "second\n"})
+  assert (run_dir / "candidates.jsonl").read_text() == "first\n"
+  _run_suite(tmp_path / "plain", _items(("relu", "gpu")), _options(dask_cluster))
+  assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [
+      ".lock", suite.ARTIFACTS, suite.MANIFEST, suite.RECORDS]
+
+
+def test_run_suite_reuses_the_verdict_cache_and_fills_it(cached_stand_ins, dask_cluster,
+                                                         tmp_path):
+  cache = verdicts.VerdictCache(tmp_path / "cache")
+  items = _items(("relu", "gpu"), ("gelu", "gpu"))
+  _run_suite(tmp_path / "a", items, _options(dask_cluster), cache=cache, device="gpu")
+  assert _judged(cached_stand_ins) == ["environment", "relu-gpu-medium", "gelu-gpu-medium"]
+  (asked,) = [p[2] for p in cached_stand_ins.placed if p[0] == "environment"]
+  assert (asked.run_id, asked.device, asked.judge.device) == ("a", "gpu", "gpu")
+  first = _lines_of(tmp_path / "a" / suite.RECORDS)
+  assert [r["cached"] for r in first] == [False, False]
+  assert len(list(cache.folder.rglob("*.json"))) == 2
+  manifest = json.loads((tmp_path / "a" / suite.MANIFEST).read_text())
+  assert manifest["verdict_cache"] == str(cache.folder)
+  cached_stand_ins.events.clear()
+  _run_suite(tmp_path / "b", items + _items(("silu", "gpu")), _options(dask_cluster),
+             cache=cache, device="gpu")
+  assert _judged(cached_stand_ins) == ["environment", "silu-gpu-medium"]
+  second = _lines_of(tmp_path / "b" / suite.RECORDS)
+  assert [(r["task"], r["cached"]) for r in second] == [
+      ("relu", True), ("gelu", True), ("silu", False)]
+  manifest = json.loads((tmp_path / "b" / suite.MANIFEST).read_text())
+  assert manifest["pipeline"]["evaluations"] == 1  # the cached records were measured elsewhere
+  cached_stand_ins.events.clear()
+  _run_suite(tmp_path / "b", items, _options(dask_cluster), cache=cache, device="gpu",
+             resume=True)
+  assert _judged(cached_stand_ins) == []  # nothing left to do: no judge is asked
+
+
+def test_without_a_judge_environment_the_cache_is_only_written(cached_stand_ins, dask_cluster,
+                                                               tmp_path, caplog):
+  cache = verdicts.VerdictCache(tmp_path / "cache")
+  items = _items(("relu", "gpu"))
+  _run_suite(tmp_path / "a", items, _options(dask_cluster), cache=cache)
+  cached_stand_ins.events.clear()
+  cached_stand_ins.raises["environment"] = RuntimeError("no GPU worker")
+  with caplog.at_level(logging.WARNING, logger=suite.logger.name):
+    _run_suite(tmp_path / "b", items, _options(dask_cluster), cache=cache)
+  assert _judged(cached_stand_ins) == ["environment", "relu-gpu-medium"]
+  assert [r.getMessage() for r in caplog.records if r.name == suite.logger.name] == [
+      "no judge reported its machine (RuntimeError: no GPU worker); the verdict cache is not "
+      "consulted, only written"]
+  assert [r["cached"] for r in _lines_of(tmp_path / "b" / suite.RECORDS)] == [False]
+  assert json.loads((tmp_path / "b" / suite.MANIFEST).read_text())["verdict_cache"] == str(
+      cache.folder)
