@@ -1413,3 +1413,25 @@ def test_without_a_judge_environment_the_cache_is_only_written(cached_stand_ins,
   assert [r["cached"] for r in _lines_of(tmp_path / "b" / suite.RECORDS)] == [False]
   assert json.loads((tmp_path / "b" / suite.MANIFEST).read_text())["verdict_cache"] == str(
       cache.folder)
+
+
+def test_judge_environment_starts_the_judge_and_reports_its_machine(processes, monkeypatch):
+  machine = dataclasses.replace(runfixtures.ENV, device_kind="NVIDIA B200")
+
+  def start(config):
+    process = _FakeProcess(config, [])
+    process.environment = machine
+    processes.started.append(process)
+    return process
+  monkeypatch.setattr(stages, "JudgeWorker", start)
+  assert stages.judge_environment(SETTINGS) == machine
+  (judge,) = processes.started
+  assert judge.config == dataclasses.replace(SETTINGS.judge, role="judge")
+  assert stages.judge_environment(SETTINGS) == machine and len(processes.started) == 1
+
+
+def test_pipeline_report_rounds_the_rate_to_hundredths():
+  record = _record(stages=StageTimes(export_s=1.0, compile_s=1.0, judge_s=2.0,
+                                     compile_cache_hit=True))
+  report = suite._pipeline_report([record] * 7, 180.0, 2)  # pylint: disable=protected-access
+  assert report["per_judge_minute"] == 1.17  # 7 evaluations / 6 judge-minutes
