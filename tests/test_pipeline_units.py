@@ -1241,21 +1241,23 @@ def test_evaluate_as_asked_fills_in_the_defaults(tmp_path, monkeypatch):
                       lambda *a, **kw: calls.append((a, kw)))
   monkeypatch.setattr(pop_run, "summarize", lambda run_dir: ("summary", run_dir))
   monkeypatch.setattr(pop_run.environment, "git_commit", lambda: "head")
-  monkeypatch.setattr(pop_run.run_options, "limits", lambda args, device: ("limits", device))
+  monkeypatch.setattr(pop_run.run_options, "limits",
+                      lambda args, device: ("limits", args.name, device))
   monkeypatch.setattr(pop_run.run_options, "cluster_options",
-                      lambda args, device: ("cluster", device))
-  args = types.SimpleNamespace(size=None, git_commit=None)
+                      lambda args, device: ("cluster", args.name, device))
+  args = types.SimpleNamespace(size=None, git_commit=None, name="the command line")
   got = pop_run.evaluate_as_asked(args, "gpu", ["c"], tmp_path, command="cmd", cache="cache",
                                   resume=True)
   assert got == ("summary", tmp_path)
   assert calls == [((["c"], tmp_path), {
       "size": "medium", "device": "gpu", "options": pop_run.default_options("gpu"),
-      "limits": ("limits", "gpu"), "cluster_options": ("cluster", "gpu"), "git_commit": "head",
+      "limits": ("limits", "the command line", "gpu"),
+      "cluster_options": ("cluster", "the command line", "gpu"), "git_commit": "head",
       "command": "cmd", "cache": "cache", "resume": True})]
   pop_run.evaluate_as_asked(args, "cpu", None, tmp_path, command="c", cache=None, resume=False)
   assert calls[-1][1]["size"] == "small" and calls[-1][1]["options"] == pop_run.default_options(
       "cpu")
-  args = types.SimpleNamespace(size="large", git_commit="mine")
+  args = types.SimpleNamespace(size="large", git_commit="mine", name="x")
   pop_run.evaluate_as_asked(args, "cpu", None, tmp_path, command="c", cache=None, resume=False)
   assert (calls[-1][1]["size"], calls[-1][1]["git_commit"]) == ("large", "mine")
 
@@ -1428,6 +1430,7 @@ def test_judge_environment_starts_the_judge_and_reports_its_machine(processes, m
   (judge,) = processes.started
   assert judge.config == dataclasses.replace(SETTINGS.judge, role="judge")
   assert stages.judge_environment(SETTINGS) == machine and len(processes.started) == 1
+  assert stages._process(stages.JUDGE, SETTINGS.judge) is judge  # pylint: disable=protected-access
 
 
 def test_pipeline_report_rounds_the_rate_to_hundredths():
@@ -1435,3 +1438,15 @@ def test_pipeline_report_rounds_the_rate_to_hundredths():
                                      compile_cache_hit=True))
   report = suite._pipeline_report([record] * 7, 180.0, 2)  # pylint: disable=protected-access
   assert report["per_judge_minute"] == 1.17  # 7 evaluations / 6 judge-minutes
+
+
+def test_a_record_of_a_candidate_the_population_lacks_counts_as_unknown(tmp_path):
+  trees = runfixtures.write_tree(tmp_path / "src")
+  (known,) = _candidates("a", kind="cheat")
+  (stray,) = _candidates("stray", kind="cheat")
+  run_dir = _population_folder(tmp_path / "run", [known])
+  (run_dir / suite.RECORDS).write_text(_line(_population_record(trees, stray)) + "\n")
+  (run_dir / suite.MANIFEST).write_text("{}")
+  summary = pop_run.summarize(run_dir)
+  assert summary.by_kind == {"unknown": {"pass": 1}}
+  assert summary.holes == {"broken": (), "cheat": ()}
