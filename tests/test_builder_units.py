@@ -2444,7 +2444,9 @@ def test_main_hands_population_runs_and_kernel_trees_to_the_build(cli, capsys, t
                                                gpu=pathlib.Path("k/kernels_gpu"))
   capsys.readouterr()
   assert regenerate.main(["--from-results", "a", "--kernel-trees", "nowhere"]) == 2
-  assert capsys.readouterr().err.startswith("error: no kernel tree at nowhere/kernels_tpu, ")
+  assert capsys.readouterr().err == (
+      "error: no kernel tree at nowhere/kernels_tpu, nowhere/kernels_gpu: --kernel-trees takes "
+      "a folder holding kernels_tpu/ and kernels_gpu/\n")
   assert len(cli.builds) == 1
 
 
@@ -2803,7 +2805,9 @@ def test_build_with_population_runs(trees, tmp_path):
   assert summary.rows["candidates"] == {"train": 1}
   assert "candidates/train-00000-of-00001.parquet" in summary.files
   assert "plots/candidates.png" in summary.files
-  assert (out / "plots" / "candidates.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  judged = bc.candidate_rows([bc.read_population(pop)])  # the plot shows the judged candidates
+  assert (out / "plots" / "candidates.png").read_bytes() == plots.candidates_png(judged)
+  assert plots.candidates_png(judged) != plots.candidates_png([])
   assert sorted(p.name for p in (out / "results" / "pop").iterdir()) == [
       "candidates.jsonl", "manifest.json", "records.jsonl"]
   assert (out / "results" / "pop" / CANDIDATES).read_bytes() == (pop / CANDIDATES).read_bytes()
