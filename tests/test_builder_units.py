@@ -5,6 +5,7 @@ client. Fast (a few small builds), so that mutation testing can use them; `test_
 """
 # pylint: disable=protected-access  (the builder's internals are what these tests call)
 
+import argparse
 import dataclasses
 import errno
 import inspect
@@ -30,12 +31,18 @@ import yaml
 from huggingface_hub import DatasetCard
 
 from builder import build, card, plots, push, regenerate, validate
+from builder import candidates as bc
 from builder import records as rec
 from builder import rows
 from builder.records import BuildError
 from builder.trees import KernelTrees, check_sha256, fix_patch, gpu_fix
 from builder.trees import _lines as trees_lines
 from pallasbench_dataset import inputs, kernels, schema
+from pallasbench_dataset.evaluation import run_options
+from pallasbench_dataset.evaluation import suite as suite_module
+from pallasbench_dataset.evaluation.judge_process import Limits
+from pallasbench_dataset.evaluation.suite import ClusterOptions
+from pallasbench_dataset.population.candidates import CANDIDATES, Candidate, to_jsonl
 from pallasbench_dataset.schema import (
     Artifacts, Environment, ErrorType, FilterResult, Status, SummaryRow, to_json_dict)
 from pallasbench_dataset.tasks import TASKS, get_task
@@ -2231,7 +2238,8 @@ def test_push_folder_refusals_and_failures(hub, tmp_path, monkeypatch):
 
 @pytest.fixture
 def measured(monkeypatch, tmp_path):
-  """regenerate with run_suite, git and the machine's plan stood in; returns what they got."""
+  """regenerate with run_suite, git, the machine's plan and the clock stood in; returns what
+  they got."""
   seen = types.SimpleNamespace(runs=[], plans=[])
 
   def run_suite(items, run_dir, **kwargs):
@@ -2239,10 +2247,13 @@ def measured(monkeypatch, tmp_path):
     return run_dir
   monkeypatch.setattr(regenerate, "run_suite", run_suite)
   monkeypatch.setattr(regenerate, "git_commit", lambda: "c0ffee")
-  monkeypatch.setattr(regenerate, "default_memory_limit", lambda: 12345)
-  monkeypatch.setattr(regenerate, "default_plan", lambda *args: seen.plans.append(args) or "plan")
+  monkeypatch.setattr(run_options, "default_memory_limit", lambda: 12345)
+  monkeypatch.setattr(run_options, "default_plan",
+                      lambda *args: seen.plans.append(args) or "plan")
+  ticks = iter(range(0, 1000, 7))  # the clock: 7 s a reading
   monkeypatch.setattr(regenerate, "time", types.SimpleNamespace(
-      strftime=lambda fmt, t: f"<{fmt}>", gmtime=time.gmtime, monotonic=time.monotonic))
+      strftime=time.strftime, gmtime=lambda: time.gmtime(86400 * 365 + 3661),
+      monotonic=lambda: 100.0 + next(ticks)))
   monkeypatch.chdir(tmp_path)
   return seen
 
@@ -2281,3 +2292,685 @@ class _Built:
     return "me/default"
 
 
+
+
+def test_regenerate_parser_defaults_and_types():
+  parser = regenerate.build_parser()
+  assert parser.prog == "python -m builder.regenerate"
+  assert parser.description == ("Measure every kernel, build the dataset folder, and optionally "
+                                "publish it.")
+  assert parser.formatter_class is argparse.RawDescriptionHelpFormatter
+  assert vars(parser.parse_args([])) == {
+      "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": "tpu,gpu",
+      "out": pathlib.Path("build/dataset"), "results": None, "resume": False,
+      "from_results": None, "candidates": (), "kernel_trees": None, "measure_only": False,
+      "headline_size": None, "allow_partial": False, "timeout": None, "compile_budget": None,
+      "scheduler": None, "gpus": None, "cpu_workers": None, "compile_cache": None,
+      "git_commit": None, "push": False, "repo_id": None, "revision": None, "create_pr": False,
+      "tag": None}
+  args = parser.parse_args([
+      "--device", "gpu", "--sizes", "medium", "edge", "--tasks", "relu", "gelu", "--levels", "1",
+      "3", "--variants", "gpu", "--out", "o", "--results", "r", "--resume", "--from-results",
+      "a", "b", "--candidates", "p", "q", "--kernel-trees", "k", "--measure-only",
+      "--headline-size", "large", "--allow-partial", "--timeout", "30", "--compile-budget",
+      "7.5", "--scheduler", "tcp://h:1", "--gpus", "2", "--cpu-workers", "3", "--compile-cache",
+      "cache", "--git-commit", "abc", "--push", "--repo-id", "o/r", "--revision", "dev",
+      "--create-pr", "--tag", "v2"])
+  assert vars(args) == {
+      "device": "gpu", "sizes": ["medium", "edge"], "tasks": ["relu", "gelu"], "levels": [1, 3],
+      "variants": "gpu", "out": pathlib.Path("o"), "results": pathlib.Path("r"), "resume": True,
+      "from_results": [pathlib.Path("a"), pathlib.Path("b")],
+      "candidates": [pathlib.Path("p"), pathlib.Path("q")], "kernel_trees": pathlib.Path("k"),
+      "measure_only": True, "headline_size": "large", "allow_partial": True, "timeout": 30.0,
+      "compile_budget": 7.5, "scheduler": "tcp://h:1", "gpus": 2, "cpu_workers": 3,
+      "compile_cache": pathlib.Path("cache"), "git_commit": "abc", "push": True,
+      "repo_id": "o/r", "revision": "dev", "create_pr": True, "tag": "v2"}
+  for bad in (["--device", "tpu"], ["--sizes", "huge"], ["--levels", "4"], ["--levels", "x"],
+              ["--headline-size", "huge"], ["--timeout", "x"], ["--gpus", "1.5"],
+              ["--candidates"], ["--from-results"]):
+    with pytest.raises(SystemExit):
+      parser.parse_args(bad)
+  assert [parser.parse_args(["--device", d]).device for d in ("auto", "gpu", "cpu")] == [
+      "auto", "gpu", "cpu"]
+  assert parser.parse_args(["--levels", "1", "2", "3"]).levels == [1, 2, 3]
+  assert parser.parse_args(["--sizes", "small", "medium", "large", "edge"]).sizes == [
+      "small", "medium", "large", "edge"]
+  missing = [a.option_strings for a in parser._actions if a.option_strings and not a.help]
+  assert missing == []
+  assert {a.metavar for a in parser._actions if a.dest in (
+      "from_results", "candidates", "kernel_trees")} == {"RUN", "DIR"}
+
+
+def test_measure_plans_the_run_and_hands_it_to_the_suite(measured, caplog):
+  with caplog.at_level(logging.INFO, logger="builder.regenerate"):
+    run_dir = _measure(["--tasks", "gelu", "relu", "--variants", " gpu, tpu ,", "--out", "x/ds"])
+  assert [r.getMessage() for r in caplog.records if r.name == "builder.regenerate"] == [
+      "measuring 4 evaluations (2 tasks x ('small',) x ['gpu', 'tpu']) on cpu into "
+      "x/ds.runs/cpu-19710101T010101Z"]
+  assert run_dir == pathlib.Path("x/ds.runs/cpu-19710101T010101Z")
+  ((items, got_dir, kwargs),) = measured.runs
+  assert got_dir == run_dir
+  assert [(i.task, i.variant, i.size) for i in items] == [
+      ("gelu", "gpu", "small"), ("gelu", "tpu", "small"), ("relu", "gpu", "small"),
+      ("relu", "tpu", "small")]
+  assert items[0].options == regenerate.default_options("cpu")
+  assert kwargs == {
+      "device": "cpu", "limits": Limits(timeout_s=900.0, memory_bytes=12345),
+      "git_commit": "c0ffee",
+      "command": "python -m builder.regenerate --tasks gelu relu --variants ' gpu, tpu ,' --out "
+                 "x/ds",
+      "cluster_options": ClusterOptions(plan="plan", scheduler=None, compile_budget_s=300.0,
+                                        compile_cache=None),
+      "resume": False}
+  assert measured.plans == [("cpu", None, None)]
+
+
+def test_measure_with_every_option_on_a_gpu(measured):
+  _measure(["--levels", "3", "--sizes", "large", "--results", "r", "--resume", "--timeout", "20",
+            "--compile-budget", "5", "--scheduler", "tcp://h:1", "--gpus", "2",
+            "--cpu-workers", "4", "--compile-cache", "c", "--git-commit", "abc"], device="gpu")
+  ((items, run_dir, kwargs),) = measured.runs
+  level_3 = [s.name for s in regenerate.list_tasks(levels=(3,))]
+  assert sorted({i.task for i in items}) == sorted(level_3) and {i.size for i in items} == {"large"}
+  assert [i.variant for i in items[:2]] == ["tpu", "gpu"]
+  assert items[0].options == regenerate.default_options("gpu")
+  assert run_dir == pathlib.Path("r")
+  assert kwargs["limits"] == Limits(timeout_s=20.0, memory_bytes=12345)
+  assert kwargs["cluster_options"] == ClusterOptions(
+      plan="plan", scheduler="tcp://h:1", compile_budget_s=5.0, compile_cache=pathlib.Path("c"))
+  assert (kwargs["git_commit"], kwargs["resume"], kwargs["device"]) == ("abc", True, "gpu")
+  assert measured.plans == [("gpu", 2, 4)]
+  _measure([], device="gpu")
+  (items, run_dir, kwargs) = measured.runs[1]
+  assert {i.size for i in items} == {"medium", "large"} and len(items) == 2 * 2 * len(TASKS)
+  assert run_dir == pathlib.Path("build/dataset.runs/gpu-19710101T010101Z")
+  assert kwargs["limits"].timeout_s == 300.0 and kwargs["cluster_options"].compile_budget_s == 60.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--variants", "gpu,candidate"], "--variants takes tpu and/or gpu, not 'gpu,candidate'"),
+    (["--variants", " , "], "--variants takes tpu and/or gpu, not ' , '"),
+    (["--resume"], "--resume continues the run in --results: name that folder"),
+])
+def test_measure_refuses_bad_arguments(measured, argv, message):
+  with pytest.raises(ValueError) as info:
+    _measure(argv)
+  assert str(info.value) == message and measured.runs == []
+
+
+@pytest.fixture
+def cli(monkeypatch, measured):
+  """main() with the build and the push stood in; returns what they got."""
+  seen = types.SimpleNamespace(builds=[], pushes=[], preflights=[], measured=measured, asked=[])
+
+  def build_dataset(run_dirs, out, **kwargs):
+    seen.builds.append((run_dirs, out, kwargs))
+    return _Built(out)
+
+  def push_folder(out, repo_id, **kwargs):
+    seen.pushes.append((out, repo_id, kwargs))
+    return types.SimpleNamespace(describe=lambda: f"pushed {repo_id}")
+  monkeypatch.setattr(build, "build_dataset", build_dataset)
+  monkeypatch.setattr(push, "push_folder", push_folder)
+  monkeypatch.setattr(push, "preflight", lambda repo_id, **kw: seen.preflights.append(
+      (repo_id, kw)) or (repo_id or f"me/{kw['hardware']}"))
+  monkeypatch.setattr(build, "hardware_of",
+                      lambda run_dirs: seen.asked.append(run_dirs) or "h200")
+  monkeypatch.setattr(regenerate, "resolve_device",
+                      lambda device: seen.asked.append(device) or "cpu")
+  return seen
+
+
+_NO_EXTRAS = {"candidate_runs": (), "kernel_trees": None}
+
+
+def test_main_builds_from_results(cli, capsys):
+  assert regenerate.main(["--from-results", "a", "b", "--out", "o", "--headline-size", "large",
+                          "--allow-partial", "--repo-id", "x/y"]) == 0
+  assert cli.builds == [([pathlib.Path("a"), pathlib.Path("b")], pathlib.Path("o"), {
+      "headline_size": "large", "repo_id": "x/y", "allow_partial": True, **_NO_EXTRAS})]
+  out, err = capsys.readouterr()
+  assert (out, err) == ("built o\n", "done in 7 s\n")  # two readings of the clock
+  assert cli.pushes == [] and cli.preflights == [] and cli.measured.runs == []
+
+
+def test_main_hands_population_runs_and_kernel_trees_to_the_build(cli, capsys, tmp_path):
+  rf.write_tree(tmp_path / "k")
+  assert regenerate.main(["--from-results", "a", "--candidates", "p", "q", "--kernel-trees",
+                          "k"]) == 0
+  ((_, _, kwargs),) = cli.builds
+  assert kwargs["candidate_runs"] == [pathlib.Path("p"), pathlib.Path("q")]
+  assert kwargs["kernel_trees"] == KernelTrees(tpu=pathlib.Path("k/kernels_tpu"),
+                                               gpu=pathlib.Path("k/kernels_gpu"))
+  capsys.readouterr()
+  assert regenerate.main(["--from-results", "a", "--kernel-trees", "nowhere"]) == 2
+  assert capsys.readouterr().err == (
+      "error: no kernel tree at nowhere/kernels_tpu, nowhere/kernels_gpu: --kernel-trees takes "
+      "a folder holding kernels_tpu/ and kernels_gpu/\n")
+  assert len(cli.builds) == 1
+
+
+def test_main_refuses_candidates_when_only_measuring(cli, capsys):
+  assert regenerate.main(["--tasks", "relu", "--results", "r", "--measure-only", "--candidates",
+                          "p"]) == 2
+  assert capsys.readouterr().err == (
+      "error: --candidates publishes population runs in the built folder: leave out "
+      "--measure-only\n")
+  assert cli.measured.runs == [] and cli.builds == []
+
+
+def test_main_pushes_what_it_built(cli, capsys):
+  assert regenerate.main(["--from-results", "a", "--push", "--tag", "v2", "--revision", "dev"]) == 0
+  assert cli.preflights == [(None, {"hardware": "h200", "revision": "dev", "create_pr": False})]
+  assert cli.asked == [[pathlib.Path("a")]]  # the runs name the hardware
+  assert cli.builds[0][2]["repo_id"] == "me/h200"
+  assert cli.pushes == [(pathlib.Path("build/dataset"), "me/h200", {
+      "revision": "dev", "create_pr": False, "tag": "v2"})]
+  assert capsys.readouterr().out == "built build/dataset\npushed me/h200\n"
+  regenerate.main(["--from-results", "a", "--push", "--repo-id", "o/r", "--create-pr"])
+  assert cli.preflights[-1] == ("o/r", {"hardware": None, "revision": None, "create_pr": True})
+  assert cli.asked == [[pathlib.Path("a")]]  # a named repo needs no hardware
+  assert cli.pushes[-1][1:] == ("o/r", {"revision": None, "create_pr": True, "tag": None})
+
+
+def test_main_pushes_to_the_default_repo_when_the_preflight_names_none(cli, monkeypatch):
+  monkeypatch.setattr(push, "preflight", lambda repo_id, **kw: None)
+  regenerate.main(["--from-results", "a", "--push"])
+  assert cli.pushes[0][1] == "me/default"
+
+
+def test_main_measures_then_builds(cli, capsys, caplog):
+  with caplog.at_level(logging.INFO, logger="builder.regenerate"):
+    assert regenerate.main(["--device", "gpu", "--tasks", "relu", "--results", "r", "--out",
+                            "o"]) == 0
+  assert cli.asked == ["gpu"]
+  assert [r.getMessage() for r in caplog.records][-1] == "measured in 7 s"
+  assert capsys.readouterr().err == "done in 14 s\n"
+  ((items, run_dir, kwargs),) = cli.measured.runs
+  assert run_dir == pathlib.Path("r") and kwargs["device"] == "cpu"
+  assert cli.builds == [([pathlib.Path("r")], pathlib.Path("o"), {
+      "headline_size": None, "repo_id": None, "allow_partial": False, **_NO_EXTRAS})]
+  assert regenerate.main(["--tasks", "relu", "--results", "r2", "--measure-only"]) == 0
+  assert "done in" not in capsys.readouterr().err  # measuring only: no build to time
+  assert len(cli.builds) == 1 and len(cli.measured.runs) == 2
+  regenerate.main(["--tasks", "relu", "--results", "r3", "--push"])
+  assert cli.preflights == [(None, {"hardware": "cpu", "revision": None, "create_pr": False})]
+  assert cli.builds[-1][2]["repo_id"] == "me/cpu"
+  capsys.readouterr()
+
+
+@pytest.mark.parametrize("error, code, message", [
+    (suite_module.Interrupted("stopped by SIGTERM"), 130,
+     "interrupted (stopped by SIGTERM): what was measured is kept; continue with --resume "
+     "--results <the run folder>\n"),
+    (ValueError("bad value"), 2, "error: bad value\n"),
+    (KeyError("relu"), 2, "error: 'relu'\n"),
+    (RuntimeError("no cluster"), 2, "error: no cluster\n"),
+    (OSError("disk"), 2, "error: disk\n"),
+])
+def test_main_turns_failures_into_an_exit_status(cli, capsys, monkeypatch, error, code, message):
+  def fail(*args, **kwargs):
+    raise error
+  monkeypatch.setattr(regenerate, "run_suite", fail)
+  assert regenerate.main(["--tasks", "relu", "--results", "r"]) == code
+  out, err = capsys.readouterr()
+  assert err == message and out == "" and cli.builds == []
+
+
+def test_main_reads_sys_argv(cli, monkeypatch, capsys):
+  monkeypatch.setattr(regenerate.sys, "argv", ["regenerate", "--from-results", "z"])
+  assert regenerate.main() == 0
+  assert cli.builds[0][0] == [pathlib.Path("z")]
+  capsys.readouterr()
+
+
+def test_main_logs_each_step_by_name(cli, monkeypatch, capsys):
+  """Run as a program (no logging set up yet), the steps are logged at INFO as `name: text`."""
+  root = logging.getLogger()
+  monkeypatch.setattr(root, "handlers", [])
+  monkeypatch.setattr(root, "level", logging.WARNING)
+  regenerate.main(["--from-results", "a"])
+  (handler,) = root.handlers
+  assert root.level == logging.INFO and handler.formatter._fmt == "%(name)s: %(message)s"
+  capsys.readouterr()
+
+# ---------------------------------------------------------------------------------------------
+# candidates: population runs read, checked and turned into the `candidates` config
+
+
+def _candidate(name, task="relu", **fields):
+  return Candidate(id=f"{task}/{name}", task=task, source=f"# {name}\n", **fields)
+
+
+def _candidate_record(trees, c, **fields):
+  return rf.record(trees, c.task, "candidate", "small", kernel_sha256=c.sha256, candidate=c.id,
+                   **fields)
+
+
+def _population_run(folder, trees, candidates, records=None, command="population evaluate"):
+  """A population run folder as `population evaluate` writes it (one record per candidate)."""
+  folder.mkdir(parents=True)
+  (folder / "manifest.json").write_text(json.dumps({"command": command}))
+  (folder / CANDIDATES).write_text(to_jsonl(candidates))
+  records = [_candidate_record(trees, c) for c in candidates] if records is None else records
+  _write_lines(folder / "records.jsonl", records)
+  return folder
+
+
+def test_read_population_joins_candidates_and_records(trees, tmp_path):
+  a, b, c = _candidate("a", kind="tuning"), _candidate("b", "gelu"), _candidate("c")
+  run = bc.read_population(_population_run(
+      tmp_path / "pop", trees, [a, b, c], [_candidate_record(trees, b),
+                                           _candidate_record(trees, a)], command="cmd x"))
+  assert (run.name, run.path, run.command) == ("pop", tmp_path / "pop", "cmd x")
+  assert run.candidates == (a, b, c)  # in the file's order
+  assert list(run.records) == ["gelu/b", "relu/a"]  # in the records' order
+  assert run.records["relu/a"] == _candidate_record(trees, a)
+  assert run.missing == ["relu/c"]
+  named = bc.read_population(str(tmp_path / "pop" / ".." / "pop"))  # a str, resolved for its name
+  assert named.name == "pop" and named.path == pathlib.Path(str(tmp_path / "pop" / ".." / "pop"))
+
+
+@pytest.mark.parametrize("absent", ["manifest.json", "records.jsonl", CANDIDATES])
+def test_read_population_needs_its_three_files(trees, tmp_path, absent):
+  folder = _population_run(tmp_path / "pop", trees, [_candidate("a")])
+  (folder / absent).unlink()
+  _raises(f"{folder / absent} is missing: a population run folder (written by python -m "
+          "pallasbench_dataset.population evaluate) holds manifest.json, records.jsonl and "
+          "candidates.jsonl", bc.read_population, folder)
+  (folder / absent).mkdir()  # a folder of that name is not the file
+  with pytest.raises(BuildError, match="is missing"):
+    bc.read_population(folder)
+
+
+@pytest.mark.parametrize("manifest, candidates, message", [
+    ("{", None, "Expecting property name"),
+    ("{}", None, "'command'"),
+    ("[]", None, "list indices"),
+    (None, '{"task": "relu"}\n', "source"),
+])
+def test_read_population_refuses_unreadable_runs(trees, tmp_path, manifest, candidates, message):
+  folder = _population_run(tmp_path / "pop", trees, [_candidate("a")])
+  if manifest is not None:
+    (folder / "manifest.json").write_text(manifest)
+  if candidates is not None:
+    (folder / CANDIDATES).write_text(candidates)
+  with pytest.raises(BuildError) as info:
+    bc.read_population(folder)
+  assert str(info.value).startswith(f"{folder} is not a readable population run: ")
+  assert message in str(info.value)
+
+
+def test_read_population_checks_each_record(trees, tmp_path):
+  a, g = _candidate("a"), _candidate("g", "gelu")
+  good = _candidate_record(trees, a)
+  where = lambda i: tmp_path / f"pop-{i}" / "records.jsonl"  # noqa: E731
+  cases = [
+      (dataclasses.replace(good, variant="gpu"), lambda w: (
+          f"{w}: candidate 'relu/a' (variant 'gpu') is not one of the run's candidates.jsonl; "
+          "suite runs go to --from-results")),
+      (dataclasses.replace(good, candidate="relu/z"), lambda w: (
+          f"{w}: candidate 'relu/z' (variant 'candidate') is not one of the run's "
+          "candidates.jsonl; suite runs go to --from-results")),
+      (dataclasses.replace(good, candidate="gelu/g"), lambda w: (
+          f"{w}: candidate 'gelu/g' is a record of task 'relu', the candidate is for 'gelu'")),
+      (dataclasses.replace(good, kernel_sha256="0" * 64), lambda w: (
+          f"{w}: candidate 'relu/a': the record's kernel_sha256 is not the sha256 of the "
+          "candidate's source in candidates.jsonl; the files do not belong together")),
+      (dataclasses.replace(good, task_id=99), lambda w: (
+          f"{w}: record 'relu' says task_id 99, level 1; the registry says 1, 1")),
+      (dataclasses.replace(good, speedup=5.0), lambda w: (
+          f"{w}: relu/candidate/small speedup 5.0 is not baseline_ms / runtime_ms = 2.0; fix the "
+          "evaluator")),
+  ]
+  for i, (record, message) in enumerate(cases):
+    folder = _population_run(tmp_path / f"pop-{i}", trees, [a, g], [record])
+    _raises(message(where(i)), bc.read_population, folder)
+  folder = _population_run(tmp_path / "twice", trees, [a], [good, good])
+  _raises(f"{folder / 'records.jsonl'}: candidate 'relu/a' has two records; remove the stale "
+          "line", bc.read_population, folder)
+
+
+def test_read_population_refuses_a_task_outside_the_registry(trees, tmp_path, monkeypatch):
+  a = _candidate("a")
+  record = _candidate_record(trees, a)
+  folder = _population_run(tmp_path / "pop", trees, [a], [record])
+  monkeypatch.setattr(bc, "TASKS", {k: v for k, v in TASKS.items() if k != "relu"})
+  with pytest.raises(BuildError) as info:
+    bc.read_population(folder)
+  assert str(info.value) == (f"{folder / 'records.jsonl'}: candidate 'relu/a' is a record of "
+                             "task 'relu', the candidate is for 'relu'")
+
+
+def _population(name, ids, judged):
+  return bc.PopulationRun(name=name, path=pathlib.Path(name), command="c",
+                          candidates=tuple(_candidate(i) for i in ids),
+                          records={f"relu/{i}": None for i in judged})
+
+
+def test_check_complete_names_what_was_not_judged():
+  done = _population("done", "ab", "ab")
+  bc.check_complete([done], allow_partial=False)
+  bc.check_complete([], allow_partial=False)
+  part = _population("p", "abc", "b")
+  _raises("2 candidate(s) have no record (p: relu/a, p: relu/c). Finish the run (population "
+          "evaluate --resume --out RUN) or build with --allow-partial (their rows are left out "
+          "and the card counts them)", bc.check_complete, [done, part], allow_partial=False)
+  bc.check_complete([done, part], allow_partial=True)
+  ten = _population("t", "0123456789", "")
+  with pytest.raises(BuildError) as info:
+    bc.check_complete([ten], allow_partial=False)
+  assert str(info.value).startswith("10 candidate(s) have no record (t: relu/0, t: relu/1, ")
+  assert "t: relu/9). Finish" in str(info.value)
+  with pytest.raises(BuildError) as info:
+    bc.check_complete([ten, part], allow_partial=False)
+  assert str(info.value).startswith(
+      "12 candidate(s) have no record (t: relu/0, t: relu/1, t: relu/2, t: relu/3, t: relu/4, "
+      "t: relu/5, t: relu/6, t: relu/7, t: relu/8, t: relu/9, ...). Finish")
+
+
+def test_candidate_rows_carry_the_candidate_and_its_verdict_in_order(trees, tmp_path):
+  a = _candidate("a", parent="kernels_gpu/relu.py", kind="tuning")
+  g = _candidate("g", "gelu", kind="cheat")
+  z = _candidate("z")
+  failed = _candidate_record(
+      trees, g, status=Status.ERROR, correct=False, runtime_ms=None, baseline_ms=None,
+      error="boom", error_type=ErrorType.RUNTIME, reasons=("r1",), cached=True, device="cpu",
+      comparable=False, eager_ms=None)
+  second = bc.read_population(_population_run(tmp_path / "b", trees, [z, g], [
+      _candidate_record(trees, z), failed]))
+  first = bc.read_population(_population_run(tmp_path / "a", trees, [a, z], [
+      _candidate_record(trees, a, eager_ms=1.5)]))
+  rows_ = bc.candidate_rows([second, first])
+  assert [(r.task_id, r.run, r.candidate) for r in rows_] == [
+      (1, "a", "relu/a"), (1, "b", "relu/z"), (2, "b", "gelu/g")]
+  row = rows_[0]
+  record = first.records["relu/a"]
+  assert row == schema.CandidateRow(
+      candidate="relu/a", run="a", task="relu", task_id=1, level=1, size="small",
+      parent="kernels_gpu/relu.py", kind="tuning", source="# a\n", kernel_sha256=a.sha256,
+      status="pass", correct=True, speedup=2.0, speedup_eager=3.0, runtime_ms=0.5,
+      baseline_ms=1.0, reasons=(), error_type=None, error=None, cached=False, device="gpu",
+      hardware="NVIDIA H200", timing_comparable=True, judge_version=record.judge_version,
+      measured_at="2026-11-20T10:00:00+00:00")
+  bad = rows_[2]
+  assert (bad.status, bad.correct, bad.speedup, bad.runtime_ms, bad.error_type, bad.error,
+          bad.reasons, bad.cached, bad.device, bad.timing_comparable, bad.kind, bad.parent) == (
+      "error", False, None, None, "runtime_error", "boom", ("r1",), True, "cpu", False, "cheat", None)
+  assert bc.candidate_rows([]) == ()
+
+
+def _candidate_row(name, *, kind=None, status="pass", speedup=1.0, run="r", cached=False,
+                   comparable=True):
+  return schema.CandidateRow(
+      candidate=f"relu/{name}", run=run, task="relu", task_id=1, level=1, size="small",
+      parent=None, kind=kind, source="x", kernel_sha256="0" * 64, status=status,
+      correct=status == "pass", speedup=speedup if status == "pass" else None,
+      speedup_eager=None, runtime_ms=0.5 / speedup if status == "pass" else None,
+      baseline_ms=0.5, reasons=(), error_type=None, error=None, cached=cached, device="gpu",
+      hardware="NVIDIA H200", timing_comparable=comparable, judge_version="2",
+      measured_at="2026-11-20T10:00:00+00:00")
+
+
+def test_candidates_stats_count_by_kind_and_list_the_fastest():
+  assert card.candidates_stats([], []) is None
+  populations = [_population("p1", "abcx", "abc"), dataclasses.replace(
+      _population("p2", "d", "d"), command="evaluate --out p2")]
+  rows_ = [_candidate_row("t1", kind="tuning", speedup=1.5, cached=True),
+           _candidate_row("t2", kind="tuning", status="incorrect"),
+           _candidate_row("c1", kind="cheat", speedup=3.0),
+           _candidate_row("c2", kind="cheat", status="rejected"),
+           _candidate_row("c0", kind="cheat", speedup=3.0, run="q"),
+           _candidate_row("u", speedup=0.25, cached=True),
+           _candidate_row("b", kind="broken", status="timeout")]
+  got = card.candidates_stats(populations, rows_)
+  assert got == {
+      "n": 7, "n_runs": 2, "n_cached": 2, "n_missing": 1, "n_cheats": 3,
+      "cheats_passed": "`relu/c1`, `relu/c0`",
+      "by_kind": "| kind | pass | incorrect | rejected | timeout | total |\n"
+                 "|---|---|---|---|---|---|\n"
+                 "| broken | 0 | 0 | 0 | 1 | 1 |\n"
+                 "| cheat | 2 | 0 | 1 | 0 | 3 |\n"
+                 "| tuning | 1 | 1 | 0 | 0 | 2 |\n"
+                 "| unknown | 1 | 0 | 0 | 0 | 1 |",
+      "best": "| candidate | run | task | kind | speedup | runtime_ms |\n"
+              "|---|---|---|---|---|---|\n"
+              "| relu/c0 | q | relu | cheat | 3.000 | 0.1667 |\n"
+              "| relu/c1 | r | relu | cheat | 3.000 | 0.1667 |\n"
+              "| relu/t1 | r | relu | tuning | 1.500 | 0.3333 |\n"
+              "| relu/u | r | relu | – | 0.250 | 2 |",
+      "comparable": True,
+      "commands": [("p1", "c"), ("p2", "evaluate --out p2")]}
+  many = [_candidate_row(f"{i:02d}", speedup=1 + i, run=f"r{i % 2}") for i in range(12)]
+  best = card.candidates_stats(populations, many)["best"].splitlines()[2:]
+  assert [line.split(" | ")[0] for line in best] == [f"| relu/{i:02d}" for i in range(11, 1, -1)]
+  cpu = card.candidates_stats(populations, [*rows_, _candidate_row("z", comparable=False)])
+  assert cpu["comparable"] is False and cpu["cheats_passed"] == "`relu/c1`, `relu/c0`"
+  honest = card.candidates_stats(populations, rows_[:2])
+  assert (honest["n_cheats"], honest["cheats_passed"]) == (0, "none")
+
+
+def test_candidates_stats_of_runs_that_judged_nothing():
+  got = card.candidates_stats([_population("p", "ab", "")], [])
+  assert got == {"n": 0, "n_runs": 1, "n_cached": 0, "n_missing": 2, "n_cheats": 0,
+                 "cheats_passed": "none", "by_kind": "(none)", "best": "(none)",
+                 "comparable": True, "commands": [("p", "c")]}
+
+
+def test_candidates_plot(figures):
+  rows_ = [_candidate_row("t1", kind="tuning"), _candidate_row("t2", kind="tuning",
+                                                                   status="incorrect"),
+           _candidate_row("u"), _candidate_row("c", kind="cheat", status="rejected"),
+           _candidate_row("c2", kind="cheat", status="timeout")]
+  assert plots.candidates_png(rows_) == b"png"
+  (fig,) = figures
+  assert tuple(fig.get_size_inches()) == (8.0, pytest.approx(0.5 * 3 + 1.6))
+  (ax,) = fig.axes
+  assert ax.get_title() == "Verdicts on the population's candidates, by kind"
+  assert ax.title.get_fontsize() == 9 and ax.get_xlabel() == "candidates"
+  assert ax.yaxis_inverted()
+  assert [t.get_text() for t in ax.get_yticklabels()] == ["cheat", "tuning", "unknown"]
+  bars = [(b.get_y() + b.get_height() / 2, b.get_x(), b.get_width(), b.get_facecolor())
+          for b in ax.patches]
+  green, orange = mcolors.to_rgba("tab:green"), mcolors.to_rgba("tab:orange")
+  red, purple = mcolors.to_rgba("tab:red"), mcolors.to_rgba("tab:purple")
+  assert bars == [  # per status (those that occur), one bar per kind, stacked left to right
+      (0, 0, 0, green), (1, 0, 1, green), (2, 0, 1, green),
+      (0, 0, 0, orange), (1, 1, 1, orange), (2, 1, 0, orange),
+      (0, 0, 1, red), (1, 2, 0, red), (2, 1, 0, red),
+      (0, 1, 1, purple), (1, 2, 0, purple), (2, 1, 0, purple)]
+  legend = ax.get_legend()
+  assert [t.get_text() for t in legend.get_texts()] == ["pass", "incorrect", "rejected", "timeout"]
+  assert {t.get_fontsize() for t in legend.get_texts()} == {7}
+  assert legend._loc == 2  # upper left, outside the axes on the right
+  plots.candidates_png([])
+  (ax,) = figures[1].axes
+  assert ax.get_title() == "Verdicts on the population's candidates, by kind"
+  assert [t.get_text() for t in ax.texts] == ["no candidate was judged"]
+
+
+def test_build_with_population_runs(trees, tmp_path):
+  """The `candidates` config, its plot, card section and published run folders; the suite's
+  configs are those of a build without them."""
+  records = rf.standard_records(trees)
+  run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))
+  a, b = _candidate("a", kind="tuning"), _candidate("b", kind="cheat")
+  pop = _population_run(tmp_path / "pop", trees, [a, b], [_candidate_record(trees, a)],
+                        command="population evaluate --out pop")
+  with pytest.raises(BuildError, match=r"^1 candidate\(s\) have no record \(pop: relu/b\)"):
+    build.build_dataset([run], tmp_path / "out", kernel_trees=trees, candidate_runs=[pop])
+  summary = build.build_dataset([run], tmp_path / "out", kernel_trees=trees,
+                                candidate_runs=[str(pop)], allow_partial=True, repo_id="o/pb")
+  out = summary.out_dir
+  assert summary.rows["candidates"] == {"train": 1}
+  assert "candidates/train-00000-of-00001.parquet" in summary.files
+  assert "plots/candidates.png" in summary.files
+  judged = bc.candidate_rows([bc.read_population(pop)])  # the plot shows the judged candidates
+  assert (out / "plots" / "candidates.png").read_bytes() == plots.candidates_png(judged)
+  assert plots.candidates_png(judged) != plots.candidates_png([])
+  assert sorted(p.name for p in (out / "results" / "pop").iterdir()) == [
+      "candidates.jsonl", "manifest.json", "records.jsonl"]
+  assert (out / "results" / "pop" / CANDIDATES).read_bytes() == (pop / CANDIDATES).read_bytes()
+  table = pq.read_table(out / "candidates" / "train-00000-of-00001.parquet").to_pylist()
+  assert [(r["candidate"], r["run"], r["kind"], r["speedup"]) for r in table] == [
+      ("relu/a", "pop", "tuning", 2.0)]
+  text = (out / "README.md").read_text()
+  assert "## Candidates" in text and "1 candidate(s) of these runs were not judged" in text
+  assert "- `pop`: `population evaluate --out pop`" in text
+  assert 'candidates = load_dataset("o/pb", "candidates", split="train")' in text
+  plain = build.build_dataset([run], tmp_path / "plain", kernel_trees=trees, repo_id="o/pb")
+  assert "candidates" not in plain.rows and "plots/candidates.png" not in plain.files
+  assert "## Candidates" not in (plain.out_dir / "README.md").read_text()
+  for name in ("default/level_1-00000-of-00001.parquet", "runs/train-00000-of-00001.parquet"):
+    assert (out / name).read_bytes() == (plain.out_dir / name).read_bytes()
+  clash = _population_run(tmp_path / "other" / "run", trees, [a])
+  _raises(f"run folders share a name (['run', 'run']); they are published as results/<name>/, "
+          "so rename one", build.build_dataset, [run], tmp_path / "x", kernel_trees=trees,
+          candidate_runs=[clash])
+  inside = _population_run(tmp_path / "y" / "pop", trees, [a])
+  _raises(f"out_dir {str(tmp_path / 'y')!r} holds the build's input {str(inside)!r}; choose "
+          "another output folder", build.build_dataset, [run], tmp_path / "y",
+          kernel_trees=trees, candidate_runs=[inside])
+
+# ---------------------------------------------------------------------------------------------
+# Ported from the first mutation pass (branch `mutation`), adapted to the merged builder:
+# the build's arguments, its config rows, the out-dir and name checks, strict Parquet.
+
+
+def test_build_refuses_no_runs_and_names_filesystem_faults(tmp_path, monkeypatch):
+  _raises("no run folders given; pass at least one folder written by the evaluator",
+          build.build_dataset, [], tmp_path / "out")
+
+  def fail(error):
+    def raiser(*args, **kwargs):
+      raise error
+    return raiser
+  monkeypatch.setattr(build, "_build", fail(OSError(errno.EROFS, "Read-only file system",
+                                                    "/x/y")))
+  error = _raises(f"cannot build {str(tmp_path / 'out')!r}: Read-only file system (/x/y); nothing "
+                  "was replaced. Free space or fix the permissions, or choose another --out",
+                  build.build_dataset, [tmp_path], tmp_path / "out")
+  assert isinstance(error.__cause__, OSError)
+  monkeypatch.setattr(build, "_build", fail(OSError("disk gone")))
+  _raises(f"cannot build {str(tmp_path / 'out')!r}: disk gone; nothing was replaced. Free "
+          "space or fix the permissions, or choose another --out", build.build_dataset,
+          [tmp_path], tmp_path / "out")
+  calls = []
+  monkeypatch.setattr(build, "_build", lambda *a, **kw: calls.append((a, kw)) or "summary")
+  assert build.build_dataset([str(tmp_path)], str(tmp_path / "o"), headline_size="large",
+                             kernel_trees="t", repo_id="r", allow_partial=True,
+                             candidate_runs=["p"]) == "summary"
+  assert build.build_dataset([tmp_path], tmp_path / "o") == "summary"
+  assert calls == [
+      (([str(tmp_path)], tmp_path / "o"), {"headline_size": "large", "kernel_trees": "t",
+                                          "repo_id": "r", "allow_partial": True,
+                                          "candidate_runs": ["p"]}),
+      (([tmp_path], tmp_path / "o"), {"headline_size": None, "kernel_trees": None,
+                                      "repo_id": None, "allow_partial": False,
+                                      "candidate_runs": ()})]
+
+
+def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
+  records = [rf.record(trees, "relu"), rf.record(trees, "flash_attention"),
+             rf.record(trees, "relu", "tpu")]
+  merged = rec.merge_runs([_card_run(trees, tmp_path, "a", records)])
+  summary = rows.summary_rows(merged, trees, "medium")
+  configs = build._config_rows(merged, summary, ())
+  assert list(configs) == ["default", "runs"]
+  assert {s: [r["Op_Name"] for r in v] for s, v in configs["default"].items()} == {
+      "level_1": ["relu"], "level_3": ["flash_attention"]}
+  assert configs["runs"] == {"train": [schema.config_row(r) for r in merged.records]}
+  with_artifacts = dataclasses.replace(merged, artifacts=tuple(rf.artifacts_for(records[:1])))
+  candidate = _candidate_row("a")
+  configs = build._config_rows(with_artifacts, summary, [candidate])
+  assert list(configs) == ["default", "runs", "artifacts", "candidates"]
+  assert configs["artifacts"] == {
+      "train": [schema.config_row(a) for a in rf.artifacts_for(records[:1])]}
+  assert configs["candidates"] == {"train": [to_json_dict(candidate)]}
+
+
+def test_configs_must_match_the_infos_and_be_known(folder):
+  _edit_card(folder, lambda data: data["dataset_info"].remove(_info(data, "artifacts")))
+  assert _folder_error(folder) == (f"{folder}: configs ['artifacts', 'default', 'runs'] but "
+                                   "dataset_info for ['default', 'runs']")
+
+  def extra(data):
+    data["configs"].append({"config_name": "extra", "data_files": []})
+    data["dataset_info"].append({**_info(data, "runs"), "config_name": "extra"})
+  _edit_card(folder, extra)
+  _edit_card(folder, lambda data: data["dataset_info"].append(_info(data, "runs") | {
+      "config_name": "artifacts"}))
+  assert _folder_error(folder) == (f"{folder}: unexpected configs ['extra']; configs: "
+                                   "['default', 'runs', 'artifacts', 'candidates']")
+
+
+def test_run_names_must_differ_and_artifacts_belong_to_a_record(trees, tmp_path):
+  run = _run(trees, tmp_path / "x", "run", [rf.record(trees, "relu")])
+  other = _run(trees, tmp_path / "y", "run", [rf.record(trees, "gelu")])
+  _raises("run folders share a name (['run', 'run']); they are published as results/<name>/, "
+          "so rename one", build._check_names, [run, other])
+  build._check_names([run, _run(trees, tmp_path / "y", "run2", [rf.record(trees, "gelu")])])
+  orphan = _run(trees, tmp_path, "o", [rf.record(trees, "relu")],
+                rf.artifacts_for([rf.record(trees, "relu"), rf.record(trees, "gelu")]))
+  _raises(f"{tmp_path / 'o' / 'artifacts.jsonl'}: gelu/gpu/medium has no record in any run; "
+          "artifacts must belong to a measured evaluation", rec.merge_runs, [orphan])
+
+
+def test_out_dir_never_replaces_inputs_or_foreign_folders(trees, tmp_path):
+  run = _card_run(trees, tmp_path, "run").path
+  out = tmp_path / "out"
+  build._check_out_dir(out, [run], trees)  # it does not exist
+  for target, inp in [(tmp_path / "run", run), (tmp_path, run), (trees.gpu, trees.gpu)]:
+    _raises(f"out_dir {str(target)!r} holds the build's input {str(inp.resolve())!r}; choose "
+            "another output folder", build._check_out_dir, target, [run], trees)
+  # the trees' own folder holds them as kernels_tpu/ and kernels_gpu/: republished, so it is
+  # refused only as a folder the builder did not write
+  _raises(f"out_dir {str(tmp_path / 'src')!r} exists and is not a dataset folder written by "
+          "builder.build; pass a new or empty folder (it would be replaced)",
+          build._check_out_dir, tmp_path / "src", [run], trees)
+  # inputs inside the folder's own results/ and kernel trees are republished: fine
+  inside = _card_run(trees, out / "results", "run").path
+  published = KernelTrees(tpu=out / "kernels_tpu", gpu=out / "kernels_gpu")
+  (out / "README.md").write_text(f"<!-- {card.MARKER} -->")
+  build._check_out_dir(out, [inside], published)
+  notes = tmp_path / "notes"
+  notes.mkdir()
+  build._check_out_dir(notes, [run], trees)  # empty
+  (notes / "README.md").write_text("someone's notes")
+  message = (f"out_dir {str(notes)!r} exists and is not a dataset folder written by "
+             "builder.build; pass a new or empty folder (it would be replaced)")
+  _raises(message, build._check_out_dir, notes, [run], trees)
+  (notes / "README.md").unlink()
+  (notes / "README.md").mkdir()
+  _raises(message, build._check_out_dir, notes, [run], trees)
+  afile = tmp_path / "afile"
+  afile.write_text(card.MARKER)
+  _raises(f"out_dir {str(afile)!r} exists and is not a dataset folder written by "
+          "builder.build; pass a new or empty folder (it would be replaced)",
+          build._check_out_dir, afile, [run], trees)
+  (notes / "README.md").rmdir()
+  (notes / "README.md").write_bytes(b"\xff\xfe " + card.MARKER.encode())  # not UTF-8, still ours
+  build._check_out_dir(notes, [run], trees)
+  _raises(f"out_dir {str(out)!r} holds the build's input {str((out / 'other').resolve())!r}; "
+          "choose another output folder", build._check_out_dir, out,
+          [_card_run(trees, out, "other").path], trees)
+
+
+def _write_error(path, rows_, features):
+  with pytest.raises(BuildError) as info:
+    build._write_parquet(path, rows_, features)
+  assert info.value.__cause__ is None
+  return info.value
+
+
+def test_write_parquet_is_strict(trees, tmp_path):
+  features = schema.features_of(schema.EvalRecord)
+  good = schema.config_row(rf.record(trees, "relu"))
+  n, nbytes = build._write_parquet(tmp_path / "a" / "b" / "c.parquet", [good], features)
+  assert n == 1 and nbytes > 0 and (tmp_path / "a" / "b" / "c.parquet").is_file()
+  for bad in ({k: v for k, v in good.items() if k != "seeds"},                    # ValueError
+              {**good, "extra": 1},                                                 # KeyError
+              {**good, "seeds": 5}):                                                # TypeError
+    message = str(_write_error(tmp_path / "c.parquet", [bad], features))
+    assert message.startswith("rows for c.parquet do not match schema.py's features: ")
+    assert not (tmp_path / "c.parquet").exists()

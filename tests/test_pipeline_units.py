@@ -23,9 +23,13 @@ import dask
 import distributed
 import pytest
 
-from pallasbench_dataset.evaluation import cluster, driver, environment, protocol, stages, suite
-from pallasbench_dataset.evaluation.judge import Precompiled
+from pallasbench_dataset.evaluation import (
+    cluster, driver, environment, protocol, stages, suite, verdicts)
+from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, Precompiled
 from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
+from pallasbench_dataset.population import run as pop_run
+from pallasbench_dataset.population.candidates import (
+    CANDIDATES, Candidate, PopulationError, to_jsonl)
 from pallasbench_dataset.schema import (
     Artifacts, CompileProfile, ErrorType, RunInfo, StageTimes, Status, to_json_dict)
 
@@ -1144,3 +1148,320 @@ def test_a_scratch_folder_removed_under_the_run_does_not_fail_it(stand_ins, dask
   _run_suite(tmp_path, _items(("relu", "gpu")), _options(dask_cluster))
   assert json.loads((tmp_path / suite.MANIFEST).read_text())["finished_at"]
   assert len(suite.read_records(tmp_path)) == 1
+
+# ---------------------------------------------------------------------------------------------
+# population runs: the suite run of a population, and what it found (run_suite stood in)
+
+
+def _candidates(*names, task="relu", kind=None):
+  return [Candidate(id=f"{task}/{n}", task=task, source=f"# {n}\n", kind=kind) for n in names]
+
+
+def test_work_items_are_one_candidate_evaluation_each():
+  a, b = _candidates("a", "b")
+  options = pop_run.EvalOptions(num_seeds=2)
+  items = pop_run.work_items([a, b], "small", options)
+  assert items == [
+      driver.WorkItem(task="relu", variant="candidate", size="small", source="# a\n",
+                      filename="relu/a.py", options=options, candidate="relu/a"),
+      driver.WorkItem(task="relu", variant="candidate", size="small", source="# b\n",
+                      filename="relu/b.py", options=options, candidate="relu/b")]
+
+
+def _population_folder(run_dir, candidates, sizes=None):
+  run_dir.mkdir(parents=True)
+  (run_dir / CANDIDATES).write_text(to_jsonl(candidates))
+  if sizes is not None:
+    (run_dir / suite.MANIFEST).write_text(json.dumps({"sizes": sizes}))
+  return run_dir
+
+
+def test_a_resumed_run_continues_its_own_population(tmp_path):
+  kept = _candidates("a", "b")
+  run_dir = _population_folder(tmp_path / "run", kept, sizes=["small"])
+  assert pop_run._resumed_population(run_dir, None, "small") == kept
+  assert pop_run._resumed_population(run_dir, list(kept), "small") == kept
+  assert pop_run._resumed_population(run_dir, tuple(kept), "small") == kept
+  bare = _population_folder(tmp_path / "bare", kept)  # no manifest yet: any size
+  assert pop_run._resumed_population(bare, None, "large") == kept
+  (bare / suite.MANIFEST).write_text(json.dumps({"command": "x"}))  # no sizes in it
+  assert pop_run._resumed_population(bare, None, "large") == kept
+  cases = [
+      (tmp_path / "absent", None, "small",
+       f"--resume: {tmp_path / 'absent'} does not exist; leave out --resume to start a new run "
+       "there"),
+      (tmp_path, None, "small",
+       f"--resume: {tmp_path} has no candidates.jsonl; it is not a population run"),
+      (run_dir, _candidates("a"), "small",
+       f"--resume: {run_dir} holds another population (2 candidates in its candidates.jsonl); "
+       "resume without --candidates, or start a new run folder for this one"),
+      (run_dir, None, "medium",
+       f"--resume: {run_dir} was measured at small, not medium; pass --size small"),
+  ]
+  for folder, candidates, size, message in cases:
+    with pytest.raises(PopulationError) as info:
+      pop_run._resumed_population(folder, candidates, size)
+    assert str(info.value) == message
+  (tmp_path / "afile").write_text("")
+  with pytest.raises(PopulationError, match="does not exist"):
+    pop_run._resumed_population(tmp_path / "afile", None, "small")
+  two = _population_folder(tmp_path / "two", kept, sizes=["large", "small"])
+  with pytest.raises(PopulationError) as info:
+    pop_run._resumed_population(two, None, "small")
+  assert str(info.value).endswith("was measured at large, small, not small; pass --size large")
+
+
+@pytest.fixture
+def suite_calls(monkeypatch):
+  calls = []
+
+  def run_suite(items, run_dir, **kwargs):
+    calls.append((items, run_dir, kwargs))
+    return run_dir
+  monkeypatch.setattr(pop_run, "run_suite", run_suite)
+  return calls
+
+
+def test_evaluate_population_hands_the_candidates_to_the_suite(tmp_path, suite_calls):
+  population = _candidates("a", "b")
+  limits, cache, stream = Limits(timeout_s=5.0, memory_bytes=1), object(), io.StringIO()
+  cluster_options = suite.ClusterOptions(plan=None, compile_budget_s=1.0)
+  kwargs = dict(size="small", device="cpu", options=pop_run.EvalOptions(), limits=limits,
+                cluster_options=cluster_options, git_commit="abc", command="cmd", cache=cache)
+  assert pop_run.evaluate_population(population, tmp_path / "new", stream=stream,
+                                     **kwargs) == tmp_path / "new"
+  ((items, run_dir, got),) = suite_calls
+  assert items == pop_run.work_items(population, "small", pop_run.EvalOptions())
+  assert run_dir == tmp_path / "new"
+  assert got == {"device": "cpu", "limits": limits, "git_commit": "abc", "command": "cmd",
+                 "cluster_options": cluster_options, "resume": False, "stream": stream,
+                 "cache": cache, "inputs": {CANDIDATES: to_jsonl(population)}}
+  for empty in (None, []):
+    with pytest.raises(PopulationError) as info:
+      pop_run.evaluate_population(empty, tmp_path / "x", **kwargs)
+    assert str(info.value) == "no candidates: pass --candidates FILE_OR_FOLDER"
+  stored = _population_folder(tmp_path / "old", population, sizes=["small"])
+  pop_run.evaluate_population(None, stored, resume=True, **kwargs)
+  (items, run_dir, got) = suite_calls[-1]
+  assert [i.candidate for i in items] == ["relu/a", "relu/b"] and got["resume"] is True
+  assert got["stream"] is sys.stderr and got["inputs"] == {CANDIDATES: to_jsonl(population)}
+  with pytest.raises(PopulationError, match="holds another population"):
+    pop_run.evaluate_population(population[:1], stored, resume=True, **kwargs)
+  assert len(suite_calls) == 2
+
+
+def test_evaluate_as_asked_fills_in_the_defaults(tmp_path, monkeypatch):
+  calls = []
+  monkeypatch.setattr(pop_run, "evaluate_population",
+                      lambda *a, **kw: calls.append((a, kw)))
+  monkeypatch.setattr(pop_run, "summarize", lambda run_dir: ("summary", run_dir))
+  monkeypatch.setattr(pop_run.environment, "git_commit", lambda: "head")
+  monkeypatch.setattr(pop_run.run_options, "limits",
+                      lambda args, device: ("limits", args.name, device))
+  monkeypatch.setattr(pop_run.run_options, "cluster_options",
+                      lambda args, device: ("cluster", args.name, device))
+  args = types.SimpleNamespace(size=None, git_commit=None, name="the command line")
+  got = pop_run.evaluate_as_asked(args, "gpu", ["c"], tmp_path, command="cmd", cache="cache",
+                                  resume=True)
+  assert got == ("summary", tmp_path)
+  assert calls == [((["c"], tmp_path), {
+      "size": "medium", "device": "gpu", "options": pop_run.default_options("gpu"),
+      "limits": ("limits", "the command line", "gpu"),
+      "cluster_options": ("cluster", "the command line", "gpu"), "git_commit": "head",
+      "command": "cmd", "cache": "cache", "resume": True})]
+  pop_run.evaluate_as_asked(args, "cpu", None, tmp_path, command="c", cache=None, resume=False)
+  assert calls[-1][1]["size"] == "small" and calls[-1][1]["options"] == pop_run.default_options(
+      "cpu")
+  args = types.SimpleNamespace(size="large", git_commit="mine", name="x")
+  pop_run.evaluate_as_asked(args, "cpu", None, tmp_path, command="c", cache=None, resume=False)
+  assert (calls[-1][1]["size"], calls[-1][1]["git_commit"]) == ("large", "mine")
+
+
+def _population_record(trees, candidate, status=Status.PASS, cached=False, device_kind=None):
+  record = runfixtures.record(trees, candidate.task, "candidate", "small",
+                              kernel_sha256=candidate.sha256, candidate=candidate.id,
+                              status=status, cached=cached)
+  if device_kind:
+    record = dataclasses.replace(record, environment=dataclasses.replace(
+        record.environment, device_kind=device_kind))
+  return record
+
+
+def test_summarize_counts_by_status_and_kind_and_names_holes(tmp_path):
+  trees = runfixtures.write_tree(tmp_path / "src")
+  tuning = _candidates("t1", "t2", kind="tuning")
+  cheats = _candidates("c1", "c2", "c3", kind="cheat")
+  broken = _candidates("b1", kind="broken")
+  plain = _candidates("p")
+  population = [*tuning, *cheats, *broken, *plain, *_candidates("unjudged")]
+  run_dir = _population_folder(tmp_path / "run", population)
+  records = [_population_record(trees, tuning[0], cached=True),
+             _population_record(trees, tuning[1], Status.INCORRECT),
+             _population_record(trees, cheats[2]),
+             _population_record(trees, cheats[1], Status.REJECTED),
+             _population_record(trees, cheats[0]),
+             _population_record(trees, broken[0], Status.ERROR, cached=True),
+             _population_record(trees, plain[0], Status.TIMEOUT, device_kind="cpu")]
+  (run_dir / suite.RECORDS).write_text("".join(_line(r) + "\n" for r in records))
+  (run_dir / suite.MANIFEST).write_text(json.dumps({
+      "pipeline": {"evaluations": 4, "wall_s": 120.0, "judges": 2},
+      "resumes": [{"pipeline": {"evaluations": 1, "wall_s": 30.0}}, {}]}))
+  summary = pop_run.summarize(run_dir)
+  assert summary == pop_run.Summary(
+      candidates=8, records=7, cached=2,
+      by_status={"pass": 3, "incorrect": 1, "rejected": 1, "error": 1, "timeout": 1},
+      by_kind={"broken": {"error": 1}, "cheat": {"pass": 2, "rejected": 1},
+               "tuning": {"pass": 1, "incorrect": 1}, "unknown": {"timeout": 1}},
+      holes={"broken": (), "cheat": ("relu/c1", "relu/c3")},
+      measured=5, judge_minutes=4.5, wall_s=150.0, hardware="NVIDIA H200, cpu")
+  assert list(summary.by_status) == ["pass", "incorrect", "rejected", "error", "timeout"]
+  assert list(summary.by_kind) == ["broken", "cheat", "tuning", "unknown"]
+  assert summary.per_judge_minute == pytest.approx(5 / 4.5)
+  assert summary.describe() == (
+      "7 of 8 candidates judged on NVIDIA H200, cpu: 5 measured, 2 from the verdict cache\n"
+      "  throughput: 5 evaluations in 150 s, 4.5 judge-minutes = 1.11 per judge-minute\n"
+      "  status: pass 3, incorrect 1, rejected 1, error 1, timeout 1\n"
+      "  broken: error 1\n"
+      "  cheat: pass 2, rejected 1\n"
+      "  tuning: pass 1, incorrect 1\n"
+      "  unknown: timeout 1\n"
+      "  broken that passed: none\n"
+      "  cheat that passed: relu/c1, relu/c3")
+
+
+def test_summary_of_a_run_that_judged_nothing(tmp_path):
+  run_dir = _population_folder(tmp_path / "run", _candidates("a", kind="cheat"))
+  (run_dir / suite.MANIFEST).write_text("{}")
+  summary = pop_run.summarize(run_dir)
+  assert (summary.records, summary.cached, summary.by_status, summary.by_kind, summary.holes,
+          summary.measured, summary.judge_minutes, summary.wall_s, summary.hardware) == (
+      0, 0, {}, {}, {"broken": (), "cheat": ()}, 0, 0.0, 0.0, "nothing")
+  assert summary.per_judge_minute is None
+  assert summary.describe() == (
+      "0 of 1 candidates judged on nothing: 0 measured, 0 from the verdict cache\n"
+      "  throughput: 0 evaluations in 0 s, 0.0 judge-minutes = - per judge-minute\n"
+      "  status: none")
+
+# ---------------------------------------------------------------------------------------------
+# suite: a run's inputs and the verdict cache, through the scheduler (stand-in stages)
+
+
+def _judge_environment_stand_in(settings):
+  with _STAGE.lock:
+    _STAGE.events.append(("environment", "environment"))
+    _STAGE.placed.append(("environment", distributed.get_worker().name, settings))
+  if "environment" in _STAGE.raises:
+    raise _STAGE.raises["environment"]
+  return runfixtures.ENV
+
+
+def _judge_of_this_version(item, exported, notes, settings):
+  record, artifacts = _judge_stand_in(item, exported, notes, settings)
+  return dataclasses.replace(record, judge_version=JUDGE_VERSION), artifacts
+
+
+@pytest.fixture
+def cached_stand_ins(stand_ins, monkeypatch):
+  monkeypatch.setattr(stages, "judge_environment", _judge_environment_stand_in)
+  monkeypatch.setattr(stages, "judge_stage", _judge_of_this_version)
+  return stand_ins
+
+
+def _judged(state):
+  return [slug for stage, slug in state.events if stage in ("judge", "environment")]
+
+
+def test_a_new_run_writes_its_inputs_and_a_resumed_one_keeps_its_own(stand_ins, dask_cluster,
+                                                                      tmp_path):
+  run_dir = tmp_path / "run"
+  _run_suite(run_dir, _items(("relu", "gpu")), _options(dask_cluster),
+             inputs={"candidates.jsonl": "first\n", "notes.txt": "n\n"})
+  assert (run_dir / "candidates.jsonl").read_text() == "first\n"
+  assert (run_dir / "notes.txt").read_text() == "n\n"
+  _run_suite(run_dir, _items(("relu", "gpu"), ("gelu", "gpu")), _options(dask_cluster),
+             resume=True, inputs={"candidates.jsonl": "second\n"})
+  assert (run_dir / "candidates.jsonl").read_text() == "first\n"
+  _run_suite(tmp_path / "plain", _items(("relu", "gpu")), _options(dask_cluster))
+  assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [
+      ".lock", suite.ARTIFACTS, suite.MANIFEST, suite.RECORDS]
+
+
+def test_run_suite_reuses_the_verdict_cache_and_fills_it(cached_stand_ins, dask_cluster,
+                                                         tmp_path):
+  cache = verdicts.VerdictCache(tmp_path / "cache")
+  items = _items(("relu", "gpu"), ("gelu", "gpu"))
+  _run_suite(tmp_path / "a", items, _options(dask_cluster), cache=cache, device="gpu")
+  assert _judged(cached_stand_ins) == ["environment", "relu-gpu-medium", "gelu-gpu-medium"]
+  (asked,) = [p[2] for p in cached_stand_ins.placed if p[0] == "environment"]
+  assert (asked.run_id, asked.device, asked.judge.device) == ("a", "gpu", "gpu")
+  first = _lines_of(tmp_path / "a" / suite.RECORDS)
+  assert [r["cached"] for r in first] == [False, False]
+  assert len(list(cache.folder.rglob("*.json"))) == 2
+  manifest = json.loads((tmp_path / "a" / suite.MANIFEST).read_text())
+  assert manifest["verdict_cache"] == str(cache.folder)
+  cached_stand_ins.events.clear()
+  _run_suite(tmp_path / "b", items + _items(("silu", "gpu")), _options(dask_cluster),
+             cache=cache, device="gpu")
+  assert _judged(cached_stand_ins) == ["environment", "silu-gpu-medium"]
+  second = _lines_of(tmp_path / "b" / suite.RECORDS)
+  assert [(r["task"], r["cached"]) for r in second] == [
+      ("relu", True), ("gelu", True), ("silu", False)]
+  manifest = json.loads((tmp_path / "b" / suite.MANIFEST).read_text())
+  assert manifest["pipeline"]["evaluations"] == 1  # the cached records were measured elsewhere
+  cached_stand_ins.events.clear()
+  _run_suite(tmp_path / "b", items, _options(dask_cluster), cache=cache, device="gpu",
+             resume=True)
+  assert _judged(cached_stand_ins) == []  # nothing left to do: no judge is asked
+
+
+def test_without_a_judge_environment_the_cache_is_only_written(cached_stand_ins, dask_cluster,
+                                                               tmp_path, caplog):
+  cache = verdicts.VerdictCache(tmp_path / "cache")
+  items = _items(("relu", "gpu"))
+  _run_suite(tmp_path / "a", items, _options(dask_cluster), cache=cache)
+  cached_stand_ins.events.clear()
+  cached_stand_ins.raises["environment"] = RuntimeError("no GPU worker")
+  with caplog.at_level(logging.WARNING, logger=suite.logger.name):
+    _run_suite(tmp_path / "b", items, _options(dask_cluster), cache=cache)
+  assert _judged(cached_stand_ins) == ["environment", "relu-gpu-medium"]
+  assert [r.getMessage() for r in caplog.records if r.name == suite.logger.name] == [
+      "no judge reported its machine (RuntimeError: no GPU worker); the verdict cache is not "
+      "consulted, only written"]
+  assert [r["cached"] for r in _lines_of(tmp_path / "b" / suite.RECORDS)] == [False]
+  assert json.loads((tmp_path / "b" / suite.MANIFEST).read_text())["verdict_cache"] == str(
+      cache.folder)
+
+
+def test_judge_environment_starts_the_judge_and_reports_its_machine(processes, monkeypatch):
+  machine = dataclasses.replace(runfixtures.ENV, device_kind="NVIDIA B200")
+
+  def start(config):
+    process = _FakeProcess(config, [])
+    process.environment = machine
+    processes.started.append(process)
+    return process
+  monkeypatch.setattr(stages, "JudgeWorker", start)
+  assert stages.judge_environment(SETTINGS) == machine
+  (judge,) = processes.started
+  assert judge.config == dataclasses.replace(SETTINGS.judge, role="judge")
+  assert stages.judge_environment(SETTINGS) == machine and len(processes.started) == 1
+  assert stages._process(stages.JUDGE, SETTINGS.judge) is judge  # pylint: disable=protected-access
+
+
+def test_pipeline_report_rounds_the_rate_to_hundredths():
+  record = _record(stages=StageTimes(export_s=1.0, compile_s=1.0, judge_s=2.0,
+                                     compile_cache_hit=True))
+  report = suite._pipeline_report([record] * 7, 180.0, 2)  # pylint: disable=protected-access
+  assert report["per_judge_minute"] == 1.17  # 7 evaluations / 6 judge-minutes
+
+
+def test_a_record_of_a_candidate_the_population_lacks_counts_as_unknown(tmp_path):
+  trees = runfixtures.write_tree(tmp_path / "src")
+  (known,) = _candidates("a", kind="cheat")
+  (stray,) = _candidates("stray", kind="cheat")
+  run_dir = _population_folder(tmp_path / "run", [known])
+  (run_dir / suite.RECORDS).write_text(_line(_population_record(trees, stray)) + "\n")
+  (run_dir / suite.MANIFEST).write_text("{}")
+  summary = pop_run.summarize(run_dir)
+  assert summary.by_kind == {"unknown": {"pass": 1}}
+  assert summary.holes == {"broken": (), "cheat": ()}
