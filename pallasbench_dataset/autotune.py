@@ -93,6 +93,15 @@ def candidates(module, default: Mapping[str, Any], max_configs: int,
   return out
 
 
+def _compile(module, config: Mapping[str, Any], structs, interpret: bool):
+  """(executable, None), or (None, the error) for a config that does not compile."""
+  try:
+    fn = functools.partial(module.kernel, interpret=interpret, config=dict(config))
+    return jax.jit(fn).lower(*structs).compile(), None
+  except Exception as e:  # pylint: disable=broad-except  (a config that does not compile)
+    return None, short_error(e)
+
+
 def _compile_one(path: str, config: Mapping[str, Any], structs, interpret: bool,
                  cache_dir: str, conn) -> None:
   """In a child process: compiles one config of the kernel at `path` into the persistent
@@ -100,12 +109,7 @@ def _compile_one(path: str, config: Mapping[str, Any], structs, interpret: bool,
   os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # many children, one GPU
   compile_profile.use_persistent_cache(pathlib.Path(cache_dir))
   module = load_module(pathlib.Path(path).read_text(), path)
-  try:
-    fn = functools.partial(module.kernel, interpret=interpret, config=dict(config))
-    jax.jit(fn).lower(*structs).compile()
-    conn.send(None)
-  except Exception as e:  # pylint: disable=broad-except  (a config that does not compile)
-    conn.send(short_error(e))
+  conn.send(_compile(module, config, structs, interpret)[1])
 
 
 def _compile_in_children(path: str, configs: Sequence[Mapping[str, Any]], structs, *,
@@ -160,20 +164,15 @@ def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, inter
 
   def one(pair):
     config, error = pair
-    if error is not None:
-      return None, error
-    try:
-      fn = functools.partial(module.kernel, interpret=interpret, config=dict(config))
-      return jax.jit(fn).lower(*structs).compile(), None
-    except Exception as e:  # pylint: disable=broad-except  (a config that does not compile)
-      return None, short_error(e)
+    return (None, error) if error is not None else _compile(module, config, structs, interpret)
   with concurrent.futures.ThreadPoolExecutor(workers) as pool:
     return list(pool.map(one, zip(configs, errors)))
 
 
 def tune(task: str, size: str, *, max_configs: int, workers: int,
          backends: Sequence[str] | None = None, compile_budget_s: float | None = None,
-         cache_dir: pathlib.Path | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+         cache_dir: pathlib.Path | None = None,
+         progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
   """Measures `task`'s configs at `size` on the default device; returns the results line."""
   module = load_kernel("gpu", task)
   if not is_tunable(module):

@@ -236,7 +236,7 @@ def test_every_mosaic_gpu_path_is_correct_and_lowers(task):
   small and edge sizes (zero padding makes them shape-general) and the Mosaic GPU lowering
   for an abstract H200 at `medium`."""
   module, spec = load_kernel("gpu", task), get_task(task)
-  configs = [c for c in autotune.candidates(module, {"backend": None}, 1000, ["mosaic_gpu"])[1:]]
+  configs = autotune.candidates(module, {"backend": None}, 1000, ["mosaic_gpu"])[1:]
   for config in (configs[0], configs[-1]):
     for size in (Size.SMALL, Size.EDGE):
       inputs = spec.make_inputs(size, 2)
@@ -249,7 +249,7 @@ def test_every_mosaic_gpu_path_is_correct_and_lowers(task):
   assert {"matmul", "swiglu", "gated_mlp", "batched_matmul"} <= set(MOSAIC)
 
 
-SLOW_KERNEL = '''"""A kernel whose `slow` config never finishes tracing (a stand-in for a compile that hangs)."""
+SLOW_KERNEL = '''"""A kernel whose `slow` config never finishes tracing (a hung compile)."""
 import time
 
 import jax.numpy as jnp
