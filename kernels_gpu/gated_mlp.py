@@ -320,7 +320,8 @@ def kernel(x, w_gate, w_up, w_down, *, interpret: bool = False, config=None):
   return _gated_mlp_triton(x, w_gate, w_up, w_down, interpret=interpret, **chosen)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[0])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[0] if k != "backend")))
 def _gated_mlp_triton(x, w_gate, w_up, w_down, *, interpret: bool, glu_m: int, glu_n: int,
                       down_m: int, down_n: int, block_k: int, k_major: bool, num_warps: int,
                       num_stages: int):
@@ -349,7 +350,8 @@ def _mosaic_call(body, out_shape, name: str, interpret: bool, *operands):
       interpret=plgpu.InterpretGPUParams() if interpret else None, kernel_name=name)(*operands)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[1])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _gated_mlp_mosaic(x, w_gate, w_up, w_down, *, interpret: bool, tile_m: int, glu_n: int,
                       down_n: int, stages: int, split_n: bool, delay: int):
   (m, d), f = x.shape, w_gate.shape[1]

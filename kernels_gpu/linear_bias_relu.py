@@ -233,7 +233,8 @@ def kernel(x, w, b, *, interpret: bool = False, config=None):
   return _linear_bias_relu_triton(x, w, b, interpret=interpret, **chosen)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[0])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[0] if k != "backend")))
 def _linear_bias_relu_triton(x, w, b, *, interpret: bool, block_m: int, block_n: int, block_k: int,
                    group_m: int, k_major: bool, num_warps: int, num_stages: int):
   m, n = x.shape[0], w.shape[1]
@@ -246,7 +247,8 @@ def _linear_bias_relu_triton(x, w, b, *, interpret: bool, block_m: int, block_n:
       interpret=interpret, name=TASK_NAME)(x, w.T if k_major else w, b)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[1])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _linear_bias_relu_mosaic(x, w, b, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
                    split_n: bool, delay: int):
   (m, k), n = x.shape, w.shape[1]

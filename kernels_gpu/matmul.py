@@ -221,7 +221,8 @@ def kernel(x, y, *, interpret: bool = False, config=None):
   return _matmul_triton(x, y, interpret=interpret, **chosen)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[0])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[0] if k != "backend")))
 def _matmul_triton(x, y, *, interpret: bool, block_m: int, block_n: int, block_k: int,
                    group_m: int, k_major: bool, num_warps: int, num_stages: int):
   m, n = x.shape[0], y.shape[1]
@@ -234,7 +235,8 @@ def _matmul_triton(x, y, *, interpret: bool, block_m: int, block_n: int, block_k
       interpret=interpret, name=TASK_NAME)(x, y.T if k_major else y)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[1])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _matmul_mosaic(x, y, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
                    split_n: bool, delay: int):
   (m, k), n = x.shape, y.shape[1]

@@ -225,7 +225,8 @@ def kernel(x, w, *, interpret: bool = False, config=None):
   return _matmul_gelu_triton(x, w, interpret=interpret, **chosen)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[0])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[0] if k != "backend")))
 def _matmul_gelu_triton(x, w, *, interpret: bool, block_m: int, block_n: int, block_k: int,
                    group_m: int, k_major: bool, num_warps: int, num_stages: int):
   m, n = x.shape[0], w.shape[1]
@@ -238,7 +239,8 @@ def _matmul_gelu_triton(x, w, *, interpret: bool, block_m: int, block_n: int, bl
       interpret=interpret, name=TASK_NAME)(x, w.T if k_major else w)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[1])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _matmul_gelu_mosaic(x, w, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
                    split_n: bool, delay: int):
   (m, k), n = x.shape, w.shape[1]

@@ -233,7 +233,8 @@ def kernel(x, w_gate, w_up, *, interpret: bool = False, config=None):
   return _swiglu_triton(x, w_gate, w_up, interpret=interpret, **chosen)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[0])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[0] if k != "backend")))
 def _swiglu_triton(x, w_gate, w_up, *, interpret: bool, block_m: int, block_n: int, block_k: int,
                  group_m: int, k_major: bool, num_warps: int, num_stages: int):
   m, n = x.shape[0], w_gate.shape[1]
@@ -247,7 +248,8 @@ def _swiglu_triton(x, w_gate, w_up, *, interpret: bool, block_m: int, block_n: i
       interpret=interpret, name=TASK_NAME)(x, *weights)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *list(CONFIG_SPACE[1])[1:]))
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _swiglu_mosaic(x, w_gate, w_up, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
                  split_n: bool, delay: int):
   (m, k), n = x.shape, w_gate.shape[1]
