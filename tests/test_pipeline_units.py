@@ -1044,13 +1044,19 @@ class _SpecClusterStandIn:
     return self.clusters[-1]
 
 
-def test_the_local_cluster_and_its_plugin(stand_ins, tmp_path, monkeypatch):
-  spec_cluster = _SpecClusterStandIn()
+@pytest.fixture
+def spec_cluster(stand_ins, monkeypatch):
+  """distributed.SpecCluster replaced by _SpecClusterStandIn; the stand-in stages see it."""
+  stand_in = _SpecClusterStandIn()
 
   def started(**kwargs):
-    stand_ins.cluster = spec_cluster(**kwargs)
+    stand_ins.cluster = stand_in(**kwargs)
     return stand_ins.cluster
   monkeypatch.setattr(cluster.distributed, "SpecCluster", started)
+  return stand_in
+
+
+def test_the_local_cluster_and_its_plugin(stand_ins, spec_cluster, tmp_path, monkeypatch):
   shutdowns = []
   monkeypatch.setattr(stages, "shutdown", lambda: shutdowns.append(True))
   plugins = []
@@ -1070,13 +1076,8 @@ def test_the_local_cluster_and_its_plugin(stand_ins, tmp_path, monkeypatch):
   assert (manifest["scheduler"], manifest["cpu_workers"]) == ("local", 2)
 
 
-def test_a_stopped_local_cluster_silences_the_workers_dying(stand_ins, tmp_path, monkeypatch):
-  spec_cluster = _SpecClusterStandIn()
-
-  def started(**kwargs):
-    stand_ins.cluster = spec_cluster(**kwargs)
-    return stand_ins.cluster
-  monkeypatch.setattr(cluster.distributed, "SpecCluster", started)
+def test_a_stopped_local_cluster_silences_the_workers_dying(stand_ins, spec_cluster, tmp_path,
+                                                           monkeypatch):
   dask_logger = logging.getLogger("distributed")
   monkeypatch.setattr(dask_logger, "level", logging.INFO)
   stand_ins.on_judge = lambda slug: _signal_when_the_driver_waits(signal.SIGTERM)
