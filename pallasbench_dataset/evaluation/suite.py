@@ -464,7 +464,8 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   last_env: Environment = environment.unmeasured(settings.device, git_commit)
   for future in running:
     item = items.pop(future)
-    worker = next(iter(client.who_has([future]).get(future.key, ())), None)
+    # The worker holding the judge's result ran it; none when the judge failed.
+    worker = next(iter(client.who_has([future])[future.key]), None)
     try:
       record, artifacts = future.result()
       last_env = record.environment
