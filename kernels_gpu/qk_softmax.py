@@ -12,9 +12,12 @@ Tuning: with `whole_rows` a program loads all of k at once (one key block of S p
 power of two, where it fits in shared memory), so it computes each score once and writes
 exp(s - m) / l in a single pass. With `col_split` c > 1 the grid has c programs per row block,
 each computing the rows' statistics over all keys and writing one c-th of the columns: c times
-the first pass's q k^T, for c times the programs when S / block_q alone leaves SMs idle. The
-config comes from TUNED_CONFIGS for the GPU and shape class being compiled for, else from a
-default.
+the first pass's q k^T, for c times the programs when S / block_q alone leaves SMs idle. With
+`tiles`, no program loops over keys: two calls on a grid of (block_q, block_k) score tiles, the
+first writing each tile's row maxima and sums of exp(s - max), the second recomputing its tile
+and normalising it with the row's statistics combined over all tiles (twice q k^T, as the two
+passes, for S / block_q * S / block_k programs per call). The config comes from TUNED_CONFIGS for
+the GPU and shape class being compiled for, else from a default.
 """
 import functools
 from typing import Final
@@ -31,16 +34,16 @@ FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and
                      "normalising pass, bound every value and mask any S and d")
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
 CONFIG_SPACE: Final = {"block_q": (16, 32, 64), "block_k": (32, 64, 128),
-                       "whole_rows": (False, True), "col_split": (1, 2, 4, 8),
+                       "whole_rows": (False, True), "col_split": (1, 2, 4, 8), "tiles": (False, True),
                        "num_warps": (2, 4, 8), "num_stages": (1, 2, 3)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x128,1024x128": dict(
-            block_q=16, block_k=128, whole_rows=False, col_split=1, num_warps=8,
+            block_q=16, block_k=128, whole_rows=False, col_split=1, tiles=False, num_warps=8,
             num_stages=3),
         "256x64,256x64": dict(
-            block_q=16, block_k=32, whole_rows=True, col_split=1, num_warps=8,
+            block_q=16, block_k=32, whole_rows=True, col_split=1, tiles=False, num_warps=8,
             num_stages=1),
     },
 }
@@ -94,15 +97,63 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
     store(keys, b, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
+def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int):
+  """The rows of program_id(0)'s query block, the keys of program_id(1)'s key block, and their
+  scaled scores, -inf past the last key."""
+  s_len, d = q_ref.shape
+  rows = pl.program_id(0) * block_q + jnp.arange(block_q)
+  keys = pl.program_id(1) * block_k + jnp.arange(block_k)
+  dims = jnp.arange(block_d)
+  q = pltriton.load(q_ref.at[pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, block_d)],
+                    mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+  k = pltriton.load(k_ref.at[pl.ds(pl.program_id(1) * block_k, block_k), pl.ds(0, block_d)],
+                    mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+  s = jnp.dot(q * (d ** -0.5), k.T, preferred_element_type=jnp.float32)
+  return rows, keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+
+
+def _tile_stats_kernel(q_ref, k_ref, m_ref, l_ref, *, block_d: int, block_q: int, block_k: int):
+  """Row maxima m and sums of exp(s - m) of one score tile, into column program_id(1)."""
+  rows, _, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+  m = jnp.max(s, axis=1)  # finite: every key block holds a real key
+  l = jnp.sum(jnp.exp(s - m[:, None]), axis=1)
+  tile = (pl.ds(pl.program_id(0) * block_q, block_q), pl.program_id(1))
+  pltriton.store(m_ref.at[tile], m, mask=rows < q_ref.shape[0])
+  pltriton.store(l_ref.at[tile], l, mask=rows < q_ref.shape[0])
+
+
+def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, block_q: int,
+                           block_k: int):
+  """exp(s - M) / L of one score tile, M and L the row's statistics over every tile."""
+  s_len, num_blocks = m_ref.shape
+  rows, keys, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+  blocks = jnp.arange(pl.next_power_of_2(num_blocks))
+  stats = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, blocks.shape[0]))
+  mask = (rows[:, None] < s_len) & (blocks[None, :] < num_blocks)
+  m = pltriton.load(m_ref.at[stats], mask=mask, other=-jnp.inf)
+  l = pltriton.load(l_ref.at[stats], mask=mask, other=0.0)
+  m_row = jnp.max(m, axis=1)
+  m_row = jnp.where(rows < s_len, m_row, 0.0)  # rows past S: no statistics, no store
+  l_row = jnp.sum(l * jnp.exp(m - m_row[:, None]), axis=1)
+  p = jnp.exp(s - m_row[:, None]) / l_row[:, None]
+  pltriton.store(o_ref.at[pl.ds(pl.program_id(0) * block_q, block_q),
+                          pl.ds(pl.program_id(1) * block_k, block_k)], p,
+                 mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
+
+
 def config_ok(config) -> bool:
-  """Whether a config is worth compiling: whole rows ignore block_k and col_split (one of
-  them is tried)."""
+  """Whether a config is worth compiling: whole rows ignore block_k and col_split, and tiles
+  whole_rows, col_split and num_stages (one of each is tried)."""
+  if config["tiles"]:
+    return (not config["whole_rows"] and config["col_split"] == 1
+            and config["num_stages"] == CONFIG_SPACE["num_stages"][0])
   return not config["whole_rows"] or (config["block_k"] == CONFIG_SPACE["block_k"][0]
                                       and config["col_split"] == 1)
 
 
 def _default_config() -> dict:
-  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, num_warps=4, num_stages=2)
+  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, tiles=False, num_warps=4,
+              num_stages=2)
 
 
 def _device_kind() -> str:
@@ -131,14 +182,25 @@ def kernel(q, k, *, interpret: bool = False, config=None):
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
 def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
-                col_split: int, num_warps: int, num_stages: int):
+                col_split: int, tiles: bool, num_warps: int, num_stages: int):
   s_len, d = q.shape
+  block_d = max(16, pl.next_power_of_2(d))
+  params = pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+  if tiles:
+    grid = (pl.cdiv(s_len, block_q), pl.cdiv(s_len, block_k))
+    blocks = dict(block_d=block_d, block_q=block_q, block_k=block_k)
+    stats = jax.ShapeDtypeStruct((s_len, grid[1]), jnp.float32)
+    m, l = pl.pallas_call(functools.partial(_tile_stats_kernel, **blocks), grid=grid,
+                          out_shape=(stats, stats), compiler_params=params,
+                          interpret=interpret, name=TASK_NAME + "_stats")(q, k)
+    return pl.pallas_call(
+        functools.partial(_tile_normalize_kernel, **blocks), grid=grid,
+        out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32), compiler_params=params,
+        interpret=interpret, name=TASK_NAME)(q, k, m, l)
   return pl.pallas_call(
-      functools.partial(_qk_softmax_kernel, block_d=max(16, pl.next_power_of_2(d)),
-                        block_q=block_q,
+      functools.partial(_qk_softmax_kernel, block_d=block_d, block_q=block_q,
                         block_k=pl.next_power_of_2(s_len) if whole_rows else block_k,
                         whole_rows=whole_rows, col_split=1 if whole_rows else col_split),
       grid=(pl.cdiv(s_len, block_q), 1 if whole_rows else col_split),
       out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
-      interpret=interpret, name=TASK_NAME)(q, k)
+      compiler_params=params, interpret=interpret, name=TASK_NAME)(q, k)
