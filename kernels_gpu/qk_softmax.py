@@ -32,10 +32,15 @@ FIX_APPLIED: Final = "online_softmax"
 FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and needs S to be a "
                      "block multiple; key blocks with online (max, sum) statistics, then a "
                      "normalising pass, bound every value and mask any S and d")
-# What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
-CONFIG_SPACE: Final = {"block_q": (16, 32, 64), "block_k": (32, 64, 128),
-                       "whole_rows": (False, True), "col_split": (1, 2, 4, 8), "tiles": (False, True),
-                       "num_warps": (2, 4, 8), "num_stages": (1, 2, 3)}
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try: the key-looping
+# kernel's space, and the tiled calls' (where whole_rows, col_split and num_stages mean nothing).
+CONFIG_SPACE: Final = (
+    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False, True),
+     "col_split": (1, 2, 4, 8), "tiles": (False,), "num_warps": (2, 4, 8),
+     "num_stages": (1, 2, 3)},
+    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False,),
+     "col_split": (1,), "tiles": (True,), "num_warps": (2, 4, 8), "num_stages": (1,)},
+)
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
@@ -142,13 +147,12 @@ def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, b
 
 
 def config_ok(config) -> bool:
-  """Whether a config is worth compiling: whole rows ignore block_k and col_split, and tiles
-  whole_rows, col_split and num_stages (one of each is tried)."""
-  if config["tiles"]:
-    return (not config["whole_rows"] and config["col_split"] == 1
-            and config["num_stages"] == CONFIG_SPACE["num_stages"][0])
-  return not config["whole_rows"] or (config["block_k"] == CONFIG_SPACE["block_k"][0]
-                                      and config["col_split"] == 1)
+  """Whether a config is worth compiling: whole rows ignore block_k and col_split (one of
+  them is tried), and tiles cannot hold whole rows."""
+  if config["whole_rows"]:
+    return (not config["tiles"] and config["block_k"] == CONFIG_SPACE[0]["block_k"][0]
+            and config["col_split"] == 1)
+  return True
 
 
 def _default_config() -> dict:
@@ -180,7 +184,7 @@ def kernel(q, k, *, interpret: bool = False, config=None):
   return _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
 
 
-@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
+@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE[0]))
 def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
                 col_split: int, tiles: bool, num_warps: int, num_stages: int):
   s_len, d = q.shape

@@ -5,7 +5,8 @@
     python -m pallasbench_dataset.autotune --write-tables kernels_gpu/tuning/h200.jsonl
 
 A tunable kernel in kernels_gpu/ declares CONFIG_SPACE (the values each parameter may take; or a
-tuple of such spaces, one per backend, each with its `backend` key), `config_ok(config)`
+tuple of such spaces, e.g. one per backend, each with its `backend` key, or one per kernel
+structure, each searched with an even share of the room), `config_ok(config)`
 (whether a config can compile: shared memory, registers), `config_for(*inputs)` (the config it
 runs with: TUNED_CONFIGS for the GPU and shape class, else a default by shape),
 `shape_class(*inputs)`, and accepts `kernel(..., config=...)`.
@@ -71,7 +72,7 @@ def is_tunable(module) -> bool:
 
 def spaces(module) -> tuple[Mapping[str, Sequence[Any]], ...]:
   """The kernel's config spaces: CONFIG_SPACE itself, or each of its spaces (one per backend,
-  each naming its `backend`)."""
+  each naming its `backend`, or one per kernel structure)."""
   space = module.CONFIG_SPACE
   return (space,) if isinstance(space, Mapping) else tuple(space)
 

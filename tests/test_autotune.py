@@ -71,8 +71,8 @@ def test_candidates_share_the_room_between_backends_and_can_keep_one():
   only = autotune.candidates(module, default, 21, backends=["mosaic_gpu"])
   assert only[0] == default and all(c["backend"] == "mosaic_gpu" for c in only[1:])
   assert len(only) == 21
-  assert autotune.spaces(load_kernel("gpu", "qk_softmax")) == (
-      load_kernel("gpu", "qk_softmax").CONFIG_SPACE,)
+  assert autotune.spaces(load_kernel("gpu", "flash_attention")) == (
+      load_kernel("gpu", "flash_attention").CONFIG_SPACE,)
 
 
 def test_config_ok_rejects_tiles_past_shared_memory():
