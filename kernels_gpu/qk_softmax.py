@@ -8,8 +8,8 @@ minimum) with a column mask, padded with zeros that add nothing to q k^T; keys p
 score -inf. All refs are whole arrays; loads and stores are masked, so S need not be a block
 multiple. The f32 q k^T dot runs in TF32, within the matmul tolerance.
 
-Tuning: with `whole_rows` a program loads all of k at once (one key block of S padded to a
-power of two, where it fits in shared memory), so it computes each score once and writes
+Tuning: with `whole_rows` a program holds its rows' scores against every key at once (the key
+blocks unrolled, the scores in registers), so it computes each score once and writes
 exp(s - m) / l in a single pass. With `col_split` c > 1 the grid has c programs per row block,
 each computing the rows' statistics over all keys and writing one c-th of the columns: c times
 the first pass's q k^T, for c times the programs when S / block_q alone leaves SMs idle. With
@@ -32,13 +32,16 @@ FIX_APPLIED: Final = "online_softmax"
 FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and needs S to be a "
                      "block multiple; key blocks with online (max, sum) statistics, then a "
                      "normalising pass, bound every value and mask any S and d")
-# What the autotuner (`python -m pallasbench_dataset.autotune`) may try: the key-looping
-# kernel's space, and the tiled calls' (where whole_rows, col_split and num_stages mean nothing).
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try, one space per structure
+# (the autotuner shares its room evenly between them): the key-looping kernel, whole rows (no
+# loop: num_stages means nothing) and the tiled calls.
 CONFIG_SPACE: Final = (
-    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False, True),
+    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False,),
      "col_split": (1, 2, 4, 8), "tiles": (False,), "num_warps": (2, 4, 8),
      "num_stages": (1, 2, 3)},
-    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False,),
+    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (True,),
+     "col_split": (1,), "tiles": (False,), "num_warps": (2, 4, 8), "num_stages": (1,)},
+    {"block_q": (16, 32, 64, 128), "block_k": (32, 64, 128), "whole_rows": (False,),
      "col_split": (1,), "tiles": (True,), "num_warps": (2, 4, 8), "num_stages": (1,)},
 )
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
@@ -64,32 +67,41 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
                     mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
   q = q * (d ** -0.5)
 
-  def scores(b):
-    """Scaled scores of the query rows against key block b, -inf past the last key."""
-    keys = b * block_k + jnp.arange(block_k)
-    k = pltriton.load(k_ref.at[pl.ds(b * block_k, block_k), pl.ds(0, block_d)],
+  def scores(start, first=0):
+    """Which of the block_k keys from `start` count (from key `first` to the last), and the
+    query rows' scaled scores against them, -inf for those that do not."""
+    keys = start + jnp.arange(block_k)
+    valid = (keys >= first) & (keys < s_len)
+    k = pltriton.load(k_ref.at[pl.ds(start, block_k), pl.ds(0, block_d)],
                       mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
     s = jnp.dot(q, k.T, preferred_element_type=jnp.float32)
-    return keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+    return valid, jnp.where(valid[None, :], s, -jnp.inf)
 
-  def store(keys, b, p):
-    pltriton.store(o_ref.at[pl.ds(i * block_q, block_q), pl.ds(b * block_k, block_k)], p,
-                   mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
+  def store(start, valid, p):
+    pltriton.store(o_ref.at[pl.ds(i * block_q, block_q), pl.ds(start, block_k)], p,
+                   mask=(rows[:, None] < s_len) & valid[None, :])
 
-  if whole_rows:  # one block holds every key: one pass
-    keys, s = scores(0)
-    p = jnp.exp(s - jnp.max(s, axis=1)[:, None])
-    store(keys, 0, p / jnp.sum(p, axis=1)[:, None])
+  num_blocks = pl.cdiv(s_len, block_k)
+  if whole_rows:  # every key block's scores at once: one pass
+    # Static block starts must lie inside k (Pallas checks them), so a last block past S
+    # starts earlier and counts only its new keys.
+    starts = [(min(b * block_k, max(s_len - block_k, 0)), b * block_k)
+              for b in range(num_blocks)]
+    blocks = [(start, *scores(start, first)) for start, first in starts]
+    m = functools.reduce(jnp.maximum, [jnp.max(s, axis=1) for *_, s in blocks])[:, None]
+    blocks = [(start, valid, jnp.exp(s - m)) for start, valid, s in blocks]
+    inv_l = 1.0 / sum(jnp.sum(p, axis=1) for *_, p in blocks)[:, None]
+    for start, valid, p in blocks:
+      store(start, valid, p * inv_l)
     return
 
   def stats(b, carry):
     m, l = carry
-    _, s = scores(b)
+    _, s = scores(b * block_k)
     m_new = jnp.maximum(m, jnp.max(s, axis=1))  # finite: key block 0 always has a real key
     l = l * jnp.exp(m - m_new) + jnp.sum(jnp.exp(s - m_new[:, None]), axis=1)
     return m_new, l
 
-  num_blocks = pl.cdiv(s_len, block_k)
   m, l = jax.lax.fori_loop(0, num_blocks, stats, (jnp.full((block_q,), -jnp.inf, jnp.float32),
                                                   jnp.zeros((block_q,), jnp.float32)))
   inv_l = 1.0 / l
@@ -98,8 +110,8 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
 
   @pl.loop(first, jnp.minimum(first + per_program, num_blocks))
   def _(b):
-    keys, s = scores(b)
-    store(keys, b, jnp.exp(s - m[:, None]) * inv_l[:, None])
+    valid, s = scores(b * block_k)
+    store(b * block_k, valid, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
 def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int):
@@ -147,12 +159,10 @@ def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, b
 
 
 def config_ok(config) -> bool:
-  """Whether a config is worth compiling: whole rows ignore block_k and col_split (one of
-  them is tried), and tiles cannot hold whole rows."""
-  if config["whole_rows"]:
-    return (not config["tiles"] and config["block_k"] == CONFIG_SPACE[0]["block_k"][0]
-            and config["col_split"] == 1)
-  return True
+  """Whether a config is worth compiling: one structure at a time (whole rows or tiles), and
+  col_split only where a program loops over keys."""
+  looping = not (config["whole_rows"] or config["tiles"])
+  return not (config["whole_rows"] and config["tiles"]) and (looping or config["col_split"] == 1)
 
 
 def _default_config() -> dict:
@@ -202,8 +212,7 @@ def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows
         out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32), compiler_params=params,
         interpret=interpret, name=TASK_NAME)(q, k, m, l)
   return pl.pallas_call(
-      functools.partial(_qk_softmax_kernel, block_d=block_d, block_q=block_q,
-                        block_k=pl.next_power_of_2(s_len) if whole_rows else block_k,
+      functools.partial(_qk_softmax_kernel, block_d=block_d, block_q=block_q, block_k=block_k,
                         whole_rows=whole_rows, col_split=1 if whole_rows else col_split),
       grid=(pl.cdiv(s_len, block_q), 1 if whole_rows else col_split),
       out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32),
