@@ -51,11 +51,9 @@ EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled ro
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "16x512x512,16x512x512": dict(
-            backend='triton', block_m=128, block_n=128, block_k=32, group_m=8, k_major=True,
-            num_warps=8, num_stages=4),
+            backend='mosaic_gpu', tile_m=128, tile_n=128, stages=4, split_n=False, delay=1),
         "8x256x256,8x256x256": dict(
-            backend='triton', block_m=64, block_n=64, block_k=32, group_m=1, k_major=False,
-            num_warps=4, num_stages=3),
+            backend='mosaic_gpu', tile_m=64, tile_n=64, stages=5, split_n=True, delay=1),
     },
 }
 

@@ -53,11 +53,11 @@ EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled ro
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x2048,2048x4096,2048x4096,4096x2048": dict(
-            backend='triton', glu_m=64, glu_n=128, down_m=128, down_n=64, block_k=32,
-            k_major=True, num_warps=4, num_stages=2),
+            backend='mosaic_gpu', tile_m=128, glu_n=64, down_n=64, stages=4, split_n=False,
+            delay=0),
         "256x512,512x1024,512x1024,1024x512": dict(
-            backend='triton', glu_m=128, glu_n=32, down_m=64, down_n=64, block_k=64,
-            k_major=True, num_warps=4, num_stages=3),
+            backend='mosaic_gpu', tile_m=64, glu_n=64, down_n=64, stages=4, split_n=True,
+            delay=0),
     },
 }
 
