@@ -2,16 +2,18 @@
 
 q, k, v (H, S, d) float32 -> (H, S, d).
 
-GPU fix: a flash kernel with the head on the grid. Grid (H, S / BLOCK_Q); the squeezed
-(None, S, d) BlockSpecs hand each program its head's whole (S, d) slices, which on Triton
-are just pointers (no copy, no overhang). Each program loops over blocks of BLOCK_K keys
-(half that past d = 128, to fit shared memory) with an online softmax: a running row max
-m, a running row sum l and a float32 (BLOCK_Q, d) accumulator, both rescaled by
-exp(m_old - m_new) whenever the max grows, and divided by l once at the end; the (S, S)
-scores never exist. Exponentials are base 2, with log2(e) / sqrt(d) folded into q.
-Loads are masked, so any S and any d <= 256 work: the head dim is padded with zeros to a
-power of two >= 16 (the dot's minimum), keys past S get a -inf score, and rows past S are
-not stored.
+GPU fix: a flash kernel with the head on the grid. Grid (H, S / block_q); the squeezed (None, S,
+d) BlockSpecs hand each program its head's whole (S, d) slices, which on Triton are just
+pointers (no copy, no overhang). Each program loops over blocks of block_k keys with an online
+softmax: a running row max m, a running row sum l and a float32 (block_q, d) accumulator, both
+rescaled by exp(m_old - m_new) whenever the max grows, and divided by l once at the end; the (S,
+S) scores never exist. Exponentials are base 2, with log2(e) / sqrt(d) folded into q. Loads are
+masked, so any S and any d <= 256 work: the head dim is padded with zeros to a power of two >=
+16 (the dot's minimum), keys past S get a -inf score, and rows past S are not stored.
+
+Tuning: the query and key block sizes, warps and pipeline stages come from TUNED_CONFIGS for
+the GPU and shape class being compiled for, else from a default by head dim (64-key blocks,
+32 past d = 128, to fit shared memory).
 """
 import functools
 import math
@@ -27,18 +29,29 @@ FIX_APPLIED: Final = "flash_attention"
 FIX_REASON: Final = ("the TPU kernel gave each program a whole head and its (S, S) scores, "
                      "which spill registers at large S and fail for non-power-of-two S or d; "
                      "query blocks on the grid and a K/V loop with an online softmax fix both")
-BLOCK_Q: Final = 64
-BLOCK_K: Final = 64
 MAX_HEAD_DIM: Final = 256
-NUM_STAGES: Final = 2
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
+CONFIG_SPACE: Final = {"block_q": (16, 32, 64, 128), "block_k": (32, 64, 128),
+                       "num_warps": (4, 8), "num_stages": (1, 2, 3)}
+SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
+REFERENCE_HEAD_DIM: Final = 128          # config_ok's head dim: the largest tuned size's
+# The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "16x512x128,16x512x128,16x512x128": dict(
+            block_q=32, block_k=64, num_warps=4, num_stages=2),
+        "8x256x64,8x256x64,8x256x64": dict(
+            block_q=16, block_k=128, num_warps=4, num_stages=1),
+    },
+}
 
 
-def _attention_kernel(q_ref, k_ref, v_ref, o_ref, *, d_pad: int, block_k: int):
+def _attention_kernel(q_ref, k_ref, v_ref, o_ref, *, d_pad: int, block_q: int, block_k: int):
   seq_len, head_dim = q_ref.shape
-  q0 = pl.program_id(1) * BLOCK_Q
+  q0 = pl.program_id(1) * block_q
   col_ok = (jnp.arange(d_pad) < head_dim)[None, :]
-  q_mask = ((q0 + jnp.arange(BLOCK_Q)) < seq_len)[:, None] & col_ok
-  q = pltriton.load(q_ref.at[pl.ds(q0, BLOCK_Q), pl.ds(0, d_pad)], mask=q_mask, other=0.0)
+  q_mask = ((q0 + jnp.arange(block_q)) < seq_len)[:, None] & col_ok
+  q = pltriton.load(q_ref.at[pl.ds(q0, block_q), pl.ds(0, d_pad)], mask=q_mask, other=0.0)
   q = q * (math.log2(math.e) / math.sqrt(head_dim))  # exp(s) == exp2(s * log2(e))
 
   def step(j, carry):
@@ -60,27 +73,63 @@ def _attention_kernel(q_ref, k_ref, v_ref, o_ref, *, d_pad: int, block_k: int):
     acc = alpha[:, None] * acc + jnp.dot(p, v, preferred_element_type=jnp.float32)
     return acc, m_new, l
 
-  init = (jnp.zeros((BLOCK_Q, d_pad), jnp.float32),
-          jnp.full((BLOCK_Q,), -jnp.inf, jnp.float32), jnp.zeros((BLOCK_Q,), jnp.float32))
+  init = (jnp.zeros((block_q, d_pad), jnp.float32),
+          jnp.full((block_q,), -jnp.inf, jnp.float32), jnp.zeros((block_q,), jnp.float32))
   acc, _, l = jax.lax.fori_loop(0, pl.cdiv(seq_len, block_k), step, init)
-  pltriton.store(o_ref.at[pl.ds(q0, BLOCK_Q), pl.ds(0, d_pad)], acc / l[:, None], mask=q_mask)
+  pltriton.store(o_ref.at[pl.ds(q0, block_q), pl.ds(0, d_pad)], acc / l[:, None], mask=q_mask)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret",))
-def kernel(q, k, v, *, interpret: bool = False):
+def config_ok(config) -> bool:
+  """Whether a config can compile at the reference head dim: its pipelined K/V tiles fit in
+  shared memory and its accumulator and score tile in at most 128 registers per thread."""
+  d = REFERENCE_HEAD_DIM
+  tiles = 2 * config["block_k"] * d * 4 * max(config["num_stages"], 1)
+  live = config["block_q"] * (d + config["block_k"]) // (32 * config["num_warps"])
+  return tiles + config["block_q"] * d * 4 <= SHARED_MEMORY_BYTES and live <= 128
+
+
+def _default_config(head_dim: int) -> dict:
+  d_pad = max(16, pl.next_power_of_2(head_dim))
+  return dict(block_q=64, block_k=64 if d_pad <= 128 else 32, num_warps=4 if d_pad <= 64 else 8,
+              num_stages=2)
+
+
+def _device_kind() -> str:
+  """The GPU being compiled for: the exporter's abstract target, else the local device."""
+  device = jax.sharding.get_abstract_mesh().abstract_device
+  return (device or jax.devices()[0]).device_kind
+
+
+def shape_class(*arrays) -> str:
+  """The inputs' dimensions rounded up to powers of two: '8x256x64,8x256x64,8x256x64'."""
+  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+
+
+def config_for(q, k, v) -> dict:
+  """The config `kernel` runs with: the tuned one for this GPU and shape class, else the default."""
+  tuned = TUNED_CONFIGS.get(_device_kind(), {}).get(shape_class(q, k, v))
+  return dict(tuned) if tuned else _default_config(q.shape[2])
+
+
+def kernel(q, k, v, *, interpret: bool = False, config=None):
+  """Attention per head; `config` (keys of CONFIG_SPACE) overrides the tuned or default one."""
   if not q.shape == k.shape == v.shape or q.ndim != 3:
     raise ValueError(f"{q.shape=}, {k.shape=} and {v.shape=} must be one (H, S, d) shape")
+  if q.shape[2] > MAX_HEAD_DIM:
+    raise ValueError(f"head_dim={q.shape[2]} must be <= {MAX_HEAD_DIM=}")
+  return _multi_head_attention(q, k, v, interpret=interpret,
+                               **{**config_for(q, k, v), **(config or {})})
+
+
+@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
+def _multi_head_attention(q, k, v, *, interpret: bool, block_q: int, block_k: int,
+                          num_warps: int, num_stages: int):
   heads, seq_len, head_dim = q.shape
-  if head_dim > MAX_HEAD_DIM:
-    raise ValueError(f"{head_dim=} must be <= {MAX_HEAD_DIM=}")
   d_pad = max(16, pl.next_power_of_2(head_dim))
-  # Past d = 128, half-height key blocks keep the double-buffered K/V tiles in shared memory.
-  block_k = BLOCK_K if d_pad <= 128 else BLOCK_K // 2
   head = pl.BlockSpec((None, seq_len, head_dim), lambda h, i: (h, 0, 0))
   return pl.pallas_call(
-      functools.partial(_attention_kernel, d_pad=d_pad, block_k=block_k),
-      grid=(heads, pl.cdiv(seq_len, BLOCK_Q)), in_specs=[head, head, head], out_specs=head,
+      functools.partial(_attention_kernel, d_pad=d_pad, block_q=block_q, block_k=block_k),
+      grid=(heads, pl.cdiv(seq_len, block_q)), in_specs=[head, head, head], out_specs=head,
       out_shape=jax.ShapeDtypeStruct(q.shape, jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=4 if d_pad <= 64 else 8,
-                                              num_stages=NUM_STAGES),
+      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(q, k, v)

@@ -1,12 +1,23 @@
 """qk_softmax: out = softmax(q k^T / sqrt(d)) per row; q, k (S, d) float32 -> (S, S), any S, d.
 
-GPU fix: each program owns BLOCK_Q query rows and never holds a whole score row. A first
-loop over BLOCK_K-key blocks keeps the online row statistics (running max m, and the sum l
+GPU fix: each program owns block_q query rows and never holds a whole score row. A first
+loop over block_k-key blocks keeps the online row statistics (running max m, and the sum l
 of exp(s - m), rescaled whenever m grows); a second loop recomputes each score block and
 writes exp(s - m) / l. The head dimension d is loaded as a power of two >= 16 (Triton's dot
 minimum) with a column mask, padded with zeros that add nothing to q k^T; keys past S get
 score -inf. All refs are whole arrays; loads and stores are masked, so S need not be a block
 multiple. The f32 q k^T dot runs in TF32, within the matmul tolerance.
+
+Tuning: with `whole_rows` a program holds its rows' scores against every key at once (the key
+blocks unrolled, the scores in registers), so it computes each score once and writes
+exp(s - m) / l in a single pass. With `col_split` c > 1 the grid has c programs per row block,
+each computing the rows' statistics over all keys and writing one c-th of the columns: c times
+the first pass's q k^T, for c times the programs when S / block_q alone leaves SMs idle. With
+`tiles`, no program loops over keys: two calls on a grid of (block_q, block_k) score tiles, the
+first writing each tile's row maxima and sums of exp(s - max), the second recomputing its tile
+and normalising it with the row's statistics combined over all tiles (twice q k^T, as the two
+passes, for S / block_q * S / block_k programs per call). The config comes from TUNED_CONFIGS for
+the GPU and shape class being compiled for, else from a default.
 """
 import functools
 from typing import Final
@@ -21,57 +32,188 @@ FIX_APPLIED: Final = "online_softmax"
 FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and needs S to be a "
                      "block multiple; key blocks with online (max, sum) statistics, then a "
                      "normalising pass, bound every value and mask any S and d")
-BLOCK_Q: Final = 32
-BLOCK_K: Final = 64
-NUM_WARPS: Final = 4
-NUM_STAGES: Final = 2
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try, one space per structure
+# (the autotuner shares its room evenly between them): the key-looping kernel, whole rows (no
+# loop: num_stages means nothing) and the tiled calls.
+CONFIG_SPACE: Final = (
+    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False,),
+     "col_split": (1, 2, 4, 8), "tiles": (False,), "num_warps": (2, 4, 8),
+     "num_stages": (1, 2, 3)},
+    {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (True,),
+     "col_split": (1,), "tiles": (False,), "num_warps": (2, 4, 8), "num_stages": (1,)},
+    {"block_q": (16, 32, 64, 128), "block_k": (32, 64, 128), "whole_rows": (False,),
+     "col_split": (1,), "tiles": (True,), "num_warps": (2, 4, 8), "num_stages": (1,)},
+)
+# The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x128,1024x128": dict(
+            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, num_warps=4,
+            num_stages=1),
+        "256x64,256x64": dict(
+            block_q=16, block_k=128, whole_rows=True, col_split=1, tiles=False, num_warps=4,
+            num_stages=1),
+    },
+}
 
 
-def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int):
+def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block_k: int,
+                       whole_rows: bool, col_split: int):
   s_len, d = q_ref.shape
   i = pl.program_id(0)
-  rows = i * BLOCK_Q + jnp.arange(BLOCK_Q)
+  rows = i * block_q + jnp.arange(block_q)
   dims = jnp.arange(block_d)
-  q = pltriton.load(q_ref.at[pl.ds(i * BLOCK_Q, BLOCK_Q), pl.ds(0, block_d)],
+  q = pltriton.load(q_ref.at[pl.ds(i * block_q, block_q), pl.ds(0, block_d)],
                     mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
   q = q * (d ** -0.5)
 
-  def scores(b):
-    """Scaled scores of the query rows against key block b, -inf past the last key."""
-    keys = b * BLOCK_K + jnp.arange(BLOCK_K)
-    k = pltriton.load(k_ref.at[pl.ds(b * BLOCK_K, BLOCK_K), pl.ds(0, block_d)],
+  def scores(start, first=0):
+    """Which of the block_k keys from `start` count (from key `first` to the last), and the
+    query rows' scaled scores against them, -inf for those that do not."""
+    keys = start + jnp.arange(block_k)
+    valid = (keys >= first) & (keys < s_len)
+    k = pltriton.load(k_ref.at[pl.ds(start, block_k), pl.ds(0, block_d)],
                       mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
     s = jnp.dot(q, k.T, preferred_element_type=jnp.float32)
-    return keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+    return valid, jnp.where(valid[None, :], s, -jnp.inf)
+
+  def store(start, valid, p):
+    pltriton.store(o_ref.at[pl.ds(i * block_q, block_q), pl.ds(start, block_k)], p,
+                   mask=(rows[:, None] < s_len) & valid[None, :])
+
+  num_blocks = pl.cdiv(s_len, block_k)
+  if whole_rows:  # every key block's scores at once: one pass
+    # Static block starts must lie inside k (Pallas checks them), so a last block past S
+    # starts earlier and counts only its new keys.
+    starts = [(min(b * block_k, max(s_len - block_k, 0)), b * block_k)
+              for b in range(num_blocks)]
+    blocks = [(start, *scores(start, first)) for start, first in starts]
+    m = functools.reduce(jnp.maximum, [jnp.max(s, axis=1) for *_, s in blocks])[:, None]
+    blocks = [(start, valid, jnp.exp(s - m)) for start, valid, s in blocks]
+    inv_l = 1.0 / sum(jnp.sum(p, axis=1) for *_, p in blocks)[:, None]
+    for start, valid, p in blocks:
+      store(start, valid, p * inv_l)
+    return
 
   def stats(b, carry):
     m, l = carry
-    _, s = scores(b)
+    _, s = scores(b * block_k)
     m_new = jnp.maximum(m, jnp.max(s, axis=1))  # finite: key block 0 always has a real key
     l = l * jnp.exp(m - m_new) + jnp.sum(jnp.exp(s - m_new[:, None]), axis=1)
     return m_new, l
 
-  num_blocks = pl.cdiv(s_len, BLOCK_K)
-  m, l = jax.lax.fori_loop(0, num_blocks, stats, (jnp.full((BLOCK_Q,), -jnp.inf, jnp.float32),
-                                                  jnp.zeros((BLOCK_Q,), jnp.float32)))
+  m, l = jax.lax.fori_loop(0, num_blocks, stats, (jnp.full((block_q,), -jnp.inf, jnp.float32),
+                                                  jnp.zeros((block_q,), jnp.float32)))
   inv_l = 1.0 / l
+  per_program = pl.cdiv(num_blocks, col_split)
+  first = pl.program_id(1) * per_program
 
-  @pl.loop(0, num_blocks)
+  @pl.loop(first, jnp.minimum(first + per_program, num_blocks))
   def _(b):
-    keys, s = scores(b)
-    p = jnp.exp(s - m[:, None]) * inv_l[:, None]
-    pltriton.store(o_ref.at[pl.ds(i * BLOCK_Q, BLOCK_Q), pl.ds(b * BLOCK_K, BLOCK_K)], p,
-                   mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
+    valid, s = scores(b * block_k)
+    store(b * block_k, valid, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
-@functools.partial(jax.jit, static_argnames=("interpret",))
-def kernel(q, k, *, interpret: bool = False):
-  s_len, d = q.shape
+def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int):
+  """The rows of program_id(0)'s query block, the keys of program_id(1)'s key block, and their
+  scaled scores, -inf past the last key."""
+  s_len, d = q_ref.shape
+  rows = pl.program_id(0) * block_q + jnp.arange(block_q)
+  keys = pl.program_id(1) * block_k + jnp.arange(block_k)
+  dims = jnp.arange(block_d)
+  q = pltriton.load(q_ref.at[pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, block_d)],
+                    mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+  k = pltriton.load(k_ref.at[pl.ds(pl.program_id(1) * block_k, block_k), pl.ds(0, block_d)],
+                    mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+  s = jnp.dot(q * (d ** -0.5), k.T, preferred_element_type=jnp.float32)
+  return rows, keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+
+
+def _tile_stats_kernel(q_ref, k_ref, m_ref, l_ref, *, block_d: int, block_q: int, block_k: int):
+  """Row maxima m and sums of exp(s - m) of one score tile, into column program_id(1)."""
+  rows, _, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+  m = jnp.max(s, axis=1)  # finite: every key block holds a real key
+  l = jnp.sum(jnp.exp(s - m[:, None]), axis=1)
+  tile = (pl.ds(pl.program_id(0) * block_q, block_q), pl.program_id(1))
+  pltriton.store(m_ref.at[tile], m, mask=rows < q_ref.shape[0])
+  pltriton.store(l_ref.at[tile], l, mask=rows < q_ref.shape[0])
+
+
+def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, block_q: int,
+                           block_k: int):
+  """exp(s - M) / L of one score tile, M and L the row's statistics over every tile."""
+  s_len, num_blocks = m_ref.shape
+  rows, keys, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+  blocks = jnp.arange(pl.next_power_of_2(num_blocks))
+  stats = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, blocks.shape[0]))
+  mask = (rows[:, None] < s_len) & (blocks[None, :] < num_blocks)
+  m = pltriton.load(m_ref.at[stats], mask=mask, other=-jnp.inf)
+  l = pltriton.load(l_ref.at[stats], mask=mask, other=0.0)
+  m_row = jnp.max(m, axis=1)
+  m_row = jnp.where(rows < s_len, m_row, 0.0)  # rows past S: no statistics, no store
+  l_row = jnp.sum(l * jnp.exp(m - m_row[:, None]), axis=1)
+  p = jnp.exp(s - m_row[:, None]) / l_row[:, None]
+  pltriton.store(o_ref.at[pl.ds(pl.program_id(0) * block_q, block_q),
+                          pl.ds(pl.program_id(1) * block_k, block_k)], p,
+                 mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
+
+
+def config_ok(config) -> bool:
+  """Whether a config is worth compiling: one structure at a time (whole rows or tiles), and
+  col_split only where a program loops over keys."""
+  looping = not (config["whole_rows"] or config["tiles"])
+  return not (config["whole_rows"] and config["tiles"]) and (looping or config["col_split"] == 1)
+
+
+def _default_config() -> dict:
+  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, tiles=False, num_warps=4,
+              num_stages=2)
+
+
+def _device_kind() -> str:
+  """The GPU being compiled for: the exporter's abstract target, else the local device."""
+  device = jax.sharding.get_abstract_mesh().abstract_device
+  return (device or jax.devices()[0]).device_kind
+
+
+def shape_class(*arrays) -> str:
+  """The inputs' dimensions rounded up to powers of two: '256x64,256x64'."""
+  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+
+
+def config_for(q, k) -> dict:
+  """The config `kernel` runs with: the tuned one for this GPU and shape class, else the default."""
+  tuned = TUNED_CONFIGS.get(_device_kind(), {}).get(shape_class(q, k))
+  return dict(tuned) if tuned else _default_config()
+
+
+def kernel(q, k, *, interpret: bool = False, config=None):
+  """softmax(q k^T / sqrt(d)); `config` (keys of CONFIG_SPACE) overrides the tuned or default."""
   if k.shape != q.shape:
     raise ValueError(f"{k.shape=} must equal {q.shape=}")
+  return _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
+
+
+@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE[0]))
+def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
+                col_split: int, tiles: bool, num_warps: int, num_stages: int):
+  s_len, d = q.shape
+  block_d = max(16, pl.next_power_of_2(d))
+  params = pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+  if tiles:
+    grid = (pl.cdiv(s_len, block_q), pl.cdiv(s_len, block_k))
+    blocks = dict(block_d=block_d, block_q=block_q, block_k=block_k)
+    stats = jax.ShapeDtypeStruct((s_len, grid[1]), jnp.float32)
+    m, l = pl.pallas_call(functools.partial(_tile_stats_kernel, **blocks), grid=grid,
+                          out_shape=(stats, stats), compiler_params=params,
+                          interpret=interpret, name=TASK_NAME + "_stats")(q, k)
+    return pl.pallas_call(
+        functools.partial(_tile_normalize_kernel, **blocks), grid=grid,
+        out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32), compiler_params=params,
+        interpret=interpret, name=TASK_NAME)(q, k, m, l)
   return pl.pallas_call(
-      functools.partial(_qk_softmax_kernel, block_d=max(16, pl.next_power_of_2(d))),
-      grid=(pl.cdiv(s_len, BLOCK_Q),),
+      functools.partial(_qk_softmax_kernel, block_d=block_d, block_q=block_q, block_k=block_k,
+                        whole_rows=whole_rows, col_split=1 if whole_rows else col_split),
+      grid=(pl.cdiv(s_len, block_q), 1 if whole_rows else col_split),
       out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=NUM_STAGES),
-      interpret=interpret, name=TASK_NAME)(q, k)
+      compiler_params=params, interpret=interpret, name=TASK_NAME)(q, k)

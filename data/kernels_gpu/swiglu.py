@@ -1,19 +1,34 @@
 """swiglu: out = silu(x @ w_gate) * (x @ w_up); x (M, K), w_gate and w_up (K, N) float32,
 any M, K, N.
 
-GPU fix: each program owns one (bm, bn) output tile and walks K in BLOCK_K-wide steps with
-two float32 accumulators, one per projection, that share each loaded x tile (a `fori_loop`,
-not a grid axis: grid programs run in parallel on GPU). All refs are whole arrays; every tile
-load and the store are masked, so M, K and N need not be multiples of the blocks
-(out-of-range operands read as 0 and add nothing). The gate is applied in the epilogue.
-The f32 dots run in TF32 on the tensor cores, within the matmul tolerance.
+GPU fix: two backends, chosen per GPU and shape class by the config. Both hold two f32
+accumulators, one per projection, that share each x tile, and apply the gate, SiLU, in the
+epilogue.
+
+- `mosaic_gpu` (Hopper and later): a persistent kernel, one program per SM, walks the output
+  tiles. In each program a memory warpgroup streams x and both weights' tiles with TMA into
+  swizzled shared memory, `stages` K steps ahead, while two compute warpgroups each run TF32
+  `wgmma` into their (tile_m, tile_n) accumulators and store the gated tile through shared
+  memory with TMA. TF32 `wgmma` reads both operands K-major, so the weights are transposed to
+  (N, K) first; M, N and K are zero-padded to the tiles when they are not multiples.
+- `triton` (any GPU): each program owns one (block_m, block_n) output tile and walks K in
+  block_k-wide steps (a `fori_loop`, not a grid axis: grid programs run in parallel on GPU).
+  Every tile load and the store are masked, so M, K and N need not be multiples of the blocks.
+  Programs run in groups of `group_m` row tiles (neighbouring programs share the weights'
+  column tiles in L2), and with `k_major` the kernel reads the weights transposed.
+
+Both run the f32 dots in TF32 on the tensor cores, within the matmul tolerance. The config
+comes from TUNED_CONFIGS for the GPU and shape class being compiled for, else from a Triton
+default by shape.
 """
 import functools
 from typing import Final
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
 from jax.experimental.pallas import triton as pltriton
 
 TASK_NAME: Final = "swiglu"
@@ -21,51 +36,233 @@ FIX_APPLIED: Final = "k_loop_accumulator"
 FIX_REASON: Final = ("the TPU kernel loads both whole (K, N) weights per program, past Triton's "
                      "tensor limit; (bm, bn) tiles with a masked K loop and two f32 accumulators "
                      "sharing the x tile fit and accept any shape")
-BLOCK_K: Final = 32
-NUM_STAGES: Final = 3
 MIN_PROGRAMS: Final = 128  # about one program per SM of an H200 (132 SMs)
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try: one space per backend.
+CONFIG_SPACE: Final = (
+    {"backend": ("triton",), "block_m": (64, 128), "block_n": (32, 64, 128),
+     "block_k": (32, 64), "group_m": (1, 8), "k_major": (False, True), "num_warps": (4, 8),
+     "num_stages": (2, 3, 4)},
+    {"backend": ("mosaic_gpu",), "tile_m": (64, 128), "tile_n": (64, 128),
+     "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1)},
+)
+SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
+TILE_K: Final = 32        # Mosaic GPU K step: 32 f32 = one 128-byte swizzled row
+EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled row
+# The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "2048x4096,4096x8192,4096x8192": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=128, stages=4, split_n=False, delay=0),
+        "512x1024,1024x2048,1024x2048": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, stages=4, split_n=False, delay=1),
+    },
+}
 
 
-def _swiglu_kernel(x_ref, wg_ref, wu_ref, o_ref, *, bm: int, bn: int):
+def _swiglu_kernel(x_ref, wg_ref, wu_ref, o_ref, *, block_m: int, block_n: int, block_k: int,
+                group_m: int, k_major: bool):
   m, k = x_ref.shape
-  n = wg_ref.shape[1]
-  i, j = pl.program_id(0), pl.program_id(1)
-  rows = i * bm + jnp.arange(bm)
-  cols = j * bn + jnp.arange(bn)
+  n = wg_ref.shape[0] if k_major else wg_ref.shape[1]
+  tiles_m, tiles_n = pl.cdiv(m, block_m), pl.cdiv(n, block_n)
+  pid = pl.program_id(0)
+  first = (pid // (group_m * tiles_n)) * group_m
+  height = jnp.minimum(tiles_m - first, group_m)
+  i = first + (pid % (group_m * tiles_n)) % height
+  j = (pid % (group_m * tiles_n)) // height
+  rows = i * block_m + jnp.arange(block_m)
+  cols = j * block_n + jnp.arange(block_n)
+
+  def weight(ref, s, ks):
+    if k_major:
+      return pltriton.load(ref.at[pl.ds(j * block_n, block_n), pl.ds(s * block_k, block_k)],
+                           mask=(cols[:, None] < n) & (ks[None, :] < k), other=0.0).T
+    return pltriton.load(ref.at[pl.ds(s * block_k, block_k), pl.ds(j * block_n, block_n)],
+                         mask=(ks[:, None] < k) & (cols[None, :] < n), other=0.0)
 
   def step(s, accs):
-    ks = s * BLOCK_K + jnp.arange(BLOCK_K)
-    w_block = (pl.ds(s * BLOCK_K, BLOCK_K), pl.ds(j * bn, bn))
-    w_mask = (ks[:, None] < k) & (cols[None, :] < n)
-    x = pltriton.load(x_ref.at[pl.ds(i * bm, bm), pl.ds(s * BLOCK_K, BLOCK_K)],
+    ks = s * block_k + jnp.arange(block_k)
+    x = pltriton.load(x_ref.at[pl.ds(i * block_m, block_m), pl.ds(s * block_k, block_k)],
                       mask=(rows[:, None] < m) & (ks[None, :] < k), other=0.0)
-    wg = pltriton.load(wg_ref.at[w_block], mask=w_mask, other=0.0)
-    wu = pltriton.load(wu_ref.at[w_block], mask=w_mask, other=0.0)
-    return (accs[0] + jnp.dot(x, wg, preferred_element_type=jnp.float32),
-            accs[1] + jnp.dot(x, wu, preferred_element_type=jnp.float32))
+    return (accs[0] + jnp.dot(x, weight(wg_ref, s, ks), preferred_element_type=jnp.float32),
+            accs[1] + jnp.dot(x, weight(wu_ref, s, ks), preferred_element_type=jnp.float32))
 
-  zeros = jnp.zeros((bm, bn), jnp.float32)
-  gate, up = jax.lax.fori_loop(0, pl.cdiv(k, BLOCK_K), step, (zeros, zeros))
+  zeros = jnp.zeros((block_m, block_n), jnp.float32)
+  gate, up = jax.lax.fori_loop(0, pl.cdiv(k, block_k), step, (zeros, zeros))
   out = jax.nn.silu(gate) * up
-  pltriton.store(o_ref.at[pl.ds(i * bm, bm), pl.ds(j * bn, bn)], out,
+  pltriton.store(o_ref.at[pl.ds(i * block_m, block_m), pl.ds(j * block_n, block_n)], out,
                  mask=(rows[:, None] < m) & (cols[None, :] < n))
 
 
-def _block_sizes(m: int, n: int) -> tuple[int, int, int]:
-  """(bm, bn, num_warps): 128 x 64 tiles (two accumulators) if they fill the GPU, else 64 x 64."""
-  if pl.cdiv(m, 128) * pl.cdiv(n, 64) >= MIN_PROGRAMS:
-    return 128, 64, 8
-  return 64, 64, 4
+def _swizzled(cols: int):
+  """Shared-memory transforms for f32 rows of `cols` elements: (8, row) tiles, swizzled."""
+  swizzle = plgpu.find_swizzle(cols * 32)
+  return plgpu.TilingTransform((8, swizzle // 4)), plgpu.SwizzleTransform(swizzle)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret",))
-def kernel(x, w_gate, w_up, *, interpret: bool = False):
+def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: int,
+                   split_n: bool, delay: int):
+  """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma, two
+  accumulators (gate and up) per compute warpgroup sharing each x tile."""
+  (m, k), n = x_gmem.shape, wg_gmem.shape[0]
+  cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
+  tiles_m, tiles_n = m // cta_m, n // cta_n
+  epi_m, epi_n = EPILOGUE
+
+  def pipeline(step, context):
+    spec = functools.partial(plgpu.BlockSpec, index_map=lambda s: (0, s),
+                             transforms=_swizzled(TILE_K), memory_space=plgpu.SMEM,
+                             delay_release=delay)
+    return plgpu.emit_pipeline_warp_specialized(
+        step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
+        max_concurrent_steps=stages, compute_context=context,
+        in_specs=[spec((cta_m, TILE_K)), spec((cta_n, TILE_K)), spec((cta_n, TILE_K))])
+
+  ignore = lambda *_, **__: None
+
+  @functools.partial(pl.run_scoped,
+                     allocations=pipeline(ignore, ignore).get_allocations(x_gmem, wg_gmem,
+                                                                         wu_gmem),
+                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
+                                         transforms=_swizzled(epi_n)),
+                     collective_axes="wg")
+  def _scope(allocations, out_smem):
+    wg = lax.axis_index("wg")
+
+    @plgpu.nd_loop((tiles_m * tiles_n,), collective_axes="sm")
+    def _tiles(info):
+      i, j = plgpu.planar_snake(info.index[0], (tiles_m, tiles_n), 1, 8)
+      rows, cols = pl.ds(i * cta_m, cta_m), pl.ds(j * cta_n, cta_n)
+      wg_rows = slice(None) if split_n else pl.ds(wg * tile_m, tile_m)
+      wg_cols = pl.ds(wg * tile_n, tile_n) if split_n else slice(None)
+      out_tile = o_gmem.at[rows, cols].at[wg_rows, wg_cols]
+
+      def context(run):
+        @functools.partial(pl.run_scoped, gate=plgpu.ACC((tile_m, tile_n), jnp.float32),
+                           up=plgpu.ACC((tile_m, tile_n), jnp.float32))
+        def _accumulate(gate, up):
+          run((gate, up))
+          out = jax.nn.silu(gate[...]) * up[...]
+          plgpu.wait_smem_to_gmem(0, wait_read_only=True)
+          for a in range(tile_m // epi_m):
+            for b in range(tile_n // epi_n):
+              slot = (a * (tile_n // epi_n) + b) % 2
+              plgpu.wait_smem_to_gmem(1, wait_read_only=True)
+              out_smem[wg, slot] = out[a * epi_m:(a + 1) * epi_m, b * epi_n:(b + 1) * epi_n]
+              plgpu.commit_smem()
+              plgpu.copy_smem_to_gmem(
+                  out_smem.at[wg, slot],
+                  out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
+
+      def step(_, x_smem, wg_smem, wu_smem, accs):
+        x_tile = x_smem.at[wg_rows]
+        plgpu.wgmma(accs[0], x_tile, wg_smem.at[wg_cols].transpose((1, 0)))
+        plgpu.wgmma(accs[1], x_tile, wu_smem.at[wg_cols].transpose((1, 0)))
+        plgpu.wgmma_wait(2 * delay)
+        return accs
+
+      pipeline(step, context)(x_gmem.at[rows, :], wg_gmem.at[cols, :], wu_gmem.at[cols, :],
+                              allocations=allocations)
+
+  plgpu.wait_smem_to_gmem(0, wait_read_only=True)
+
+
+def _padded(a, rows: int, cols: int):
+  """`a` zero-padded at the end to multiples of (rows, cols); `a` itself when it is one."""
+  pad = (-a.shape[0] % rows, -a.shape[1] % cols)
+  return jnp.pad(a, ((0, pad[0]), (0, pad[1]))) if any(pad) else a
+
+
+def _sm_count() -> int:
+  """Programs of the persistent kernel: the target GPU's SMs (one when interpreting on CPU)."""
+  device = jax.sharding.get_abstract_mesh().abstract_device or jax.devices()[0]
+  return getattr(device, "num_cores", None) or getattr(device, "core_count", 1)
+
+
+def config_ok(config) -> bool:
+  """Whether a config can compile: its pipelined tiles (x and both weights; and the Mosaic GPU
+  epilogue slots) fit in shared memory and its two accumulators in at most 128 registers per
+  thread."""
+  if config["backend"] == "mosaic_gpu":
+    tile_m, tile_n = config["tile_m"], config["tile_n"]
+    cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
+    smem = (config["stages"] * TILE_K * (cta_m + 2 * cta_n) * 4
+            + 2 * 2 * EPILOGUE[0] * EPILOGUE[1] * 4)
+    return smem <= SHARED_MEMORY_BYTES - 2048 and 2 * tile_m * tile_n // 128 <= 128
+  tiles = config["block_k"] * (config["block_m"] + 2 * config["block_n"]) * 4
+  per_thread = 2 * config["block_m"] * config["block_n"] // (32 * config["num_warps"])
+  return config["num_stages"] * tiles <= SHARED_MEMORY_BYTES and per_thread <= 128
+
+
+def _default_config(m: int, n: int) -> dict:
+  """Triton, with 128 x 64 tiles (two accumulators) when they still fill the GPU, else 64 x 64."""
+  big = pl.cdiv(m, 128) * pl.cdiv(n, 64) >= MIN_PROGRAMS
+  return dict(backend="triton", block_m=128 if big else 64, block_n=64, block_k=32, group_m=1,
+              k_major=False, num_warps=8 if big else 4, num_stages=3)
+
+
+def _device_kind() -> str:
+  """The GPU being compiled for: the exporter's abstract target, else the local device."""
+  device = jax.sharding.get_abstract_mesh().abstract_device
+  return (device or jax.devices()[0]).device_kind
+
+
+def shape_class(*arrays) -> str:
+  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x1024'."""
+  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+
+
+def config_for(x, w_gate, w_up) -> dict:
+  """The config `kernel` runs with: the tuned one for this GPU and shape class, else the default."""
+  tuned = TUNED_CONFIGS.get(_device_kind(), {}).get(shape_class(x, w_gate, w_up))
+  return dict(tuned) if tuned else _default_config(x.shape[0], w_gate.shape[1])
+
+
+def kernel(x, w_gate, w_up, *, interpret: bool = False, config=None):
+  """The gated projection; `config` (one of CONFIG_SPACE's configs, or some of its keys)
+  overrides the tuned or default one."""
   (m, k), (k_w, n) = x.shape, w_gate.shape
   if k != k_w or w_up.shape != w_gate.shape:
     raise ValueError(f"{x.shape=}, {w_gate.shape=}, {w_up.shape=} must be (M, K), (K, N), (K, N)")
-  bm, bn, num_warps = _block_sizes(m, n)
+  chosen = config_for(x, w_gate, w_up)
+  if config and config.get("backend", chosen["backend"]) != chosen["backend"]:
+    chosen = {}
+  chosen = {**chosen, **(config or {})}
+  backend = chosen.pop("backend")
+  if backend == "mosaic_gpu":
+    return _swiglu_mosaic(x, w_gate, w_up, interpret=interpret, **chosen)
+  return _swiglu_triton(x, w_gate, w_up, interpret=interpret, **chosen)
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[0] if k != "backend")))
+def _swiglu_triton(x, w_gate, w_up, *, interpret: bool, block_m: int, block_n: int, block_k: int,
+                 group_m: int, k_major: bool, num_warps: int, num_stages: int):
+  m, n = x.shape[0], w_gate.shape[1]
+  weights = (w_gate.T, w_up.T) if k_major else (w_gate, w_up)
   return pl.pallas_call(
-      functools.partial(_swiglu_kernel, bm=bm, bn=bn), grid=(pl.cdiv(m, bm), pl.cdiv(n, bn)),
+      functools.partial(_swiglu_kernel, block_m=block_m, block_n=block_n, block_k=block_k,
+                        group_m=group_m, k_major=k_major),
+      grid=(pl.cdiv(m, block_m) * pl.cdiv(n, block_n),),
       out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=NUM_STAGES),
-      interpret=interpret, name=TASK_NAME)(x, w_gate, w_up)
+      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
+      interpret=interpret, name=TASK_NAME)(x, *weights)
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
+def _swiglu_mosaic(x, w_gate, w_up, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
+                 split_n: bool, delay: int):
+  (m, k), n = x.shape, w_gate.shape[1]
+  cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
+  x_p = _padded(x, cta_m, TILE_K)
+  wg_t, wu_t = _padded(w_gate.T, cta_n, TILE_K), _padded(w_up.T, cta_n, TILE_K)
+  out = plgpu.kernel(
+      functools.partial(_mosaic_kernel, tile_m=tile_m, tile_n=tile_n, stages=stages,
+                        split_n=split_n, delay=delay),
+      out_type=jax.ShapeDtypeStruct((x_p.shape[0], wg_t.shape[0]), jnp.float32),
+      grid=(_sm_count(),), grid_names=("sm",), num_threads=3, thread_name="wg",
+      compiler_params=plgpu.CompilerParams(
+          lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
+      interpret=plgpu.InterpretGPUParams() if interpret else None,
+      kernel_name=TASK_NAME)(x_p, wg_t, wu_t)
+  return out[:m, :n] if out.shape != (m, n) else out
