@@ -7,7 +7,7 @@ Prints, for every GPU-fixed kernel, its speedup over XLA at `medium` and `large`
 the 45 fixed kernels >= 1.0 at both sizes, every contraction-family kernel >= 0.7 at `large`,
 every latency-bound kernel >= 0.8 at both sizes, and no memory-bound kernel slower than
 before (beyond RUN_TO_RUN, the spread two runs of one tree show). A kernel that did not pass
-counts as failing every goal it is in.
+(or was not measured at a size) counts as failing every goal it is in.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ def speedups(run: pathlib.Path) -> dict[tuple[str, str], float | None]:
   return out
 
 
+def _fmt(value: float | None) -> str:
+  return "  fail" if value is None else f"{value:6.2f}"
+
+
 def geomean(values: Sequence[float | None]) -> float:
   """Geometric mean; a kernel that did not pass makes it NaN."""
   if not values or any(v is None or v <= 0 for v in values):
@@ -53,11 +57,13 @@ def goals(now: Mapping[tuple[str, str], float | None],
   tasks = sorted({task for task, _ in now})
   out = []
   for size in SIZES:
-    value = geomean([now[t, size] for t in tasks])
+    value = geomean([now.get((t, size)) for t in tasks])
     out.append((f"geomean over {len(tasks)} fixed kernels at {size} >= 1.0", value >= 1.0,
                 f"{value:.3f}"))
-  low = lambda names, sizes, floor: [f"{t} {s} {fmt(now[t, s])}" for t in names for s in sizes
-                                     if now[t, s] is None or now[t, s] < floor]
+  def low(family, sizes, floor):
+    return [f"{t} {s} {_fmt(now.get((t, s))).strip()}" for t in tasks if t in family
+            for s in sizes if now.get((t, s)) is None or now[t, s] < floor]
+
   below = low(CONTRACTION, ("large",), 0.7)
   out.append(("every contraction-family kernel >= 0.7 at large", not below,
               ", ".join(below) or "all"))
@@ -65,8 +71,9 @@ def goals(now: Mapping[tuple[str, str], float | None],
   out.append(("every latency-bound kernel >= 0.8", not below, ", ".join(below) or "all"))
   if before is not None:
     memory = [t for t in tasks if t not in CONTRACTION + LATENCY_BOUND]
-    slower = [f"{t} {s} {before[t, s]:.2f} -> {now[t, s]}" for t in memory for s in SIZES
-              if before.get((t, s)) and (now[t, s] is None
+    slower = [f"{t} {s} {before[t, s]:.2f} -> {_fmt(now.get((t, s))).strip()}"
+              for t in memory for s in SIZES
+              if before.get((t, s)) and (now.get((t, s)) is None
                                          or now[t, s] < before[t, s] * (1 - RUN_TO_RUN))]
     out.append((f"no memory-bound kernel slower than before (by more than {RUN_TO_RUN:.0%})",
                 not slower, ", ".join(slower) or f"all {len(memory)}"))
@@ -84,10 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   except (OSError, KeyError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  fmt = lambda v: "  fail" if v is None else f"{v:6.2f}"
   print(f"{'task':28} " + " ".join(f"{s:>14}" for s in SIZES))
   for task in sorted({t for t, _ in now}):
-    cells = [(f"{fmt(before.get((task, s)))} ->" if before else "") + fmt(now.get((task, s)))
+    cells = [(f"{_fmt(before.get((task, s)))} ->" if before else "") + _fmt(now.get((task, s)))
              for s in SIZES]
     print(f"{task:28} " + " ".join(f"{c:>14}" for c in cells))
   met = goals(now, before)
