@@ -812,6 +812,57 @@ def test_schedule_keeps_every_judge_slot_busy(stand_ins, two_judges):
   assert max(len(keys) for keys in stand_ins.judge_keys) == 2  # never a judge queued behind
 
 
+@pytest.fixture
+def judges_apart(stand_ins):
+  """Two judge workers (one judge slot each) and a CPU worker, as in a real cluster: the
+  compiled items live on the CPU worker, so Dask places a judge on the free judge worker."""
+  worker = lambda resources, threads: {"cls": distributed.Worker,
+                                       "options": {"nthreads": threads, "resources": resources}}
+  specs = {"judge-0": worker({stages.GPU_RESOURCE: 1}, 1),
+           "judge-1": worker({stages.GPU_RESOURCE: 1}, 1),
+           "cpu": worker({stages.CPU_RESOURCE: 2}, 2)}
+  with distributed.SpecCluster(workers=specs, scheduler={
+      "cls": distributed.Scheduler,
+      "options": {"host": "127.0.0.1", "port": 0, "dashboard_address": None}}) as local:
+    stand_ins.cluster = local
+    yield local
+
+
+def test_schedule_leaves_a_task_another_judge_holds_to_that_judge(stand_ins, judges_apart):
+  """Judge A frees up while judge B judges gelu's gpu kernel and both gelu's tpu kernel and
+  silu's are compiled: A takes silu (plan order puts gelu's tpu kernel first), so gelu's
+  executables are built in one judge process, and B then takes gelu's tpu kernel."""
+  items = _items(("relu", "gpu"), ("relu", "tpu"), ("gelu", "gpu"), ("gelu", "tpu"),
+                 ("silu", "gpu"))
+  later = ("gelu-gpu-medium", "gelu-tpu-medium", "silu-gpu-medium")
+  for slug in later:  # so both judges start on relu
+    stand_ins.hold[("compile", slug)] = threading.Event()
+  gelu_started, silu_started, gelu_tpu_started = (threading.Event() for _ in range(3))
+  workers = {}
+  with distributed.Client(judges_apart.scheduler_address) as client:
+    def on_judge(slug):
+      workers[slug] = distributed.get_worker().name
+      if slug == "relu-tpu-medium":  # frees its judge once the three others are compiled
+        for other in later:
+          stand_ins.hold[("compile", other)].set()
+          _client_knows_done(client, f"compile-{other}")
+      elif slug == "relu-gpu-medium":  # frees its judge while gelu's gpu kernel is judged
+        assert gelu_started.wait(10)
+      elif slug == "gelu-gpu-medium":  # frees its judge while silu's is judged
+        gelu_started.set()
+        assert silu_started.wait(10)
+      elif slug == "silu-gpu-medium":  # and silu's only once gelu's tpu kernel has a judge
+        silu_started.set()
+        assert gelu_tpu_started.wait(10)
+      else:
+        gelu_tpu_started.set()
+    stand_ins.on_judge = on_judge
+    got = {(r.task, r.variant) for _, r, _ in suite._schedule(client, items, _settings(), "c0ffee")}  # pylint: disable=protected-access
+  assert len(got) == 5
+  assert workers["gelu-tpu-medium"] == workers["gelu-gpu-medium"]
+  assert workers["silu-gpu-medium"] == workers["relu-gpu-medium"] != workers["gelu-gpu-medium"]
+
+
 def test_schedule_with_more_judge_slots_than_items(stand_ins, two_judges):
   with distributed.Client(two_judges.scheduler_address) as client:
     (_, record, artifacts), = suite._schedule(client, _items(("relu", "gpu")), _settings(), "c0ffee")  # pylint: disable=protected-access

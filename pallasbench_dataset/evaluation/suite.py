@@ -425,9 +425,11 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   one evaluation at a time: a lost worker then takes only its running evaluation down (Dask
   retries it once). The freed judge gets the first item in plan order whose compile is done,
   preferring one of a task and size it has judged: its process still holds that task's
-  reference, filter and input executables. (It is the one judge worker with a free slot, so
-  Dask places the item there; naming the worker would strand the item when that worker is lost
-  and comes back under another address.) Yields each (item, record, artifacts) as its judge
+  reference, filter and input executables, which cost a judge seconds to build. Failing that,
+  it prefers a task and size no other judge has judged or is judging, so that judges split the
+  tasks between them instead of each building every task's executables. (It is the one judge
+  worker with a free slot, so Dask places the item there; naming the worker would strand the
+  item when that worker is lost and comes back under another address.) Yields each (item, record, artifacts) as its judge
   finishes; a stage that raised, or whose worker was lost twice, becomes an error record and
   the others go on."""
   if not todo:
@@ -449,9 +451,13 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   def submit_next(worker: str | None) -> None:
     # A long compile (up to the budget) does not hold up the items behind it.
     ready = [s for s in waiting if upstream[s][2].done()]
+    key = lambda s: (upstream[s][0].task, upstream[s][0].size)
     warm = judged_on.get(worker, set())
-    slug = next((s for s in ready if (upstream[s][0].task, upstream[s][0].size) in warm),
-                ready[0] if ready else waiting[0])
+    others = {(i.task, i.size) for i in items.values()}.union(
+        *(judged for w, judged in judged_on.items() if w != worker))
+    slug = next((s for s in ready if key(s) in warm),
+                next((s for s in ready if key(s) not in others),
+                     ready[0] if ready else waiting[0]))
     waiting.remove(slug)
     item, exported, compiled = upstream[slug]
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
