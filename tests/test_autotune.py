@@ -249,6 +249,23 @@ def test_every_mosaic_gpu_path_is_correct_and_lowers(task):
   assert {"matmul", "swiglu", "gated_mlp", "batched_matmul"} <= set(MOSAIC)
 
 
+@pytest.mark.parametrize("structure", ["loop", "whole_rows", "tiles"])
+def test_each_qk_softmax_structure_is_correct_where_s_is_not_a_block_multiple(structure):
+  """qk_softmax's three spaces at the edge size (S = 100, 32-key blocks): the key loop's
+  masked last block, whole rows' last block started early (its first keys counted once), and
+  the tiles' statistics combined across a partial key block."""
+  module, spec = load_kernel("gpu", "qk_softmax"), get_task("qk_softmax")
+  space = next(s for s in autotune.spaces(module)
+               if s["whole_rows"] == (structure == "whole_rows",)
+               and s["tiles"] == (structure == "tiles",))
+  config = {name: values[0] for name, values in space.items()}
+  inputs = spec.make_inputs(Size.EDGE, 3)
+  assert inputs[0].shape[0] % config["block_k"]
+  out = module.kernel(*inputs, interpret=True, config=config)
+  result = compare(out, spec.expected(*inputs), spec.tolerance)
+  assert result.passed, result.reason
+
+
 SLOW_KERNEL = '''"""A kernel whose `slow` config never finishes tracing (a hung compile)."""
 import time
 
