@@ -5,6 +5,7 @@ use them (`tests/test_suite.py` runs the real thing, with processes)."""
 
 import dataclasses
 import fcntl
+import functools
 import io
 import json
 import logging
@@ -810,6 +811,22 @@ def test_schedule_keeps_every_judge_slot_busy(stand_ins, two_judges):
   assert got == {("relu", "gpu"), ("relu", "tpu"), ("gelu", "gpu")}
   assert concurrent == [True, True]
   assert max(len(keys) for keys in stand_ins.judge_keys) == 2  # never a judge queued behind
+
+
+def test_choose_prefers_own_tasks_then_unclaimed_tasks_then_plan_order():
+  """The freed judge's choice among waiting items (plan order) by which are compiled."""
+  waiting = _items(("relu", "gpu"), ("gelu", "gpu"), ("silu", "gpu"), ("relu", "tpu"))
+  relu, gelu, silu = (("relu", "medium"), ("gelu", "medium"), ("silu", "medium"))
+  choose = functools.partial(suite._choose, waiting)  # pylint: disable=protected-access
+  everything = [True] * 4
+  assert choose(everything, mine=set(), theirs=set()) == 0
+  assert choose(everything, mine={silu}, theirs={relu}) == 2            # its own task first
+  assert choose(everything, mine={gelu, silu}, theirs=set()) == 1       # the first of its own
+  assert choose(everything, mine=set(), theirs={relu, gelu}) == 2       # then no one's
+  assert choose(everything, mine=set(), theirs={relu, gelu, silu}) == 0  # then plan order
+  assert choose([False, False, True, True], mine={relu}, theirs={silu}) == 3  # compiled only
+  assert choose([False, True, True, False], mine=set(), theirs={gelu, silu}) == 1
+  assert choose([False] * 4, mine={gelu}, theirs=set()) == 0            # none compiled: first
 
 
 @pytest.fixture

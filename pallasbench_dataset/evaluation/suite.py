@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import Final, TextIO
 
 import distributed
@@ -418,19 +418,30 @@ def _judge_slots(client: distributed.Client) -> int:
   return max(1, sum(1 for w in workers if stages.GPU_RESOURCE in (w.get("resources") or {})))
 
 
+def _choose(waiting: Sequence[WorkItem], compiled: Sequence[bool], *,
+            mine: Set[tuple[str, str]], theirs: Set[tuple[str, str]]) -> int:
+  """Which of the `waiting` items (plan order) a freed judge takes: the first compiled one of a
+  (task, size) the judge has judged (`mine`), else the first compiled one of a (task, size) no
+  other judge has judged or is judging (`theirs`), else the first compiled one (a long compile,
+  up to the budget, does not hold up the items behind it), else the first one."""
+  ready = [n for n, done in enumerate(compiled) if done]
+  task = lambda n: (waiting[n].task, waiting[n].size)
+  return next((n for n in ready if task(n) in mine),
+              next((n for n in ready if task(n) not in theirs), ready[0] if ready else 0))
+
+
 def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
               git_commit: str | None) -> Iterator[tuple[WorkItem, EvalRecord, Artifacts]]:
   """Submits every item's export and compile at once, in plan order (Dask runs earlier
   submissions first), and a judge when a judge worker is free, so that each judge worker holds
   one evaluation at a time: a lost worker then takes only its running evaluation down (Dask
-  retries it once). The freed judge gets the first item in plan order whose compile is done,
-  preferring one of a task and size it has judged: its process still holds that task's
-  reference, filter and input executables, which cost a judge seconds to build. Failing that,
-  it prefers a task and size no other judge has judged or is judging, so that judges split the
-  tasks between them instead of each building every task's executables. (It is the one judge
-  worker with a free slot, so Dask places the item there; naming the worker would strand the
-  item when that worker is lost and comes back under another address.) Yields each (item, record, artifacts) as its judge
-  finishes; a stage that raised, or whose worker was lost twice, becomes an error record and
+  retries it once). The freed judge gets the item `_choose` picks: one of a task and size it
+  has judged first, since its process still holds that task's reference, filter and input
+  executables, which cost a judge seconds to build; then one of a task and size no other judge
+  holds, so that judges split the tasks between them instead of each building every task's
+  executables. (It is the one judge worker with a free slot, so Dask places the item there;
+  naming the worker would strand the item when that worker is lost and comes back under
+  another address.) Yields each (item, record, artifacts) as its judge finishes; a stage that raised, or whose worker was lost twice, becomes an error record and
   the others go on."""
   if not todo:
     return
@@ -449,15 +460,11 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   judged_on: dict[str, set[tuple[str, str]]] = {}  # judge worker -> (task, size) it judged
 
   def submit_next(worker: str | None) -> None:
-    # A long compile (up to the budget) does not hold up the items behind it.
-    ready = [s for s in waiting if upstream[s][2].done()]
-    key = lambda s: (upstream[s][0].task, upstream[s][0].size)
-    warm = judged_on.get(worker, set())
-    others = {(i.task, i.size) for i in items.values()}.union(
+    theirs = {(i.task, i.size) for i in items.values()}.union(
         *(judged for w, judged in judged_on.items() if w != worker))
-    slug = next((s for s in ready if key(s) in warm),
-                next((s for s in ready if key(s) not in others),
-                     ready[0] if ready else waiting[0]))
+    slug = waiting[_choose([upstream[s][0] for s in waiting],
+                           [upstream[s][2].done() for s in waiting],
+                           mine=judged_on.get(worker, set()), theirs=theirs)]
     waiting.remove(slug)
     item, exported, compiled = upstream[slug]
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
