@@ -829,6 +829,14 @@ def test_choose_prefers_own_tasks_then_unclaimed_tasks_then_plan_order():
   assert choose([False] * 4, mine={gelu}, theirs=set()) == 0            # none compiled: first
 
 
+def test_held_by_others_is_what_the_other_judges_judged_and_what_runs():
+  judged_on = {"a": {("relu", "medium")}, "b": {("gelu", "medium")}, "c": {("exp", "large")}}
+  running = _items(("silu", "gpu"))
+  held = suite._held_by_others("a", judged_on, running)  # pylint: disable=protected-access
+  assert held == {("gelu", "medium"), ("exp", "large"), ("silu", "medium")}
+  assert suite._held_by_others(None, {}, []) == set()  # pylint: disable=protected-access
+
+
 @pytest.fixture
 def judges_apart(stand_ins):
   """Two judge workers (one judge slot each) and a CPU worker, as in a real cluster: the

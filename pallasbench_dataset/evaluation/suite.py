@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Final, TextIO
 
 import distributed
@@ -418,6 +418,14 @@ def _judge_slots(client: distributed.Client) -> int:
   return max(1, sum(1 for w in workers if stages.GPU_RESOURCE in (w.get("resources") or {})))
 
 
+def _held_by_others(worker: str | None, judged_on: Mapping[str, Set[tuple[str, str]]],
+                    running: Iterable[WorkItem]) -> set[tuple[str, str]]:
+  """The (task, size) pairs the judges other than `worker` have judged, and those being judged
+  (the freed `worker` runs none)."""
+  return {(i.task, i.size) for i in running}.union(
+      *(judged for w, judged in judged_on.items() if w != worker))
+
+
 def _choose(waiting: Sequence[WorkItem], compiled: Sequence[bool], *,
             mine: Set[tuple[str, str]], theirs: Set[tuple[str, str]]) -> int:
   """Which of the `waiting` items (plan order) a freed judge takes: the first compiled one of a
@@ -460,11 +468,10 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   judged_on: dict[str, set[tuple[str, str]]] = {}  # judge worker -> (task, size) it judged
 
   def submit_next(worker: str | None) -> None:
-    theirs = {(i.task, i.size) for i in items.values()}.union(
-        *(judged for w, judged in judged_on.items() if w != worker))
     slug = waiting[_choose([upstream[s][0] for s in waiting],
                            [upstream[s][2].done() for s in waiting],
-                           mine=judged_on.get(worker, set()), theirs=theirs)]
+                           mine=judged_on.get(worker, set()),
+                           theirs=_held_by_others(worker, judged_on, items.values()))]
     waiting.remove(slug)
     item, exported, compiled = upstream[slug]
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
