@@ -60,6 +60,7 @@ def goals(now: Mapping[tuple[str, str], float | None],
     value = geomean([now.get((t, size)) for t in tasks])
     out.append((f"geomean over {len(tasks)} fixed kernels at {size} >= 1.0", value >= 1.0,
                 f"{value:.3f}"))
+
   def low(family, sizes, floor):
     return [f"{t} {s} {_fmt(now.get((t, s))).strip()}" for t in tasks if t in family
             for s in sizes if now.get((t, s)) is None or now[t, s] < floor]

@@ -192,8 +192,8 @@ def _rmsnorm_kernel(x_ref, o_ref, *, d: int):
   @pl.loop(0, pl.cdiv(o_ref.shape[1], NORM_COLS))
   def _(c):
     cols, x = tile(c)
-    # Round to nearest even at 10 mantissa bits: add half a TF32 ulp (less one, plus the kept
-    # lowest bit) to the magnitude's bits, then drop the 13 bits wgmma would drop.
+    # _tf32 by hand (Triton does not lower reduce_precision): add half a TF32 ulp (less one,
+    # plus the kept lowest bit) to the magnitude's bits, then drop the 13 bits wgmma drops.
     bits = lax.bitcast_convert_type(x * scale, jnp.int32)
     bits = (bits + (0xFFF + ((bits >> 13) & 1))) & ~0x1FFF
     pltriton.store(o_ref.at[pl.ds(r0, NORM_ROWS), pl.ds(c * NORM_COLS, NORM_COLS)],

@@ -449,8 +449,8 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   holds, so that judges split the tasks between them instead of each building every task's
   executables. (It is the one judge worker with a free slot, so Dask places the item there;
   naming the worker would strand the item when that worker is lost and comes back under
-  another address.) Yields each (item, record, artifacts) as its judge finishes; a stage that raised, or whose worker was lost twice, becomes an error record and
-  the others go on."""
+  another address.) Yields each (item, record, artifacts) as its judge finishes; a stage that
+  raised, or whose worker was lost twice, becomes an error record and the others go on."""
   if not todo:
     return
   cpu, gpu = {stages.CPU_RESOURCE: 1}, {stages.GPU_RESOURCE: 1}
