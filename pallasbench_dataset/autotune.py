@@ -80,17 +80,23 @@ def spaces(module) -> tuple[Mapping[str, Sequence[Any]], ...]:
 def candidates(module, default: Mapping[str, Any], max_configs: int,
                backends: Sequence[str] | None = None) -> list[dict[str, Any]]:
   """The configs to try: the default first, then the compilable configs of each space (of the
-  `backends` asked for, default all), the room shared evenly between the spaces and each space
-  thinned evenly (deterministic, evenly spaced picks)."""
+  `backends` asked for, default all), the room shared evenly between the spaces (what a small
+  space leaves goes to the larger ones) and each space thinned evenly (deterministic, evenly
+  spaced picks), in the spaces' order."""
   chosen = [s for s in spaces(module)
             if backends is None or set(s.get("backend", ())) & set(backends)]
-  room = max(0, max_configs - 1)
-  out = [dict(default)]
-  for n, space in enumerate(chosen):
+  pools = []
+  for space in chosen:
     every = [dict(zip(space, values)) for values in itertools.product(*space.values())]
-    ok = [c for c in every if module.config_ok(c) and c != dict(default)]
-    share = min(len(ok), room // len(chosen) + (n < room % len(chosen)))
-    out += [ok[i * len(ok) // share] for i in range(share)]
+    pools.append([c for c in every if module.config_ok(c) and c != dict(default)])
+  room, shares = max(0, max_configs - 1), [0] * len(pools)
+  for left, n in enumerate(sorted(range(len(pools)), key=lambda n: len(pools[n]))):
+    spaces_left = len(pools) - left
+    shares[n] = min(len(pools[n]), room // spaces_left + (room % spaces_left > 0))
+    room -= shares[n]
+  out = [dict(default)]
+  for pool, share in zip(pools, shares):
+    out += [pool[i * len(pool) // share] for i in range(share)]
   return out
 
 

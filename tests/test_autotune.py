@@ -10,6 +10,7 @@ import math
 import pathlib
 import shutil
 import time
+import types
 
 import jax
 import jax.numpy as jnp
@@ -73,6 +74,19 @@ def test_candidates_share_the_room_between_backends_and_can_keep_one():
   assert len(only) == 21
   assert autotune.spaces(load_kernel("gpu", "flash_attention")) == (
       load_kernel("gpu", "flash_attention").CONFIG_SPACE,)
+
+
+def test_what_a_small_space_leaves_of_its_share_goes_to_the_larger_ones():
+  module = types.SimpleNamespace(
+      CONFIG_SPACE=({"a": (0, 1), "b": (0,)}, {"a": tuple(range(10)), "b": (1,)},
+                    {"a": tuple(range(30)), "b": (2,)}),
+      config_ok=lambda c: True)
+  configs = autotune.candidates(module, {"a": 0, "b": 0}, 25)[1:]
+  per_space = [sum(c["b"] == b for c in configs) for b in (0, 1, 2)]
+  assert per_space == [1, 10, 13]  # the default is not tried twice
+  assert len({json.dumps(c, sort_keys=True) for c in configs}) == 24
+  assert [sum(c["b"] == b for c in autotune.candidates(module, {"a": 0, "b": 0}, 7)[1:])
+          for b in (0, 1, 2)] == [1, 3, 2]
 
 
 def test_config_ok_rejects_tiles_past_shared_memory():
