@@ -16,8 +16,9 @@ the first pass's q k^T, for c times the programs when S / block_q alone leaves S
 `tiles`, no program loops over keys: two calls on a grid of (block_q, block_k) score tiles, the
 first writing each tile's row maxima and sums of exp(s - max), the second recomputing its tile
 and normalising it with the row's statistics combined over all tiles (twice q k^T, as the two
-passes, for S / block_q * S / block_k programs per call). The config comes from TUNED_CONFIGS for
-the GPU and shape class being compiled for, else from a default.
+passes, for S / block_q * S / block_k programs per call); their q k^T steps through d in `d_step`
+columns (pipelined `num_stages` deep) unless d_step covers the padded d. The config comes from
+TUNED_CONFIGS for the GPU and shape class being compiled for, else from a default.
 """
 import functools
 from typing import Final
@@ -34,25 +35,28 @@ FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and
                      "normalising pass, bound every value and mask any S and d")
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try, one space per structure
 # (the autotuner shares its room evenly between them): the key-looping kernel, whole rows (no
-# loop: num_stages means nothing) and the tiled calls.
+# loop: num_stages means nothing) and the tiled calls (num_stages pipelines their d steps).
+# d_step only matters to the tiles; 256 covers any d the tasks have.
 CONFIG_SPACE: Final = (
     {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False,),
-     "col_split": (1, 2, 4, 8), "tiles": (False,), "num_warps": (2, 4, 8),
+     "col_split": (1, 2, 4, 8), "tiles": (False,), "d_step": (256,), "num_warps": (2, 4, 8),
      "num_stages": (1, 2, 3)},
     {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (True,),
-     "col_split": (1,), "tiles": (False,), "num_warps": (2, 4, 8), "num_stages": (1,)},
-    {"block_q": (16, 32, 64, 128), "block_k": (32, 64, 128), "whole_rows": (False,),
-     "col_split": (1,), "tiles": (True,), "num_warps": (2, 4, 8), "num_stages": (1,)},
+     "col_split": (1,), "tiles": (False,), "d_step": (256,), "num_warps": (2, 4, 8),
+     "num_stages": (1,)},
+    {"block_q": (32, 64, 128), "block_k": (32, 64, 128), "whole_rows": (False,),
+     "col_split": (1,), "tiles": (True,), "d_step": (32, 64, 256), "num_warps": (4, 8),
+     "num_stages": (1, 2, 3)},
 )
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x128,1024x128": dict(
-            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, num_warps=4,
-            num_stages=1),
+            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, d_step=256,
+            num_warps=4, num_stages=1),
         "256x64,256x64": dict(
-            block_q=16, block_k=128, whole_rows=True, col_split=1, tiles=False, num_warps=4,
-            num_stages=1),
+            block_q=16, block_k=128, whole_rows=True, col_split=1, tiles=False, d_step=256,
+            num_warps=4, num_stages=1),
     },
 }
 
@@ -114,24 +118,30 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
     store(b * block_k, valid, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
-def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int):
+def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int, d_step: int):
   """The rows of program_id(0)'s query block, the keys of program_id(1)'s key block, and their
-  scaled scores, -inf past the last key."""
+  scaled scores, -inf past the last key; q k^T summed over d in d_step-column steps."""
   s_len, d = q_ref.shape
-  rows = pl.program_id(0) * block_q + jnp.arange(block_q)
-  keys = pl.program_id(1) * block_k + jnp.arange(block_k)
-  dims = jnp.arange(block_d)
-  q = pltriton.load(q_ref.at[pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, block_d)],
-                    mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
-  k = pltriton.load(k_ref.at[pl.ds(pl.program_id(1) * block_k, block_k), pl.ds(0, block_d)],
-                    mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
-  s = jnp.dot(q * (d ** -0.5), k.T, preferred_element_type=jnp.float32)
-  return rows, keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+  first_row, first_key = pl.program_id(0) * block_q, pl.program_id(1) * block_k
+  rows, keys = first_row + jnp.arange(block_q), first_key + jnp.arange(block_k)
+  d_step = min(d_step, block_d)
+
+  def step(c, s):
+    dims = c * d_step + jnp.arange(d_step)
+    cols = pl.ds(c * d_step, d_step)
+    q = pltriton.load(q_ref.at[pl.ds(first_row, block_q), cols],
+                      mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+    k = pltriton.load(k_ref.at[pl.ds(first_key, block_k), cols],
+                      mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+    return s + jnp.dot(q, k.T, preferred_element_type=jnp.float32)
+
+  s = jax.lax.fori_loop(0, block_d // d_step, step, jnp.zeros((block_q, block_k), jnp.float32))
+  return rows, keys, jnp.where(keys[None, :] < s_len, s * (d ** -0.5), -jnp.inf)
 
 
-def _tile_stats_kernel(q_ref, k_ref, m_ref, l_ref, *, block_d: int, block_q: int, block_k: int):
+def _tile_stats_kernel(q_ref, k_ref, m_ref, l_ref, *, block_q: int, **sizes):
   """Row maxima m and sums of exp(s - m) of one score tile, into column program_id(1)."""
-  rows, _, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+  rows, _, s = _tile_scores(q_ref, k_ref, block_q=block_q, **sizes)
   m = jnp.max(s, axis=1)  # finite: every key block holds a real key
   l = jnp.sum(jnp.exp(s - m[:, None]), axis=1)
   tile = (pl.ds(pl.program_id(0) * block_q, block_q), pl.program_id(1))
@@ -139,11 +149,11 @@ def _tile_stats_kernel(q_ref, k_ref, m_ref, l_ref, *, block_d: int, block_q: int
   pltriton.store(l_ref.at[tile], l, mask=rows < q_ref.shape[0])
 
 
-def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, block_q: int,
-                           block_k: int):
+def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_q: int, block_k: int,
+                           **sizes):
   """exp(s - M) / L of one score tile, M and L the row's statistics over every tile."""
   s_len, num_blocks = m_ref.shape
-  rows, keys, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+  rows, keys, s = _tile_scores(q_ref, k_ref, block_q=block_q, block_k=block_k, **sizes)
   blocks = jnp.arange(pl.next_power_of_2(num_blocks))
   stats = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, blocks.shape[0]))
   mask = (rows[:, None] < s_len) & (blocks[None, :] < num_blocks)
@@ -152,7 +162,7 @@ def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, b
   m_row = jnp.max(m, axis=1)
   m_row = jnp.where(rows < s_len, m_row, 0.0)  # rows past S: no statistics, no store
   l_row = jnp.sum(l * jnp.exp(m - m_row[:, None]), axis=1)
-  p = jnp.exp(s - m_row[:, None]) / l_row[:, None]
+  p = jnp.exp(s - m_row[:, None]) * (1.0 / l_row)[:, None]
   pltriton.store(o_ref.at[pl.ds(pl.program_id(0) * block_q, block_q),
                           pl.ds(pl.program_id(1) * block_k, block_k)], p,
                  mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
@@ -160,13 +170,13 @@ def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, b
 
 def config_ok(config) -> bool:  # pylint: disable=unused-argument
   """Every config of the spaces compiles and is worth trying: each space fixes the keys its
-  structure ignores (col_split, whole_rows, tiles, num_stages)."""
+  structure ignores (col_split, whole_rows, tiles, d_step, num_stages)."""
   return True
 
 
 def _default_config() -> dict:
-  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, tiles=False, num_warps=4,
-              num_stages=2)
+  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, tiles=False, d_step=256,
+              num_warps=4, num_stages=2)
 
 
 def _device_kind() -> str:
@@ -195,13 +205,13 @@ def kernel(q, k, *, interpret: bool = False, config=None):
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE[0]))
 def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
-                col_split: int, tiles: bool, num_warps: int, num_stages: int):
+                col_split: int, tiles: bool, d_step: int, num_warps: int, num_stages: int):
   s_len, d = q.shape
   block_d = max(16, pl.next_power_of_2(d))
   params = pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
   if tiles:
     grid = (pl.cdiv(s_len, block_q), pl.cdiv(s_len, block_k))
-    blocks = dict(block_d=block_d, block_q=block_q, block_k=block_k)
+    blocks = dict(block_d=block_d, block_q=block_q, block_k=block_k, d_step=d_step)
     stats = jax.ShapeDtypeStruct((s_len, grid[1]), jnp.float32)
     m, l = pl.pallas_call(functools.partial(_tile_stats_kernel, **blocks), grid=grid,
                           out_shape=(stats, stats), compiler_params=params,
