@@ -54,9 +54,9 @@ EPS: Final = 1e-5
 MAX_HEAD_DIM: Final = 256
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try: one space per backend.
 CONFIG_SPACE: Final = (
-    {"backend": ("triton",), "block_m": (32, 64, 128), "block_n": (32, 64, 128),
-     "block_k": (32, 64), "block_q": (16, 32, 64), "block_kv": (32, 64), "matmul_warps": (4, 8),
-     "matmul_stages": (2, 3, 4), "attention_warps": (4, 8)},
+    {"backend": ("triton",), "block_m": (16, 32, 64, 128), "block_n": (16, 32, 64, 128),
+     "block_k": (32, 64, 128), "block_q": (16, 32, 64), "block_kv": (32, 64),
+     "matmul_warps": (2, 4, 8), "matmul_stages": (2, 3, 4), "attention_warps": (4, 8)},
     {"backend": ("mosaic_gpu",), "tile_m": (64, 128), "tile_n": (64, 128), "glu_n": (64, 128),
      "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1), "block_q": (32, 64),
      "block_kv": (32, 64), "attention_warps": (4, 8)},
