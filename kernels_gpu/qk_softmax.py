@@ -53,11 +53,11 @@ CONFIG_SPACE: Final = (
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x128,1024x128": dict(
-            block_q=128, block_k=64, whole_rows=False, col_split=1, tiles=True, d_step=64,
-            num_warps=8, num_stages=3),
-        "256x64,256x64": dict(
-            block_q=16, block_k=128, whole_rows=True, col_split=1, tiles=False, d_step=256,
+            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, d_step=256,
             num_warps=4, num_stages=1),
+        "256x64,256x64": dict(
+            block_q=32, block_k=32, whole_rows=False, col_split=1, tiles=True, d_step=256,
+            num_warps=8, num_stages=3),
     },
 }
 
