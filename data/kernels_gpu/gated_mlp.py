@@ -158,11 +158,13 @@ def _store(out, slots, out_tile) -> None:
                               out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
 
 
-def _glu_mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int,
-                       stages: int, split_n: bool, delay: int):
-  """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma, two
-  accumulators (gate and up) per compute warpgroup sharing each x tile."""
-  (m, k), n = x_gmem.shape, wg_gmem.shape[0]
+def _projection_kernel(x_gmem, *refs, tile_m: int, tile_n: int, stages: int, split_n: bool,
+                       delay: int):
+  """o = x @ w^T, or silu(x @ w0^T) * (x @ w1^T) with two weights; one program per SM, the
+  memory warpgroup feeding the two compute warpgroups' wgmma, one accumulator per weight
+  (both sharing each x tile)."""
+  w_gmems, o_gmem = refs[:-1], refs[-1]
+  (m, k), n = x_gmem.shape, w_gmems[0].shape[0]
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tiles_m, tiles_n = m // cta_m, n // cta_n
   epi_m, epi_n = EPILOGUE
@@ -174,13 +176,12 @@ def _glu_mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n:
     return plgpu.emit_pipeline_warp_specialized(
         step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
         max_concurrent_steps=stages, compute_context=context,
-        in_specs=[spec((cta_m, TILE_K)), spec((cta_n, TILE_K)), spec((cta_n, TILE_K))])
+        in_specs=[spec((cta_m, TILE_K))] + [spec((cta_n, TILE_K))] * len(w_gmems))
 
   ignore = lambda *_, **__: None
 
   @functools.partial(pl.run_scoped,
-                     allocations=pipeline(ignore, ignore).get_allocations(x_gmem, wg_gmem,
-                                                                         wu_gmem),
+                     allocations=pipeline(ignore, ignore).get_allocations(x_gmem, *w_gmems),
                      out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
                                          transforms=_swizzled(epi_n)),
                      collective_axes="wg")
@@ -196,75 +197,24 @@ def _glu_mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n:
       out_tile = o_gmem.at[rows, cols].at[wg_rows, wg_cols]
 
       def context(run):
-        @functools.partial(pl.run_scoped, gate=plgpu.ACC((tile_m, tile_n), jnp.float32),
-                           up=plgpu.ACC((tile_m, tile_n), jnp.float32))
-        def _accumulate(gate, up):
-          run((gate, up))
-          out = jax.nn.silu(gate[...]) * up[...]
+        @functools.partial(pl.run_scoped, accs=[plgpu.ACC((tile_m, tile_n), jnp.float32)
+                                                for _ in w_gmems])
+        def _accumulate(accs):
+          run(tuple(accs))
+          if len(accs) == 2:
+            out = jax.nn.silu(accs[0][...]) * accs[1][...]
+          else:
+            out = accs[0][...]
           _store(out, out_smem.at[wg], out_tile)
 
-      def step(_, x_smem, wg_smem, wu_smem, accs):
-        x_tile = x_smem.at[wg_rows]
-        plgpu.wgmma(accs[0], x_tile, wg_smem.at[wg_cols].transpose((1, 0)))
-        plgpu.wgmma(accs[1], x_tile, wu_smem.at[wg_cols].transpose((1, 0)))
-        plgpu.wgmma_wait(2 * delay)
+      def step(_, x_smem, *w_and_accs):
+        w_smems, accs = w_and_accs[:-1], w_and_accs[-1]
+        for acc, w_smem in zip(accs, w_smems):
+          plgpu.wgmma(acc, x_smem.at[wg_rows], w_smem.at[wg_cols].transpose((1, 0)))
+        plgpu.wgmma_wait(len(accs) * delay)
         return accs
 
-      pipeline(step, context)(x_gmem.at[rows, :], wg_gmem.at[cols, :], wu_gmem.at[cols, :],
-                              allocations=allocations)
-
-  plgpu.wait_smem_to_gmem(0, wait_read_only=True)
-
-
-def _down_mosaic_kernel(x_gmem, w_gmem, o_gmem, *, tile_m: int, tile_n: int,
-                        stages: int, split_n: bool, delay: int):
-  """The down projection, one program per SM: the memory warpgroup feeds the two compute
-  warpgroups' wgmma."""
-  (m, k), n = x_gmem.shape, w_gmem.shape[0]
-  cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
-  tiles_m, tiles_n = m // cta_m, n // cta_n
-  epi_m, epi_n = EPILOGUE
-
-  def pipeline(step, context):
-    spec = functools.partial(plgpu.BlockSpec, index_map=lambda s: (0, s),
-                             transforms=_swizzled(TILE_K), memory_space=plgpu.SMEM,
-                             delay_release=delay)
-    return plgpu.emit_pipeline_warp_specialized(
-        step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
-        max_concurrent_steps=stages, compute_context=context,
-        in_specs=[spec((cta_m, TILE_K)), spec((cta_n, TILE_K))])
-
-  ignore = lambda *_, **__: None
-
-  @functools.partial(pl.run_scoped,
-                     allocations=pipeline(ignore, ignore).get_allocations(x_gmem, w_gmem),
-                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
-                                         transforms=_swizzled(epi_n)),
-                     collective_axes="wg")
-  def _scope(allocations, out_smem):
-    wg = lax.axis_index("wg")
-
-    @plgpu.nd_loop((tiles_m * tiles_n,), collective_axes="sm")
-    def _tiles(info):
-      i, j = plgpu.planar_snake(info.index[0], (tiles_m, tiles_n), 1, 8)
-      rows, cols = pl.ds(i * cta_m, cta_m), pl.ds(j * cta_n, cta_n)
-      wg_rows = slice(None) if split_n else pl.ds(wg * tile_m, tile_m)
-      wg_cols = pl.ds(wg * tile_n, tile_n) if split_n else slice(None)
-      out_tile = o_gmem.at[rows, cols].at[wg_rows, wg_cols]
-
-      def context(run):
-        @functools.partial(pl.run_scoped, acc=plgpu.ACC((tile_m, tile_n), jnp.float32))
-        def _accumulate(acc):
-          run(acc)
-          out = acc[...]
-          _store(out, out_smem.at[wg], out_tile)
-
-      def step(_, x_smem, w_smem, acc):
-        plgpu.wgmma(acc, x_smem.at[wg_rows], w_smem.at[wg_cols].transpose((1, 0)))
-        plgpu.wgmma_wait(delay)
-        return acc
-
-      pipeline(step, context)(x_gmem.at[rows, :], w_gmem.at[cols, :],
+      pipeline(step, context)(x_gmem.at[rows, :], *(w.at[cols, :] for w in w_gmems),
                               allocations=allocations)
 
   plgpu.wait_smem_to_gmem(0, wait_read_only=True)
@@ -375,10 +325,10 @@ def _gated_mlp_mosaic(x, w_gate, w_up, w_down, *, interpret: bool, tile_m: int, 
   x_p = _padded(_tf32(x), cta_m, TILE_K)
   wg_t, wu_t = _padded(_tf32(w_gate.T), f_pad, TILE_K), _padded(_tf32(w_up.T), f_pad, TILE_K)
   params = dict(tile_m=tile_m, stages=stages, split_n=split_n, delay=delay)
-  hidden = _mosaic_call(functools.partial(_glu_mosaic_kernel, tile_n=glu_n, **params),
+  hidden = _mosaic_call(functools.partial(_projection_kernel, tile_n=glu_n, **params),
                         (x_p.shape[0], f_pad), TASK_NAME + "_glu", interpret, x_p, wg_t, wu_t)
   wd_t = _padded(_tf32(w_down.T), down_cta_n, TILE_K)
   wd_t = jnp.pad(wd_t, ((0, 0), (0, f_pad - wd_t.shape[1]))) if wd_t.shape[1] != f_pad else wd_t
-  out = _mosaic_call(functools.partial(_down_mosaic_kernel, tile_n=down_n, **params),
+  out = _mosaic_call(functools.partial(_projection_kernel, tile_n=down_n, **params),
                      (x_p.shape[0], wd_t.shape[0]), TASK_NAME + "_down", interpret, hidden, wd_t)
   return out[:m, :d] if out.shape != (m, d) else out

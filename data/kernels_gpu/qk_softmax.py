@@ -13,11 +13,13 @@ blocks unrolled, the scores in registers), so it computes each score once and wr
 exp(s - m) / l in a single pass. With `col_split` c > 1 the grid has c programs per row block,
 each computing the rows' statistics over all keys and writing one c-th of the columns: c times
 the first pass's q k^T, for c times the programs when S / block_q alone leaves SMs idle. With
-`tiles`, no program loops over keys: two calls on a grid of (block_q, block_k) score tiles, the
-first writing each tile's row maxima and sums of exp(s - max), the second recomputing its tile
-and normalising it with the row's statistics combined over all tiles (twice q k^T, as the two
-passes, for S / block_q * S / block_k programs per call). The config comes from TUNED_CONFIGS for
-the GPU and shape class being compiled for, else from a default.
+`tiles`, no program loops over keys and q k^T is computed once: two calls on a grid of
+(block_q, block_k) score tiles, the first writing each tile's exp(s - m) with its row maxima m
+and sums l (its q k^T stepping through d in `d_step` columns, pipelined `num_stages` deep, unless
+d_step covers the padded d), the second rescaling each tile's rows in place by exp(m - M) / L,
+M and L the rows' statistics combined over all tiles: one more read and write of the (S, S)
+output instead of a second q k^T. The config comes from TUNED_CONFIGS for the GPU and shape
+class being compiled for, else from a default.
 """
 import functools
 from typing import Final
@@ -34,25 +36,28 @@ FIX_REASON: Final = ("the TPU kernel holds whole score rows against all of K and
                      "normalising pass, bound every value and mask any S and d")
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try, one space per structure
 # (the autotuner shares its room evenly between them): the key-looping kernel, whole rows (no
-# loop: num_stages means nothing) and the tiled calls.
+# loop: num_stages means nothing) and the tiled calls (num_stages pipelines the first's d steps).
+# d_step only matters to the tiles; 256 covers any d the tasks have.
 CONFIG_SPACE: Final = (
     {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (False,),
-     "col_split": (1, 2, 4, 8), "tiles": (False,), "num_warps": (2, 4, 8),
+     "col_split": (1, 2, 4, 8), "tiles": (False,), "d_step": (256,), "num_warps": (2, 4, 8),
      "num_stages": (1, 2, 3)},
     {"block_q": (16, 32, 64), "block_k": (32, 64, 128), "whole_rows": (True,),
-     "col_split": (1,), "tiles": (False,), "num_warps": (2, 4, 8), "num_stages": (1,)},
-    {"block_q": (16, 32, 64, 128), "block_k": (32, 64, 128), "whole_rows": (False,),
-     "col_split": (1,), "tiles": (True,), "num_warps": (2, 4, 8), "num_stages": (1,)},
+     "col_split": (1,), "tiles": (False,), "d_step": (256,), "num_warps": (2, 4, 8),
+     "num_stages": (1,)},
+    {"block_q": (32, 64, 128), "block_k": (32, 64, 128), "whole_rows": (False,),
+     "col_split": (1,), "tiles": (True,), "d_step": (64, 256), "num_warps": (4, 8),
+     "num_stages": (1, 3)},
 )
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x128,1024x128": dict(
-            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, num_warps=4,
-            num_stages=1),
+            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, d_step=256,
+            num_warps=4, num_stages=1),
         "256x64,256x64": dict(
-            block_q=16, block_k=128, whole_rows=True, col_split=1, tiles=False, num_warps=4,
-            num_stages=1),
+            block_q=32, block_k=32, whole_rows=False, col_split=1, tiles=True, d_step=256,
+            num_warps=8, num_stages=3),
     },
 }
 
@@ -114,60 +119,75 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
     store(b * block_k, valid, jnp.exp(s - m[:, None]) * inv_l[:, None])
 
 
-def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int):
+def _tile_scores(q_ref, k_ref, *, block_d: int, block_q: int, block_k: int, d_step: int):
   """The rows of program_id(0)'s query block, the keys of program_id(1)'s key block, and their
-  scaled scores, -inf past the last key."""
+  scaled scores, -inf past the last key; q k^T summed over d in d_step-column steps."""
   s_len, d = q_ref.shape
-  rows = pl.program_id(0) * block_q + jnp.arange(block_q)
-  keys = pl.program_id(1) * block_k + jnp.arange(block_k)
-  dims = jnp.arange(block_d)
-  q = pltriton.load(q_ref.at[pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, block_d)],
-                    mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
-  k = pltriton.load(k_ref.at[pl.ds(pl.program_id(1) * block_k, block_k), pl.ds(0, block_d)],
-                    mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
-  s = jnp.dot(q * (d ** -0.5), k.T, preferred_element_type=jnp.float32)
-  return rows, keys, jnp.where(keys[None, :] < s_len, s, -jnp.inf)
+  first_row, first_key = pl.program_id(0) * block_q, pl.program_id(1) * block_k
+  rows, keys = first_row + jnp.arange(block_q), first_key + jnp.arange(block_k)
+  d_step = min(d_step, block_d)
+
+  def step(c, s):
+    dims = c * d_step + jnp.arange(d_step)
+    cols = pl.ds(c * d_step, d_step)
+    q = pltriton.load(q_ref.at[pl.ds(first_row, block_q), cols],
+                      mask=(rows[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+    k = pltriton.load(k_ref.at[pl.ds(first_key, block_k), cols],
+                      mask=(keys[:, None] < s_len) & (dims[None, :] < d), other=0.0)
+    return s + jnp.dot(q, k.T, preferred_element_type=jnp.float32)
+
+  s = jax.lax.fori_loop(0, block_d // d_step, step, jnp.zeros((block_q, block_k), jnp.float32))
+  return rows, keys, jnp.where(keys[None, :] < s_len, s * (d ** -0.5), -jnp.inf)
 
 
-def _tile_stats_kernel(q_ref, k_ref, m_ref, l_ref, *, block_d: int, block_q: int, block_k: int):
-  """Row maxima m and sums of exp(s - m) of one score tile, into column program_id(1)."""
-  rows, _, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
+def _tile_exp_kernel(q_ref, k_ref, p_ref, m_ref, l_ref, *, block_q: int, block_k: int,
+                     **sizes):
+  """exp(s - m) of one score tile, m its row maxima; m and the row sums l of exp(s - m) go to
+  column program_id(1) of the statistics."""
+  s_len = q_ref.shape[0]
+  rows, keys, s = _tile_scores(q_ref, k_ref, block_q=block_q, block_k=block_k, **sizes)
   m = jnp.max(s, axis=1)  # finite: every key block holds a real key
-  l = jnp.sum(jnp.exp(s - m[:, None]), axis=1)
-  tile = (pl.ds(pl.program_id(0) * block_q, block_q), pl.program_id(1))
-  pltriton.store(m_ref.at[tile], m, mask=rows < q_ref.shape[0])
-  pltriton.store(l_ref.at[tile], l, mask=rows < q_ref.shape[0])
-
-
-def _tile_normalize_kernel(q_ref, k_ref, m_ref, l_ref, o_ref, *, block_d: int, block_q: int,
-                           block_k: int):
-  """exp(s - M) / L of one score tile, M and L the row's statistics over every tile."""
-  s_len, num_blocks = m_ref.shape
-  rows, keys, s = _tile_scores(q_ref, k_ref, block_d=block_d, block_q=block_q, block_k=block_k)
-  blocks = jnp.arange(pl.next_power_of_2(num_blocks))
-  stats = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, blocks.shape[0]))
-  mask = (rows[:, None] < s_len) & (blocks[None, :] < num_blocks)
-  m = pltriton.load(m_ref.at[stats], mask=mask, other=-jnp.inf)
-  l = pltriton.load(l_ref.at[stats], mask=mask, other=0.0)
-  m_row = jnp.max(m, axis=1)
-  m_row = jnp.where(rows < s_len, m_row, 0.0)  # rows past S: no statistics, no store
-  l_row = jnp.sum(l * jnp.exp(m - m_row[:, None]), axis=1)
-  p = jnp.exp(s - m_row[:, None]) / l_row[:, None]
-  pltriton.store(o_ref.at[pl.ds(pl.program_id(0) * block_q, block_q),
+  p = jnp.exp(s - m[:, None])
+  stats = (pl.ds(pl.program_id(0) * block_q, block_q), pl.program_id(1))
+  pltriton.store(m_ref.at[stats], m, mask=rows < s_len)
+  pltriton.store(l_ref.at[stats], jnp.sum(p, axis=1), mask=rows < s_len)
+  pltriton.store(p_ref.at[pl.ds(pl.program_id(0) * block_q, block_q),
                           pl.ds(pl.program_id(1) * block_k, block_k)], p,
                  mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
 
 
-def config_ok(config) -> bool:
-  """Whether a config is worth compiling: one structure at a time (whole rows or tiles), and
-  col_split only where a program loops over keys."""
-  looping = not (config["whole_rows"] or config["tiles"])
-  return not (config["whole_rows"] and config["tiles"]) and (looping or config["col_split"] == 1)
+def _tile_rescale_kernel(p_ref, m_ref, l_ref, o_ref, *, block_q: int, block_k: int):
+  """One tile of exp(s - m) rescaled to exp(s - M) / L, M and L its rows' statistics combined
+  over every tile: each row times exp(m - M) / L."""
+  s_len, num_blocks = m_ref.shape
+  rows = pl.program_id(0) * block_q + jnp.arange(block_q)
+  keys = pl.program_id(1) * block_k + jnp.arange(block_k)
+  row_ok = rows < s_len
+  blocks = jnp.arange(pl.next_power_of_2(num_blocks))
+  row_stats = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(0, blocks.shape[0]))
+  mask = row_ok[:, None] & (blocks[None, :] < num_blocks)
+  m = pltriton.load(m_ref.at[row_stats], mask=mask, other=-jnp.inf)
+  l = pltriton.load(l_ref.at[row_stats], mask=mask, other=0.0)
+  m_row = jnp.where(row_ok, jnp.max(m, axis=1), 0.0)  # rows past S: no statistics, no store
+  l_row = jnp.sum(l * jnp.exp(m - m_row[:, None]), axis=1)
+  m_tile = pltriton.load(m_ref.at[pl.ds(pl.program_id(0) * block_q, block_q), pl.program_id(1)],
+                         mask=row_ok, other=0.0)
+  scale = jnp.where(row_ok, jnp.exp(m_tile - m_row) / l_row, 0.0)
+  tile = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(pl.program_id(1) * block_k, block_k))
+  tile_ok = row_ok[:, None] & (keys[None, :] < s_len)
+  p = pltriton.load(p_ref.at[tile], mask=tile_ok, other=0.0)
+  pltriton.store(o_ref.at[tile], p * scale[:, None], mask=tile_ok)
+
+
+def config_ok(config) -> bool:  # pylint: disable=unused-argument
+  """Every config of the spaces compiles and is worth trying: each space fixes the keys its
+  structure ignores (col_split, whole_rows, tiles, d_step, num_stages)."""
+  return True
 
 
 def _default_config() -> dict:
-  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, tiles=False, num_warps=4,
-              num_stages=2)
+  return dict(block_q=32, block_k=64, whole_rows=False, col_split=1, tiles=False, d_step=256,
+              num_warps=4, num_stages=2)
 
 
 def _device_kind() -> str:
@@ -196,21 +216,23 @@ def kernel(q, k, *, interpret: bool = False, config=None):
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE[0]))
 def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows: bool,
-                col_split: int, tiles: bool, num_warps: int, num_stages: int):
+                col_split: int, tiles: bool, d_step: int, num_warps: int, num_stages: int):
   s_len, d = q.shape
   block_d = max(16, pl.next_power_of_2(d))
   params = pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
   if tiles:
     grid = (pl.cdiv(s_len, block_q), pl.cdiv(s_len, block_k))
-    blocks = dict(block_d=block_d, block_q=block_q, block_k=block_k)
+    scores = jax.ShapeDtypeStruct((s_len, s_len), jnp.float32)
     stats = jax.ShapeDtypeStruct((s_len, grid[1]), jnp.float32)
-    m, l = pl.pallas_call(functools.partial(_tile_stats_kernel, **blocks), grid=grid,
-                          out_shape=(stats, stats), compiler_params=params,
-                          interpret=interpret, name=TASK_NAME + "_stats")(q, k)
+    p, m, l = pl.pallas_call(
+        functools.partial(_tile_exp_kernel, block_d=block_d, block_q=block_q, block_k=block_k,
+                          d_step=d_step),
+        grid=grid, out_shape=(scores, stats, stats), compiler_params=params,
+        interpret=interpret, name=TASK_NAME + "_exp")(q, k)
     return pl.pallas_call(
-        functools.partial(_tile_normalize_kernel, **blocks), grid=grid,
-        out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32), compiler_params=params,
-        interpret=interpret, name=TASK_NAME)(q, k, m, l)
+        functools.partial(_tile_rescale_kernel, block_q=block_q, block_k=block_k), grid=grid,
+        out_shape=scores, input_output_aliases={0: 0}, compiler_params=params,
+        interpret=interpret, name=TASK_NAME)(p, m, l)
   return pl.pallas_call(
       functools.partial(_qk_softmax_kernel, block_d=block_d, block_q=block_q, block_k=block_k,
                         whole_rows=whole_rows, col_split=1 if whole_rows else col_split),

@@ -54,9 +54,9 @@ EPS: Final = 1e-5
 MAX_HEAD_DIM: Final = 256
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try: one space per backend.
 CONFIG_SPACE: Final = (
-    {"backend": ("triton",), "block_m": (32, 64, 128), "block_n": (32, 64, 128),
-     "block_k": (32, 64), "block_q": (16, 32, 64), "block_kv": (32, 64), "matmul_warps": (4, 8),
-     "matmul_stages": (2, 3, 4), "attention_warps": (4, 8)},
+    {"backend": ("triton",), "block_m": (16, 32, 64, 128), "block_n": (16, 32, 64, 128),
+     "block_k": (32, 64, 128), "block_q": (16, 32, 64), "block_kv": (32, 64),
+     "matmul_warps": (2, 4, 8), "matmul_stages": (2, 3, 4), "attention_warps": (4, 8)},
     {"backend": ("mosaic_gpu",), "tile_m": (64, 128), "tile_n": (64, 128), "glu_n": (64, 128),
      "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1), "block_q": (32, 64),
      "block_kv": (32, 64), "attention_warps": (4, 8)},
@@ -70,7 +70,7 @@ NORM_COLS: Final = 256    # its column step
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "128x256,256x4x64,256x4x64,256x4x64,4x64x256,256x512,256x512,512x256": dict(
-            backend='triton', block_m=32, block_n=32, block_k=32, block_q=32, block_kv=64,
+            backend='triton', block_m=16, block_n=32, block_k=128, block_q=16, block_kv=64,
             matmul_warps=4, matmul_stages=3, attention_warps=8),
         "512x1024,1024x8x128,1024x8x128,1024x8x128,8x128x1024,1024x2048,1024x2048,2048x1024": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=False,
@@ -192,8 +192,8 @@ def _rmsnorm_kernel(x_ref, o_ref, *, d: int):
   @pl.loop(0, pl.cdiv(o_ref.shape[1], NORM_COLS))
   def _(c):
     cols, x = tile(c)
-    # Round to nearest even at 10 mantissa bits: add half a TF32 ulp (less one, plus the kept
-    # lowest bit) to the magnitude's bits, then drop the 13 bits wgmma would drop.
+    # _tf32 by hand (Triton does not lower reduce_precision): add half a TF32 ulp (less one,
+    # plus the kept lowest bit) to the magnitude's bits, then drop the 13 bits wgmma drops.
     bits = lax.bitcast_convert_type(x * scale, jnp.int32)
     bits = (bits + (0xFFF + ((bits >> 13) & 1))) & ~0x1FFF
     pltriton.store(o_ref.at[pl.ds(r0, NORM_ROWS), pl.ds(c * NORM_COLS, NORM_COLS)],
