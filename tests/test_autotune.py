@@ -72,14 +72,17 @@ def test_candidates_share_the_room_between_backends_and_can_keep_one():
   only = autotune.candidates(module, default, 21, backends=["mosaic_gpu"])
   assert only[0] == default and all(c["backend"] == "mosaic_gpu" for c in only[1:])
   assert len(only) == 21
-  assert autotune.spaces(load_kernel("gpu", "flash_attention")) == (
-      load_kernel("gpu", "flash_attention").CONFIG_SPACE,)
+  flash = load_kernel("gpu", "flash_attention")
+  assert autotune.spaces(flash) == (flash.CONFIG_SPACE,)
+  flash_default = flash.config_for(*get_task("flash_attention").input_structs("medium"))
+  # a space that names no backend is not one of the backends asked for
+  assert autotune.candidates(flash, flash_default, 21, backends=["mosaic_gpu"]) == [flash_default]
 
 
 def test_what_a_small_space_leaves_of_its_share_goes_to_the_larger_ones():
   module = types.SimpleNamespace(
-      CONFIG_SPACE=({"a": (0, 1), "b": (0,)}, {"a": tuple(range(10)), "b": (1,)},
-                    {"a": tuple(range(30)), "b": (2,)}),
+      CONFIG_SPACE=({"a": tuple(range(30)), "b": (2,)}, {"a": (0, 1), "b": (0,)},
+                    {"a": tuple(range(10)), "b": (1,)}),  # shared smallest-first, not in order
       config_ok=lambda c: True)
   configs = autotune.candidates(module, {"a": 0, "b": 0}, 25)[1:]
   per_space = [sum(c["b"] == b for c in configs) for b in (0, 1, 2)]
