@@ -34,9 +34,9 @@ def _entries():
         yield pytest.param(task, device, shape, config, id=f"{task}-{shape}")
 
 
-def test_the_contraction_and_latency_bound_kernels_are_tunable():
-  assert {"matmul", "swiglu", "flash_attention", "qk_softmax", "pairwise_distance"} <= set(TUNABLE)
-  assert not autotune.is_tunable(load_kernel("gpu", "relu"))
+def test_every_fixed_kernel_is_tunable():
+  assert TUNABLE == [s.name for s in list_tasks()] and len(TUNABLE) == 45
+  assert not autotune.is_tunable(load_kernel("tpu", "relu"))
 
 
 def test_candidates_put_the_default_first_and_keep_only_compilable_configs():
@@ -198,7 +198,9 @@ def test_tune_records_a_config_that_fails_and_never_keeps_it(monkeypatch):
   assert "unknown" not in line["best"]
 
 
-def test_tune_refuses_a_kernel_without_a_config_space():
+def test_tune_refuses_a_kernel_without_a_config_space(monkeypatch):
+  untunable = load_kernel("tpu", "relu")
+  monkeypatch.setattr(autotune, "load_kernel", lambda variant, task: untunable)
   with pytest.raises(autotune.TuningError, match="declares no tunable config"):
     autotune.tune("relu", "small", max_configs=2, workers=1)
 
@@ -241,6 +243,21 @@ def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
   target = "mosaic_gpu_v2" if config.get("backend") == "mosaic_gpu" else "__gpu$xla.gpu.triton"
   assert target in exported.mlir_module()
   assert math.prod(exported.out_avals[0].shape) == math.prod(spec.output_shape(sizes[0]))
+
+
+@pytest.mark.parametrize("task", TUNABLE)
+def test_every_space_is_shape_general(task):
+  """Two configs spread across the space (the autotuner's picks past the default): correct in
+  interpret mode at the small and edge sizes, since a config tuned for one shape class runs
+  every shape of that class."""
+  module, spec = load_kernel("gpu", task), get_task(task)
+  default = module.config_for(*spec.input_structs(Size.MEDIUM))
+  for config in autotune.candidates(module, default, 3)[1:]:
+    for size in (Size.SMALL, Size.EDGE):
+      inputs = spec.make_inputs(size, 4)
+      out = module.kernel(*inputs, interpret=True, config=config)
+      result = compare(out, spec.expected(*inputs), spec.tolerance)
+      assert result.passed, (config, size, result.reason)
 
 
 MOSAIC = [t for t in TUNABLE if any(s.get("backend") == ("mosaic_gpu",)

@@ -138,7 +138,9 @@ def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
   assert tpu.compile.lowers_tpu is True
   assert gpu.compile.pallas_calls[0].name == "relu" and gpu.compile.triton_ir_bytes > 0
   # the structure read from the Triton export; the config a tunable kernel declares for it
-  assert gpu.backends == ("triton",) and gpu.kernel_config is None
+  assert gpu.backends == ("triton",) and json.loads(gpu.kernel_config) == dict(block=4096,
+                                                                                num_warps=8)
+  assert tpu.kernel_config is None  # the originals declare no config
   assert tuned.status is Status.PASS and tuned.backends == ("triton",)
   assert json.loads(tuned.kernel_config) == dict(block=64, chunk=1, num_stages=2, num_warps=4)
 

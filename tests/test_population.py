@@ -11,9 +11,11 @@ import dataclasses
 import io
 import json
 import pathlib
+import re
 import types
 
 import datasets
+import jax
 import numpy as np
 import pytest
 
@@ -167,14 +169,32 @@ def test_generation_refuses_impossible_counts():
 
 
 def test_tuning_edits_exactly_one_value():
-  parent = kernel_path("gpu", "outer_product").read_text().splitlines()
+  parent = kernel_path("gpu", "layernorm").read_text().splitlines()
   made = {name: source for name, _, source in gen.tuning("\n".join(parent))}
-  assert {"tune-BLOCK_M-8", "tune-BLOCK_N-192", "tune-NUM_WARPS-1", "tune-num_warps-16"} <= set(made)
+  assert {"tune-TILE-2048", "tune-MAX_BLOCK_ROWS-12", "tune-num_warps-16",
+          "tune-config.block_cols-512", "tune-config.num_stages-3"} <= set(made)
   for name, source in made.items():
     changed = [(a, b) for a, b in zip(parent, source.splitlines()) if a != b]
     assert len(changed) == 1, name
   (before, after), = [(a, b) for a, b in zip(parent, made["tune-num_warps-16"].splitlines()) if a != b]
-  assert "num_warps=NUM_WARPS" in before and "num_warps=16" in after
+  assert "num_warps=num_warps" in before and "num_warps=16" in after
+  (before, after), = [(a, b) for a, b in zip(parent, made["tune-config.block_cols-512"].splitlines())
+                      if a != b]
+  assert "config=None" in before and "config={'block_cols': 512}" in after
+
+
+def test_a_config_mutation_holds_over_the_tuned_table():
+  """`config=` of a tunable kernel's entry point wins over TUNED_CONFIGS and the default, so
+  the mutated candidate runs another program at every size."""
+  source = kernel_path("gpu", "pairwise_distance").read_text()
+  made = {name: source for name, _, source in gen.tuning(source)}
+  x = get_task("pairwise_distance").make_inputs("small", 0)[0]
+  def grid(source):
+    return re.findall(r"grid=\([^)]*\)", str(jax.make_jaxpr(load_module(source, "t.py").kernel)(x)))
+
+  assert x.shape[0] == 64 and grid(source) == ["grid=(1, 1)"]  # 64-row blocks, as tuned or not
+  assert grid(made["tune-config.block-16"]) == ["grid=(4, 4)"]
+  assert grid(made["tune-config.block-32"]) == ["grid=(2, 2)"]
 
 
 def test_relu_mutations_do_what_their_kind_says():
@@ -300,7 +320,7 @@ def test_resume_keeps_each_candidate_apart(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # End to end: a population on the CPU through a local Dask cluster.
 
-PICKED = ("tune-BLOCK-2048", "tune-num_warps-2", "tune-NUM_WARPS-4", "broken-raise",
+PICKED = ("tune-config.block-2048", "tune-num_warps-2", "tune-config.num_warps-4", "broken-raise",
           "broken-math", "broken-shape", "cheat-no-pallas", "cheat-outside-work",
           "cheat-host-cache", "cheat-partial-write", "cheat-seed-probe")
 
@@ -310,7 +330,7 @@ def _population() -> list[Candidate]:
   picked = [made[name] for name in PICKED]
   return [
       *picked,
-      dataclasses.replace(picked[0], id="relu/twin"),  # the same source as tune-BLOCK-2048
+      dataclasses.replace(picked[0], id="relu/twin"),  # the same source as tune-config.block-2048
       Candidate(id="relu/honest", task="relu", source=kernel_path("gpu", "relu").read_text(),
                 parent="kernels_gpu/relu.py"),
       Candidate(id="relu/crash", task="relu", source=(CONTROLS / "aborts_relu.py").read_text(),
@@ -369,8 +389,8 @@ def test_failures_do_not_stop_the_others(runs):
   assert r["relu/broken-raise"].error_type is ErrorType.TRACE
   assert r["relu/broken-shape"].error_type is ErrorType.OUTPUT
   assert r["relu/broken-math"].status is Status.INCORRECT
-  for name in ("relu/honest", "relu/tune-BLOCK-2048", "relu/tune-num_warps-2",
-               "relu/tune-NUM_WARPS-4"):
+  for name in ("relu/honest", "relu/tune-config.block-2048", "relu/tune-num_warps-2",
+               "relu/tune-config.num_warps-4"):
     assert r[name].status is Status.PASS and r[name].reasons == (), (name, r[name].reasons)
 
 
@@ -384,7 +404,7 @@ def test_every_cheat_is_caught(runs):
 
 
 def test_a_twin_is_measured_once(runs):
-  twin, original = runs.first["relu/twin"], runs.first["relu/tune-BLOCK-2048"]
+  twin, original = runs.first["relu/twin"], runs.first["relu/tune-config.block-2048"]
   assert twin.cached and not original.cached
   assert dataclasses.replace(twin, candidate=original.candidate, cached=False) == original
   pipeline = _manifest(runs.root / "run1")["pipeline"]

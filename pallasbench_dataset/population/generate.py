@@ -3,10 +3,12 @@
 Three kinds of candidate, each recording the kernel it was made from (`parent`):
 
 - `tuning`: a fixed kernel (kernels_gpu/) with one block size, tile, `num_warps` or
-  `num_stages` changed (a module constant or a `CompilerParams` keyword, edited in the
-  source text where the AST finds it). Most stay correct and get faster or slower; some
-  break Triton's rules (a block that is not a power of two, a tile past 2^20 elements) and
-  fail to lower on a GPU.
+  `num_stages` changed (a module constant, a `CompilerParams` keyword, or one key of the
+  config a tunable kernel runs with, set by its `kernel`'s `config=` default to a value of its
+  CONFIG_SPACE, so that it holds over the tuned table; each edited in the source text
+  where the AST finds it). Most stay correct and get faster or slower; some break Triton's
+  rules (a block that is not a power of two, a tile past 2^20 elements, registers) and fail
+  to lower or compile on a GPU.
 - `broken`: a fixed kernel made wrong: it raises, every store to a ref writes a wrong value,
   or it returns the wrong shape.
 - `cheat`: the attacks of tests/controls/ and tests/test_adversarial.py made generic: the
@@ -25,7 +27,7 @@ import ast
 import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.population.candidates import KINDS, Candidate, PopulationError
@@ -76,19 +78,24 @@ def _block_values(value: int) -> list[int]:
                  if v > 0 and v != value})
 
 
-def _constants(tree: ast.Module) -> Iterator[tuple[str, ast.Constant, list[int]]]:
-  """Module constants that size blocks or set warps and stages, with their new values."""
+def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+  """(name, value) of the module's assignments to one name, in source order."""
   for node in tree.body:
     target = node.target if isinstance(node, ast.AnnAssign) else (
         node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
-    value = getattr(node, "value", None)
-    if not (isinstance(target, ast.Name) and isinstance(value, ast.Constant)
-            and type(value.value) is int):
+    if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
+      yield target.id, node.value
+
+
+def _constants(tree: ast.Module) -> Iterator[tuple[str, ast.Constant, list[int]]]:
+  """Module constants that size blocks or set warps and stages, with their new values."""
+  for name, value in _assignments(tree):
+    if not (isinstance(value, ast.Constant) and type(value.value) is int):
       continue
-    if _BLOCK_NAME.match(target.id):
-      yield target.id, value, _block_values(value.value)
-    elif target.id in _COUNT_NAMES:
-      yield target.id, value, [v for v in _COUNT_NAMES[target.id] if v != value.value]
+    if _BLOCK_NAME.match(name):
+      yield name, value, _block_values(value.value)
+    elif name in _COUNT_NAMES:
+      yield name, value, [v for v in _COUNT_NAMES[name] if v != value.value]
 
 
 def _compiler_keywords(tree: ast.Module) -> Iterator[tuple[str, ast.expr, list[int]]]:
@@ -105,13 +112,28 @@ def _compiler_keywords(tree: ast.Module) -> Iterator[tuple[str, ast.expr, list[i
         yield f"{kw.arg}{site}", kw.value, [v for v in options if v != current]
 
 
+def _config_keys(tree: ast.Module) -> Iterator[tuple[str, ast.Constant, list[Any]]]:
+  """The `config=None` default of `kernel` in a kernel with one CONFIG_SPACE (a dict literal),
+  once per key (named `config.KEY`), with each value of that key in the space."""
+  space = dict(_assignments(tree)).get("CONFIG_SPACE")
+  if not isinstance(space, ast.Dict):
+    return
+  args = _entry_point(tree).args
+  default = next((d for a, d in zip(args.kwonlyargs, args.kw_defaults) if a.arg == "config"), None)
+  if isinstance(default, ast.Constant) and default.value is None:
+    for key, values in ast.literal_eval(space).items():
+      yield f"config.{key}", default, list(values)
+
+
 def tuning(source: str) -> Iterator[Mutation]:
   tree = ast.parse(source)
-  for name, node, values in [*_constants(tree), *_compiler_keywords(tree)]:
+  for name, node, values in [*_constants(tree), *_compiler_keywords(tree), *_config_keys(tree)]:
     was = ast.get_source_segment(source, node)
     for value in values:
-      yield (f"tune-{name}-{value}", f"{name}: {was} -> {value}",
-             _splice(source, [(_span(node), str(value))]))
+      key = name.removeprefix("config.")
+      text = repr({key: value}) if key != name else str(value)
+      yield (f"tune-{name}-{value}", f"{name}: {was} -> {text}",
+             _splice(source, [(_span(node), text)]))
 
 
 # ---------------------------------------------------------------------------------------------
