@@ -29,7 +29,14 @@ MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a tile each thread holds in
 CONFIG_SPACE: Final = {"block_s": (8, 16, 32, 64), "block_d": (128, 256, 512, 1024),
                        "num_warps": (2, 4, 8, 16)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "131072x1024,2048": dict(
+            block_s=8, block_d=256, num_warps=4),
+        "32768x1024,512": dict(
+            block_s=8, block_d=1024, num_warps=16),
+    },
+}
 
 
 def _embedding_lookup_kernel(table_ref, ids_ref, o_ref, *, v: int, d: int, s: int, block_s: int,

@@ -45,7 +45,14 @@ CONFIG_SPACE: Final = {"block_rows": (1, 2, 4, 8, 16, 32),
                        "block_cols": (512, 1024, 2048, 4096, 8192), "num_warps": (2, 4, 8, 16),
                        "num_stages": (1, 2, 3)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x4096,1024": dict(
+            block_rows=1, block_cols=2048, num_warps=2, num_stages=2),
+        "4096x32768,4096": dict(
+            block_rows=1, block_cols=8192, num_warps=4, num_stages=3),
+    },
+}
 
 
 def _fused_softmax_cross_entropy_kernel(z_ref, labels_ref, o_ref, *, block_rows: int,

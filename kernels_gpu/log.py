@@ -25,7 +25,14 @@ MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a block each thread holds i
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
 CONFIG_SPACE: Final = {"block": (1024, 2048, 4096, 8192, 16384), "num_warps": (2, 4, 8, 16)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "16384x16384": dict(
+            block=1024, num_warps=4),
+        "4096x4096": dict(
+            block=1024, num_warps=4),
+    },
+}
 
 
 def _log_kernel(x_ref, o_ref, *, n: int, block: int):

@@ -28,7 +28,14 @@ MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a tile each thread holds in
 CONFIG_SPACE: Final = {"block_l": (64, 128, 256, 512, 1024, 2048, 4096),
                        "num_warps": (1, 2, 4, 8, 16)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "16384": dict(
+            block_l=256, num_warps=8),
+        "4096": dict(
+            block_l=256, num_warps=8),
+    },
+}
 
 
 def _nucleotide_onehot_kernel(seq_ref, o_ref, *, length: int, block_l: int):

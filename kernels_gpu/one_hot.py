@@ -30,7 +30,14 @@ MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a tile each thread holds in
 CONFIG_SPACE: Final = {"block_s": (8, 16, 32, 64), "block_c": (128, 256, 512, 1024),
                        "num_warps": (2, 4, 8, 16)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "2048": dict(
+            block_s=16, block_c=128, num_warps=4),
+        "512": dict(
+            block_s=8, block_c=128, num_warps=2),
+    },
+}
 
 
 def _one_hot_kernel(ids_ref, o_ref, *, s: int, block_s: int, block_c: int):

@@ -28,7 +28,14 @@ MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a tile each thread holds in
 CONFIG_SPACE: Final = {"block_m": (8, 16, 32, 64, 128), "block_n": (64, 128, 256, 512, 1024),
                        "num_warps": (2, 4, 8, 16)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024,1024": dict(
+            block_m=64, block_n=64, num_warps=4),
+        "4096,4096": dict(
+            block_m=16, block_n=128, num_warps=8),
+    },
+}
 
 
 def _outer_product_kernel(x_ref, y_ref, o_ref, *, m: int, n: int, block_m: int, block_n: int):

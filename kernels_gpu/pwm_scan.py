@@ -32,7 +32,14 @@ MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a window each thread holds 
 # What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
 CONFIG_SPACE: Final = {"block_p": (64, 128, 256, 512, 1024, 2048), "num_warps": (1, 2, 4, 8, 16)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "1024x4,4x16": dict(
+            block_p=64, num_warps=8),
+        "4096x4,4x16": dict(
+            block_p=64, num_warps=8),
+    },
+}
 
 
 def _pwm_scan_kernel(seq_ref, pwm_ref, o_ref, *, block_p: int):

@@ -50,7 +50,16 @@ CONFIG_SPACE: Final = {"block_r": (16, 32, 64, 128), "row_warps": (2, 4, 8),
                        "block_t": (16, 32, 64, 128), "block_k": (16, 32, 64),
                        "triangle_warps": (2, 4, 8), "triangle_stages": (2, 3, 4)}
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
-TUNED_CONFIGS: Final = {}
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "128x128x64,128x128,64x64,64x64,64x64,64x64": dict(
+            block_r=32, row_warps=2, block_t=64, block_k=64, triangle_warps=8,
+            triangle_stages=3),
+        "64x64x32,64x64,32x32,32x32,32x32,32x32": dict(
+            block_r=16, row_warps=2, block_t=32, block_k=64, triangle_warps=2,
+            triangle_stages=3),
+    },
+}
 
 
 def _layernorm(x, col_ok, c: int):
