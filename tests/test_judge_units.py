@@ -1595,3 +1595,18 @@ def test_an_exception_without_a_message_says_where_it_was_raised():
   assert text.startswith("AssertionError: raised at ")
   assert "test_judge_units.py:" in text and "in _raise_bare_assertion: raise AssertionError" in text
   assert short_error(ValueError("bad shape")) == "ValueError: bad shape"
+
+
+def test_compile_empties_the_dump_folder_and_reads_only_its_own_ptx(tmp_path):
+  """XLA writes files for every module it compiles into the dump folder; left there, they pile
+  up over a run (a disk filled on the GPU machine). A compile returns only the PTX it dumped."""
+  from pallasbench_dataset.evaluation.compile_profile import compile_exported  # pylint: disable=import-outside-toplevel
+  dump = tmp_path / "xla-dump"
+  dump.mkdir()
+  (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("stale ptx")
+  (dump / "module_0002.jit__randint.config.pbtxt").write_text("another module")
+  struct = jax.ShapeDtypeStruct((8,), jnp.float32)
+  exported = jax.export.export(jax.jit(jnp.sin), platforms=("cpu",))(struct)
+  artifact = compile_exported(exported, [struct], dump)
+  assert artifact.ptx == () and list(dump.iterdir()) == []
+  assert np.allclose(artifact.executable(jnp.ones(8)), np.sin(1.0))

@@ -60,20 +60,28 @@ def _named_entry(exported: jax.export.Exported) -> Callable:
   return pallasbench_candidate
 
 
-def _new_files(dump_dir: pathlib.Path | None, before: set[pathlib.Path], suffix: str) -> tuple[str, ...]:
-  if dump_dir is None or not dump_dir.is_dir():
-    return ()
-  new = sorted(p for p in dump_dir.iterdir() if p.suffix == suffix and p not in before)
-  return tuple(p.read_text(errors="replace") for p in new)
+def _clear(dump_dir: pathlib.Path | None) -> None:
+  """Empties the dump folder: XLA writes files there for every module it compiles (the
+  filter keeps only their PTX and LLVM IR out), and over a run they would fill the disk."""
+  if dump_dir is not None and dump_dir.is_dir():
+    for path in dump_dir.iterdir():
+      if path.is_file():
+        path.unlink(missing_ok=True)
 
 
 def compile_exported(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtypeStruct],
                      dump_dir: pathlib.Path | None) -> CompiledArtifact:
-  """Lowers and compiles the artifact for this process's device; raises what XLA raises."""
-  before = set(dump_dir.iterdir()) if dump_dir is not None and dump_dir.is_dir() else set()
+  """Lowers and compiles the artifact for this process's device; raises what XLA raises. The
+  PTX is what this compile dumped: the folder is emptied before and after."""
+  _clear(dump_dir)
   hits = _cache_hits[0]
   t0 = time.perf_counter()
-  compiled = jax.jit(_named_entry(exported)).trace(*structs).lower().compile()
-  return CompiledArtifact(executable=compiled, compile_s=time.perf_counter() - t0,
-                          ptx=_new_files(dump_dir, before, ".ptx"),
+  try:
+    compiled = jax.jit(_named_entry(exported)).trace(*structs).lower().compile()
+    compile_s = time.perf_counter() - t0
+    ptx = tuple(p.read_text(errors="replace") for p in sorted(dump_dir.glob("*.ptx"))) if (
+        dump_dir is not None and dump_dir.is_dir()) else ()
+  finally:
+    _clear(dump_dir)
+  return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx,
                           cache_hit=_cache_hits[0] > hits)
