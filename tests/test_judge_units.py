@@ -1128,7 +1128,34 @@ def test_time_and_roofline_rejects_wrong_timed_outputs_then_impossible_rates(mon
   assert all("computes differently when timed" in r for r in fields["reasons"][:3])
   assert fields["reasons"][3] == (
       "timing above the hardware's physical limit (bandwidth 150%, compute 200% of the ceilings "
-      "measured in this run): the measurement is not trustworthy")
+      "measured in this run, the higher of two measurements): the measurement is not trustworthy")
+
+
+def test_a_rate_above_a_ceiling_measures_the_hardware_again_before_rejecting(monkeypatch):
+  """One ceiling measurement read 20% low on the H200 and rejected honest matmuls: the judge
+  measures again, keeps the higher ceilings, and rejects only a rate above those."""
+  _fake_timing(monkeypatch, [1.0] * 4, [1.0] * 4)
+  at = judge._roofline(RELU, TINY, 1.0, NOT_MEASURED)  # pylint: disable=protected-access
+  low = Ceilings(copy_gbps=at.achieved_gbps / 1.1, read_gbps=None,
+                 matmul_tflops=at.achieved_tflops / 1.1, method="t")
+  measured = []
+  def again(higher):
+    def measure(method):
+      measured.append(method)
+      return Ceilings(copy_gbps=at.achieved_gbps * higher, read_gbps=None,
+                      matmul_tflops=at.achieved_tflops * higher, method="again")
+    return measure
+  monkeypatch.setattr(judge, "measure_ceilings", again(1.25))
+  fields = _time(low)
+  assert measured == [timing.TimingMethod.WALLCLOCK] and fields["status"] is Status.PASS
+  assert fields["roofline"].ceiling_gbps == at.achieved_gbps * 1.25  # the record shows which
+  monkeypatch.setattr(judge, "measure_ceilings", again(0.5))  # lower again: the first one holds
+  fields = _time(low)
+  assert fields["status"] is Status.REJECTED and "bandwidth 110%" in fields["reasons"][0]
+  assert fields["roofline"].ceiling_gbps == low.copy_gbps
+  measured.clear()
+  _time(Ceilings(copy_gbps=at.achieved_gbps, read_gbps=None, matmul_tflops=None, method="t"))
+  assert measured == []  # a rate within the ceilings never costs a measurement
 
 
 def test_time_and_roofline_at_exactly_the_ceiling_passes(monkeypatch):

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from pallasbench_dataset.evaluation import checks, module_analysis, timing
-from pallasbench_dataset.evaluation.ceilings import Ceilings
+from pallasbench_dataset.evaluation.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, short_error
 from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
@@ -403,6 +403,13 @@ def _roofline(spec: TaskSpec, dims: Dims, runtime_ms: float, ceilings: Ceilings)
                   frac_compute=tflops / mm if mm else None, frac_bandwidth=gbps / bw if bw else None)
 
 
+def _over(roof: Roofline) -> list[str]:
+  """The ceilings the kernel's rate is above, as 'compute 110%'."""
+  return [f"{name} {frac:.0%}" for name, frac in
+          (("bandwidth", roof.frac_bandwidth), ("compute", roof.frac_compute))
+          if frac is not None and frac > 1.0]
+
+
 def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: Sequence[tuple],
                           spec: TaskSpec) -> list[str]:
   """Compares the kept timed outputs with references computed only now, after timing (on
@@ -433,6 +440,9 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec)
   kernel_t, baseline_t = kernel.samples, baseline.samples
   roof = _roofline(spec, dims, kernel_t.median_ms, ctx.ceilings)
+  if _over(roof):  # before calling it impossible, measure the hardware again (trusted code)
+    roof = _roofline(spec, dims, kernel_t.median_ms,
+                     ctx.ceilings.raised(measure_ceilings(ctx.timing_method)))
   fields.update(
       timing_method=kernel_t.method.value, timing_iterations=len(kernel_t.samples_ms),
       timing_input_sets=len(kernel_sets), runtime_ms=kernel_t.median_ms,
@@ -440,13 +450,11 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
       baseline_ms=baseline_t.median_ms, baseline_iqr_ms=baseline_t.iqr_ms,
       baseline_samples_ms=baseline_t.samples_ms, timed_outputs_checked=len(keep),
       speedup=speedup(kernel_t.median_ms, baseline_t.median_ms), roofline=roof)
-  over = [f"{name} {frac:.0%}" for name, frac in
-          (("bandwidth", roof.frac_bandwidth), ("compute", roof.frac_compute))
-          if frac is not None and frac > 1.0]
+  over = _over(roof)
   if over:
     reasons.append("timing above the hardware's physical limit "
-                   f"({', '.join(over)} of the ceilings measured in this run): the "
-                   "measurement is not trustworthy")
+                   f"({', '.join(over)} of the ceilings measured in this run, the higher of two "
+                   "measurements): the measurement is not trustworthy")
   fields.update(status=Status.REJECTED if reasons else Status.PASS, reasons=tuple(reasons),
                 robust=not reasons)
   state.seconds["timing_s"] = time.perf_counter() - start
