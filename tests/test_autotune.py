@@ -248,16 +248,15 @@ def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
 @pytest.mark.parametrize("task", TUNABLE)
 def test_every_space_is_shape_general(task):
   """Two configs spread across the space (the autotuner's picks past the default): correct in
-  interpret mode at the small and edge sizes, since a config tuned for one shape class runs
-  every shape of that class."""
+  interpret mode at the edge size (no dimension a block multiple), since a config tuned for
+  one shape class runs every shape of that class."""
   module, spec = load_kernel("gpu", task), get_task(task)
   default = module.config_for(*spec.input_structs(Size.MEDIUM))
+  inputs = spec.make_inputs(Size.EDGE, 4)
   for config in autotune.candidates(module, default, 3)[1:]:
-    for size in (Size.SMALL, Size.EDGE):
-      inputs = spec.make_inputs(size, 4)
-      out = module.kernel(*inputs, interpret=True, config=config)
-      result = compare(out, spec.expected(*inputs), spec.tolerance)
-      assert result.passed, (config, size, result.reason)
+    out = module.kernel(*inputs, interpret=True, config=config)
+    result = compare(out, spec.expected(*inputs), spec.tolerance)
+    assert result.passed, (config, result.reason)
 
 
 MOSAIC = [t for t in TUNABLE if any(s.get("backend") == ("mosaic_gpu",)
