@@ -27,6 +27,7 @@ from pallasbench_dataset.evaluation.driver import WorkItem
 from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.evaluation.judge_process import Limits
 from pallasbench_dataset.kernels import kernel_path, load_module, sha256
+from pallasbench_dataset.lowering import abstract_gpu
 from pallasbench_dataset.population import __main__ as cli
 from pallasbench_dataset.population import generate as gen
 from pallasbench_dataset.population.candidates import (
@@ -188,13 +189,15 @@ def test_a_config_mutation_holds_over_the_tuned_table():
   the mutated candidate runs another program at every size."""
   source = kernel_path("gpu", "pairwise_distance").read_text()
   made = {name: source for name, _, source in gen.tuning(source)}
-  x = get_task("pairwise_distance").make_inputs("small", 0)[0]
+  (x,) = get_task("pairwise_distance").input_structs("medium")
   def grid(source):
-    return re.findall(r"grid=\([^)]*\)", str(jax.make_jaxpr(load_module(source, "t.py").kernel)(x)))
+    with abstract_gpu():  # the H200 whose table has this shape class
+      jaxpr = jax.make_jaxpr(load_module(source, "t.py").kernel)(x)
+    return re.findall(r"grid=\([^)]*\)", str(jaxpr))
 
-  assert x.shape[0] == 64 and grid(source) == ["grid=(1, 1)"]  # 64-row blocks, as tuned or not
-  assert grid(made["tune-config.block-16"]) == ["grid=(4, 4)"]
-  assert grid(made["tune-config.block-32"]) == ["grid=(2, 2)"]
+  assert x.shape[0] == 256 and grid(source) == ["grid=(16, 16)"]  # the table's 16-row blocks
+  assert grid(made["tune-config.block-64"]) == ["grid=(4, 4)"]
+  assert grid(made["tune-config.block-32"]) == ["grid=(8, 8)"]
 
 
 def test_relu_mutations_do_what_their_kind_says():

@@ -39,7 +39,6 @@ class Ceilings:
             "matmul_tflops": self.matmul_tflops, "bandwidth_gbps": self.bandwidth_gbps,
             "method": self.method}
 
-
   def raised(self, other: Ceilings) -> Ceilings:
     """Each ceiling the higher of the two measurements: a measured rate is a lower bound on
     what the hardware can do, so the higher one is the better estimate."""
