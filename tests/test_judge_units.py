@@ -1131,6 +1131,16 @@ def test_time_and_roofline_rejects_wrong_timed_outputs_then_impossible_rates(mon
       "measured in this run, the higher of two measurements): the measurement is not trustworthy")
 
 
+def test_raised_ceilings_keep_the_higher_of_each_measurement():
+  first = Ceilings(copy_gbps=4000.0, read_gbps=None, matmul_tflops=420.0, method="first")
+  again = Ceilings(copy_gbps=4300.0, read_gbps=4500.0, matmul_tflops=331.0, method="again")
+  assert first.raised(again) == Ceilings(copy_gbps=4300.0, read_gbps=4500.0,
+                                         matmul_tflops=420.0, method="first")
+  assert again.raised(first) == Ceilings(copy_gbps=4300.0, read_gbps=4500.0,
+                                         matmul_tflops=420.0, method="again")
+  assert first.raised(NOT_MEASURED) == first and NOT_MEASURED.raised(NOT_MEASURED) == NOT_MEASURED
+
+
 def test_a_rate_above_a_ceiling_measures_the_hardware_again_before_rejecting(monkeypatch):
   """One ceiling measurement read 20% low on the H200 and rejected honest matmuls: the judge
   measures again, keeps the higher ceilings, and rejects only a rate above those."""
@@ -1635,5 +1645,27 @@ def test_compile_empties_the_dump_folder_and_reads_only_its_own_ptx(tmp_path):
   struct = jax.ShapeDtypeStruct((8,), jnp.float32)
   exported = jax.export.export(jax.jit(jnp.sin), platforms=("cpu",))(struct)
   artifact = compile_exported(exported, [struct], dump)
-  assert artifact.ptx == () and list(dump.iterdir()) == []
+  assert artifact.ptx == () and list(dump.iterdir()) == [] and artifact.cache_hit is False
   assert np.allclose(artifact.executable(jnp.ones(8)), np.sin(1.0))
+
+
+def test_compile_returns_the_ptx_its_compile_dumped(tmp_path, monkeypatch):
+  """A stand-in for XLA's dump: tracing the entry writes a PTX file (with a byte that is not
+  UTF-8) and another module's file; the compile returns that PTX only, then empties the folder."""
+  from pallasbench_dataset.evaluation import compile_profile  # pylint: disable=import-outside-toplevel
+  dump = tmp_path / "xla-dump"
+  dump.mkdir()
+  (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("stale ptx")
+  named = compile_profile._named_entry  # pylint: disable=protected-access
+  def dumping(exported):
+    entry = named(exported)
+    def pallasbench_candidate(*args):
+      (dump / "module_0002.jit_pallasbench_candidate.ptx").write_bytes(b".version 8.0 \xff")
+      (dump / "module_0003.jit__randint.config.pbtxt").write_text("another module")
+      return entry(*args)
+    return pallasbench_candidate
+  monkeypatch.setattr(compile_profile, "_named_entry", dumping)
+  struct = jax.ShapeDtypeStruct((8,), jnp.float32)
+  exported = jax.export.export(jax.jit(jnp.sin), platforms=("cpu",))(struct)
+  artifact = compile_profile.compile_exported(exported, [struct], dump)
+  assert artifact.ptx == (".version 8.0 \ufffd",) and list(dump.iterdir()) == []
