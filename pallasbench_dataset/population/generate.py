@@ -40,6 +40,7 @@ _BLOCK_NAME: Final = re.compile(r"^(BLOCK(_[A-Z]+)?|TILE|MAX_BLOCK_(ROWS|COLS))$
 _COUNT_NAMES: Final = {"NUM_WARPS": WARPS, "NUM_STAGES": STAGES}
 
 Mutation = tuple[str, str, str]  # (name, what changed, source)
+Site = tuple[str, ast.expr, list[tuple[Any, str]]]  # (name, node, [(new value, its source text)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,18 +88,22 @@ def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
       yield target.id, node.value
 
 
-def _constants(tree: ast.Module) -> Iterator[tuple[str, ast.Constant, list[int]]]:
+def _as_text(values) -> list[tuple[Any, str]]:
+  return [(v, str(v)) for v in values]
+
+
+def _constants(tree: ast.Module) -> Iterator[Site]:
   """Module constants that size blocks or set warps and stages, with their new values."""
   for name, value in _assignments(tree):
     if not (isinstance(value, ast.Constant) and type(value.value) is int):
       continue
     if _BLOCK_NAME.match(name):
-      yield name, value, _block_values(value.value)
+      yield name, value, _as_text(_block_values(value.value))
     elif name in _COUNT_NAMES:
-      yield name, value, [v for v in _COUNT_NAMES[name] if v != value.value]
+      yield name, value, _as_text(v for v in _COUNT_NAMES[name] if v != value.value)
 
 
-def _compiler_keywords(tree: ast.Module) -> Iterator[tuple[str, ast.expr, list[int]]]:
+def _compiler_keywords(tree: ast.Module) -> Iterator[Site]:
   """`num_warps=` and `num_stages=` of every `CompilerParams(...)` call, in source order."""
   calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
            and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) == "CompilerParams"]
@@ -109,10 +114,10 @@ def _compiler_keywords(tree: ast.Module) -> Iterator[tuple[str, ast.expr, list[i
       if kw.arg in ("num_warps", "num_stages"):
         current = kw.value.value if isinstance(kw.value, ast.Constant) else None
         options = WARPS if kw.arg == "num_warps" else STAGES
-        yield f"{kw.arg}{site}", kw.value, [v for v in options if v != current]
+        yield f"{kw.arg}{site}", kw.value, _as_text(v for v in options if v != current)
 
 
-def _config_keys(tree: ast.Module) -> Iterator[tuple[str, ast.Constant, list[Any]]]:
+def _config_keys(tree: ast.Module) -> Iterator[Site]:
   """The `config=None` default of `kernel` in a kernel with one CONFIG_SPACE (a dict literal),
   once per key (named `config.KEY`), with each value of that key in the space."""
   space = dict(_assignments(tree)).get("CONFIG_SPACE")
@@ -122,16 +127,14 @@ def _config_keys(tree: ast.Module) -> Iterator[tuple[str, ast.Constant, list[Any
   default = next((d for a, d in zip(args.kwonlyargs, args.kw_defaults) if a.arg == "config"), None)
   if isinstance(default, ast.Constant) and default.value is None:
     for key, values in ast.literal_eval(space).items():
-      yield f"config.{key}", default, list(values)
+      yield f"config.{key}", default, [(v, repr({key: v})) for v in values]
 
 
 def tuning(source: str) -> Iterator[Mutation]:
   tree = ast.parse(source)
   for name, node, values in [*_constants(tree), *_compiler_keywords(tree), *_config_keys(tree)]:
     was = ast.get_source_segment(source, node)
-    for value in values:
-      key = name.removeprefix("config.")
-      text = repr({key: value}) if key != name else str(value)
+    for value, text in values:
       yield (f"tune-{name}-{value}", f"{name}: {was} -> {text}",
              _splice(source, [(_span(node), text)]))
 
