@@ -182,6 +182,18 @@ def test_speedup_is_baseline_time_over_candidate_time():
   assert fields["speedup"] == pytest.approx(fields["baseline_ms"] / fields["runtime_ms"])
 
 
+def test_timing_adds_the_eager_baseline_and_the_seconds_of_each_part():
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  start = time.perf_counter()
+  judge._time_and_roofline(_reference(), RELU, DIMS, OPTIONS, _ctx(NOT_MEASURED), state)  # pylint: disable=protected-access
+  wall_s = time.perf_counter() - start
+  fields, seconds = state.fields, state.seconds
+  assert fields["eager_baseline_ms"] > 0 and len(fields["eager_baseline_samples_ms"]) > 1
+  assert fields["speedup_eager"] == pytest.approx(fields["eager_baseline_ms"] / fields["runtime_ms"])
+  assert seconds["timing_s"] > 0 and seconds["eager_s"] > 0
+  assert seconds["timing_s"] + seconds["eager_s"] <= wall_s
+
+
 def test_timed_outputs_are_checked():
   """Correct while warmed up, wrong on every timed call: caught whichever calls are sampled."""
   relu = _reference()
