@@ -33,7 +33,7 @@ def _timed(fn: Callable, *args):
 def _steps(task: str, size: str) -> dict[str, float]:
   import numpy as np  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset import filters  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation import checks  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import checks  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.kernels import load_kernel  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import Size, get_task  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tolerance import compare  # pylint: disable=import-outside-toplevel

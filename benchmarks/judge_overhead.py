@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 def measure(task: str, size: str, iterations: int) -> dict:
   import jax  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation import timing  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import timing  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.kernels import load_kernel  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.lowering import export_for  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel

@@ -39,9 +39,9 @@ import sys
 from collections.abc import Sequence
 
 from pallasbench_dataset.evaluate import resolve_device
-from pallasbench_dataset.evaluation import run_options
-from pallasbench_dataset.evaluation.suite import Interrupted
-from pallasbench_dataset.evaluation.verdicts import VerdictCache
+from pallasbench_dataset.evaluation.pipeline import run_options
+from pallasbench_dataset.evaluation.pipeline.suite import Interrupted
+from pallasbench_dataset.evaluation.pipeline.verdicts import VerdictCache
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, read_candidates, to_jsonl)
 from pallasbench_dataset.population.generate import generate

@@ -22,9 +22,9 @@ import time
 from collections.abc import Sequence
 
 from pallasbench_dataset.evaluate import default_options, resolve_device
-from pallasbench_dataset.evaluation import run_options
-from pallasbench_dataset.evaluation.environment import git_commit, gpu_name, hardware_slug
-from pallasbench_dataset.evaluation.suite import Interrupted, plan, run_suite
+from pallasbench_dataset.evaluation.pipeline import run_options
+from pallasbench_dataset.evaluation.judge.environment import git_commit, gpu_name, hardware_slug
+from pallasbench_dataset.evaluation.pipeline.suite import Interrupted, plan, run_suite
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 
 logger = logging.getLogger("builder.regenerate")

@@ -48,9 +48,9 @@ from typing import Any, Final
 
 import jax
 
-from pallasbench_dataset.evaluation import checks, compile_profile, environment, timing
+from pallasbench_dataset.evaluation.judge import checks, compile_profile, environment, timing
 from pallasbench_dataset.evaluation.errors import short_error
-from pallasbench_dataset.evaluation.judge import timing_sets
+from pallasbench_dataset.evaluation.judge.core import timing_sets
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
 from pallasbench_dataset.tasks import get_task, list_tasks
 from pallasbench_dataset.tolerance import compare

@@ -19,9 +19,9 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from pallasbench_dataset.evaluation.driver import WorkItem, run_items
-from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import (
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import (
     JudgeConfig, Limits, default_memory_limit, make_dump_dir)
 from pallasbench_dataset.kernels import KernelLoadError, Variant, read_source
 from pallasbench_dataset.schema import EvalRecord, Status, to_json_dict

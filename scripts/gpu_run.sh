@@ -24,7 +24,7 @@ start=$(date +%s)
 timeout --signal=TERM "${RUN_LIMIT:-540}" \
   python3 -m builder.regenerate --device gpu --measure-only --results "$OUT/$name" "${resume[@]}" "$@" 2>&1 | tee "$OUT/$name.log"
 echo "wall: $(( $(date +%s) - start )) s"
-python3 -m pallasbench_dataset.evaluation.report "$OUT/$name" > "$OUT/$name.report.txt" 2>&1
+python3 -m pallasbench_dataset.evaluation.pipeline.report "$OUT/$name" > "$OUT/$name.report.txt" 2>&1
 tar czf "$OUT/$name.tar.gz" -C "$OUT" "$name" && rm -rf "${OUT:?}/$name"
 tail -n "${REPORT_LINES:-60}" "$OUT/$name.report.txt"
 grep -q " pass " "$OUT/$name.report.txt"  # exit status: did anything pass?

@@ -7,7 +7,7 @@ its state in the folder FAULT_DIR (workers are separate processes).
 import os
 import pathlib
 
-from pallasbench_dataset.evaluation import stages
+from pallasbench_dataset.evaluation.pipeline import stages
 
 export_stage = stages.export_stage
 compile_stage = stages.compile_stage

@@ -101,7 +101,7 @@ def record(trees: KernelTrees, task: str, variant: str = "gpu", size: str = "med
 
 
 def manifest(tasks=TASKS, sizes=("medium",), variants=("tpu", "gpu"), **overrides) -> dict:
-  """As pallasbench_dataset.evaluation.suite.run_suite writes it (extra keys included)."""
+  """As pallasbench_dataset.evaluation.pipeline.suite.run_suite writes it (extra keys included)."""
   ceilings = {"copy_gbps": 3900.0, "read_gbps": 4000.0, "matmul_tflops": 400.0,
               "bandwidth_gbps": 4000.0, "method": "cupti: 1 GiB copy and read-only sum"}
   data = {"command": "python -m builder.regenerate --device gpu --out data",

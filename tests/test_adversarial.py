@@ -35,11 +35,12 @@ import jax
 import numpy as np
 import pytest
 
-from pallasbench_dataset.evaluation import module_analysis, sandbox
-from pallasbench_dataset.evaluation.compile_profile import compile_exported
-from pallasbench_dataset.evaluation.driver import WorkItem, export_request, run_items
-from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge import module_analysis
+from pallasbench_dataset.evaluation.judge.compile_profile import compile_exported
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, export_request, run_items
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.schema import EvalRecord, Status

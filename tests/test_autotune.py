@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import pytest
 
 from pallasbench_dataset import autotune
-from pallasbench_dataset.evaluation import compile_profile
+from pallasbench_dataset.evaluation.judge import compile_profile
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
 from pallasbench_dataset.lowering import abstract_gpu, export_for
 from pallasbench_dataset.tasks import Size, get_task, list_tasks

@@ -38,10 +38,10 @@ from builder.records import BuildError
 from builder.trees import KernelTrees, check_sha256, fix_patch, gpu_fix
 from builder.trees import _lines as trees_lines
 from pallasbench_dataset import inputs, kernels, schema
-from pallasbench_dataset.evaluation import run_options
-from pallasbench_dataset.evaluation import suite as suite_module
-from pallasbench_dataset.evaluation.judge_process import Limits
-from pallasbench_dataset.evaluation.suite import ClusterOptions
+from pallasbench_dataset.evaluation.pipeline import run_options
+from pallasbench_dataset.evaluation.pipeline import suite as suite_module
+from pallasbench_dataset.evaluation.judge.process import Limits
+from pallasbench_dataset.evaluation.pipeline.suite import ClusterOptions
 from pallasbench_dataset.population.candidates import CANDIDATES, Candidate, to_jsonl
 from pallasbench_dataset.schema import (
     Artifacts, Environment, ErrorType, FilterResult, Status, SummaryRow, to_json_dict)

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import pytest
 
 from pallasbench_dataset import evaluate as evaluate_cli
-from pallasbench_dataset.evaluation import judge
-from pallasbench_dataset.evaluation.driver import WorkItem, run_items
-from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation.judge import core as judge
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.evaluate import evaluate
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import ErrorType, EvalRecord, Status, from_json_dict, to_json_dict
@@ -201,7 +201,7 @@ def test_evaluate_works_from_a_plain_script_without_a_main_guard(tmp_path):
   script.write_text(
       "import pathlib\n"
       f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\n"
-      "from pallasbench_dataset.evaluation.judge import EvalOptions\n"
+      "from pallasbench_dataset.evaluation.judge.core import EvalOptions\n"
       "from pallasbench_dataset.evaluate import evaluate\n"
       f"r = evaluate('add', {str(CONTROLS / 'pos_add_tiles.py')!r}, device='cpu', options=EvalOptions("
       "seeds=(1, 2), check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1))\n"

@@ -18,8 +18,8 @@ import pytest
 from tests import test_adversarial as adv
 from tests import test_evaluator as ev
 from pallasbench_dataset.evaluate import evaluate
-from pallasbench_dataset.evaluation.driver import WorkItem, run_items
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits, make_dump_dir
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits, make_dump_dir
 from pallasbench_dataset.kernels import tree_dir
 from pallasbench_dataset.schema import ErrorType, Status
 

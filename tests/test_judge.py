@@ -14,9 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallasbench_dataset.evaluation import checks, judge, protocol, timing
-from pallasbench_dataset.evaluation.ceilings import NOT_MEASURED, Ceilings
-from pallasbench_dataset.evaluation.environment import capture
+from pallasbench_dataset.evaluation import protocol
+from pallasbench_dataset.evaluation.judge import checks
+from pallasbench_dataset.evaluation.judge import core as judge
+from pallasbench_dataset.evaluation.judge import timing
+from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings
+from pallasbench_dataset.evaluation.judge.environment import capture
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.schema import ErrorType, Status

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pallasbench_dataset import filters
-from pallasbench_dataset.evaluation import checks
+from pallasbench_dataset.evaluation.judge import checks
 from pallasbench_dataset.schema import FilterResult
 from pallasbench_dataset.tasks import get_task
 from pallasbench_dataset.tolerance import TOLERANCES, Comparison, Tolerance, ToleranceClass, compare
@@ -581,9 +581,11 @@ def test_judge_outputs_edge_shape():
 # ---------------------------------------------------------------------------------------------
 # judge: artifacts, the steps of a verdict, timing and the record
 
-from pallasbench_dataset.evaluation import judge, module_analysis, protocol, timing  # noqa: E402
-from pallasbench_dataset.evaluation.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
-from pallasbench_dataset.evaluation.compile_profile import CompiledArtifact  # noqa: E402
+from pallasbench_dataset.evaluation import protocol  # noqa: E402
+from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
+from pallasbench_dataset.evaluation.judge import module_analysis, timing  # noqa: E402
+from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
+from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
     CompileProfile, Environment, ErrorType, PallasCallInfo, Roofline, StageTimes, Status)
 from pallasbench_dataset.tasks import Size  # noqa: E402
@@ -1637,7 +1639,7 @@ def test_an_exception_without_a_message_says_where_it_was_raised():
 def test_compile_empties_the_dump_folder_and_reads_only_its_own_ptx(tmp_path):
   """XLA writes files for every module it compiles into the dump folder; left there, they pile
   up over a run (a disk filled on the GPU machine). A compile returns only the PTX it dumped."""
-  from pallasbench_dataset.evaluation.compile_profile import compile_exported  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.compile_profile import compile_exported  # pylint: disable=import-outside-toplevel
   dump = tmp_path / "xla-dump"
   dump.mkdir()
   (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("stale ptx")
@@ -1652,7 +1654,7 @@ def test_compile_empties_the_dump_folder_and_reads_only_its_own_ptx(tmp_path):
 def test_compile_returns_the_ptx_its_compile_dumped(tmp_path, monkeypatch):
   """A stand-in for XLA's dump: tracing the entry writes a PTX file (with a byte that is not
   UTF-8) and another module's file; the compile returns that PTX only, then empties the folder."""
-  from pallasbench_dataset.evaluation import compile_profile  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import compile_profile  # pylint: disable=import-outside-toplevel
   dump = tmp_path / "xla-dump"
   dump.mkdir()
   (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("stale ptx")

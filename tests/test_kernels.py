@@ -15,7 +15,7 @@ import jax
 import pytest
 
 from pallasbench_dataset import Size, list_tasks
-from pallasbench_dataset.evaluation.module_analysis import analyze_module, module_reasons
+from pallasbench_dataset.evaluation.judge.module_analysis import analyze_module, module_reasons
 from pallasbench_dataset.jaxpr_analysis import TRITON_MAX_TENSOR_ELEMENTS, analyze
 from pallasbench_dataset.kernels import kernel_path, load_kernel
 from pallasbench_dataset.lowering import (MOSAIC_GPU_CUSTOM_CALL, TPU_CUSTOM_CALL, TRITON_CUSTOM_CALL,

@@ -22,7 +22,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from pallasbench_dataset import Size, get_task, list_tasks
-from pallasbench_dataset.evaluation.module_analysis import (
+from pallasbench_dataset.evaluation.judge.module_analysis import (
     NO_KERNEL_REASON, ModuleAnalysisError, ModuleReport, analyze_module, module_reasons)
 from pallasbench_dataset.jaxpr_analysis import analyze
 from pallasbench_dataset.kernels import load_kernel

@@ -24,10 +24,11 @@ import dask
 import distributed
 import pytest
 
-from pallasbench_dataset.evaluation import (
-    cluster, driver, environment, protocol, stages, suite, verdicts)
-from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, Precompiled
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation import protocol
+from pallasbench_dataset.evaluation.judge import environment
+from pallasbench_dataset.evaluation.pipeline import cluster, driver, stages, suite, verdicts
+from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.population import run as pop_run
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, to_jsonl)

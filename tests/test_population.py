@@ -22,10 +22,10 @@ import pytest
 from builder.build import BuildError, build_dataset
 from builder.trees import KernelTrees
 from pallasbench_dataset import autotune
-from pallasbench_dataset.evaluation import cluster, suite, verdicts
-from pallasbench_dataset.evaluation.driver import WorkItem
-from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, EvalOptions
-from pallasbench_dataset.evaluation.judge_process import Limits
+from pallasbench_dataset.evaluation.pipeline import cluster, suite, verdicts
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem
+from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.kernels import kernel_path, load_module, sha256
 from pallasbench_dataset.lowering import abstract_gpu
 from pallasbench_dataset.population import __main__ as cli

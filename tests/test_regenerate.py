@@ -7,7 +7,7 @@ import datasets
 import pytest
 
 from builder import regenerate
-from pallasbench_dataset.evaluation import suite
+from pallasbench_dataset.evaluation.pipeline import suite
 
 
 def test_every_option_has_help():

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from pallasbench_dataset.evaluation import cluster, suite
-from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import Limits
+from pallasbench_dataset.evaluation.pipeline import cluster, suite
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.schema import ErrorType, Status
 from pallasbench_dataset.tasks import get_task
 

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from pallasbench_dataset.evaluate import resolve_device
-from pallasbench_dataset.evaluation import run_options
-from pallasbench_dataset.evaluation.suite import Interrupted
-from pallasbench_dataset.evaluation.verdicts import VerdictCache, default_folder
+from pallasbench_dataset.evaluation.pipeline import run_options
+from pallasbench_dataset.evaluation.pipeline.suite import Interrupted
+from pallasbench_dataset.evaluation.pipeline.verdicts import VerdictCache, default_folder
 from pallasbench_dataset.population.candidates import CANDIDATES, read_candidates, to_jsonl
 from pallasbench_dataset.population.generate import generate
 from pallasbench_dataset.population.run import evaluate_as_asked

@@ -20,12 +20,13 @@ from collections.abc import Mapping, Sequence
 from typing import Final, TextIO
 
 from pallasbench_dataset.evaluate import default_options
-from pallasbench_dataset.evaluation import environment, run_options
-from pallasbench_dataset.evaluation.driver import WorkItem
-from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import Limits
-from pallasbench_dataset.evaluation.suite import MANIFEST, ClusterOptions, read_records, run_suite
-from pallasbench_dataset.evaluation.verdicts import VerdictCache
+from pallasbench_dataset.evaluation.judge import environment
+from pallasbench_dataset.evaluation.pipeline import run_options
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import Limits
+from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, ClusterOptions, read_records, run_suite
+from pallasbench_dataset.evaluation.pipeline.verdicts import VerdictCache
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, read_candidates, to_jsonl)

@@ -2,7 +2,7 @@
 
 Attack: at import, replace the exporter's own `_export_size`. The exporter runs as
 `python -m ...exporter`, so the function that `run()` calls lives in `sys.modules["__main__"]`
-(patching `pallasbench_dataset.evaluation.exporter._export_size` would change another module
+(patching `pallasbench_dataset.evaluation.exporter.program._export_size` would change another module
 object): this patches that one, so every artifact is the task's reference
 (`pallasbench_dataset.references.relu`) instead of the candidate's wrong Pallas kernel.
 

@@ -2,7 +2,7 @@
 
 Attack: at import, monkeypatch everything a judge in this process would use to reach and
 time its verdict -- `pallasbench_dataset.tolerance.compare` (and the name bound in checks),
-`pallasbench_dataset.evaluation.checks.judge_outputs`, `judge.speedup`, `jax.numpy.sum` and
+`pallasbench_dataset.evaluation.judge.checks.judge_outputs`, `judge.speedup`, `jax.numpy.sum` and
 `time.perf_counter` -- so that a WRONG kernel (relu(x) * 1.5, in Pallas) would look right.
 
 Expected: incorrect ("not allclose"). The patches live only in the sandboxed exporter; the
@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 import pallasbench_dataset.tolerance as tolerance
-from pallasbench_dataset.evaluation import checks, judge
+from pallasbench_dataset.evaluation.judge import checks
+from pallasbench_dataset.evaluation.judge import core as judge
 
 
 def _always_passes(out, ref, tol):

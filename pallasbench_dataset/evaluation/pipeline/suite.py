@@ -32,11 +32,13 @@ from typing import Final, TextIO
 
 import distributed
 
-from pallasbench_dataset.evaluation import cluster, environment, stages, verdicts
-from pallasbench_dataset.evaluation.driver import (
+from pallasbench_dataset.evaluation.pipeline import cluster
+from pallasbench_dataset.evaluation.judge import environment
+from pallasbench_dataset.evaluation.pipeline import stages, verdicts
+from pallasbench_dataset.evaluation.pipeline.driver import (
     WorkItem, empty_artifacts, failure_record, has_verdict)
-from pallasbench_dataset.evaluation.judge import EvalOptions
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)

@@ -1,6 +1,6 @@
 """The judge as a process: started as a program, fed items over a private socket.
 
-    python -m pallasbench_dataset.evaluation.judge_process --fd N --device gpu ...
+    python -m pallasbench_dataset.evaluation.judge.process --fd N --device gpu ...
 
 The parent (the driver) never touches the device. It starts the judge as a program (not
 by re-importing the caller's main module, so `evaluate()` works from a plain script),
@@ -69,7 +69,7 @@ def make_dump_dir(device: str) -> pathlib.Path | None:
 # The judge's side.
 
 def serve(argv: Sequence[str] | None = None) -> int:
-  p = argparse.ArgumentParser(prog="python -m pallasbench_dataset.evaluation.judge_process")
+  p = argparse.ArgumentParser(prog="python -m pallasbench_dataset.evaluation.judge.process")
   p.add_argument("--fd", type=int, required=True)
   p.add_argument("--parent", type=int, required=True)
   p.add_argument("--config", required=True, help="JudgeConfig as JSON")
@@ -81,15 +81,15 @@ def serve(argv: Sequence[str] | None = None) -> int:
   conn = Connection(args.fd)
   dump_dir = None
   if config.device == "gpu" and config.dump_dir is not None:
-    from pallasbench_dataset.evaluation.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
+    from pallasbench_dataset.evaluation.judge.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
     # XLA numbers dumped modules per process: a folder per judge keeps names from colliding.
     dump_dir = config.dump_dir / f"judge-{os.getpid()}"
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_dump_flags(dump_dir)}"
   import warnings  # pylint: disable=import-outside-toplevel
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
   import jax  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation import ceilings, compile_profile, environment, timing  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation.judge import CompileItem, Context, evaluate_artifact, precompile  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import ceilings, compile_profile, environment, timing  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.core import CompileItem, Context, evaluate_artifact, precompile  # pylint: disable=import-outside-toplevel
   if config.cache_dir is not None:
     compile_profile.use_persistent_cache(config.cache_dir)
   if config.device == "gpu":
@@ -183,7 +183,7 @@ class JudgeWorker:
     raw = {**dataclasses.asdict(config), **{k: str(v) if v else None for k, v in
                                             (("dump_dir", config.dump_dir), ("cache_dir", config.cache_dir))}}
     self._proc = subprocess.Popen(
-        [sys.executable, "-m", "pallasbench_dataset.evaluation.judge_process",
+        [sys.executable, "-m", "pallasbench_dataset.evaluation.judge.process",
          "--fd", str(child_sock.fileno()), "--parent", str(os.getpid()), "--config", json.dumps(raw)],
         pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd())
     child_sock.close()

@@ -18,9 +18,9 @@ import os
 import time
 from typing import Final
 
-from pallasbench_dataset.evaluation import driver
-from pallasbench_dataset.evaluation.judge import CompileItem, Precompiled
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, JudgeWorker, Limits
+from pallasbench_dataset.evaluation.pipeline import driver
+from pallasbench_dataset.evaluation.judge.core import CompileItem, Precompiled
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.evaluation.protocol import ExportOutcome
 from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, RunInfo
 from pallasbench_dataset.tasks import Size

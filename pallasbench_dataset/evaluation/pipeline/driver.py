@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from pallasbench_dataset.evaluation import protocol, sandbox
-from pallasbench_dataset.evaluation.judge import EvalOptions, JudgeItem, Precompiled, failure_record as judge_failure
-from pallasbench_dataset.evaluation.judge_process import JudgeConfig, JudgeWorker, Limits, death_message
+from pallasbench_dataset.evaluation.judge.core import EvalOptions, JudgeItem, Precompiled, failure_record as judge_failure
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, death_message
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
 from pallasbench_dataset.tasks import Size
 
-EXPORTER: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.exporter")
+EXPORTER: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.exporter.program")
 MAX_OUTPUT_CHARS: Final = 4000
 
 

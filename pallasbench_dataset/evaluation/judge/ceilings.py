@@ -16,7 +16,7 @@ from typing import Final
 import jax
 import jax.numpy as jnp
 
-from pallasbench_dataset.evaluation.timing import TimingMethod, time_interleaved
+from pallasbench_dataset.evaluation.judge.timing import TimingMethod, time_interleaved
 
 COPY_ELEMENTS: Final = 1 << 28   # 1 GiB of float32
 MATMUL_N: Final = 8192

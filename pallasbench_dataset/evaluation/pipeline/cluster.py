@@ -25,7 +25,7 @@ from typing import Final
 import dask
 import distributed
 
-from pallasbench_dataset.evaluation import stages
+from pallasbench_dataset.evaluation.pipeline import stages
 
 MAX_CPU_WORKERS: Final = 16
 # A worker lost while running an evaluation (killed, out of memory) is retried once on

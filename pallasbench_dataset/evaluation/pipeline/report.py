@@ -1,6 +1,6 @@
 """A plain-text table of a run folder: outcome, error, time, rate and share of the ceilings.
 
-    python -m pallasbench_dataset.evaluation.report RUN_DIR [--variants gpu] [--sizes medium]
+    python -m pallasbench_dataset.evaluation.pipeline.report RUN_DIR [--variants gpu] [--sizes medium]
 
 Needs only the standard library and the project: it runs on the GPU machine right after a
 measurement, so the command's output already holds the table.
@@ -15,7 +15,7 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
-from pallasbench_dataset.evaluation.suite import MANIFEST, read_records
+from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, read_records
 from pallasbench_dataset.schema import EvalRecord
 
 MEMORY_BOUND_CATEGORIES = ("activation", "elementwise")
@@ -88,7 +88,7 @@ def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m pallasbench_dataset.evaluation.report")
+  parser = argparse.ArgumentParser(prog="python -m pallasbench_dataset.evaluation.pipeline.report")
   parser.add_argument("runs", type=pathlib.Path, nargs="+")
   parser.add_argument("--variants", nargs="+")
   parser.add_argument("--sizes", nargs="+")

@@ -25,8 +25,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
-from pallasbench_dataset.evaluation.driver import WorkItem, has_verdict
-from pallasbench_dataset.evaluation.judge import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
+from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)

@@ -1,6 +1,6 @@
 """The judge: trusted, never imports candidate code. Artifact in, record out.
 
-    python -m pallasbench_dataset.evaluation.judge --fd N --device gpu   (started by the driver)
+    python -m pallasbench_dataset.evaluation.judge.core --fd N --device gpu   (started by the driver)
 
 For each item it deserializes the candidate's `jax.export` artifacts, checks them against
 the task (avals, effects, custom calls, the structure of the module), compiles the one for
@@ -26,9 +26,9 @@ from typing import Any, Final
 import jax
 import numpy as np
 
-from pallasbench_dataset.evaluation import checks, module_analysis, timing
-from pallasbench_dataset.evaluation.ceilings import Ceilings, measure as measure_ceilings
-from pallasbench_dataset.evaluation.compile_profile import CompiledArtifact, compile_exported
+from pallasbench_dataset.evaluation.judge import checks, module_analysis, timing
+from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
+from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, short_error
 from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
 from pallasbench_dataset.schema import (

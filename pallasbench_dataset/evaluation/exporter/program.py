@@ -1,6 +1,6 @@
 """The exporter: the one program that imports candidate code. Untrusted, sandboxed, CPU only.
 
-    python -m pallasbench_dataset.evaluation.exporter < request.json   (cwd: a scratch folder)
+    python -m pallasbench_dataset.evaluation.exporter.program < request.json   (cwd: a scratch folder)
 
 It reads an `ExportRequest` on stdin, installs the sandbox (when started by the driver,
 which passes the report descriptor), imports the candidate, traces it at the requested
