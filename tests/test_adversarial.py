@@ -26,6 +26,7 @@ import json
 import math
 import os
 import pathlib
+import resource
 import socket
 import subprocess
 import sys
@@ -131,6 +132,18 @@ def _cases() -> dict[str, Case]:
       "pos_stdlib_imports": Case("adv_pos_stdlib_imports_relu", relu, P),
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
+      # 7. Escaping from another thread, below the tripwire, or towards the parent (#22): the
+      # walls are up before the exporter's first thread exists.
+      "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
+                                    (VIOLATION + "open",)),
+      "hook_tamper": Case("adv_hook_tamper_relu", relu, R, (VIOLATION + "open",)),
+      "native_plugin": Case("adv_native_plugin_relu", relu, None, ("Permission denied",)),
+      "fcntl_signal_parent": Case("adv_fcntl_signal_parent_relu", relu, R,
+                                  (VIOLATION + "fcntl.fcntl",)),
+      "hidden_memory": Case("adv_hidden_memory_relu", relu, None, ("Operation not permitted",)),
+      "renice_parent": Case("adv_renice_parent_relu", relu, R, (VIOLATION + "resource.prlimit",)),
+      "proc_links": Case("adv_proc_links_relu", relu, None, ("Permission denied",)),
+      "scratch_fill": Case("adv_scratch_fill_relu", relu, None, ("Permission denied",)),
   }
 
 
@@ -143,7 +156,17 @@ TARGETS = {
     "ctypes": f"/tmp/pallasbench-adv-ctypes-{MARK}",
     "profiler_write": f"/tmp/pallasbench-adv-profile-{MARK}",
     "xla_flags": f"/tmp/pallasbench-adv-xladump-{MARK}",
+    "callback_thread_write": str(REPO / f"adv-written-cb-{MARK}.py"),
+    "hook_tamper": f"/tmp/pallasbench-adv-tamper-{MARK}",
 }
+
+
+def _scheduling() -> tuple:
+  return (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getaffinity(0),
+          resource.getrlimit(resource.RLIMIT_NOFILE))
+
+
+SCHEDULING_BEFORE = _scheduling()
 
 
 def _source(case: Case, port: int) -> str:
@@ -242,11 +265,25 @@ def test_no_attack_leaves_a_trace(run):
   assert list(REPO.glob("adv-written-*")) == []
 
 
+def test_the_parent_keeps_its_priority_cores_and_limits(run):
+  """The exporters' parent here is this process: renice_parent went for it."""
+  assert _scheduling() == SCHEDULING_BEFORE
+  assert run.records["renice_parent"].status is not Status.PASS
+
+
+def test_no_link_of_the_parent_reaches_the_record(run):
+  printed = run.records["proc_links"].exporter_output or ""
+  assert os.getcwd() not in printed and "parent cwd:" not in printed, printed[-500:]
+
+
 def test_every_attack_ran_inside_all_sandbox_layers(run):
   for name, record in run.records.items():
-    assert {"new-session", "scrubbed-env", "audit-hook"} <= set(record.sandbox), (name, record.sandbox)
+    assert {"new-session", "scrubbed-env", "tripwire", "rlimits", "dies-with-parent"} <= set(
+        record.sandbox), (name, record.sandbox)
     if sys.platform == "linux":
       assert {"seccomp", "landlock"} <= set(record.sandbox), (name, record.sandbox)
+    if os.geteuid() == 0:
+      assert "unprivileged" in record.sandbox, (name, record.sandbox)
 
 
 def test_forged_reports_are_information_only(run):
@@ -257,7 +294,7 @@ def test_forged_reports_are_information_only(run):
     assert [c.name for c in record.compile.pallas_calls] == ["forged_relu"], name
     assert any(NO_KERNEL in r for r in record.reasons), name
   assert "adv: tampered with ['reports', 'request']" in run.records["frame_tamper"].exporter_output
-  assert "forged export.json written" in run.records["forged_export_json"].exporter_output
+  assert "forged answer written" in run.records["forged_export_json"].exporter_output
 
 
 def test_what_the_candidate_printed_is_kept_apart(run):

@@ -66,6 +66,9 @@ def test_a_bare_assert_names_the_innermost_frame_from_the_package_root():
     ("RESOURCE_EXHAUSTED: Out of memory allocating 9 GiB", "run", ErrorType.OUT_OF_MEMORY),
     ("RESOURCE_EXHAUSTED: Shared memory size limit exceeded", "compile", ErrorType.COMPILE),
     ("cuda out of memory", "lowering", ErrorType.OUT_OF_MEMORY),
+    ("MemoryError", "trace", ErrorType.OUT_OF_MEMORY),
+    ("importing k.py raised MemoryError: ", "load", ErrorType.OUT_OF_MEMORY),
+    ("ValueError: no MemoryError here", "trace", ErrorType.TRACE),
     ("SyntaxError", "load", ErrorType.LOAD), ("ValueError", "trace", ErrorType.TRACE),
     ("x", "lowering", ErrorType.LOWERING), ("x", "run", ErrorType.RUNTIME)])
 def test_classify(text, stage, kind):

@@ -92,7 +92,7 @@ def test_control_gets_its_exact_status(control_records, name):
     assert record.runtime_ms > 0 and record.baseline_ms > 0 and record.speedup > 0
     assert record.timing_method == "wallclock" and not record.timing_comparable
   assert (record.status is Status.PASS) == (record.reasons == ())
-  assert record.judge_version == judge.JUDGE_VERSION and "audit-hook" in record.sandbox
+  assert record.judge_version == judge.JUDGE_VERSION and "tripwire" in record.sandbox
 
 
 def test_every_control_file_has_an_expectation():

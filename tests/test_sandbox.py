@@ -1,9 +1,12 @@
-"""The exporter's sandbox: what it refuses, what it must let jax do, and the launcher's limits.
+"""The exporter's sandbox: its walls on every thread, its tripwire, and the launcher's limits.
 
-Every child runs through run_sandboxed(). A child reads a job on stdin, runs its `setup`,
-installs the layers it names, then runs its `action`; a refused action must end it with
-SANDBOX_EXIT, a `refused <event> ...` report line, and no trace outside its scratch folder.
-Children that do not need jax load sandbox.py alone, which starts them in a tenth of a second.
+Every child runs through run_sandboxed(), so the walls are up before the child's first line
+(boot.py). A child reads a job on stdin, optionally starts jax and arms the tripwire, then
+runs its `action`. Attempts the walls refuse come back as errno names; an action the tripwire
+refuses must end the child with SANDBOX_EXIT, a `refused <event> ...` report line and no trace
+outside its scratch folder. Each attempt is made from the main thread, from a thread the
+candidate starts and from an XLA worker thread (a host callback queued behind a computation):
+a wall tested only from the main thread is not a wall.
 """
 
 import dis
@@ -11,9 +14,11 @@ import functools
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,45 +31,29 @@ import numpy as np
 import pytest
 
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.sandbox import OUTPUT_CAP, SANDBOX_EXIT, run_sandboxed
+from pallasbench_dataset.evaluation.sandbox import (
+    ALL_WALLS, OUTPUT_CAP, SANDBOX_EXIT, WallsUnavailable, run_sandboxed, tripwire, walls)
 
 MEMORY_BYTES = 4 << 30
 MARK_ENV = "SANDBOX_TEST_MARK"
 LINUX = sys.platform == "linux" and os.uname().machine in ("x86_64", "aarch64")
+ROOT = os.geteuid() == 0
+# What a child of root needs to run at all; the launcher tests add nothing else, so their
+# children may start processes of their own.
+BARE = ("veil", "unprivileged")
 
 CHILD = textwrap.dedent("""
-    import importlib.util, json, os, pathlib, sys
+    import json, os, pathlib, sys
     job = json.loads(sys.stdin.read())
     target, port = job["target"], job["port"]
     if job["jax"]:
       import jax
-      from pallasbench_dataset.evaluation import sandbox
-    else:
-      spec = importlib.util.spec_from_file_location("sandbox", job["module"])
-      sandbox = sys.modules["sandbox"] = importlib.util.module_from_spec(spec)
-      spec.loader.exec_module(sandbox)
-    exec(job["setup"])
-    if job["install"] == "all":
-      sandbox.install_from_env()
-    elif job["install"] == "seccomp":
-      assert sandbox.install_seccomp()
-    elif job["install"] == "landlock" and not sandbox.install_landlock(os.getcwd()):
-      print("unavailable")
-      sys.exit(0)
+      jax.devices()
+    from pallasbench_dataset.evaluation import sandbox
+    if job["tripwire"]:
+      sandbox.arm(os.getcwd(), int(os.environ[sandbox.REPORT_FD_ENV]))
     exec(job["action"])
     print("survived", flush=True)
-    """)
-
-# Collects the outcome of several attempts in one child: "allowed" or the errno's name.
-ATTEMPT = textwrap.dedent("""
-    import errno, json, socket, subprocess, threading
-    results = {}
-    def attempt(name, action):
-      try:
-        action()
-        results[name] = "allowed"
-      except OSError as e:
-        results[name] = errno.errorcode.get(e.errno, str(e.errno))
     """)
 
 
@@ -81,16 +70,16 @@ def _survivors(mark: str) -> list[int]:
   return found
 
 
-def run_child(action: str, *, setup: str = "", install: str = "all", with_jax: bool = False,
-              target: str = "", port: int = 0, timeout_s: float = 60,
-              memory_bytes: int = MEMORY_BYTES) -> sandbox.SandboxRun:
+def run_child(action: str, *, walls_: tuple[str, ...] = ALL_WALLS, tripwire_: bool = True,
+              with_jax: bool = False, target: str = "", port: int = 0, timeout_s: float = 60,
+              memory_bytes: int = MEMORY_BYTES, result_cap: int = 0) -> sandbox.SandboxRun:
   """Runs CHILD in the sandbox, then checks that none of its processes is left."""
   mark = uuid.uuid4().hex
-  job = dict(action=textwrap.dedent(action), setup=textwrap.dedent(setup), install=install,
-             jax=with_jax, target=target, port=port, module=sandbox.__file__)
+  job = dict(action=textwrap.dedent(action), tripwire=tripwire_, jax=with_jax, target=target,
+             port=port)
   run = run_sandboxed([sys.executable, "-c", CHILD], stdin=json.dumps(job).encode(),
                       timeout_s=timeout_s, memory_bytes=memory_bytes,
-                      extra_env={MARK_ENV: mark})
+                      extra_env={MARK_ENV: mark}, walls=walls_, result_cap=result_cap)
   survivors = _survivors(mark)
   if survivors:
     for pid in survivors:
@@ -117,109 +106,291 @@ def listener():
     yield server
 
 
-# (id, setup, action, the refused event); `target` is a path outside scratch, `port` a
-# listening loopback socket of the test.
+@pytest.fixture
+def secret():
+  """A token file in a HOME-like folder outside every allowed root, readable by anyone (so
+  only the sandbox can stop the child, also when it runs as nobody)."""
+  home = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-home-"))
+  token = home / ".cache" / "huggingface" / "token"
+  token.parent.mkdir(parents=True)
+  token.write_text(f"hf_secret_{uuid.uuid4().hex}")
+  for folder in (home, home / ".cache", token.parent):
+    folder.chmod(0o755)
+  token.chmod(0o644)
+  yield token
+  shutil.rmtree(home)
+
+
+# --------------------------------------------------------------------------------------------
+# The walls, from every thread.
+
+# Runs `attempts` (name -> a function of no argument) from the main thread, from a thread it
+# starts and from an XLA worker thread, and prints {context: {name: outcome}} with outcome
+# "allowed" or what was raised (the errno's name for an OSError).
+CONTEXTS = textwrap.dedent("""
+    import threading
+    import jax, jax.numpy as jnp
+    main_thread, results = threading.get_native_id(), {}
+    results["main"] = probe()
+    worker = threading.Thread(target=lambda: results.update(thread=probe()))
+    worker.start()
+    worker.join()
+    def callback(x):
+      results["xla"] = probe()
+      results["xla_thread"] = threading.get_native_id()
+      return x
+    big = jax.jit(lambda x: jnp.tanh(x @ x))
+    call = jax.jit(lambda y: jax.pure_callback(callback, jax.ShapeDtypeStruct(y.shape, y.dtype),
+                                               y) + 1)
+    x = jnp.ones((512, 512))
+    for _ in range(20):  # an input still being computed: the callback runs on XLA's thread
+      call(big(x)).block_until_ready()
+      if results.get("xla_thread", main_thread) != main_thread:
+        break
+    results["main_thread"] = main_thread
+    print(json.dumps(results))
+    """)
+
+# Every capability the walls deny, as the candidate would try it without the tripwire; probe()
+# gives {name: outcome}, the outcome "allowed" or what was raised (an OSError's errno name).
+WALL_ATTEMPTS = textwrap.dedent("""
+    import ctypes, errno, fcntl, resource, signal, socket, subprocess
+    libc = ctypes.CDLL(None, use_errno=True)
+    def raw(name, *args):
+      numbers = {"x86_64": dict(mount=165, ptrace=101, io_uring_setup=425, bpf=321, keyctl=250,
+                                personality=135, kcmp=312, memfd_secret=447, syslog=103),
+                 "aarch64": dict(mount=40, ptrace=117, io_uring_setup=425, bpf=280, keyctl=219,
+                                 personality=92, kcmp=272, memfd_secret=447, syslog=116)}
+      nr = numbers[os.uname().machine][name]
+      if libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args]) < 0:
+        raise OSError(ctypes.get_errno(), name)
+    def fork():
+      if os.fork() == 0:
+        os._exit(0)
+    def prctl(option, value):
+      if libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl")
+    parent = os.getppid()
+    pipe_r, pipe_w = os.pipe()
+    attempts = {
+        "fork": fork,
+        "posix_spawn": lambda: os.posix_spawn("/bin/true", ["/bin/true"], {}),
+        "subprocess": lambda: subprocess.run(["/bin/true"]),
+        "socket": socket.socket,
+        "socketpair": socket.socketpair,
+        "memfd_create": lambda: os.memfd_create("m"),
+        "memfd_secret": lambda: raw("memfd_secret", 0),
+        "fcntl_setown_parent": lambda: fcntl.fcntl(pipe_r, fcntl.F_SETOWN, parent),
+        "fcntl_setsig": lambda: fcntl.fcntl(pipe_r, 10, signal.SIGKILL),
+        "fcntl_setpipe_sz": lambda: fcntl.fcntl(pipe_w, 1031, 1 << 20),
+        "setpriority_parent": lambda: os.setpriority(os.PRIO_PROCESS, parent, 10),
+        "setpriority_user": lambda: os.setpriority(os.PRIO_USER, 0, 10),
+        "setaffinity_parent": lambda: os.sched_setaffinity(parent, {0}),
+        "prlimit_parent": lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE, (8, 8)),
+        "raise_own_memory_limit": lambda: resource.setrlimit(resource.RLIMIT_AS, (-1, -1)),
+        "kill_parent": lambda: os.kill(parent, 0),
+        "prctl_undo_parent_death": lambda: prctl(1, 0),
+        "prctl_let_a_tracer_in": lambda: prctl(0x59616D61, -1),
+        "ptrace_parent": lambda: raw("ptrace", 16, parent, 0, 0),
+        "mount": lambda: raw("mount", 0, 0, 0, 0, 0),
+        "unshare": lambda: os.unshare(os.CLONE_NEWUSER),
+        "io_uring": lambda: raw("io_uring_setup", 8, 0),
+        "bpf": lambda: raw("bpf", 0, 0, 0),
+        "keyctl": lambda: raw("keyctl", 0, 0),
+        "personality": lambda: raw("personality", 0x0400000),
+        "kcmp_parent": lambda: raw("kcmp", parent, os.getpid(), 0, 0, 0),
+        "syslog": lambda: raw("syslog", 3, 0, 0),
+        "write_outside": lambda: open(target, "w"),
+        "rdwr_outside": lambda: os.close(os.open(target, os.O_RDWR | os.O_CREAT)),
+        "write_inside": lambda: open("inside", "w"),
+        "read_secret": lambda: open(job["secret"]).read(),
+        "read_parent_environ": lambda: open(f"/proc/{parent}/environ").read(),
+        "readlink_parent_cwd": lambda: os.readlink(f"/proc/{parent}/cwd"),
+        "list_root_home": lambda: os.listdir("/root"),
+    }
+    def probe():
+      found = {}
+      for name, action in attempts.items():
+        try:
+          action()
+          found[name] = "allowed"
+        except OSError as e:
+          found[name] = errno.errorcode.get(e.errno, str(e.errno))
+        except Exception as e:
+          found[name] = type(e).__name__
+      return found
+    """)
+# An attempt that returns normally here would be a hole. Where the answer is not an errno
+# (prctl's wrapper raises as it can), only these names are a refusal.
+REFUSALS = {"EPERM", "EACCES", "ENOENT", "ValueError"}
+NOT_ROOT_ONLY = {"readlink_parent_cwd", "list_root_home"}  # denied by the change of user
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_walls_deny_every_capability_from_every_thread(target, secret):
+  action = (WALL_ATTEMPTS.replace('job["secret"]', repr(str(secret))) + CONTEXTS)
+  with run_child(action, tripwire_=False, with_jax=True, target=str(target),
+                 timeout_s=120) as run:
+    assert run.returncode == 0 and not run.violations, run.stderr[-3000:]
+    assert {"veil", "unprivileged", "landlock", "seccomp"} <= set(run.layers) or not ROOT
+    results = json.loads(run.stdout.splitlines()[0])
+  assert secret.read_text() not in run.stdout + run.stderr
+  assert results["xla_thread"] != results["main_thread"], "the callback ran on the main thread"
+  for context in ("main", "thread", "xla"):
+    outcomes = results[context]
+    if not ROOT:
+      outcomes = {k: v for k, v in outcomes.items() if k not in NOT_ROOT_ONLY}
+    allowed = {name: outcome for name, outcome in outcomes.items() if outcome not in REFUSALS}
+    assert not allowed, (context, allowed)
+  assert not os.path.lexists(target)
+
+
+@pytest.mark.skipif(not ROOT, reason="only a child of root changes user")
+def test_every_thread_runs_as_nobody_with_no_capability_no_new_privileges_and_seccomp():
+  status = textwrap.dedent("""
+      def probe():
+        found = {}
+        for task in os.listdir("/proc/self/task"):
+          fields = dict(line.split(":", 1) for line in open(f"/proc/self/task/{task}/status"))
+          found[task] = {k: fields[k].split() for k in ("Uid", "Gid", "CapEff", "CapPrm",
+                                                        "CapBnd", "NoNewPrivs", "Seccomp")}
+        return found
+      """)
+  with run_child(status + CONTEXTS, tripwire_=False, with_jax=True, timeout_s=120) as run:
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout.splitlines()[0])
+  threads = {tid: fields for context in ("main", "thread", "xla")
+             for tid, fields in results[context].items()}
+  assert len(threads) > 2
+  for fields in threads.values():
+    assert set(fields["Uid"]) == set(fields["Gid"]) == {str(walls.NOBODY)}
+    assert int(fields["CapEff"][0], 16) == int(fields["CapPrm"][0], 16) == 0
+    assert fields["NoNewPrivs"] == ["1"] and fields["Seccomp"] == ["2"]
+
+
+# --------------------------------------------------------------------------------------------
+# The tripwire: a refusal ends the process, whichever thread made it.
+
+# (id, action, the refused event); `target` is a path outside scratch, `port` a listening
+# loopback socket of the test.
 FORBIDDEN = [
-    ("popen", "", "import subprocess; subprocess.Popen(['/bin/sh', '-c', 'touch ' + target])",
+    ("popen", "import subprocess; subprocess.Popen(['/bin/sh', '-c', 'touch ' + target])",
      "subprocess.Popen"),
-    ("os_system", "", "os.system('touch ' + target)", "os.system"),
-    ("fork_setsid_sleep", "", """
+    ("os_system", "os.system('touch ' + target)", "os.system"),
+    ("posix_spawn", "os.posix_spawn('/bin/touch', ['touch', target], {})", "os.posix_spawn"),
+    ("fork_setsid_sleep", """
         import time
         if os.fork() == 0:
           os.setsid()
           time.sleep(30)
         """, "os.fork"),
-    ("dunder_import_subprocess", "", "__import__('subprocess').run(['touch', target])",
+    ("dunder_import_subprocess", "__import__('subprocess').run(['touch', target])",
      "subprocess.Popen"),
-    ("socket_connect", "", "import socket; socket.socket().connect(('127.0.0.1', port))",
+    ("socket_connect", "import socket; socket.socket().connect(('127.0.0.1', port))",
      "socket.__new__"),
-    ("create_connection", "", "import socket; socket.create_connection(('127.0.0.1', port))",
+    ("create_connection", "import socket; socket.create_connection(('127.0.0.1', port))",
      "socket.getaddrinfo"),
-    ("ctypes_cdll", "", "import ctypes; ctypes.CDLL('libc.so.6')", "ctypes.dlopen"),
-    ("write_absolute", "", "open(target, 'w').write('x')", "open"),
-    ("write_relative", "", "open(os.path.relpath(target), 'w').write('x')", "open"),
-    ("write_append", "", "open(target, 'a').write('x')", "open"),
-    ("write_pathlib", "", "pathlib.Path(target).write_text('x')", "open"),
-    ("write_through_symlink", "os.symlink(target, 'link')", "open('link', 'w').write('x')",
-     "open"),
-    ("os_open_with_dir_fd", "", """
-        folder = os.open(os.path.dirname(target), os.O_PATH)  # O_RDONLY: Landlock refuses
+    ("ctypes_cdll", "import ctypes; ctypes.CDLL('libc.so.6')", "ctypes.dlopen"),
+    ("write_absolute", "open(target, 'w').write('x')", "open"),
+    ("write_relative", "open(os.path.relpath(target), 'w').write('x')", "open"),
+    ("write_append", "open(target, 'a').write('x')", "open"),
+    ("write_pathlib", "pathlib.Path(target).write_text('x')", "open"),
+    ("os_open_read_write", "os.open(target, os.O_RDWR | os.O_CREAT)", "open"),
+    ("os_open_with_dir_fd", """
+        folder = os.open(os.path.dirname(target), os.O_PATH)
         os.open(os.path.basename(target), os.O_WRONLY | os.O_CREAT, dir_fd=folder)
         """, "open"),
-    ("write_through_symlink_loop", "os.symlink('a', 'b'); os.symlink('b', 'a')",
-     "open('a', 'w')", "open"),
-    ("read_parent_environ", "", "open(f'/proc/{os.getppid()}/environ').read()", "open"),
-    ("read_parent_memory", "", "open(f'/proc/{os.getppid()}/mem', 'rb')", "open"),
-    ("read_parent_from_its_cwd", "", "os.chdir(f'/proc/{os.getppid()}'); open('environ')",
-     "open"),
-    ("read_parent_through_dir_fd", "",
+    ("read_parent_environ", "open(f'/proc/{os.getppid()}/environ').read()", "open"),
+    ("read_parent_memory", "open(f'/proc/{os.getppid()}/mem', 'rb')", "open"),
+    ("read_parent_from_its_cwd", "os.chdir(f'/proc/{os.getppid()}'); open('environ')", "open"),
+    ("read_parent_through_dir_fd",
      "os.open(f'../{os.getppid()}/environ', os.O_RDONLY, dir_fd=os.open('/proc/self', 0))",
      "open"),
-    ("mkdir_outside", "", "os.mkdir(target)", "os.mkdir"),
-    ("symlink_inside", "", "os.symlink(target, 'link')", "os.symlink"),
-    ("gc_get_objects", "", "import gc; gc.get_objects()", "gc.get_objects"),
-    ("replace_code", "", "def f(): pass\nf.__code__ = (lambda: 0).__code__", "object.__setattr__"),
-    ("settrace", "", "sys.settrace(lambda *a: None)", "sys.settrace"),
-    ("second_hook", "", "sys.addaudithook(lambda *a: None)", "sys.addaudithook"),
-    ("kill_parent", "", "os.kill(os.getppid(), 0)", "os.kill"),
-    ("raise_rlimit", "", "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0))",
+    ("mkdir_outside", "os.mkdir(target)", "os.mkdir"),
+    ("symlink_inside", "os.symlink(target, 'link')", "os.symlink"),
+    ("gc_get_objects", "import gc; gc.get_objects()", "gc.get_objects"),
+    ("gc_get_referrers", "import gc; gc.get_referrers(sys.audit)", "gc.get_referrers"),
+    ("replace_code", "def f(): pass\nf.__code__ = (lambda: 0).__code__", "object.__setattr__"),
+    ("settrace", "sys.settrace(lambda *a: None)", "sys.settrace"),
+    ("second_hook", "sys.addaudithook(lambda *a: None)", "sys.addaudithook"),
+    ("kill_parent", "os.kill(os.getppid(), 0)", "os.kill"),
+    ("raise_rlimit", "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0))",
      "resource.setrlimit"),
-    ("putenv_xla_flags", "", "os.environ['XLA_FLAGS'] = '--xla_dump_to=' + target", "os.putenv"),
-    ("sqlite_file", "", "import sqlite3; sqlite3.connect(target)", "sqlite3.connect"),
-    ("subinterpreter", "", "import _xxsubinterpreters; _xxsubinterpreters.create()", "import"),
-    ("extension_from_scratch", "", """
-        import importlib.util, shutil
-        shutil.copyfile(importlib.util.find_spec('_bisect').origin, 'evil.so')
-        spec = importlib.util.spec_from_file_location('_bisect', os.path.abspath('evil.so'))
+    ("fcntl_setown", "import fcntl; fcntl.fcntl(0, fcntl.F_SETOWN, os.getppid())",
+     "fcntl.fcntl"),
+    ("putenv_xla_flags", "os.environ['XLA_FLAGS'] = '--xla_dump_to=' + target", "os.putenv"),
+    ("sqlite_file", "import sqlite3; sqlite3.connect(target)", "sqlite3.connect"),
+    ("subinterpreter", "import _xxsubinterpreters; _xxsubinterpreters.create()", "import"),
+    ("extension_from_outside", """
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('_bisect', target + '.so')
         importlib.util.module_from_spec(spec)
         """, "import"),
-    # The hook uses only what it captured at install time: rebinding anything changes nothing.
-    ("rebound_globals", "", """
+    # The hook uses only what it captured when it was armed: rebinding anything changes nothing.
+    ("rebound_globals", """
         import builtins
+        from pallasbench_dataset.evaluation.sandbox import tripwire, walls
         os.write = os._exit = os.lstat = lambda *a: None
         builtins.type, builtins.str, builtins.BaseException = (lambda *a: str), bytes, int
-        sandbox.SANDBOX_EXIT, sandbox._REFUSED_EVENTS = 0, frozenset()
-        vars(sandbox).update(os=None, sys=None, stat=None)
+        walls.SANDBOX_EXIT, tripwire.REFUSED_EVENTS = 0, frozenset()
+        vars(tripwire).update(os=None, sys=None, stat=None)
         open(target, 'w').write('x')
         """, "open"),
 ]
 
 
-@pytest.mark.parametrize(("setup", "action", "event"), [f[1:] for f in FORBIDDEN],
+@pytest.mark.parametrize(("action", "event"), [f[1:] for f in FORBIDDEN],
                          ids=[f[0] for f in FORBIDDEN])
-def test_forbidden_action_ends_the_child_and_leaves_no_trace(setup, action, event, target,
-                                                             listener):
-  with run_child(action, setup=setup, target=str(target),
-                 port=listener.getsockname()[1]) as run:
+def test_forbidden_action_ends_the_child_and_leaves_no_trace(action, event, target, listener):
+  with run_child(action, target=str(target), port=listener.getsockname()[1]) as run:
     assert run.returncode == SANDBOX_EXIT, run.stderr
     assert run.violations and run.violations[0].split()[1] == event, run.violations
     assert "survived" not in run.stdout
-    assert "audit-hook" in run.layers
-    if LINUX:
-      assert "seccomp" in run.layers
   assert not os.path.lexists(target)
   with pytest.raises(BlockingIOError):
     listener.accept()
 
 
-@pytest.mark.parametrize("operation", ["os.rename(target, 'moved')", "os.remove(target)",
-                                       "os.chmod(target, 0o777)", "os.truncate(target, 0)"])
-def test_change_to_a_file_outside_is_refused(operation, target):
-  target.write_text("kept")
-  target.chmod(0o644)
-  with run_child(operation, target=str(target)) as run:
-    assert run.returncode == SANDBOX_EXIT
-    assert run.violations[0].split()[1] == operation.split("(")[0]
-  assert target.read_text() == "kept"
-  assert target.stat().st_mode & 0o777 == 0o644
+# The same refusals from a thread the candidate starts and from an XLA worker thread; the
+# process ends there too (not just the thread), and nothing after the action runs.
+THREADED = {
+    "thread": """
+        import threading
+        worker = threading.Thread(target=lambda: exec(ACTION))
+        worker.start()
+        worker.join()
+        """,
+    "xla": """
+        import threading
+        import jax.numpy as jnp
+        main_thread = threading.get_native_id()
+        def callback(x):
+          if threading.get_native_id() != main_thread:
+            exec(ACTION)
+          return x
+        big = jax.jit(lambda x: jnp.tanh(x @ x))
+        call = jax.jit(lambda y: jax.pure_callback(callback, jax.ShapeDtypeStruct(y.shape, y.dtype), y))
+        x = jnp.ones((512, 512))
+        for _ in range(20):
+          call(big(x)).block_until_ready()
+        print("never on an XLA thread", flush=True)
+        """,
+}
+THREADED_ACTIONS = {f[0]: f[1:] for f in FORBIDDEN
+                    if f[0] in ("write_absolute", "popen", "ctypes_cdll", "gc_get_referrers")}
 
 
-def test_link_outside_pointing_inside_is_not_removed(target):
-  """os.remove acts on the link itself: that it resolves into scratch does not make it ours."""
-  with run_child("os.remove(target)", setup="os.symlink(os.path.abspath('in'), target)",
-                 target=str(target)) as run:
-    assert run.returncode == SANDBOX_EXIT and run.violations[0].split()[1] == "os.remove"
-  assert target.is_symlink()
+@pytest.mark.parametrize("context", sorted(THREADED))
+@pytest.mark.parametrize("name", sorted(THREADED_ACTIONS))
+def test_forbidden_action_from_another_thread_ends_the_whole_child(context, name, target):
+  action, event = THREADED_ACTIONS[name]
+  code = f"ACTION = {textwrap.dedent(action)!r}\n" + textwrap.dedent(THREADED[context])
+  with run_child(code, target=str(target), with_jax=context == "xla", timeout_s=120) as run:
+    assert "never on an XLA thread" not in run.stdout
+    assert run.returncode == SANDBOX_EXIT, run.stderr[-2000:]
+    assert run.violations and run.violations[0].split()[1] == event, run.violations
+    assert "survived" not in run.stdout
+  assert not os.path.lexists(target)
 
 
 def test_refusal_holds_when_the_candidate_closes_the_report_fd(target):
@@ -228,6 +399,28 @@ def test_refusal_holds_when_the_candidate_closes_the_report_fd(target):
     assert run.returncode == SANDBOX_EXIT and not run.violations and run.violated
   assert not target.exists()
 
+
+def test_tripwire_reads_no_global_name():
+  """A candidate can rebind module globals and builtins: the hook must use only its closure."""
+  hook = tripwire.make_hook(tempfile.gettempdir(), 2, ())
+  functions, pending = {}, [hook]
+  while pending:
+    function = pending.pop()
+    if function.__code__ in functions:
+      continue
+    functions[function.__code__] = function
+    for cell in function.__closure__ or ():
+      value = cell.cell_contents
+      values = value.values() if isinstance(value, types.MappingProxyType) else [value]
+      pending += [v for v in values if isinstance(v, types.FunctionType)]
+  assert len(functions) > 5
+  loads = [(code.co_name, i.argval) for code in functions for i in dis.get_instructions(code)
+           if i.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")]
+  assert not loads
+
+
+# --------------------------------------------------------------------------------------------
+# Single walls, each alone.
 
 @pytest.mark.skipif(not LINUX, reason="seccomp filters Linux x86_64 and aarch64 only")
 def test_fork_exec_without_audit_event_is_stopped_by_seccomp(target):
@@ -249,120 +442,76 @@ def test_fork_exec_without_audit_event_is_stopped_by_seccomp(target):
   assert not target.exists()
 
 
-@pytest.mark.skipif(not LINUX, reason="seccomp filters Linux x86_64 and aarch64 only")
-def test_seccomp_alone_refuses_processes_sockets_and_signals_but_not_threads():
-  action = ATTEMPT + textwrap.dedent("""
-      def fork():
-        if os.fork() == 0:
-          os._exit(0)
-      attempt("fork", fork)
-      attempt("execv", lambda: os.execv("/bin/true", ["/bin/true"]))
-      attempt("subprocess", lambda: subprocess.run(["/bin/true"]))
-      attempt("socket", socket.socket)
-      attempt("socketpair", socket.socketpair)
-      attempt("mkfifo", lambda: os.mkfifo("fifo"))
-      attempt("kill_parent", lambda: os.kill(os.getppid(), 0))
-      attempt("kill_self", lambda: os.kill(os.getpid(), 0))
-      def thread():
-        done = []
-        worker = threading.Thread(target=lambda: done.append(1))
-        worker.start()
-        worker.join()
-        assert done
-      attempt("thread", thread)
-      print(json.dumps(results))
-      """)
-  with run_child(action, install="seccomp") as run:
-    assert run.returncode == 0, run.stderr
-    results = json.loads(run.stdout.splitlines()[0])
-  assert results == dict(fork="EPERM", execv="EPERM", subprocess="EPERM", socket="EPERM",
-                         socketpair="EPERM", mkfifo="EPERM", kill_parent="EPERM",
-                         kill_self="allowed", thread="allowed")
-
-
 @pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
-def test_landlock_alone_keeps_changes_inside_scratch(target):
-  action = ATTEMPT + textwrap.dedent("""
-      attempt("write_inside", lambda: open("inside", "w").write("x"))
-      attempt("rename_inside", lambda: os.rename("inside", "renamed"))
-      attempt("read_outside", lambda: open(sys.executable, "rb").read(4))
-      attempt("write_outside", lambda: open(target, "w"))
-      attempt("mkdir_outside", lambda: os.mkdir(target))
-      attempt("mkfifo_outside", lambda: os.mkfifo(target))
-      attempt("move_out", lambda: os.rename("renamed", target))
+def test_landlock_alone_refuses_every_change_and_reads_outside_the_allow_list(target, secret):
+  action = textwrap.dedent(f"""
+      import errno
+      results = {{}}
+      for name, act in dict(write_inside=lambda: open("inside", "w"),
+                            write_outside=lambda: open(target, "w"),
+                            mkdir_outside=lambda: os.mkdir(target),
+                            mkfifo_inside=lambda: os.mkfifo("fifo"),
+                            read_secret=lambda: open({str(secret)!r}).read(),
+                            read_interpreter=lambda: open(sys.executable, "rb").read(4),
+                            read_project=lambda: open(sandbox.__file__).read(4),
+                            read_own_proc=lambda: open("/proc/self/status").read(4)).items():
+        try:
+          act()
+          results[name] = "allowed"
+        except OSError as e:
+          results[name] = errno.errorcode[e.errno]
       print(json.dumps(results))
       """)
-  with run_child(action, install="landlock", target=str(target)) as run:
-    if run.stdout.startswith("unavailable"):
+  with run_child(action, walls_=(*BARE, "landlock"), tripwire_=False,
+                 target=str(target)) as run:
+    if "landlock" not in run.layers:
       pytest.skip("this kernel has no Landlock")
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout.splitlines()[0])
-  assert results.pop("write_inside") == results.pop("rename_inside") == "allowed"
-  assert results.pop("read_outside") == "allowed"
-  assert all(outcome in ("EACCES", "EPERM", "EXDEV") for outcome in results.values()), results
+  readable = ("read_interpreter", "read_project", "read_own_proc")
+  assert {k: results.pop(k) for k in readable} == dict.fromkeys(readable, "allowed")
+  assert results == dict.fromkeys(results, "EACCES"), results
   assert not os.path.lexists(target)
 
 
-@pytest.fixture
-def secret():
-  """A token file in a HOME-like folder outside every allowed root, readable by anyone (so
-  only the sandbox can stop the child, also when it runs as nobody)."""
-  home = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-home-"))
-  token = home / ".cache" / "huggingface" / "token"
-  token.parent.mkdir(parents=True)
-  token.write_text(f"hf_secret_{uuid.uuid4().hex}")
-  for folder in (home, home / ".cache", token.parent):
-    folder.chmod(0o755)
-  token.chmod(0o644)
-  yield token
-  token.unlink()
-  for folder in (token.parent, home / ".cache", home):
-    folder.rmdir()
+@pytest.mark.skipif(not ROOT, reason="only a child of root is veiled")
+def test_veil_shows_the_interpreter_to_nobody_and_hides_the_rest_of_its_folder():
+  plan = walls.plan_veil([os.path.realpath(sys.base_prefix)], walls.NOBODY)
+  if not plan:
+    pytest.skip("user nobody can reach the interpreter without a veil here")
+  covered, shown = plan[0]
+  hidden = sorted(set(os.listdir(covered)) - {p[len(covered):].strip("/").split("/")[0]
+                                               for p in shown})
+  action = f"print(json.dumps(sorted(os.listdir({covered!r}))))"
+  with run_child(action, walls_=BARE, tripwire_=False) as run:
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.splitlines()[0])
+  assert seen and not set(seen) & set(hidden)
 
 
-# Reads the child tries, by name; `target` is the secret token. The outcome is "allowed" or
-# the errno's name.
-READS = ATTEMPT + textwrap.dedent("""
-    def read(path):
-      with open(path, "rb") as f:
-        f.read(16)
-    attempt("secret", lambda: read(target))
-    attempt("secret_os_open", lambda: os.close(os.open(target, os.O_RDONLY)))
-    attempt("secret_via_proc_root", lambda: read("/proc/self/root" + target))
-    attempt("secret_folder", lambda: os.listdir(os.path.dirname(target)))
-    attempt("etc_shadow", lambda: read("/etc/shadow"))
-    attempt("etc_passwd", lambda: read("/etc/passwd"))
-    attempt("root_folder", lambda: os.listdir("/"))
-    attempt("parent_status", lambda: read(f"/proc/{os.getppid()}/status"))
-    attempt("interpreter_prefix", lambda: read(os.__file__))
-    attempt("interpreter", lambda: read(sys.executable))
-    attempt("project", lambda: read(sandbox.__file__))
-    libc = next(line.split()[-1] for line in open("/proc/self/maps") if "/libc." in line)
-    attempt("system_library", lambda: read(libc))
-    attempt("own_proc", lambda: read("/proc/self/status"))
-    attempt("cpuinfo", lambda: read("/proc/cpuinfo"))
-    attempt("urandom", lambda: read("/dev/urandom"))
-    attempt("scratch", lambda: (open("mine", "w").write("x"), read("mine")))
-    print(json.dumps(results))
-    """)
-READABLE = ("interpreter_prefix", "interpreter", "project", "system_library", "own_proc",
-            "cpuinfo", "urandom", "scratch")
+@pytest.mark.skipif(not ROOT, reason="only a child of root changes user")
+def test_a_private_tmpdir_still_gives_nobody_its_scratch(monkeypatch, tmp_path):
+  private = tmp_path / "private-tmp"
+  private.mkdir(mode=0o700)
+  monkeypatch.setenv("TMPDIR", str(private))
+  monkeypatch.setattr(tempfile, "tempdir", None)
+  with run_child("print(os.getcwd(), os.getuid(), flush=True)") as run:
+    assert run.returncode == 0, run.stderr
+    cwd, uid = run.stdout.split()[:2]
+  assert cwd.startswith(str(private)) and int(uid) == walls.NOBODY
 
 
-def _check_reads(run: sandbox.SandboxRun, secret: pathlib.Path) -> None:
-  assert secret.read_text() not in run.stdout + run.stderr + "".join(run.violations)
-  assert run.returncode == 0 and not run.violations, (run.violations, run.stderr)
-  results = json.loads(run.stdout.splitlines()[0])
-  assert {name: results.pop(name) for name in READABLE} == dict.fromkeys(READABLE, "allowed")
-  if not os.path.exists("/etc/shadow"):
-    assert results.pop("etc_shadow") == "ENOENT"
-  assert results == dict.fromkeys(results, "EACCES"), results
+@pytest.mark.skipif(not ROOT, reason="only root could run the child with privileges")
+def test_a_child_of_root_is_refused_rather_than_run_privileged():
+  with pytest.raises(WallsUnavailable):
+    run_sandboxed([sys.executable, "-c", "pass"], stdin=b"", timeout_s=10,
+                  memory_bytes=MEMORY_BYTES, walls=("seccomp", "landlock"))
 
 
 def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret():
   scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
   try:
-    allowed = sandbox.read_allow_list(os.path.realpath(scratch))
+    allowed = walls.read_allow_list(os.path.realpath(scratch))
   finally:
     os.rmdir(scratch)
 
@@ -388,82 +537,93 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret():
       os.path.realpath(p) for p in sys.path if os.path.isfile(p)}
 
 
-@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
-def test_landlock_alone_confines_reads_to_the_allow_list(secret):
-  """The kernel layer by itself, no audit hook: a secret outside the allowed roots is EACCES,
-  the interpreter, the project and the system libraries stay readable."""
-  with run_child(READS, install="landlock", target=str(secret)) as run:
-    if run.stdout.startswith("unavailable"):
-      pytest.skip("this kernel has no Landlock")
-    _check_reads(run, secret)
+def _filter(program: bytes, arch: int, nr: int, *args: int) -> int:
+  """Runs a classic-BPF seccomp program on one syscall, as the kernel would; its action."""
+  padded = [a & 0xFFFFFFFFFFFFFFFF for a in args] + [0] * (6 - len(args))
+  data = struct.pack("=iIQ6Q", nr, arch, 0, *padded)
+  acc, pc = 0, 0
+  while True:
+    code, jt, jf, k = struct.unpack_from("=HBBI", program, pc * 8)
+    pc += 1
+    if code == 0x20:  # ld [k]
+      acc = struct.unpack_from("=I", data, k)[0]
+    elif code == 0x06:  # ret k
+      return k
+    else:
+      taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+      pc += jt if taken else jf
 
 
-def test_secret_reads_are_refused_under_the_whole_sandbox(secret):
-  with run_child(READS.replace('attempt("parent_status"', '# attempt("parent_status"'),
-                 target=str(secret)) as run:
-    if "landlock-read" not in run.layers:
-      pytest.skip("reads are confined only where Landlock is available")
-    _check_reads(run, secret)
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_seccomp_program_decides_like_the_table(machine):
+  arch = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[machine]
+  nrs = walls._SYSCALL_NUMBERS[machine]  # pylint: disable=protected-access
+  program = walls.seccomp_program(machine, 4321)
+  kill, allow, eperm, enosys = 0x80000000, 0x7FFF0000, 0x50001, 0x50026
+  decide = functools.partial(_filter, program, arch)
+  assert _filter(program, 0x40000003, nrs["execve"]) == kill      # i386 on x86_64: foreign
+  assert _filter(program, arch ^ 1, 0) == kill
+  assert decide(nrs["execve"]) == decide(nrs["socket"]) == decide(nrs["ptrace"]) == eperm
+  assert decide(nrs["open_by_handle_at"]) == decide(nrs["bpf"]) == decide(nrs["mount"]) == eperm
+  assert decide(nrs["memfd_create"]) == decide(nrs["memfd_secret"]) == eperm
+  assert decide(nrs["personality"]) == decide(nrs["kcmp"]) == decide(nrs["syslog"]) == eperm
+  assert decide(nrs["clone"], 0x11) == eperm                       # fork: SIGCHLD, no thread
+  assert decide(nrs["clone"], 0x3D0F00) == allow                   # pthread_create's flags
+  assert decide(nrs["clone3"]) == enosys
+  for name in ("kill", "sched_setaffinity", "prlimit64", "sched_setscheduler"):
+    assert decide(nrs[name], 4321) == decide(nrs[name], 0) == allow, name
+    assert decide(nrs[name], 1) == decide(nrs[name], 4322) == eperm, name
+  assert decide(nrs["kill"], -4321) == allow and decide(nrs["tgkill"], 4322) == eperm
+  assert decide(nrs["setpriority"], 0, 0) == decide(nrs["setpriority"], 0, 4321) == allow
+  assert decide(nrs["setpriority"], 0, 1) == decide(nrs["setpriority"], 2, 0) == eperm
+  assert decide(nrs["setpriority"], 1, 4321) == eperm              # PRIO_PGRP
+  for command in walls.DENIED_FCNTL:
+    assert decide(nrs["fcntl"], 3, command) == eperm, command
+  assert decide(nrs["fcntl"], 3, 3) == decide(nrs["fcntl"], 3, 1030) == allow  # GETFL, DUPFD
+  for option in walls.DENIED_PRCTL:
+    assert decide(nrs["prctl"], option) == eperm, option
+  assert decide(nrs["prctl"], 15) == decide(nrs["prctl"], 38) == allow  # SET_NAME, NO_NEW_PRIVS
+  assert decide(0) == decide(nrs["seccomp"]) == allow              # read; more filters
+  if machine == "x86_64":
+    assert decide(0x40000000 + 59) == kill                         # x32 execve
 
 
-@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
-def test_xla_callback_threads_cannot_read_a_secret(secret):
-  """XLA runs Python callbacks on threads jax started before install(), which Landlock (no
-  TSYNC before ABI 8) does not confine: the audit hook answers EACCES there."""
-  setup = """
-      jax.devices()
-      before = {int(t) for t in os.listdir("/proc/self/task")} - {threading.get_native_id()}
-      """
-  action = """
-      import errno, threading
-      import jax.numpy as jnp
-      outcomes = set()
-      def steal(x):
-        try:
-          with open(target) as f:
-            outcomes.add((threading.get_native_id() in before, f.read()))
-        except OSError as e:
-          outcomes.add((threading.get_native_id() in before, errno.errorcode[e.errno]))
-        return x
-      big = jax.jit(lambda x: jnp.tanh(x @ x))
-      call = jax.jit(lambda y: jax.pure_callback(steal, jax.ShapeDtypeStruct(y.shape, y.dtype),
-                                                 y) + 1)
-      x = jnp.ones((512, 512))
-      for _ in range(50):  # an input still being computed: the callback runs on XLA's thread
-        call(big(x)).block_until_ready()
-        if any(unconfined for unconfined, _ in outcomes):
-          break
-      print(json.dumps(sorted(outcomes)))
-      """
-  with run_child(action, setup="import threading\n" + textwrap.dedent(setup), with_jax=True,
-                 target=str(secret)) as run:
-    if "landlock-read" not in run.layers:
-      pytest.skip("reads are confined only where Landlock is available")
-    assert secret.read_text() not in run.stdout + run.stderr
-    assert run.returncode == 0 and not run.violations, (run.violations, run.stderr[-2000:])
-    outcomes = json.loads(run.stdout.splitlines()[0])
-  assert [True, "EACCES"] in outcomes, outcomes  # an unconfined thread tried, and was refused
-  assert all(outcome == "EACCES" for _, outcome in outcomes), outcomes
+def test_plan_veil_covers_the_highest_closed_folder_and_binds_back_only_what_is_needed():
+  base = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-veil-"))
+  base.chmod(0o755)
+  try:
+    _check_veil_plan(base)
+  finally:
+    shutil.rmtree(base)
 
+
+def _check_veil_plan(base: pathlib.Path) -> None:
+  closed = base / "home"
+  (closed / "py" / "lib").mkdir(parents=True)
+  (closed / "py" / "bin").mkdir()
+  (closed / "secrets").mkdir()
+  open_folder = base / "open"
+  open_folder.mkdir()
+  for folder in (closed / "py", open_folder):
+    folder.chmod(0o755)
+  closed.chmod(0o700)
+  plan = walls.plan_veil([str(closed / "py" / "lib"), str(closed / "py"), str(open_folder)],
+                         walls.NOBODY)
+  assert plan == ((str(closed), (str(closed / "py"),)),)
+
+
+# --------------------------------------------------------------------------------------------
+# Honest work under every wall.
 
 def test_jax_still_exports_and_honest_work_passes(target):
-  """After install(): files in scratch, reads anywhere, imports, threads, tempfile and a full
-  jax.export of relu for cpu (interpret) and cuda (Triton); then a refused write still ends
-  the child."""
+  """Behind every wall and the tripwire: imports (a native one among them), reads of what the
+  exporter needs, threads, XLA CPU, a full jax.export of relu for cpu (interpret) and cuda
+  (Triton) sent through the result pipe; then a refused write still ends the child."""
   action = """
-      import dataclasses, functools, itertools, tempfile, threading, warnings
+      import base64, dataclasses, functools, itertools, threading, warnings
       import decimal, fractions, statistics  # fresh imports, one of them native (_decimal)
       from pallasbench_dataset import get_task, lowering
       from pallasbench_dataset.kernels import load_kernel
-      with open("notes.txt", "w") as f:
-        f.write("inside")
-      os.mkdir("sub")
-      os.replace("notes.txt", "sub/notes.txt")
-      os.remove("sub/notes.txt")
-      os.rmdir("sub")
-      with tempfile.TemporaryDirectory() as folder:  # rmtree: unlink with dir_fd
-        with open(os.path.join(folder, "t"), "wb") as f:
-          f.write(b"t")
       assert open(sandbox.__file__).read(1) and open(os.__file__).read(1)
       assert open("/proc/self/status").read(1) and open(f"/proc/{os.getpid()}/stat").read(1)
       assert open("/proc/cpuinfo").read(1) and open("/proc/thread-self/comm").read(1)
@@ -485,17 +645,17 @@ def test_jax_still_exports_and_honest_work_passes(target):
             jax.jit(functools.partial(kernel, interpret=False)), platforms=["cuda"],
             disabled_checks=[jax.export.DisabledSafetyCheck.custom_call(
                 lowering.TRITON_CUSTOM_CALL)])(*avals)
-      for name, exported in (("cpu.bin", cpu), ("cuda.bin", cuda)):
-        with open(name, "wb") as f:
-          f.write(exported.serialize())
+      answer = json.dumps({name: base64.b64encode(e.serialize()).decode()
+                           for name, e in (("cpu", cpu), ("cuda", cuda))}).encode()
+      os.write(int(os.environ[sandbox.RESULT_FD_ENV]), answer)
       print("honest work done", flush=True)
       open(target, "w")
       """
-  with run_child(action, with_jax=True, target=str(target)) as run:
+  with run_child(action, with_jax=True, target=str(target), result_cap=1 << 22) as run:
     assert "honest work done" in run.stdout, run.stderr
     assert run.returncode == SANDBOX_EXIT and run.violations[0].split()[1] == "open"
-    cpu = jax.export.deserialize(run.read_file("cpu.bin", max_bytes=1 << 20))
-    cuda = jax.export.deserialize(run.read_file("cuda.bin", max_bytes=1 << 20))
+    answer = {k: __import__("base64").b64decode(v) for k, v in json.loads(run.result).items()}
+  cpu, cuda = jax.export.deserialize(answer["cpu"]), jax.export.deserialize(answer["cuda"])
   assert cpu.platforms == ("cpu",) and cuda.platforms == ("cuda",)
   x = np.random.default_rng(0).standard_normal(cpu.in_avals[0].shape, dtype=np.float32)
   np.testing.assert_array_equal(np.asarray(cpu.call(x)), np.maximum(x, 0))
@@ -503,7 +663,7 @@ def test_jax_still_exports_and_honest_work_passes(target):
 
 
 def test_all_kernels_export_in_one_sandboxed_child():
-  """Every kernel of both trees, traced, lowered and serialized at `small` under install()."""
+  """Every kernel of both trees, traced, lowered and serialized at `small` behind every wall."""
   action = """
       import collections, functools
       from pallasbench_dataset import list_tasks, lowering
@@ -538,64 +698,6 @@ def test_all_kernels_export_in_one_sandboxed_child():
       result["failed"]) == 90
 
 
-def test_audit_hook_reads_no_global_name():
-  """A candidate can rebind module globals and builtins: the hook must use only its closure."""
-  hook = sandbox._make_audit_hook(  # pylint: disable=protected-access
-      tempfile.gettempdir(), 2, (), sandbox.read_allow_list(tempfile.gettempdir()))
-  functions, pending = {}, [hook]
-  while pending:
-    function = pending.pop()
-    if function.__code__ in functions:
-      continue
-    functions[function.__code__] = function
-    for cell in function.__closure__ or ():
-      value = cell.cell_contents
-      values = value.values() if isinstance(value, types.MappingProxyType) else [value]
-      pending += [v for v in values if isinstance(v, types.FunctionType)]
-  assert len(functions) > 5
-  loads = [(code.co_name, i.argval) for code in functions for i in dis.get_instructions(code)
-           if i.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")]
-  assert not loads
-
-
-def _filter(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
-  """Runs a classic-BPF seccomp program on one syscall, as the kernel would; its action."""
-  data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
-  acc, pc = 0, 0
-  while True:
-    code, jt, jf, k = struct.unpack_from("=HBBI", program, pc * 8)
-    pc += 1
-    if code == 0x20:  # ld [k]
-      acc = struct.unpack_from("=I", data, k)[0]
-    elif code == 0x06:  # ret k
-      return k
-    else:
-      taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
-      pc += jt if taken else jf
-
-
-@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
-def test_seccomp_program_decides_like_the_table(machine):
-  arch = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[machine]
-  nrs = sandbox._SYSCALL_NUMBERS[machine]  # pylint: disable=protected-access
-  program = sandbox._seccomp_program(machine, 4321)  # pylint: disable=protected-access
-  kill, allow, eperm, enosys = 0x80000000, 0x7FFF0000, 0x50001, 0x50026
-  decide = functools.partial(_filter, program, arch)
-  assert _filter(program, 0x40000003, nrs["execve"]) == kill      # i386 on x86_64: foreign
-  assert _filter(program, arch ^ 1, 0) == kill
-  assert decide(nrs["execve"]) == decide(nrs["socket"]) == decide(nrs["ptrace"]) == eperm
-  assert decide(nrs["open_by_handle_at"]) == decide(nrs["bpf"]) == decide(nrs["mount"]) == eperm
-  assert decide(nrs["clone"], 0x11) == eperm                       # fork: SIGCHLD, no thread
-  assert decide(nrs["clone"], 0x3D0F00) == allow                   # pthread_create's flags
-  assert decide(nrs["clone3"]) == enosys
-  assert decide(nrs["kill"], 4321) == decide(nrs["kill"], 0) == allow
-  assert decide(nrs["kill"], -4321 & 0xFFFFFFFF) == allow
-  assert decide(nrs["kill"], 1) == decide(nrs["tgkill"], 4322) == eperm
-  assert decide(0) == decide(nrs["seccomp"]) == allow              # read; more filters
-  if machine == "x86_64":
-    assert decide(0x40000000 + 59) == kill                         # x32 execve
-
-
 # --------------------------------------------------------------------------------------------
 # The launcher.
 
@@ -618,7 +720,7 @@ def test_timeout_kills_the_child_and_its_grandchildren():
       print(stays.pid, leaves.pid, orphan, flush=True)
       time.sleep(60)
       """
-  with run_child(action, install="none", timeout_s=2) as run:
+  with run_child(action, walls_=BARE, tripwire_=False, timeout_s=2) as run:
     assert run.timed_out and run.returncode == -9
     assert 2 <= run.wall_s < 10
     grandchildren = [int(pid) for pid in run.stdout.split()]
@@ -635,24 +737,51 @@ def test_memory_limit_kills_a_growing_child():
         time.sleep(0.005)
       print("allocated", flush=True)
       """
-  with run_child(action, install="none", memory_bytes=300 << 20) as run:
+  with run_child(action, walls_=BARE, tripwire_=False, memory_bytes=300 << 20) as run:
     assert run.out_of_memory and not run.timed_out and run.returncode == -9
     assert "allocated" not in run.stdout
 
 
+def test_address_space_limit_refuses_mappings_beyond_the_memory_limit():
+  """Shared anonymous memory never touched is in no process' RSS: the rlimit refuses more
+  address space than twice the memory limit and the headroom."""
+  action = """
+      import mmap, resource
+      print(resource.getrlimit(resource.RLIMIT_AS)[0], flush=True)
+      try:
+        held = mmap.mmap(-1, 64 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        print("mapped", flush=True)
+      except (OSError, MemoryError) as e:
+        print("refused", type(e).__name__, flush=True)
+      """
+  with run_child(action, walls_=(*BARE, "rlimits"), tripwire_=False,
+                 memory_bytes=600 << 20) as run:
+    assert run.returncode == 0, run.stderr
+    limit, outcome = run.stdout.splitlines()[:2]
+  assert int(limit) == 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert outcome.startswith("refused"), outcome
+
+
 def test_output_is_captured_apart_and_truncated():
-  with run_child("sys.stdout.write('o' * 100_000); sys.stderr.write('err')",
-                 install="none") as run:
+  with run_child("sys.stdout.write('o' * 100_000); sys.stderr.write('err')", walls_=BARE,
+                 tripwire_=False) as run:
     assert run.returncode == 0
     assert run.stdout.startswith("o" * OUTPUT_CAP + "\n[sandbox: ")
     assert run.stdout.endswith(f"{100_000 + len('survived') + 1 - OUTPUT_CAP} more bytes cut]")
     assert run.stderr == "err"
 
 
+def test_result_pipe_keeps_its_cap_and_says_when_it_was_cut():
+  write = "os.write(int(os.environ[sandbox.RESULT_FD_ENV]), b'r' * {n})"
+  with run_child(write.format(n=1000), walls_=BARE, tripwire_=False, result_cap=1000) as run:
+    assert run.result == b"r" * 1000 and not run.result_cut
+  with run_child(write.format(n=1001), walls_=BARE, tripwire_=False, result_cap=1000) as run:
+    assert run.result == b"r" * 1000 and run.result_cut
+
+
 def test_environment_is_scrubbed_and_identity_matches_the_layers(monkeypatch):
   monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
-  with run_child("print(json.dumps(dict(env=dict(os.environ), uid=os.getuid())))",
-                 install="none") as run:
+  with run_child("print(json.dumps(dict(env=dict(os.environ), uid=os.getuid())))") as run:
     seen = json.loads(run.stdout.splitlines()[0])
     scratch = str(run.scratch)
     layers = run.layers
@@ -660,56 +789,36 @@ def test_environment_is_scrubbed_and_identity_matches_the_layers(monkeypatch):
   assert "HF_TOKEN" not in env
   assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONDONTWRITEBYTECODE",
                       "PYTHONNOUSERSITE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "PYTHONPATH",
-                      sandbox.REPORT_FD_ENV, sandbox.PARENT_PID_ENV, MARK_ENV}
+                      sandbox.REPORT_FD_ENV, sandbox.RESULT_FD_ENV, MARK_ENV}
   assert env["HOME"] == env["TMPDIR"] == scratch and env["CUDA_VISIBLE_DEVICES"] == ""
-  assert {"new-session", "scrubbed-env", "rlimits"} <= set(layers)
-  assert seen["uid"] == (sandbox.NOBODY if "setuid-nobody" in layers else os.getuid())
+  assert {"new-session", "scrubbed-env", "rlimits", "dies-with-parent"} <= set(layers)
+  assert seen["uid"] == (walls.NOBODY if ROOT else os.getuid())
+  assert ("unprivileged" in layers) == ROOT
 
 
 def test_scratch_is_removed_also_when_the_caller_raises():
-  action = "os.makedirs('a/b'); open('a/b/f', 'w').write('x'); os.chmod('a', 0)"
-  with run_child(action, install="none") as run:
+  with run_child("") as run:
     scratch = run.scratch
-    assert (scratch / "a").is_dir()
+    assert scratch.is_dir()
   assert not scratch.exists()
-  with pytest.raises(RuntimeError), run_child("", install="none") as run:
+  with pytest.raises(RuntimeError), run_child("") as run:
     scratch = run.scratch
     raise RuntimeError("the caller fails")
   assert not scratch.exists()
 
 
-def test_read_file_refuses_links_and_oversized_files():
-  action = """
-      open("plain", "w").write("12345")
-      os.symlink("/etc/passwd", "soft")
-      open("shared", "w").write("x")
-      os.link("shared", "hard")
-      """
-  with run_child(action, install="none") as run:
-    assert run.read_file("plain", max_bytes=5) == b"12345"
-    with pytest.raises(ValueError):
-      run.read_file("plain", max_bytes=4)
-    with pytest.raises(OSError):
-      run.read_file("soft", max_bytes=1 << 20)
-    with pytest.raises(ValueError):
-      run.read_file("hard", max_bytes=1 << 20)
-    with pytest.raises(ValueError):
-      run.read_file("../plain", max_bytes=1 << 20)
-
-
 # The parent of a sandboxed run, killed while its child sleeps: stands in for a killed worker.
 MIDDLE = textwrap.dedent("""
-    import json, sys
+    import sys
     from pallasbench_dataset.evaluation.sandbox import run_sandboxed
-    job, mark = sys.argv[1], sys.argv[2]
-    run_sandboxed([sys.executable, "-c", sys.argv[3]], stdin=job.encode(), timeout_s=120,
-                  memory_bytes=2**31, extra_env={sys.argv[4]: mark})
+    run_sandboxed([sys.executable, "-c", sys.argv[1]], stdin=b"", timeout_s=120,
+                  memory_bytes=2**31, extra_env={sys.argv[2]: sys.argv[3]})
     """)
 
 
 def _sleeping(pids: list[int]) -> bool:
   """Whether one of `pids` sleeps in the kernel's nanosleep: the child then runs its action,
-  which comes after every layer it installs."""
+  which comes after every wall."""
   for pid in pids:
     try:
       if "nanosleep" in pathlib.Path(f"/proc/{pid}/wchan").read_text():
@@ -721,10 +830,8 @@ def _sleeping(pids: list[int]) -> bool:
 
 def test_exporter_dies_with_the_process_that_started_it():
   mark = uuid.uuid4().hex
-  job = dict(action="import time; print('started', flush=True); time.sleep(100)", setup="",
-             install="all", jax=False, target="", port=0, module=sandbox.__file__)
-  import subprocess  # pylint: disable=import-outside-toplevel
-  middle = subprocess.Popen([sys.executable, "-c", MIDDLE, json.dumps(job), mark, CHILD, MARK_ENV])
+  middle = subprocess.Popen([sys.executable, "-c", MIDDLE, "import time; time.sleep(100)",
+                             MARK_ENV, mark])
   deadline = time.monotonic() + 60
   while not _sleeping(_survivors(mark)) and time.monotonic() < deadline:
     time.sleep(0.1)

@@ -12,6 +12,7 @@ from pallasbench_dataset.schema import ErrorType
 MAX_ERROR_CHARS: Final = 4000
 _ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\[0-7]{3}|\\[nrt'\"]){4,}")
 _ESCAPE: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|[0-7]{3})")
+_MEMORY_ERROR: Final = re.compile(r"(?:^|raised )MemoryError\b")
 
 
 def readable(text: str) -> str:
@@ -56,8 +57,9 @@ def _where(e: BaseException) -> str:
 
 def classify(text: str, stage: str) -> ErrorType:
   """The error type of a failure at `stage` (trace, lowering, compile, run) from its text."""
+  first = text.lstrip().split("\n", 1)[0]  # the address-space limit raises MemoryError
   if ("RESOURCE_EXHAUSTED" in text and "hared memory" not in text) or \
-      "out of memory" in text.lower():
+      "out of memory" in text.lower() or _MEMORY_ERROR.search(first):
     return ErrorType.OUT_OF_MEMORY
   return {"load": ErrorType.LOAD, "trace": ErrorType.TRACE, "lowering": ErrorType.LOWERING,
           "compile": ErrorType.COMPILE}.get(stage, ErrorType.RUNTIME)

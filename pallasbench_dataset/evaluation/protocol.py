@@ -1,7 +1,7 @@
 """What crosses the wall between the exporter (untrusted) and the judge (trusted).
 
 The exporter is told a task, a kernel source and the sizes to export; it answers with one
-JSON file in its scratch folder. Everything in that file is the candidate's word: this
+JSON document on the sandbox's result pipe. Everything in it is the candidate's word: this
 module parses it strictly (types, sizes, known keys), and the judge uses only the artifact
 bytes as evidence. The exporter's own reports (trace and lower times, the jaxpr, Triton
 IR, a TPU lowering check) are kept as information and may only add rejections, never
@@ -17,7 +17,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-RESULT_FILE: Final = "export.json"
 MAX_RESULT_BYTES: Final = 256 << 20
 MAX_ARTIFACT_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 4 << 20
@@ -175,7 +174,8 @@ def decode(raw: bytes, request: ExportRequest) -> ExportReport:
 class ExportOutcome:
   """What the driver saw of one sandboxed export: the parsed answer, or why there is none."""
   report: ExportReport | None
-  failure: str | None           # "timeout", "violation", "memory", "crash" or "malformed"
+  failure: str | None           # "timeout", "violation", "memory", "crash", "malformed",
+                                # or "unavailable" (no sandbox here: nothing ran)
   message: str | None           # the failure's explanation
   output: str                   # what the exporter printed (stdout, then stderr), truncated
   layers: tuple[str, ...]       # the sandbox layers in force

@@ -2,11 +2,11 @@
 
 Attack: at import, read the driver's request from the exporter's frames (`sys._getframe`),
 export the task's REFERENCE (`jnp.maximum`) for every requested platform with the project's
-own `export_for`, write a complete, well-formed `export.json` into the scratch folder whose
+own `export_for`, write a complete, well-formed answer to the sandbox's result pipe whose
 reports claim a Pallas kernel (forged jaxpr and pallas_calls), and `os._exit(0)` before the
 exporter runs.
 
-Expected: rejected, "no Pallas kernel in the exported module": the forged file parses, but
+Expected: rejected, "no Pallas kernel in the exported module": the forged answer parses, but
 the judge uses only the artifact bytes as evidence, and the cuda artifact has no Triton call.
 """
 import base64
@@ -45,9 +45,8 @@ def _forge(request) -> None:
           "jaxpr": "{ lambda ; a:f32[512,512]. let b:f32[512,512] = pallas_call[name=forged_relu] a in (b,) }",
           "pallas_calls": [FORGED_CALL], "input_writes": [], "triton_ir": ["tt.func @forged"],
           "lowers_tpu": True, "tpu_error": None}
-  with open("export.json", "w", encoding="utf-8") as f:
-    f.write(json.dumps(body))
-  print("adv: forged export.json written", flush=True)
+  os.write(int(os.environ["PALLASBENCH_SANDBOX_RESULT_FD"]), json.dumps(body).encode())
+  print("adv: forged answer written", flush=True)
   os._exit(0)  # pylint: disable=protected-access
 
 

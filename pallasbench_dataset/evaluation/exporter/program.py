@@ -1,11 +1,12 @@
 """The exporter: the one program that imports candidate code. Untrusted, sandboxed, CPU only.
 
-    python -m pallasbench_dataset.evaluation.exporter.program < request.json   (cwd: a scratch folder)
+    python -m pallasbench_dataset.evaluation.exporter.program < request.json
 
-It reads an `ExportRequest` on stdin, installs the sandbox (when started by the driver,
-which passes the report descriptor), imports the candidate, traces it at the requested
-shapes and writes `export.json` into its working directory: for each size, `jax.export`
-artifacts (bytes) per platform, or why the export failed. Exports for "cuda" target an
+Started by the driver through the sandbox (whose walls are up before this module is even
+imported), it reads an `ExportRequest` on stdin, starts jax, arms the sandbox's tripwire,
+imports the candidate, traces it at the requested shapes and writes its answer to the
+sandbox's result pipe (it can write no file): for each size, `jax.export` artifacts (bytes)
+per platform, or why the export failed. Exports for "cuda" target an
 abstract H200 from this CPU host, so candidate Python never runs where a GPU is visible.
 The judge treats everything written here as the candidate's word (see protocol.py).
 """
@@ -88,22 +89,23 @@ def _call_json(call) -> dict[str, Any]:
   return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(call).items()}
 
 
-def run(request_text: str, scratch: pathlib.Path, report_fd: int | None) -> None:
-  """Everything the exporter does, in order: nothing of the candidate runs before install()."""
+def run(request_text: str, scratch: pathlib.Path, report_fd: int) -> dict[str, Any]:
+  """Everything the exporter does, in order: nothing of the candidate runs before arm()."""
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
   import jax  # pylint: disable=import-outside-toplevel
-  jax.devices()  # backends and plugins initialise now, before the sandbox closes
+  jax.devices()  # backends and plugins initialise now, before the tripwire is armed
   from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.kernels import KernelLoadError, load_module  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
+  import base64  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  import json  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.evaluation.errors  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.jaxpr_analysis  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.lowering  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   request = protocol.ExportRequest.from_json(request_text)
   spec = get_task(request.task)
-  if report_fd is not None:
-    from pallasbench_dataset.evaluation import sandbox  # pylint: disable=import-outside-toplevel
-    sandbox.install(scratch, report_fd)
+  from pallasbench_dataset.evaluation.sandbox import tripwire  # pylint: disable=import-outside-toplevel
+  tripwire.arm(str(scratch), report_fd)
   reports: dict[str, Any] = {}
   exports: list[dict[str, Any]] = []
   load_error = None
@@ -118,31 +120,35 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int | None) -> None
       if "cuda" in platforms:
         entry["config"] = _declared_config(module, spec.input_structs(size))
       exports.append(entry)
-  body = {"load_error": load_error, "exports": exports, "jaxpr": reports.get("jaxpr"),
+  return {"load_error": load_error, "exports": exports, "jaxpr": reports.get("jaxpr"),
           "pallas_calls": reports.get("pallas_calls", []),
           "input_writes": reports.get("input_writes", []),
           "triton_ir": reports.get("triton_ir", []), "lowers_tpu": reports.get("lowers_tpu"),
           "tpu_error": reports.get("tpu_error")}
-  _write_result(scratch / protocol.RESULT_FILE, body)
 
 
-def _write_result(path: pathlib.Path, body: dict[str, Any]) -> None:
+def encode(body: dict[str, Any]) -> bytes:
+  """The answer as the result pipe carries it: JSON, the artifacts in base64."""
   import base64  # pylint: disable=import-outside-toplevel
   import json  # pylint: disable=import-outside-toplevel
   for entry in body["exports"]:
     entry["artifacts"] = {p: base64.b64encode(b).decode("ascii")
                           for p, b in entry["artifacts"].items()}
-  tmp = path.with_suffix(".tmp")
-  tmp.write_text(json.dumps(body))
-  tmp.replace(path)
+  return json.dumps(body).encode()
 
 
-def main() -> int:
-  from pallasbench_dataset.evaluation.sandbox import REPORT_FD_ENV  # pylint: disable=import-outside-toplevel
-  fd = os.environ.get(REPORT_FD_ENV)
-  run(sys.stdin.read(), pathlib.Path.cwd(), int(fd) if fd else None)
-  return 0
+def main() -> None:
+  """Run by the sandbox's boot (which passes the report and result pipes), never directly."""
+  from pallasbench_dataset.evaluation.sandbox import REPORT_FD_ENV, RESULT_FD_ENV  # pylint: disable=import-outside-toplevel
+  report_fd, result_fd = int(os.environ[REPORT_FD_ENV]), int(os.environ[RESULT_FD_ENV])
+  view = memoryview(encode(run(sys.stdin.read(), pathlib.Path.cwd(), report_fd)))
+  while view:
+    view = view[os.write(result_fd, view):]
+  os.close(result_fd)
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(0)  # a thread the candidate left running must not hold the answer back
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  main()

@@ -166,7 +166,8 @@ def _export_failure(export: ExportOutcome) -> Failure | None:
       "violation": (Status.REJECTED, None),
       "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
       "crash": (Status.ERROR, ErrorType.CRASH),
-      "malformed": (Status.REJECTED, None)}[export.failure]
+      "malformed": (Status.REJECTED, None),
+      "unavailable": (Status.ERROR, ErrorType.HARNESS)}[export.failure]
   return Failure(status, error_type, export.message or export.failure)
 
 
@@ -310,7 +311,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
     raise failure
   report = item.export.report
   if report.load_error:
-    raise Failure(Status.ERROR, ErrorType.LOAD, report.load_error)
+    raise Failure(Status.ERROR, classify(report.load_error, "load"), report.load_error)
   declared = report.size(item.size).config if report.size(item.size) else None
   state.fields["kernel_config"] = json.dumps(declared) if declared is not None else None
   state.run_blob = _artifact_blob(report, item.size, ctx.run_platform)

@@ -22,6 +22,7 @@ from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
 from pallasbench_dataset.tasks import Size
 
+UNAVAILABLE: Final = "the sandbox cannot run candidate code unprivileged on this host, so nothing ran: "
 EXPORTER: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.exporter.program")
 MAX_OUTPUT_CHARS: Final = 4000
 
@@ -57,15 +58,23 @@ def _printed(run: sandbox.SandboxRun) -> str:
 def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcome:
   """Runs the exporter for `item` in the sandbox; every way it can fail is an outcome."""
   request = export_request(item, device)
-  with sandbox.run_sandboxed(list(EXPORTER), stdin=request.to_json().encode(),
-                             timeout_s=limits.timeout_s, memory_bytes=limits.memory_bytes) as run:
+  try:
+    run = sandbox.run_sandboxed(list(EXPORTER), stdin=request.to_json().encode(),
+                                timeout_s=limits.timeout_s, memory_bytes=limits.memory_bytes,
+                                result_cap=protocol.MAX_RESULT_BYTES)
+  except sandbox.WallsUnavailable as e:
+    return protocol.ExportOutcome(report=None, failure="unavailable", output="", layers=(),
+                                  wall_s=0.0, message=UNAVAILABLE + str(e))
+  with run:
     outcome = dict(report=None, failure=None, message=None, output=_printed(run),
                    layers=run.layers, wall_s=run.wall_s)
     if run.violated:
       refused = run.violations[0] if run.violations else "refused an action (report fd closed)"
       outcome.update(failure="violation", message=f"sandbox violation, {refused} (a kernel may "
                      "not create processes, open sockets, load native code, inspect the "
-                     "interpreter or write outside its folder)")
+                     "interpreter or write files)")
+    elif run.unavailable is not None:
+      outcome.update(failure="unavailable", message=UNAVAILABLE + run.unavailable)
     elif run.timed_out:
       outcome.update(failure="timeout", message=f"export (import, trace, lower) took longer "
                      f"than {limits.timeout_s:.0f} s; the exporter was killed")
@@ -78,9 +87,10 @@ def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcom
                      message=f"{death_message(run.returncode, 'the exporter')} ({tail[0][:300]})")
     else:
       try:
-        answer = run.read_file(protocol.RESULT_FILE, max_bytes=protocol.MAX_RESULT_BYTES)
-        outcome["report"] = protocol.decode(answer, request)
-      except (protocol.ProtocolError, OSError, ValueError) as e:
+        if run.result_cut:
+          raise protocol.ProtocolError(f"an answer larger than {protocol.MAX_RESULT_BYTES} bytes")
+        outcome["report"] = protocol.decode(run.result, request)
+      except (protocol.ProtocolError, ValueError) as e:
         outcome.update(failure="malformed", message=f"the exporter gave no usable answer: {e}")
   return protocol.ExportOutcome(**outcome)
 

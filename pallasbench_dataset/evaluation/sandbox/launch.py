@@ -1,0 +1,399 @@
+"""The trusted parent's side of the sandbox: start a child behind its walls, watch it, end it.
+
+`run_sandboxed(argv, ...)` makes a fresh scratch folder (in TMPDIR, owned by the user the
+child will be), decides the child's walls (walls.py: its read allow-list, and when this
+process is root, user nobody and the folders to veil so that nobody can reach the interpreter),
+and starts `argv` through boot.py, which puts the walls up before anything else runs. The
+child runs in a new session with a scrubbed environment, under a wall-clock limit, a
+resident-memory limit and CPU and core rlimits; every process of the run is killed when it
+returns. The child's answer comes back through a pipe (the result), never as a file: the
+child can write no file at all. The result is a context manager that removes scratch on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import pathlib
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+import types
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from pallasbench_dataset.evaluation.sandbox.walls import (
+    ALL_WALLS, CONFIG_ENV, NOBODY, REPORT_FD_ENV, RESULT_FD_ENV, SANDBOX_EXIT, UNAVAILABLE_EXIT,
+    WallsConfig, WallsUnavailable, plan_veil, read_allow_list)
+
+logger = logging.getLogger(__name__)
+
+BOOT_MODULE: Final = "pallasbench_dataset.evaluation.sandbox.boot"
+OUTPUT_CAP: Final = 64 * 1024          # bytes kept of stdout, of stderr and of the report pipe
+POLL_S: Final = 0.02                   # pipe polling step of the parent
+SCAN_S: Final = 0.05                   # how often the parent sums the processes' memory
+DRAIN_S: Final = 2.0                   # how long the parent reads pipes after the kill
+_NO_ENV: Final = types.MappingProxyType({})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxRun:
+  """What a sandboxed run left: its exit, its output, what the sandbox refused, its result.
+
+  Use as a context manager (or call cleanup()): the scratch folder goes on exit, also when the
+  caller raises.
+  """
+  returncode: int
+  stdout: str
+  stderr: str
+  result: bytes                 # what the child wrote to its result pipe (at most result_cap)
+  result_cut: bool              # the child wrote more than result_cap
+  violations: tuple[str, ...]   # the audit hook's `refused ...` lines
+  unavailable: str | None       # why the child's walls could not be put up (it ran nothing)
+  timed_out: bool
+  out_of_memory: bool
+  wall_s: float
+  layers: tuple[str, ...]       # parent-side layers, then the walls the child reported
+  scratch: pathlib.Path
+
+  @property
+  def violated(self) -> bool:
+    """A refusal, also when the candidate closed the report fd before the hook could write."""
+    return bool(self.violations) or self.returncode == SANDBOX_EXIT
+
+  def cleanup(self) -> None:
+    _remove_tree(self.scratch)
+
+  def __enter__(self) -> SandboxRun:
+    return self
+
+  def __exit__(self, *exc_info) -> None:
+    self.cleanup()
+
+
+def run_sandboxed(argv: Sequence[str], *, stdin: bytes, timeout_s: float, memory_bytes: int,
+                  extra_env: Mapping[str, str] = _NO_ENV, walls: Sequence[str] = ALL_WALLS,
+                  result_cap: int = 0) -> SandboxRun:
+  """Runs `argv` (an interpreter, then `-m MODULE` or `-c CODE` and arguments) behind `walls`.
+
+  Returns once every process of the run is dead. Use the result as a context manager, so its
+  scratch folder is removed. Raises WallsUnavailable, before starting anything, where this
+  host cannot run the child unprivileged.
+  """
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  try:
+    config = _config(scratch, memory_bytes, tuple(walls))
+    return _run(list(argv), config, stdin, timeout_s, extra_env, result_cap)
+  except BaseException:
+    _remove_tree(scratch)
+    raise
+
+
+def _config(scratch: pathlib.Path, memory_bytes: int, walls: tuple[str, ...]) -> WallsConfig:
+  """The child's walls: as root it becomes nobody, and sees through a veil what nobody may not
+  search on the way to scratch and its allow-list."""
+  root = os.path.realpath(scratch)
+  readable = read_allow_list(root)
+  uid, veil = None, ()
+  if os.geteuid() == 0:
+    if "unprivileged" not in walls:
+      raise WallsUnavailable("a child of root must run unprivileged (the 'unprivileged' wall)")
+    os.chown(root, NOBODY, NOBODY)
+    uid = NOBODY
+    veil = plan_veil([root, *readable.folders, *readable.files], NOBODY)
+    if veil and "veil" not in walls:
+      raise WallsUnavailable(f"user nobody may not reach {veil[0][1][0]} without the veil")
+  return WallsConfig(scratch=root, readable=readable, parent_pid=os.getpid(),
+                     memory_bytes=memory_bytes, walls=walls, uid=uid, veil=veil)
+
+
+def _run(argv: list[str], config: WallsConfig, stdin: bytes, timeout_s: float,
+         extra_env: Mapping[str, str], result_cap: int) -> SandboxRun:
+  scratch = pathlib.Path(config.scratch)
+  layers = ["new-session", "scrubbed-env"]
+  report_read, report_write = os.pipe()
+  result_read, result_write = os.pipe()
+  env = _child_env(scratch, extra_env)
+  env.update({CONFIG_ENV: config.to_json(), REPORT_FD_ENV: str(report_write),
+              RESULT_FD_ENV: str(result_write)})
+  start = time.monotonic()
+  try:
+    proc = subprocess.Popen(  # pylint: disable=consider-using-with  (waited for below)
+        [argv[0], "-m", BOOT_MODULE, *argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd=scratch, env=env, start_new_session=True,
+        pass_fds=(report_write, result_write))
+  except BaseException:
+    os.close(report_read)
+    os.close(result_read)
+    raise
+  finally:
+    os.close(report_write)
+    os.close(result_write)
+  watch, pipes = _Watch(proc.pid), None
+  try:
+    if _limit_child(proc.pid, timeout_s):
+      layers.append("rlimits-cpu")
+    pipes = _Pipes(proc, stdin, report_read, result_read, result_cap)
+    timed_out, out_of_memory = _supervise(proc.pid, pipes, watch, start + timeout_s,
+                                          config.memory_bytes)
+  finally:
+    watch.kill_all()
+    proc.wait()
+    wall_s = time.monotonic() - start
+    if pipes is None:
+      os.close(report_read)
+      os.close(result_read)
+    else:
+      pipes.drain(DRAIN_S)
+  report = pipes.report.text().splitlines()
+  first = report[0] if report else ""
+  child_layers = [name for line in report if line.startswith("layers ")
+                  for name in line.removeprefix("layers ").split(",")]
+  unavailable = first.removeprefix("unavailable ") if (
+      proc.returncode == UNAVAILABLE_EXIT and first.startswith("unavailable ")) else None
+  return SandboxRun(
+      returncode=proc.returncode, stdout=pipes.stdout.text(), stderr=pipes.stderr.text(),
+      result=bytes(pipes.result.kept), result_cut=bool(pipes.result.cut),
+      violations=tuple(line for line in report if line.startswith("refused ")),
+      unavailable=unavailable, timed_out=timed_out, out_of_memory=out_of_memory,
+      wall_s=wall_s, layers=tuple(layers + [name for name in child_layers if name]),
+      scratch=scratch)
+
+
+def _supervise(pid: int, pipes: _Pipes, watch: _Watch, deadline: float, memory_bytes: int
+               ) -> tuple[bool, bool]:
+  """Serves the pipes until the child exits; (timed out, out of memory) if it had to stop."""
+  while not _has_exited(pid):
+    pipes.pump(POLL_S)
+    if time.monotonic() > deadline:
+      return True, False
+    if watch.resident_bytes() > memory_bytes:
+      return False, True
+  return False, False
+
+
+def _child_env(scratch: pathlib.Path, extra_env: Mapping[str, str]) -> dict[str, str]:
+  """Only what the child needs: no tokens or credentials of the parent get through."""
+  env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch),
+         "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+         "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
+  if "PYTHONPATH" in os.environ:  # absolute: the child's cwd is its scratch folder
+    env["PYTHONPATH"] = os.pathsep.join(
+        os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
+  env.update(extra_env)
+  return env
+
+
+def _limit_child(pid: int, timeout_s: float) -> bool:
+  """CPU-time and core rlimits on the started child: a backstop should the parent die.
+
+  The CPU limit allows every core busy for the whole wall-clock limit, so it never cuts a run
+  the wall clock would let finish.
+  """
+  import resource  # pylint: disable=import-outside-toplevel
+  cpu_s = math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
+  try:
+    resource.prlimit(pid, resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+  except OSError as e:  # the child is gone already, or this system forbids it
+    logger.debug("rlimits of %d not set: %s", pid, e)
+    return False
+  return True
+
+
+def _has_exited(pid: int) -> bool:
+  """Without reaping it, so its pid (and process group and session id) stays reserved."""
+  try:
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+  except ChildProcessError:
+    return True
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class _Capture:
+  """One pipe's bytes: the first `cap` kept, the rest only counted."""
+  cap: int
+  kept: bytearray = dataclasses.field(default_factory=bytearray)
+  cut: int = 0
+
+  def feed(self, data: bytes) -> None:
+    room = max(self.cap - len(self.kept), 0)
+    self.kept += data[:room]
+    self.cut += len(data) - min(room, len(data))
+
+  def text(self) -> str:
+    body = self.kept.decode("utf-8", errors="replace")
+    return body + (f"\n[sandbox: {self.cut} more bytes cut]" if self.cut else "")
+
+
+class _Pipes:
+  """The child's stdin, stdout, stderr and report pipe, served without threads."""
+
+  def __init__(self, proc: subprocess.Popen, stdin: bytes, report_fd: int, result_fd: int,
+               result_cap: int):
+    self.stdout, self.stderr = _Capture(cap=OUTPUT_CAP), _Capture(cap=OUTPUT_CAP)
+    self.report, self.result = _Capture(cap=OUTPUT_CAP), _Capture(cap=result_cap)
+    self._selector = selectors.DefaultSelector()
+    self._pending = memoryview(stdin)
+    for fileobj, capture in ((proc.stdout, self.stdout), (proc.stderr, self.stderr),
+                             (report_fd, self.report), (result_fd, self.result)):
+      fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+      os.set_blocking(fd, False)
+      self._selector.register(fd, selectors.EVENT_READ, capture)
+    self._stdin = proc.stdin
+    if stdin:
+      os.set_blocking(proc.stdin.fileno(), False)
+      self._selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, None)
+    else:
+      proc.stdin.close()
+    self._owned = [proc.stdout, proc.stderr, proc.stdin]
+    self._fds = (report_fd, result_fd)
+
+  def pump(self, timeout_s: float) -> None:
+    """Moves whatever is ready, waiting at most `timeout_s`."""
+    if not self._selector.get_map():
+      time.sleep(timeout_s)
+      return
+    for key, _ in self._selector.select(timeout_s):
+      if key.data is None:
+        self._write_stdin(key.fd)
+        continue
+      try:
+        data = os.read(key.fd, 65536)
+      except BlockingIOError:
+        continue
+      if data:
+        key.data.feed(data)
+      else:
+        self._selector.unregister(key.fd)
+
+  def _write_stdin(self, fd: int) -> None:
+    try:
+      self._pending = self._pending[os.write(fd, self._pending):]
+    except BlockingIOError:
+      return
+    except OSError:  # the child closed its stdin or died: the rest is not wanted
+      self._pending = self._pending[:0]
+    if not self._pending:
+      self._selector.unregister(fd)
+      self._stdin.close()
+
+  def drain(self, timeout_s: float) -> None:
+    """Reads the pipes to their end (every writer is dead by now) and closes them."""
+    deadline = time.monotonic() + timeout_s
+    while any(key.data is not None for key in self._selector.get_map().values()):
+      if time.monotonic() > deadline:
+        logger.warning("a pipe of a sandboxed run stayed open after its processes were killed")
+        break
+      self.pump(POLL_S)
+    self._selector.close()
+    for stream in self._owned:
+      with contextlib.suppress(OSError):
+        stream.close()
+    for fd in self._fds:
+      os.close(fd)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _ProcessInfo:
+  parent: int
+  session: int
+  started: int     # start time in clock ticks since boot: tells a reused pid apart
+  zombie: bool
+  resident_bytes: int
+
+
+class _Watch:
+  """Every process of a run: the child's session, and descendants that left the session.
+
+  A descendant that called setsid() is still found through its parent, as long as a scan
+  saw it before its parent died; with seccomp in force, no process can be started at all.
+  """
+
+  def __init__(self, root: int):
+    self._root = root
+    self._known: dict[int, int] = {}   # pid -> start time
+    self._next_scan = 0.0
+    self._resident = 0
+
+  def _scan(self) -> dict[int, _ProcessInfo]:
+    table = _process_table()
+    grew = True
+    while grew:
+      grew = False
+      for pid, info in table.items():
+        if pid in self._known:
+          continue
+        parent = table.get(info.parent)
+        if (pid == self._root or info.session == self._root or (
+            parent is not None and self._known.get(info.parent) == parent.started)):
+          self._known[pid] = info.started
+          grew = True
+    return {pid: table[pid] for pid, started in self._known.items()
+            if pid in table and table[pid].started == started and not table[pid].zombie}
+
+  def resident_bytes(self) -> int:
+    """The summed resident memory of the run's processes, rescanned every SCAN_S."""
+    if time.monotonic() >= self._next_scan:
+      self._resident = sum(info.resident_bytes for info in self._scan().values())
+      self._next_scan = time.monotonic() + SCAN_S
+    return self._resident
+
+  def kill_all(self) -> None:
+    """SIGKILLs the process group, then every process of the run, until none is left."""
+    for _ in range(100):
+      with contextlib.suppress(OSError):
+        os.killpg(self._root, signal.SIGKILL)
+      alive = self._scan()
+      if not alive:
+        return
+      for pid in alive:
+        with contextlib.suppress(OSError):
+          os.kill(pid, signal.SIGKILL)
+      time.sleep(0.01)
+    logger.error("processes of sandboxed run %d survived SIGKILL: %s", self._root,
+                 sorted(self._scan()))
+
+
+def _process_table() -> dict[int, _ProcessInfo]:
+  page = os.sysconf("SC_PAGE_SIZE")
+  table = {}
+  for name in os.listdir("/proc"):
+    if not name.isdigit():
+      continue
+    try:
+      with open(f"/proc/{name}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+      continue  # gone meanwhile
+    table[int(name)] = _ProcessInfo(parent=int(fields[1]), session=int(fields[3]),
+                                    started=int(fields[19]), zombie=fields[0] in (b"Z", b"X"),
+                                    resident_bytes=int(fields[21]) * page)
+  return table
+
+
+def _remove_tree(path: pathlib.Path) -> None:
+  """Removes a scratch folder, also one whose folders the child made unreadable."""
+
+  def unlock(function, name, _):
+    parent = os.path.dirname(name)
+    for folder in (parent, name):
+      with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(folder).st_mode):
+          os.chmod(folder, 0o700)
+    with contextlib.suppress(FileNotFoundError):
+      function(name)
+
+  try:
+    shutil.rmtree(path, onexc=unlock)
+  except FileNotFoundError:
+    pass
+  except OSError as e:
+    logger.error("scratch folder %s not removed: %s", path, e)

@@ -1,0 +1,572 @@
+"""The kernel walls of a sandboxed child, put up before it runs anything but the standard library.
+
+`confine(config)` runs first thing in the child (see boot.py), while the process has one
+thread: every later thread (XLA's worker threads, on which host callbacks run candidate
+Python, and any thread the candidate starts) inherits all of it. In order, each where the
+platform has it:
+
+- "veil" (started as root): a private mount namespace in which a read-only tmpfs covers every
+  folder that user nobody may not search (a 0700 home holding the interpreter, a 0700
+  TMPDIR holding scratch) and the paths the child needs beneath it are bound back: nobody can
+  then run the interpreter, and nothing else of those folders is visible at all;
+- "unprivileged" (started as root): user and groups nobody, every capability gone. A child
+  that would keep uid 0 is refused instead (`WallsUnavailable`), never run;
+- "dies-with-parent": killed by the kernel when the process that started it dies;
+- "rlimits": no core dumps, no file written, at most MAX_OPEN_FILES descriptors, and an
+  address-space limit (twice the run's memory limit plus ADDRESS_SPACE_HEADROOM, room for the
+  thread stacks and reservations XLA makes on a many-core host): with memfd denied below and
+  no file writable, every page the child holds is in its resident memory, which the parent
+  watches; the address-space limit refuses the mappings that could hold more at once;
+- "landlock": no change to the file system anywhere (scratch included: nothing the child can
+  write exists, so nothing it wrote can be mapped as code), reads only of scratch and the
+  read allow-list (see `read_allow_list`), no execution, no TCP, no signals or abstract
+  sockets outside the domain;
+- "seccomp" (synchronised to every thread): no processes, sockets, ptrace, memfd, io_uring,
+  mounts, namespaces, BPF, keys, file handles or kernel-log reads; signals, priorities,
+  affinities and rlimits only of the process itself; no fcntl that hands signals or leases
+  to another process; no prctl that undoes the parent-death signal or lets a tracer in.
+
+The audit hook (tripwire.py) is armed later by the program itself, once jax has started: it
+only detects and ends the process, the walls here are what hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import logging
+import os
+import signal
+import stat
+import struct
+import sys
+import types
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+logger = logging.getLogger(__name__)
+
+SANDBOX_EXIT: Final = 86       # exit status of a process ended by the audit hook
+UNAVAILABLE_EXIT: Final = 87   # exit status of a child whose walls could not be put up
+CONFIG_ENV: Final = "PALLASBENCH_SANDBOX"
+REPORT_FD_ENV: Final = "PALLASBENCH_SANDBOX_FD"
+RESULT_FD_ENV: Final = "PALLASBENCH_SANDBOX_RESULT_FD"
+NOBODY: Final = 65534
+MAX_OPEN_FILES: Final = 1024
+ADDRESS_SPACE_HEADROOM: Final = 8 << 30
+ALL_WALLS: Final = ("veil", "unprivileged", "dies-with-parent", "rlimits", "landlock",
+                    "seccomp")
+
+
+class WallsUnavailable(RuntimeError):
+  """A wall the run needs could not be put up: the child must not run candidate code."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ReadAllowList:
+  """What the child may read besides scratch: folders (and all beneath) and single files.
+
+  Real paths, none of them inside scratch or containing it (that would also open other runs'
+  scratch folders).
+  """
+  folders: tuple[str, ...]
+  files: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WallsConfig:
+  """What the parent decided for one child; crosses to it as JSON in CONFIG_ENV."""
+  scratch: str
+  readable: ReadAllowList
+  parent_pid: int
+  memory_bytes: int
+  walls: tuple[str, ...] = ALL_WALLS
+  uid: int | None = None            # the identity to take (None: keep the parent's)
+  veil: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (covered folder, paths bound back)
+
+  def to_json(self) -> str:
+    return json.dumps(dataclasses.asdict(self))
+
+  @classmethod
+  def from_json(cls, text: str) -> WallsConfig:
+    data = json.loads(text)
+    readable = ReadAllowList(folders=tuple(data["readable"]["folders"]),
+                             files=tuple(data["readable"]["files"]))
+    return cls(scratch=data["scratch"], readable=readable, parent_pid=int(data["parent_pid"]),
+               memory_bytes=int(data["memory_bytes"]), walls=tuple(data["walls"]),
+               uid=data["uid"], veil=tuple((f, tuple(p)) for f, p in data["veil"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# In the parent: what the child may read, and what it must be shown as nobody.
+
+# What the child may read besides scratch, the interpreter's folders and sys.path (each where
+# it exists; symlinks resolved). Found by tracing every openat of the exporter while it
+# exported all shipped kernels for cuda, tpu and cpu, plus eager jax work. Folders: the
+# system's libraries (what the loader and libc open lazily: libraries, locales, gconv,
+# zoneinfo); the process' own /proc entry (bound to the child's pid when its rule is made);
+# the CPU topology XLA's CPU client reads.
+_SYSTEM_READ_FOLDERS: Final = ("/usr", "/lib", "/lib64", "/lib32", "/libx32",
+                               "/sys/devices/system/cpu")
+# Files: the loader's cache (dlopen of a library not yet loaded), the time zone, what XLA's
+# CPU client reads (/proc/cpuinfo) and the harmless devices.
+_SYSTEM_READ_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/proc/cpuinfo",
+                             "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+# The project's own packages, wherever they are imported from (a checkout or site-packages).
+_PROJECT_PACKAGES: Final = ("pallasbench_dataset", "kernels_gpu", "kernels_tpu")
+
+
+def trusted_roots(scratch: str) -> tuple[str, ...]:
+  """The interpreter's folders and sys.path's: where code (and native modules) may come from.
+
+  Anything inside scratch is excluded, and so is any folder that contains scratch (it would
+  also contain other runs' scratch folders).
+  """
+  roots = set()
+  for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path):
+    if isinstance(entry, str) and entry and os.path.isdir(entry):
+      path = os.path.realpath(entry)
+      if not is_within(path, scratch) and not is_within(scratch, path):
+        roots.add(path)
+  return tuple(sorted(roots))
+
+
+def read_allow_list(scratch: str) -> ReadAllowList:
+  """The child's read allow-list: trusted_roots() (zip files on sys.path too), the project's
+  packages, then _SYSTEM_READ_FOLDERS and _SYSTEM_READ_FILES, each where it exists."""
+  folders = set(trusted_roots(scratch))
+  zips = {os.path.realpath(p) for p in sys.path if isinstance(p, str) and os.path.isfile(p)}
+  for name in _PROJECT_PACKAGES:
+    try:
+      spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+      continue
+    for entry in (spec and spec.submodule_search_locations) or ():
+      folders.add(os.path.realpath(entry))
+  folders.update(os.path.realpath(p) for p in _SYSTEM_READ_FOLDERS if os.path.isdir(p))
+  folders = {f for f in folders if os.path.isdir(f) and f != "/"
+             and not is_within(f, scratch) and not is_within(scratch, f)}
+  folders = {f for f in folders if not any(is_within(f, g) for g in folders if g != f)}
+  files = zips | {os.path.realpath(p) for p in _SYSTEM_READ_FILES if os.path.exists(p)}
+  files = {f for f in files if not os.path.isdir(f) and not is_within(f, scratch)
+           and not any(is_within(f, g) for g in folders)}
+  return ReadAllowList(folders=tuple(sorted(folders)), files=tuple(sorted(files)))
+
+
+def is_within(path: str, folder: str) -> bool:
+  return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _searchable(folder: str, uid: int) -> bool:
+  """Whether user `uid` (group `uid`, no other groups) may search `folder`."""
+  info = os.stat(folder)
+  if info.st_uid == uid:
+    return bool(info.st_mode & stat.S_IXUSR)
+  if info.st_gid == uid:
+    return bool(info.st_mode & stat.S_IXGRP)
+  return bool(info.st_mode & stat.S_IXOTH)
+
+
+def plan_veil(paths: Iterable[str], uid: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+  """For each highest folder that `uid` may not search on the way to one of `paths`, that
+  folder and the paths beneath it (none inside another). Raises for "/" itself."""
+  blocked: dict[str, set[str]] = {}
+  for path in sorted(set(paths)):
+    parts = path.strip("/").split("/")
+    for depth in range(len(parts)):
+      folder = "/" + "/".join(parts[:depth])
+      if not _searchable(folder, uid):
+        if folder == "/":
+          raise WallsUnavailable(f"user {uid} may not search '/'")
+        blocked.setdefault(folder, set()).add(path)
+        break
+  covers = sorted(blocked)
+  covers = [f for f in covers if not any(is_within(f, g) for g in covers if g != f)]
+  plan = []
+  for folder in covers:
+    beneath = {p for g, ps in blocked.items() if is_within(g, folder) for p in ps}
+    beneath = {p for p in beneath if not any(is_within(p, q) for q in beneath if q != p)}
+    plan.append((folder, tuple(sorted(beneath))))
+  return tuple(plan)
+
+
+# ---------------------------------------------------------------------------------------------
+# In the child.
+
+_CLONE_NEWNS: Final = 0x00020000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+_PR_SET_PDEATHSIG: Final = 1
+_PR_SET_NO_NEW_PRIVS: Final = 38
+
+
+def confine(config: WallsConfig) -> tuple[str, ...]:
+  """Puts up the walls `config.walls` names (module docstring); returns those that hold.
+
+  Raises WallsUnavailable where the child would otherwise run with privileges.
+  """
+  wanted, layers = set(config.walls), []
+  started_as_root = os.geteuid() == 0
+  if started_as_root and config.uid is not None:
+    if "veil" in wanted and config.veil:
+      _veil(config.veil)
+      layers.append("veil")
+    _become(config.uid)
+    os.chdir(config.scratch)  # through the veil, now that nobody is looking
+    layers.append("unprivileged")
+  elif started_as_root:
+    raise WallsUnavailable("the child was started as root with no identity to take")
+  if "dies-with-parent" in wanted and die_with_parent(config.parent_pid):
+    layers.append("dies-with-parent")
+  if "rlimits" in wanted and _limit_resources(config.memory_bytes):
+    layers.append("rlimits")
+  if "landlock" in wanted and install_landlock(config.scratch, config.readable):
+    layers.append("landlock")
+  if "seccomp" in wanted and install_seccomp():
+    layers.append("seccomp")
+  return tuple(layers)
+
+
+def _libc():
+  import ctypes  # pylint: disable=import-outside-toplevel
+  return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def _checked(result: int) -> int:
+  if result < 0:
+    import ctypes  # pylint: disable=import-outside-toplevel
+    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+  return result
+
+
+def _veil(plan: Sequence[tuple[str, Sequence[str]]]) -> None:
+  """A private mount namespace; each covered folder a read-only tmpfs showing only its paths."""
+  ctypes, libc = _libc()
+
+  def mount(source, target, kind, flags, data=None):
+    _checked(libc.mount(source and source.encode(), target.encode(), kind and kind.encode(),
+                        ctypes.c_ulong(flags), data and data.encode()))
+
+  try:
+    _checked(libc.unshare(ctypes.c_int(_CLONE_NEWNS)))
+    mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    for folder, paths in plan:
+      originals = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in paths]
+      flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+      mount("tmpfs", folder, "tmpfs", flags, "mode=0755,size=64k,nr_inodes=4096")
+      for path, fd in zip(paths, originals):
+        parent = os.path.dirname(path)
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+          os.mkdir(path, 0o755)
+        else:
+          os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+        mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        os.close(fd)
+      mount(None, folder, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
+  except OSError as e:
+    raise WallsUnavailable(f"the mount namespace that shows the interpreter to user nobody "
+                           f"could not be made: {e}") from e
+
+
+def _become(uid: int) -> None:
+  """Takes user and group `uid` with no supplementary groups; every capability goes with root."""
+  try:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+  except OSError as e:
+    raise WallsUnavailable(f"could not become user {uid}: {e}") from e
+  if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3 or os.getgroups():
+    raise WallsUnavailable(f"still not user {uid} after setresuid")
+  with open("/proc/self/status", encoding="ascii") as f:
+    capabilities = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff"))]
+  if any(int(mask, 16) for mask in capabilities):
+    raise WallsUnavailable(f"capabilities left after becoming user {uid}: {capabilities}")
+
+
+def die_with_parent(parent: int) -> bool:
+  """Asks the kernel to kill this process when the process that started it, `parent`, dies
+  (a killed driver or worker must leave no exporter or judge running), then checks that
+  `parent` is still its parent: had it died first, the request would never fire. Call it after
+  any change of identity, which clears the request."""
+  try:
+    ctypes, libc = _libc()
+    _checked(libc.prctl(ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
+                        ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+  except (OSError, AttributeError) as e:
+    logger.warning("parent-death signal not set: %s", e)
+    return False
+  if os.getppid() != parent:
+    os._exit(1)
+  return True
+
+
+def _limit_resources(memory_bytes: int) -> bool:
+  """Core 0, file size 0, MAX_OPEN_FILES descriptors, the address space of the module
+  docstring; soft = hard, never raised above what the parent had."""
+  import resource  # pylint: disable=import-outside-toplevel
+  try:
+    for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 0),
+                        (resource.RLIMIT_NOFILE, MAX_OPEN_FILES),
+                        (resource.RLIMIT_AS, 2 * memory_bytes + ADDRESS_SPACE_HEADROOM)):
+      _, hard = resource.getrlimit(kind)
+      value = value if hard == resource.RLIM_INFINITY else min(hard, value)
+      resource.setrlimit(kind, (value, value))
+  except (OSError, ValueError) as e:
+    logger.warning("resource limits not set: %s", e)
+    return False
+  return True
+
+
+def _no_new_privs():
+  """Sets no_new_privs (required by seccomp and Landlock without CAP_SYS_ADMIN); returns libc."""
+  ctypes, libc = _libc()
+  _checked(libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
+                      ctypes.c_ulong(0), ctypes.c_ulong(0)))
+  return libc
+
+
+# ---------------------------------------------------------------------------------------------
+# Landlock: numbers from the Linux UAPI headers.
+
+_LANDLOCK_CREATE_RULESET: Final = 444  # the same number on every architecture
+_LANDLOCK_ADD_RULE: Final = 445
+_LANDLOCK_RESTRICT_SELF: Final = 446
+_LANDLOCK_CREATE_RULESET_VERSION: Final = 1
+_LANDLOCK_RULE_PATH_BENEATH: Final = 1
+# Rights to change the file system, by the Landlock ABI version that introduced them:
+# WRITE_FILE, REMOVE_DIR, REMOVE_FILE, MAKE_{CHAR,DIR,REG,SOCK,FIFO,BLOCK,SYM}; REFER;
+# TRUNCATE; IOCTL_DEV.
+_LANDLOCK_FS_RIGHTS: Final = ((1, 0x1FF2), (2, 0x2000), (3, 0x4000), (5, 0x8000))
+_LANDLOCK_EXECUTE: Final = 0x1
+_LANDLOCK_READ_FILE: Final = 0x4
+_LANDLOCK_READ_DIR: Final = 0x8
+_LANDLOCK_NET_TCP: Final = 0x3     # ABI 4: BIND_TCP, CONNECT_TCP
+_LANDLOCK_SCOPES: Final = 0x3      # ABI 6: abstract unix sockets, signals
+# Landlock rules hold their inode, but procfs makes a new inode whenever it looks an entry up
+# again: the rule's file descriptors stay open, so the dentries (and the rule on /proc/<pid>)
+# live as long as the process.
+_PINNED_FDS: list[int] = []
+
+
+def install_landlock(scratch: str, readable: ReadAllowList) -> bool:
+  """Confines the file-system access of this thread and every thread it starts later: no
+  change anywhere, reads only of `scratch`, `readable` and this process' /proc entry, no
+  execution. False where Landlock is not available."""
+  if sys.platform != "linux" or os.uname().machine not in _SYSCALL_NUMBERS:
+    return False
+  try:
+    ctypes, libc = _libc()
+    abi = libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                       ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    if abi < 1:
+      raise OSError(ctypes.get_errno(), "Landlock is not available")
+    change_rights = sum(bit for version, bit in _LANDLOCK_FS_RIGHTS if abi >= version)
+    read_rights = _LANDLOCK_READ_FILE | _LANDLOCK_READ_DIR
+    attr = struct.pack("=Q", change_rights | read_rights | _LANDLOCK_EXECUTE)
+    attr += struct.pack("=Q", _LANDLOCK_NET_TCP) if abi >= 4 else b""
+    attr += struct.pack("=Q", _LANDLOCK_SCOPES) if abi >= 6 else b""
+    ruleset = _checked(libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), attr,
+                                    ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)))
+    rules = [(scratch, True), (f"/proc/{os.getpid()}", True)]
+    rules += [(path, False) for path in (*readable.folders, *readable.files)]
+    opened = []
+    try:
+      for path, required in rules:
+        try:
+          fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+          if required:
+            raise
+          continue  # gone since the list was made: nothing to allow
+        opened.append(fd)
+        rights = read_rights if stat.S_ISDIR(os.fstat(fd).st_mode) else _LANDLOCK_READ_FILE
+        _checked(libc.syscall(ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
+                              ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                              struct.pack("=Qi", rights, fd), ctypes.c_uint32(0)))
+      _no_new_privs()
+      _checked(libc.syscall(ctypes.c_long(_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset),
+                            ctypes.c_uint32(0)))
+    except BaseException:
+      for fd in opened:
+        os.close(fd)
+      raise
+    finally:
+      os.close(ruleset)
+    _PINNED_FDS.extend(opened)
+  except (OSError, AttributeError, ImportError) as e:
+    logger.warning("Landlock not installed: %s", e)
+    return False
+  return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Seccomp: numbers from the Linux UAPI headers.
+
+_SYSCALL_NUMBERS: Final = types.MappingProxyType({
+    "x86_64": types.MappingProxyType({
+        "seccomp": 317, "clone": 56, "clone3": 435, "fork": 57, "vfork": 58, "execve": 59,
+        "execveat": 322, "socket": 41, "socketpair": 53, "connect": 42, "bind": 49,
+        "listen": 50, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+        "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
+        "rt_tgsigqueueinfo": 297, "mknod": 133, "mknodat": 259, "io_uring_setup": 425,
+        "io_uring_enter": 426, "io_uring_register": 427, "pidfd_open": 434,
+        "pidfd_send_signal": 424, "pidfd_getfd": 438, "unshare": 272, "setns": 308,
+        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+        "init_module": 175, "delete_module": 176, "finit_module": 313, "kexec_load": 246,
+        "kexec_file_load": 320, "reboot": 169, "bpf": 321, "perf_event_open": 298,
+        "keyctl": 250, "add_key": 248, "request_key": 249, "open_by_handle_at": 304,
+        "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168, "acct": 163,
+        "userfaultfd": 323, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "fcntl": 72, "prctl": 157, "memfd_create": 319,
+        "memfd_secret": 447, "setpriority": 141, "sched_setaffinity": 203,
+        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
+        "prlimit64": 302, "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
+        "process_madvise": 440, "process_mrelease": 448, "kcmp": 312, "personality": 135,
+        "modify_ldt": 154, "uselib": 134, "syslog": 103, "name_to_handle_at": 303,
+        "fanotify_init": 300, "mount_setattr": 442, "quotactl": 179, "vhangup": 153,
+        "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305, "adjtimex": 159,
+        "lookup_dcookie": 212}),
+    "aarch64": types.MappingProxyType({
+        "seccomp": 277, "clone": 220, "clone3": 435, "execve": 221, "execveat": 281,
+        "socket": 198, "socketpair": 199, "connect": 203, "bind": 200, "listen": 201,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kill": 129,
+        "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+        "mknodat": 33, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "pidfd_open": 434, "pidfd_send_signal": 424, "pidfd_getfd": 438, "unshare": 97,
+        "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+        "init_module": 105, "delete_module": 106, "finit_module": 273, "kexec_load": 104,
+        "kexec_file_load": 294, "reboot": 142, "bpf": 280, "perf_event_open": 241,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "open_by_handle_at": 265,
+        "swapon": 224, "swapoff": 225, "acct": 89, "userfaultfd": 282, "open_tree": 428,
+        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+        "fcntl": 25, "prctl": 167, "memfd_create": 279, "memfd_secret": 447,
+        "setpriority": 140, "sched_setaffinity": 122, "sched_setscheduler": 119,
+        "sched_setparam": 118, "sched_setattr": 274, "prlimit64": 261, "ioprio_set": 30,
+        "migrate_pages": 238, "move_pages": 239, "process_madvise": 440,
+        "process_mrelease": 448, "kcmp": 272, "personality": 92, "syslog": 116,
+        "name_to_handle_at": 264, "fanotify_init": 262, "mount_setattr": 442, "quotactl": 60,
+        "vhangup": 58, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
+        "adjtimex": 171, "lookup_dcookie": 18}),
+})
+_AUDIT_ARCH: Final = types.MappingProxyType({"x86_64": 0xC000003E, "aarch64": 0xC00000B7})
+_X32_SYSCALL_BIT: Final = 0x40000000  # x86_64 only: x32 numbers share the x86_64 arch value
+
+# Refused with EPERM whatever their arguments (names missing on an architecture are skipped):
+# processes, sockets, tracing, device nodes, io_uring, pidfds, namespaces and mounts, memory
+# outside the address-space limit (memfd), other processes' memory placement and file
+# handles; then what needs privileges the child never has, as defence in depth (modules,
+# kexec, BPF, keys, raw I/O ports, userfaultfd, the new mount API, clocks, the kernel log).
+DENIED_SYSCALLS: Final = (
+    "fork", "vfork", "execve", "execveat", "socket", "socketpair", "connect", "bind", "listen",
+    "ptrace", "process_vm_readv", "process_vm_writev", "tkill", "mknod", "mknodat",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "pidfd_open", "pidfd_getfd",
+    "pidfd_send_signal", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
+    "memfd_create", "memfd_secret", "ioprio_set", "migrate_pages", "move_pages",
+    "process_madvise", "process_mrelease", "kcmp", "personality", "modify_ldt", "uselib",
+    "name_to_handle_at", "open_by_handle_at", "fanotify_init", "syslog", "vhangup",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
+    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "iopl", "ioperm", "swapon",
+    "swapoff", "acct", "userfaultfd", "open_tree", "move_mount", "fsopen", "fsconfig",
+    "fsmount", "fspick", "mount_setattr", "quotactl", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "lookup_dcookie")
+# Allowed only towards the process itself: first argument its pid, 0 or -pid (its group).
+OWN_PROCESS_SYSCALLS: Final = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+                               "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+                               "sched_setattr", "prlimit64")
+# fcntl commands refused: F_SETOWN, F_SETSIG, F_SETOWN_EX (signals to a chosen process),
+# F_SETLEASE, F_NOTIFY (signals on other processes' file activity), F_SETPIPE_SZ (kernel
+# memory outside the limit).
+DENIED_FCNTL: Final = (8, 10, 15, 1024, 1026, 1031)
+# prctl options refused: PR_SET_PDEATHSIG (would outlive the parent), PR_SET_DUMPABLE,
+# PR_SET_MM, PR_SET_CHILD_SUBREAPER, PR_SET_PTRACER.
+DENIED_PRCTL: Final = (1, 4, 35, 36, 0x59616D61)
+_PRIO_PROCESS: Final = 0
+
+_CLONE_THREAD: Final = 0x00010000
+_EPERM: Final = 1
+_ENOSYS: Final = 38
+_BPF_LD_W_ABS: Final = 0x20
+_BPF_JEQ: Final = 0x15
+_BPF_JGE: Final = 0x35
+_BPF_JSET: Final = 0x45
+_BPF_RET: Final = 0x06
+_RET_KILL_PROCESS: Final = 0x80000000
+_RET_ERRNO: Final = 0x00050000
+_RET_ALLOW: Final = 0x7FFF0000
+_OFFSET_NR: Final = 0
+_OFFSET_ARCH: Final = 4
+_OFFSET_ARG: Final = 16  # args[i] at 16 + 8 i; its low 32 bits first on little-endian machines
+_SECCOMP_SET_MODE_FILTER: Final = 1
+_SECCOMP_FILTER_FLAG_TSYNC: Final = 1
+
+
+def install_seccomp() -> bool:
+  """Installs the seccomp filter on every thread of this process; False where it cannot."""
+  machine = os.uname().machine
+  if sys.platform != "linux" or machine not in _SYSCALL_NUMBERS:
+    return False
+  program = seccomp_program(machine, os.getpid())
+  try:
+    import ctypes  # pylint: disable=import-outside-toplevel
+    libc = _no_new_privs()
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = ctypes.create_string_buffer(struct.pack("@HP", len(program) // 8,
+                                                    ctypes.addressof(code)))
+    if libc.syscall(ctypes.c_long(_SYSCALL_NUMBERS[machine]["seccomp"]),
+                    ctypes.c_ulong(_SECCOMP_SET_MODE_FILTER),
+                    ctypes.c_ulong(_SECCOMP_FILTER_FLAG_TSYNC), fprog) != 0:
+      raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+  except (OSError, AttributeError, ImportError) as e:
+    logger.warning("seccomp filter not installed: %s", e)
+    return False
+  return True
+
+
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+  return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def _arg(index: int) -> bytes:
+  return _bpf(_BPF_LD_W_ABS, _OFFSET_ARG + 8 * index)
+
+
+def seccomp_program(machine: str, pid: int) -> bytes:
+  """The BPF filter: kill on a foreign architecture, EPERM for what the docstring refuses.
+
+  clone is allowed only with CLONE_THREAD (threads, not processes); clone3 answers ENOSYS,
+  as its flags sit in memory the filter cannot read, so libc falls back to clone. Every rule
+  ends in a return, so a rule that loads an argument never falls through to the next.
+  """
+  numbers = _SYSCALL_NUMBERS[machine]
+  eperm, allow = _bpf(_BPF_RET, _RET_ERRNO | _EPERM), _bpf(_BPF_RET, _RET_ALLOW)
+
+  def rule(name: str, body: list[bytes]) -> list[bytes]:
+    return [_bpf(_BPF_JEQ, numbers[name], jf=len(body)), *body] if name in numbers else []
+
+  def only(values: Sequence[int]) -> list[bytes]:
+    """The loaded argument must be one of `values`."""
+    return [*(_bpf(_BPF_JEQ, v, jt=len(values) - i) for i, v in enumerate(values)), eperm, allow]
+
+  def none_of(values: Sequence[int]) -> list[bytes]:
+    """The loaded argument may be none of `values`."""
+    return [*(_bpf(_BPF_JEQ, v, jt=len(values) - i) for i, v in enumerate(values)), allow, eperm]
+
+  own = (pid, 0, -pid & 0xFFFFFFFF)
+  program = [_bpf(_BPF_LD_W_ABS, _OFFSET_ARCH), _bpf(_BPF_JEQ, _AUDIT_ARCH[machine], jt=1),
+             _bpf(_BPF_RET, _RET_KILL_PROCESS), _bpf(_BPF_LD_W_ABS, _OFFSET_NR)]
+  if machine == "x86_64":
+    program += [_bpf(_BPF_JGE, _X32_SYSCALL_BIT, jf=1), _bpf(_BPF_RET, _RET_KILL_PROCESS)]
+  for name in DENIED_SYSCALLS:
+    program += rule(name, [eperm])
+  program += rule("clone3", [_bpf(_BPF_RET, _RET_ERRNO | _ENOSYS)])
+  program += rule("clone", [_arg(0), _bpf(_BPF_JSET, _CLONE_THREAD, jt=1), eperm, allow])
+  for name in OWN_PROCESS_SYSCALLS:
+    program += rule(name, [_arg(0), *only(own)])
+  program += rule("setpriority", [_arg(0), _bpf(_BPF_JEQ, _PRIO_PROCESS, jf=len(own) + 1),
+                                  _arg(1), *only(own)])
+  program += rule("fcntl", [_arg(1), *none_of(DENIED_FCNTL)])
+  program += rule("prctl", [_arg(0), *none_of(DENIED_PRCTL)])
+  return b"".join([*program, allow])
