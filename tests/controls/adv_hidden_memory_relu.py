@@ -1,8 +1,8 @@
 """Adversarial control, class 7 (memory the watch cannot see), relu.
 
-Attack: hold 1.2 GiB where no resident-memory reading counts it: an anonymous memory file
-(memfd_create, no audit event) filled and never mapped, then a shared anonymous mapping never
-touched. The kernel is an honest relu.
+Attack: hold 1.2 GiB where no resident-memory reading counts it: six anonymous memory files
+(memfd_create, no audit event) of 200 MiB each, under the old 256 MiB file-size limit, filled
+and never mapped; then a shared anonymous mapping never touched. The kernel is an honest relu.
 
 Expected: anything but pass: seccomp refuses memfd_create and the address-space limit refuses
 a mapping beyond the run's memory limit; the import fails.
@@ -14,9 +14,10 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-_HIDDEN = os.memfd_create("hidden")
-for _ in range(1200 // 16):
-  os.write(_HIDDEN, b"x" * (16 << 20))
+_HIDDEN = [os.memfd_create(f"hidden-{i}") for i in range(6)]
+for _fd in _HIDDEN:
+  for _ in range(200 // 8):
+    os.write(_fd, b"x" * (8 << 20))
 _SHARED = mmap.mmap(-1, 64 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
 
 

@@ -25,13 +25,21 @@ def _tamper():
     try:
       open(path, encoding="utf-8").read()
     except Exception as e:  # pylint: disable=broad-except
-      tb = e.__traceback__
+      seen, pending, tb = set(), [], e.__traceback__
       while tb is not None:
-        for value in list(tb.tb_frame.f_locals.values()):
-          for cell in getattr(value, "__closure__", None) or ():
-            if isinstance(cell.cell_contents, str) and cell.cell_contents.startswith("/"):
-              cell.cell_contents = "/"
+        pending += list(tb.tb_frame.f_locals.values())
         tb = tb.tb_next
+      while pending:  # every function reachable through closures, and their cells
+        value = pending.pop()
+        if id(value) in seen:
+          continue
+        seen.add(id(value))
+        for cell in getattr(value, "__closure__", None) or ():
+          contents = cell.cell_contents
+          if isinstance(contents, str) and contents.startswith("/"):
+            cell.cell_contents = "/"
+          elif callable(contents):
+            pending.append(contents)
 
 
 def _escape(x):
