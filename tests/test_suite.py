@@ -252,7 +252,7 @@ def _wait_for_stage_processes(proc, timeout_s=120) -> set[int]:
         cmdlines.append(pathlib.Path(f"/proc/{pid}/cmdline").read_bytes())
       except OSError:
         pass
-    if any(b"judge_process" in c for c in cmdlines):
+    if any(b"evaluation.judge.process" in c for c in cmdlines):
       return below
     time.sleep(0.2)
   proc.kill()
