@@ -1,0 +1,138 @@
+"""Five behaviours of the judge that a plausible one-line edit could break with every other test
+green: which timed outputs are checked, the input snapshot, the ABBA order of timing rounds,
+the label of a kept timed output, and the bytes a copy ceiling counts.
+
+Each test drives the real code (timing rounds with Python stand-ins for the compiled kernel,
+the candidate checks on a tiny relu) and asserts what the behaviour is for, not how it is
+written. They run in this process on the CPU, in a second or so together.
+"""
+
+import ctypes
+import types
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pallasbench_dataset.evaluation.judge import ceilings, checks, timing
+from pallasbench_dataset.evaluation.judge import core as judge
+from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED
+from pallasbench_dataset.evaluation.judge.environment import capture
+from pallasbench_dataset.schema import Status
+from pallasbench_dataset.tasks import get_task
+
+RELU = get_task("relu")
+TINY = types.MappingProxyType({"N": 8, "M": 16})  # relu at 8x16: 64 input sets fit in the L2 below
+
+
+def _timed(executable, *, iterations: int) -> dict:
+  """The judge's timing step on `executable` (the compiled kernel's stand-in), wall clock."""
+  ctx = judge.Context(environment=capture(None), ceilings=NOT_MEASURED, l2_bytes=1 << 20,
+                      timing_method=timing.TimingMethod.WALLCLOCK, dump_dir=None)
+  opts = judge.EvalOptions(timing_iterations=iterations, timing_rounds=2, warmup=1)
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  judge._time_and_roofline(executable, RELU, TINY, opts, ctx, state)  # pylint: disable=protected-access
+  return state.fields
+
+
+def _kept_calls(monkeypatch) -> list[frozenset[int]]:
+  """The calls whose outputs the judge asks timing to keep, one set per timed candidate."""
+  keeps = []
+  real = timing.time_interleaved
+
+  def spy(fns, sets, **kw):
+    keeps.extend(kw.get("keep", ()))
+    return real(fns, sets, **kw)
+  monkeypatch.setattr(timing, "time_interleaved", spy)
+  return keeps
+
+
+def test_checked_timed_outputs_are_a_secret_sample_not_the_first_calls(monkeypatch):
+  """A kernel honest on its warm-up and first three timed calls, lazy on the other 97: caught
+  unless the sample is exactly the first three (1 in 161,700). And two evaluations draw other
+  samples: a fixed draw could be learnt."""
+  relu = jax.jit(RELU.reference)
+  calls = []
+
+  def honest_first(x):
+    calls.append(1)
+    return relu(x) if len(calls) <= 1 + judge.TIMED_OUTPUTS_CHECKED else jnp.zeros_like(x)
+  keeps = _kept_calls(monkeypatch)
+  fields = _timed(honest_first, iterations=100)
+  assert fields["status"] is Status.REJECTED, fields["reasons"]
+  assert any("computes differently when timed" in r for r in fields["reasons"])
+  _timed(relu, iterations=100)
+  first, second = keeps
+  assert len(first) == len(second) == judge.TIMED_OUTPUTS_CHECKED
+  assert first != second
+
+
+def _write_in_place(x: jax.Array, value: float) -> None:
+  """What a GPU kernel writing its input ref does: the input's own buffer changes (here the
+  CPU buffer, through its address)."""
+  jax.block_until_ready(x)
+  data = (ctypes.c_float * x.size)(*([value] * x.size))
+  ctypes.memmove(x.unsafe_buffer_pointer(), data, ctypes.sizeof(data))
+
+
+def test_input_snapshot_is_a_copy_so_an_input_written_in_place_is_caught():
+  relu = jax.jit(RELU.reference)
+
+  def overwrites_its_input(x):
+    out = jax.block_until_ready(relu(x))
+    _write_in_place(x, 7.0)
+    return out
+  runs = checks.run_candidate(overwrites_its_input, RELU, TINY, (1, 2), on_gpu=False, edge=None)
+  assert runs.mutated == ("input x was mutated in place",)
+  assert checks.run_candidate(relu, RELU, TINY, (1, 2), on_gpu=False, edge=None).mutated == ()
+
+
+def test_candidate_and_baseline_alternate_order_every_round_so_drift_hits_both_alike(monkeypatch):
+  """Under a clock that drifts (each call takes one unit longer than the one before, whoever
+  makes it), two identical functions timed in ABBA order get the same median; in AB, AB
+  order the first would always look faster."""
+  clock, made = [0.0], [0]
+
+  def drifting(x):
+    clock[0] += made[0]  # whole seconds: every sample is exact
+    made[0] += 1
+    return x
+  monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+  x = jnp.zeros(4)
+  first, second = timing.time_interleaved(
+      [drifting, drifting], [[(x,)], [(x,)]], iterations=8, rounds=2, warmup=0,
+      method=timing.TimingMethod.WALLCLOCK)
+  assert sorted(first.samples.samples_ms + second.samples.samples_ms) == [1e3 * k for k in range(16)]
+  assert first.samples.median_ms == second.samples.median_ms
+
+
+def test_kept_timed_outputs_are_labelled_with_their_call_and_input_set():
+  """Every kept output says which call made it and on which input set, over both rounds and
+  with more sets than calls in a round: the judge compares it with that set's reference."""
+  sets = [(jnp.full(4, float(k)),) for k in range(3)]
+  calls = range(10)
+  (timed,) = timing.time_interleaved([lambda x: x + 0.0], [sets], iterations=10, rounds=2,
+                                     warmup=1, method=timing.TimingMethod.WALLCLOCK,
+                                     keep=[frozenset(calls)])
+  assert sorted(timed.kept) == list(calls)
+  for call, (set_index, out) in timed.kept.items():
+    assert set_index == call % len(sets), (call, set_index)
+    assert float(out[0]) == float(set_index), (call, set_index, out)
+
+
+def test_copy_ceiling_counts_the_bytes_read_and_written(monkeypatch):
+  """A copy of N bytes moves 2N (read, then written); a read-only sum moves N; a matmul of
+  n^3 multiply-adds does 2n^3 flops. Timed alike, the copy's rate is twice the read's."""
+  monkeypatch.setattr(ceilings.jax, "default_backend", lambda: "gpu")
+  monkeypatch.setattr(ceilings, "COPY_ELEMENTS", 1 << 10)
+  monkeypatch.setattr(ceilings, "MATMUL_N", 8)
+
+  def fake(fns, sets, *, iterations, rounds, warmup, method):
+    return [timing.Timed(samples=timing.Samples(method=method, samples_ms=(0.5, 0.5),
+                                                kernel_names=()), kept={}) for _ in fns]
+  monkeypatch.setattr(ceilings, "time_interleaved", fake)
+  got = ceilings.measure(timing.TimingMethod.WALLCLOCK)
+  nbytes = (1 << 10) * 4
+  assert got.read_gbps == pytest.approx(nbytes / 0.5 / 1e6)
+  assert got.copy_gbps == pytest.approx(2 * got.read_gbps)
+  assert got.matmul_tflops == pytest.approx(2 * 8**3 / 0.5 / 1e9)

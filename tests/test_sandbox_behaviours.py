@@ -1,0 +1,144 @@
+"""Three walls of the exporter's sandbox, tested as a candidate meets them: through the driver's
+`export`, the public path every candidate takes (exporter program, sandbox, outcome).
+
+Each candidate does its deed at import time, after the sandbox is in force, and the test reads
+only what any caller sees: the outcome's failure and message, what the candidate printed, and
+the files outside. Nothing here names a private part of `sandbox.py`, so the tests hold
+whatever the layers look like inside.
+"""
+
+import pathlib
+import tempfile
+import textwrap
+import uuid
+
+import pytest
+
+import pallasbench_dataset
+from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import Limits
+from pallasbench_dataset.evaluation.pipeline import driver
+
+LIMITS = Limits(timeout_s=120, memory_bytes=4 << 30)
+ORIGINAL = "the file as the project shipped it\n"
+
+
+def _export(source: str):
+  """The exporter's outcome for a candidate `source` (its relu kernel is never reached)."""
+  item = driver.WorkItem(task="relu", variant="candidate", size="small",
+                         source=textwrap.dedent(source), filename="candidate.py",
+                         options=EvalOptions(check_edge=False))
+  return driver.export(item, "cpu", LIMITS)
+
+
+@pytest.fixture
+def outside():
+  """A path outside every scratch folder, that nothing may create."""
+  path = pathlib.Path(tempfile.gettempdir()) / f"pallasbench-behaviour-{uuid.uuid4().hex}"
+  yield path
+  path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def project_file():
+  """A file in the project's own package folder: readable from the sandbox (the exporter
+  imports the project), writable by anyone, so only the sandbox stands between a candidate
+  and its bytes."""
+  path = pathlib.Path(pallasbench_dataset.__file__).parent / f".behaviour-{uuid.uuid4().hex}"
+  path.write_text(ORIGINAL)
+  path.chmod(0o666)
+  yield path
+  path.unlink(missing_ok=True)
+
+
+def test_posix_spawn_is_a_sandbox_violation_not_a_failed_spawn(outside):
+  """Where seccomp holds, a spawn the audit hook let through would fail as an OSError (an
+  import error of the kernel); where seccomp is missing, a process would start. Either way
+  the candidate must be stopped as a violation, with no process started."""
+  outcome = _export(f"""
+      import os
+      os.posix_spawn("/bin/sh", ["/bin/sh", "-c", "touch {outside}"], {{}})
+      print("spawned", flush=True)
+      """)
+  assert outcome.failure == "violation", (outcome.failure, outcome.message, outcome.report)
+  assert "os.posix_spawn" in outcome.message
+  assert "spawned" not in outcome.output
+  assert not outside.exists()
+
+
+def test_a_write_past_the_file_size_limit_fails_and_leaves_no_larger_file():
+  """One byte written just past the limit (a sparse file: no disk is filled here) must fail;
+  the candidate reports the file's size afterwards, which must be within the limit."""
+  limit = sandbox.MAX_FILE_BYTES
+  outcome = _export(f"""
+      import os
+      try:
+        with open("big", "wb") as f:
+          f.seek({limit})
+          f.write(b"x")
+          f.flush()
+        print("written", flush=True)
+      except OSError as e:
+        print("refused", e.errno, flush=True)
+      size = os.stat("big").st_size if os.path.exists("big") else 0
+      print("size", size, flush=True)
+      """)
+  printed = outcome.output.splitlines()
+  if outcome.failure == "violation":  # a sandbox that refuses every write: no file at all
+    assert not any(line.startswith(("written", "size")) for line in printed), outcome.output
+    return
+  assert "written" not in printed, outcome.output
+  (size,) = [int(line.split()[1]) for line in printed if line.startswith("size ")]
+  assert size <= limit
+
+
+# Where the read-write open is made from: the candidate's own thread, a thread it starts, and a
+# host callback that XLA runs on a thread of its own (one jax started before the candidate
+# ran). Each attempt overwrites the file if it gets a descriptor.
+OPEN_RDWR = """
+    import os
+    def overwrite(*_):
+      fd = os.open({target!r}, os.O_RDWR)
+      try:
+        os.write(fd, b"overwritten by the candidate")
+      finally:
+        os.close(fd)
+      print("opened for writing", flush=True)
+    """
+FROM = {
+    "main_thread": "overwrite()",
+    "started_thread": """
+        import threading
+        worker = threading.Thread(target=overwrite)
+        worker.start()
+        worker.join()
+        """,
+    "xla_callback_thread": """
+        import jax, jax.numpy as jnp
+        def callback(y):
+          overwrite()
+          return y
+        big = jax.jit(lambda x: jnp.tanh(x @ x))
+        call = jax.jit(lambda y: jax.pure_callback(
+            callback, jax.ShapeDtypeStruct(y.shape, y.dtype), y) + 1)
+        x = jnp.ones((256, 256))
+        for _ in range(40):  # an input still being computed: XLA runs the callback itself
+          try:
+            call(big(x)).block_until_ready()
+          except Exception as e:  # a refusal that raised instead of ending the process
+            print("callback failed", type(e).__name__, flush=True)
+        """,
+}
+
+
+@pytest.mark.parametrize("where", list(FROM))
+def test_os_open_read_write_outside_scratch_is_refused_as_a_write(project_file, where):
+  """O_RDWR writes: the sandbox must take it for a write, refuse it as a violation on every
+  thread, and leave the file as it was (a read-only reading would let a thread that Landlock
+  does not confine overwrite the checkout)."""
+  outcome = _export(textwrap.dedent(OPEN_RDWR.format(target=str(project_file)))
+                    + textwrap.dedent(FROM[where]))
+  assert project_file.read_text() == ORIGINAL
+  assert outcome.failure == "violation", (outcome.failure, outcome.message, outcome.output)
+  assert "opened for writing" not in outcome.output
