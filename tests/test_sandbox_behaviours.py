@@ -3,11 +3,12 @@
 
 Each candidate does its deed at import time, after the sandbox is in force, and the test reads
 only what any caller sees: the outcome's failure and message, what the candidate printed, and
-the files outside. Nothing here names a private part of `sandbox.py`, so the tests hold
+the files outside. Nothing here names a private part of the sandbox, so the tests hold
 whatever the layers look like inside.
 """
 
 import pathlib
+import sys
 import tempfile
 import textwrap
 import uuid
@@ -67,30 +68,43 @@ def test_posix_spawn_is_a_sandbox_violation_not_a_failed_spawn(outside):
   assert not outside.exists()
 
 
-def test_a_write_past_the_file_size_limit_fails_and_leaves_no_larger_file():
-  """One byte written just past the limit (a sparse file: no disk is filled here) must fail;
-  the candidate reports the file's size afterwards, which must be within the limit."""
-  limit = sandbox.MAX_FILE_BYTES
-  outcome = _export(f"""
+def test_no_file_can_be_written_not_even_in_scratch():
+  """The walls give the candidate no change right anywhere: a write into its own scratch
+  folder fails, and nothing is left there."""
+  outcome = _export("""
       import os
       try:
         with open("big", "wb") as f:
-          f.seek({limit})
+          f.write(b"x")
+        print("written", flush=True)
+      except OSError as e:
+        print("refused", e.errno, flush=True)
+      print("files", len(os.listdir(".")), flush=True)
+      """)
+  printed = outcome.output.splitlines()
+  assert "written" not in printed and "files 0" in printed, outcome.output
+
+
+def test_the_file_size_limit_alone_refuses_a_write():
+  """The rlimit wall by itself (Landlock off, so the file can be made): one byte written
+  fails with EFBIG, and the file stays empty. Without the limit a candidate could fill the
+  disk wherever some other wall gave way."""
+  code = textwrap.dedent("""
+      import errno, os
+      try:
+        with open("big", "wb") as f:
           f.write(b"x")
           f.flush()
         print("written", flush=True)
       except OSError as e:
-        print("refused", e.errno, flush=True)
-      size = os.stat("big").st_size if os.path.exists("big") else 0
-      print("size", size, flush=True)
+        print("refused", errno.errorcode[e.errno], flush=True)
+      print("size", os.stat("big").st_size, flush=True)
       """)
-  printed = outcome.output.splitlines()
-  if outcome.failure == "violation":  # a sandbox that refuses every write: no file at all
-    assert not any(line.startswith(("written", "size")) for line in printed), outcome.output
-    return
-  assert "written" not in printed, outcome.output
-  (size,) = [int(line.split()[1]) for line in printed if line.startswith("size ")]
-  assert size <= limit
+  with sandbox.run_sandboxed([sys.executable, "-c", code], stdin=b"", timeout_s=60,
+                             memory_bytes=4 << 30,
+                             walls=("veil", "unprivileged", "rlimits")) as run:
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["refused", "EFBIG", "size", "0"], run.stdout
 
 
 # Where the read-write open is made from: the candidate's own thread, a thread it starts, and a
