@@ -445,9 +445,10 @@ def test_check_headline_refuses_only_missing_headline_rows():
   rec.check_headline(missing[2:], "medium", allow_partial=False)
   rec.check_headline(missing, "medium", allow_partial=True)
   _raises("the headline size 'medium' lacks records for 2 evaluation(s): relu (tpu), gelu "
-          "(gpu). Finish the run (regenerate --resume), add a run folder that measured them, or "
-          "build with --allow-partial (the card then lists every evaluation that was not "
-          "measured)", rec.check_headline, missing, "medium", allow_partial=False)
+          "(gpu). To build what was measured, pass --allow-partial (the card then lists every "
+          "evaluation that was not measured); or finish the run (regenerate --resume), or add a "
+          "run folder that measured them", rec.check_headline, missing, "medium",
+          allow_partial=False)
 
 # ---------------------------------------------------------------------------------------------
 # trees
@@ -485,7 +486,9 @@ def test_check_sha256_names_every_stale_record(trees):
            fresh[0], rf.record(trees, "relu", "tpu", kernel_sha256=rf.sha(trees, "gpu", "relu"))]
   _raises("2 record(s) measured a kernel that differs from the file in the trees "
           "(gelu/tpu/large, relu/tpu/medium): the rows would publish code that was not measured. "
-          "Re-measure them (regenerate --tasks ...) or restore the measured kernel files",
+          "To rebuild a released folder, pass --kernel-trees with it (e.g. --kernel-trees data: "
+          "it holds the kernels its rows measured); else re-measure them (regenerate --tasks ...) "
+          "or restore the measured kernel files",
           check_sha256, stale, trees)
 
 
@@ -1633,8 +1636,9 @@ def test_build_refuses_untrustworthy_inputs_before_writing(trees, tmp_path):
           "missing artifact)", build.build_dataset, [run], out, kernel_trees=trees)
   rf.write_run(tmp_path / "run", records[:-1], rf.artifacts_for(records[:-1]))
   _raises("the headline size 'medium' lacks records for 1 evaluation(s): flash_attention (tpu). "
-          "Finish the run (regenerate --resume), add a run folder that measured them, or build "
-          "with --allow-partial (the card then lists every evaluation that was not measured)",
+          "To build what was measured, pass --allow-partial (the card then lists every "
+          "evaluation that was not measured); or finish the run (regenerate --resume), or add a "
+          "run folder that measured them",
           build.build_dataset, [run], out, kernel_trees=trees)
   _raises("the headline size 'large' lacks records for every task: the runs measured the fixed "
           "kernels at medium; pass --headline-size medium (or leave it out: medium when "
