@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from pallasbench_dataset.arguments import ListOption
 from pallasbench_dataset.evaluate import default_options, resolve_device
 from pallasbench_dataset.evaluation.pipeline import run_options
 from pallasbench_dataset.evaluation.judge.environment import git_commit, gpu_name, hardware_slug
@@ -41,13 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"],
                  help="where the judges run (default: a GPU if jax sees one, else the CPU in "
                       "Pallas interpret mode)")
-  p.add_argument("--sizes", action=run_options.ListOption, choices=[s.value for s in Size],
+  p.add_argument("--sizes", action=ListOption, choices=[s.value for s in Size],
                  help="default: medium and large on a GPU, small on the CPU (list options take "
                       "their values separated by spaces or commas)")
-  p.add_argument("--tasks", action=run_options.ListOption, help="task names (default: all 45)")
-  p.add_argument("--levels", action=run_options.ListOption, type=int, choices=[1, 2, 3],
+  p.add_argument("--tasks", action=ListOption, help="task names (default: all 45)")
+  p.add_argument("--levels", action=ListOption, type=int, choices=[1, 2, 3],
                  help="only the tasks of these levels (1 single ops, 2 fused, 3 architectures)")
-  p.add_argument("--variants", action=run_options.ListOption, choices=["tpu", "gpu"],
+  p.add_argument("--variants", action=ListOption, choices=["tpu", "gpu"],
                  default=["tpu", "gpu"], help="tpu (original), gpu (fixed); default both")
   p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="dataset folder to build")
   p.add_argument("--results", type=pathlib.Path,
