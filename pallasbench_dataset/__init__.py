@@ -4,6 +4,13 @@ The measuring side (tasks, evaluation) needs only jax and numpy; loading and ana
 import pandas and datasets lazily.
 """
 
-from pallasbench_dataset.tasks import HEADLINE_SIZE, TASKS, Size, TaskSpec, get_task, list_tasks
-
 __all__ = ["HEADLINE_SIZE", "TASKS", "Size", "TaskSpec", "get_task", "list_tasks"]
+
+
+def __getattr__(name: str):
+  """The registry's names, imported when first asked for: `python -m pallasbench_dataset.tasks`
+  then runs the module once (imported here first, runpy would warn and run a second copy)."""
+  if name in __all__:
+    from pallasbench_dataset import tasks  # pylint: disable=import-outside-toplevel
+    return getattr(tasks, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
