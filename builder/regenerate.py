@@ -121,8 +121,8 @@ def _check_arguments(args) -> None:
   unused = [f for f, v in (("--tag", args.tag), ("--revision", args.revision),
                            ("--create-pr", args.create_pr)) if v]
   if unused and not args.push:
-    raise ValueError(f"{' and '.join(unused)} only apply to a push: add --push, or leave "
-                     f"{'them' if len(unused) > 1 else 'it'} out")
+    raise ValueError(f"{' and '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} only "
+                     f"to a push: add --push, or leave {'them' if len(unused) > 1 else 'it'} out")
   if not args.measure_only:
     from builder.build import check_out_dir  # pylint: disable=import-outside-toplevel
     check_out_dir(args.out)
