@@ -194,13 +194,24 @@ def _check_out_dir(out_dir: pathlib.Path, run_paths: Sequence[pathlib.Path],
     if inp == target or (inside and inp.relative_to(target).parts[0] not in REPUBLISHED):
       raise BuildError(f"out_dir {str(out_dir)!r} holds the build's input {str(inp)!r}; "
                        "choose another output folder")
-  if not out_dir.exists():
-    return
-  readme = out_dir / "README.md"
-  ours = readme.is_file() and card.MARKER in readme.read_text(errors="replace")
-  if not out_dir.is_dir() or (any(out_dir.iterdir()) and not ours):
-    raise BuildError(f"out_dir {str(out_dir)!r} exists and is not a dataset folder written by "
-                     "builder.build; pass a new or empty folder (it would be replaced)")
+  check_out_dir(out_dir)
+
+
+def check_out_dir(out_dir: pathlib.Path) -> None:
+  """Refuses an output folder the build could not write or would wrongly replace: one that
+  exists and is not a dataset folder it wrote, or whose nearest existing parent is not a
+  writable folder. `regenerate` asks before measuring, the build again before writing."""
+  if out_dir.exists():
+    readme = out_dir / "README.md"
+    ours = readme.is_file() and card.MARKER in readme.read_text(errors="replace")
+    if not out_dir.is_dir() or (any(out_dir.iterdir()) and not ours):
+      raise BuildError(f"out_dir {str(out_dir)!r} exists and is not a dataset folder written by "
+                       "builder.build; pass a new or empty folder (it would be replaced)")
+  parent = out_dir.absolute().parent  # the build writes beside out_dir, then renames
+  anchor = next(p for p in (parent, *parent.parents) if p.exists())
+  if not anchor.is_dir() or not os.access(anchor, os.W_OK | os.X_OK):
+    raise BuildError(f"out_dir {str(out_dir)!r} cannot be written: {str(anchor)!r} is not a "
+                     "writable folder; choose another --out")
 
 
 def hardware_of(run_dirs: Sequence[pathlib.Path]) -> str:

@@ -21,7 +21,7 @@ from pallasbench_dataset.population.candidates import (
 from pallasbench_dataset.schema import CandidateRow, EvalRecord
 from pallasbench_dataset.tasks import TASKS
 
-from builder.records import BuildError, check_record, read_jsonl
+from builder.records import BuildError, check_record, read_jsonl, some
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,9 +82,8 @@ def check_complete(runs: Sequence[PopulationRun], *, allow_partial: bool) -> Non
   """Refuses candidates without a record (a run that did not finish), unless allowed."""
   missing = [(run.name, c) for run in runs for c in run.missing]
   if missing and not allow_partial:
-    listed = ", ".join(f"{run}: {c}" for run, c in missing[:10])
-    raise BuildError(f"{len(missing)} candidate(s) have no record ({listed}"
-                     f"{', ...' if len(missing) > 10 else ''}). Finish the run (population "
+    listed = some([f"{run}: {c}" for run, c in missing])
+    raise BuildError(f"{len(missing)} candidate(s) have no record ({listed}). Finish the run (population "
                      "evaluate --resume --out RUN) or build with --allow-partial (their rows are "
                      "left out and the card counts them)")
 

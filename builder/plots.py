@@ -1,18 +1,25 @@
-"""The card's plots, rendered with matplotlib's Agg canvas to deterministic PNG bytes.
+"""The card's plots, rendered with matplotlib's Agg canvas to PNG bytes that carry what they show.
 
-No pyplot (no global figure state) and no PNG metadata (matplotlib otherwise writes its
-version as `Software`); the same rows give the same bytes.
+No pyplot (no global figure state) and no `Software` metadata (matplotlib's version). Each PNG
+holds, in a text chunk, the content it draws (titles, labels, ticks, every line's and bar's
+data, texts, legend): `content_of` reads it back. Pixels may differ by a few between machines
+(fonts and SIMD rasterise differently); the content does not, so a release is checked by it.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import math
+import struct
+import zlib
 from collections.abc import Sequence
+from typing import Any, Final
 
 from pallasbench_dataset.schema import CandidateRow, EvalRecord, Status, SummaryRow
 
 _DPI = 100
+CONTENT_KEY: Final = "pallasbench-content"  # the PNG text chunk holding what the plot shows
 
 
 def _figure(width: float, height: float):
@@ -24,9 +31,58 @@ def _figure(width: float, height: float):
 
 
 def _png(fig) -> bytes:
+  fig.canvas.draw()  # ticks and legends exist once drawn
+  shown = json.dumps(content(fig), sort_keys=True, separators=(",", ":"))
   buf = io.BytesIO()
-  fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
+  fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None, CONTENT_KEY: shown})
   return buf.getvalue()
+
+
+def _number(v: float) -> float | str:
+  v = float(v)
+  return float(f"{v:.6g}") if math.isfinite(v) else str(v)
+
+
+def content(fig) -> dict[str, Any]:
+  """What a drawn figure shows, as data: per axes its title, labels, scales, tick labels, lines
+  (label, style, colour, points), bars, texts and legend entries; numbers to 6 digits."""
+  from matplotlib.colors import to_hex  # pylint: disable=import-outside-toplevel
+  axes = []
+  for ax in fig.axes:
+    legend = ax.get_legend()
+    axes.append({
+        "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+        "xscale": ax.get_xscale(), "yscale": ax.get_yscale(),
+        "xticks": [t.get_text() for t in ax.get_xticklabels()],
+        "yticks": [t.get_text() for t in ax.get_yticklabels()],
+        "lines": [{"label": ln.get_label(), "style": f"{ln.get_linestyle()}{ln.get_marker()}",
+                   "color": to_hex(ln.get_color()), "x": [_number(v) for v in ln.get_xdata()],
+                   "y": [_number(v) for v in ln.get_ydata()]} for ln in ax.get_lines()],
+        "bars": [[_number(b.get_x()), _number(b.get_y()), _number(b.get_width()),
+                  _number(b.get_height()), to_hex(b.get_facecolor())] for b in ax.patches],
+        "texts": [[t.get_text(), *map(_number, getattr(t, "xy", t.get_position()))]
+                  for t in ax.texts],
+        "legend": [t.get_text() for t in legend.get_texts()] if legend else []})
+  return {"axes": axes}
+
+
+def content_of(png: bytes) -> dict[str, Any] | None:
+  """The content a plot of this module carries (see `content`); None for a PNG without it."""
+  pos = 8  # after the PNG signature
+  while pos + 8 <= len(png):
+    length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+    data = png[pos + 8:pos + 8 + length]
+    if kind in (b"tEXt", b"zTXt", b"iTXt"):
+      key, _, value = data.partition(b"\0")
+      if key == CONTENT_KEY.encode():
+        if kind == b"zTXt":
+          value = zlib.decompress(value[1:])
+        elif kind == b"iTXt":  # compression flag, method, language and keyword, then the text
+          flag, rest = value[0], value[2:].split(b"\0", 2)[2]
+          value = zlib.decompress(rest) if flag else rest
+        return json.loads(value.decode("latin-1"))
+    pos += 12 + length
+  return None
 
 
 def _empty(title: str, message: str) -> bytes:

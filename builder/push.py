@@ -92,8 +92,9 @@ def find_token(token: str | None) -> str:
   from huggingface_hub import get_token  # pylint: disable=import-outside-toplevel
   found = token or os.environ.get("HF_TOKEN") or get_token()
   if not found:
-    raise PushError("no Hugging Face token: run `hf auth login` (a token with write access), "
-                    "export HF_TOKEN=hf_..., or pass token=...")
+    raise PushError("no Hugging Face token: run `hf auth login` (a token with write access) "
+                    "or export HF_TOKEN=hf_... before the command (from Python, pass "
+                    "push_folder(..., token=...))")
   return found
 
 

@@ -33,6 +33,15 @@ class BuildError(ValueError):
   """The inputs cannot make an honest dataset; the message says what to fix."""
 
 
+SHOWN: Final = 5  # items a refusal names before it counts the rest
+
+
+def some(items: Sequence[str]) -> str:
+  """A few of `items` for a message, the rest counted: "a, b, c, d, e and 83 more"."""
+  head = ", ".join(items[:SHOWN])
+  return head if len(items) <= SHOWN else f"{head} and {len(items) - SHOWN} more"
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Ceilings:
   """Hardware ceilings measured in the run (a device copy and read, a large matmul)."""
@@ -323,7 +332,7 @@ def check_artifacts(missing: Sequence[tuple[str, Key]], *, allow_partial: bool) 
   """Refuses a build whose records lost their artifacts (each one named), unless allowed."""
   if not missing or allow_partial:
     return
-  listed = ", ".join(f"{run}: {'/'.join(key)}" for run, key in missing)
+  listed = some([f"{run}: {'/'.join(key)}" for run, key in missing])
   raise BuildError(f"{len(missing)} record(s) have no line in their run's artifacts.jsonl: "
                    f"{listed}. Re-measure them (remove their lines from records.jsonl, then "
                    "regenerate --resume --results RUN), or build with --allow-partial (the card "
@@ -367,8 +376,8 @@ def check_headline(missing: Sequence[Key], headline: str, *, allow_partial: bool
   """Refuses a build with evaluations missing at the headline size, unless allowed."""
   at_headline = [k for k in missing if k[2] == headline]
   if at_headline and not allow_partial:
-    listed = ", ".join(f"{t} ({v})" for t, v, _ in at_headline)
+    listed = some([f"{t} ({v})" for t, v, _ in at_headline])
     raise BuildError(f"the headline size {headline!r} lacks records for {len(at_headline)} "
-                     f"evaluation(s): {listed}. Finish the run (regenerate --resume), add a run "
-                     "folder that measured them, or build with --allow-partial (the card then "
-                     "lists every evaluation that was not measured)")
+                     f"evaluation(s): {listed}. To build what was measured, pass --allow-partial "
+                     "(the card then lists every evaluation that was not measured); or finish "
+                     "the run (regenerate --resume), or add a run folder that measured them")

@@ -21,14 +21,17 @@ import sys
 import time
 from collections.abc import Sequence
 
+from pallasbench_dataset.arguments import ListOption
 from pallasbench_dataset.evaluate import default_options, resolve_device
 from pallasbench_dataset.evaluation.pipeline import run_options
 from pallasbench_dataset.evaluation.judge.environment import git_commit, gpu_name, hardware_slug
-from pallasbench_dataset.evaluation.pipeline.suite import Interrupted, plan, run_suite
+from pallasbench_dataset.evaluation.pipeline.suite import (
+    Interrupted, plan, read_records, run_suite, unfinished_run)
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 
 logger = logging.getLogger("builder.regenerate")
 
+PROG = ("python", "-m", "builder.regenerate")
 DEFAULT_OUT = pathlib.Path("build/dataset")
 DEFAULT_SIZES = {"gpu": ("medium", "large"), "cpu": ("small",)}
 
@@ -39,16 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"],
                  help="where the judges run (default: a GPU if jax sees one, else the CPU in "
                       "Pallas interpret mode)")
-  p.add_argument("--sizes", nargs="+", choices=[s.value for s in Size],
-                 help="default: medium and large on a GPU, small on the CPU")
-  p.add_argument("--tasks", nargs="+", help="task names (default: all 45)")
-  p.add_argument("--levels", nargs="+", type=int, choices=[1, 2, 3],
+  p.add_argument("--sizes", action=ListOption, choices=[s.value for s in Size],
+                 help="default: medium and large on a GPU, small on the CPU (list options take "
+                      "their values separated by spaces or commas)")
+  p.add_argument("--tasks", action=ListOption, help="task names (default: all 45)")
+  p.add_argument("--levels", action=ListOption, type=int, choices=[1, 2, 3],
                  help="only the tasks of these levels (1 single ops, 2 fused, 3 architectures)")
-  p.add_argument("--variants", default="tpu,gpu", help="comma-separated: tpu (original), gpu (fixed)")
+  p.add_argument("--variants", action=ListOption, choices=["tpu", "gpu"],
+                 default=["tpu", "gpu"], help="tpu (original), gpu (fixed); default both")
   p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="dataset folder to build")
   p.add_argument("--results", type=pathlib.Path,
                  help="run folder for the records (default: a new <out>.runs/<device>-<time>)")
   p.add_argument("--resume", action="store_true", help="continue the run in --results")
+  p.add_argument("--new-run", action="store_true",
+                 help="start a new run even when an unfinished run of the same plan waits in "
+                      "<out>.runs/ (without --results, such a run is resumed)")
   p.add_argument("--from-results", type=pathlib.Path, nargs="+", metavar="RUN",
                  help="build from existing run folders instead of measuring (first wins; "
                       "later runs of the same kernels feed the reproducibility table)")
@@ -79,23 +87,73 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _measure(args, device: str, argv: Sequence[str]) -> pathlib.Path:
-  variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-  if not set(variants) <= {"tpu", "gpu"} or not variants:
-    raise ValueError(f"--variants takes tpu and/or gpu, not {args.variants!r}")
   specs = [get_task(t) for t in args.tasks] if args.tasks else list_tasks(
       levels=tuple(args.levels) if args.levels else None)
   sizes = args.sizes or DEFAULT_SIZES[device]
-  items = plan(specs, variants, sizes, default_options(device))
-  if args.resume and not args.results:
-    raise ValueError("--resume continues the run in --results: name that folder")
-  stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-  run_dir = args.results or args.out.with_name(args.out.name + ".runs") / f"{device}-{stamp}"
-  logger.info("measuring %d evaluations (%d tasks x %s x %s) on %s into %s", len(items),
-              len(specs), sizes, variants, device, run_dir)
+  items = plan(specs, args.variants, sizes, default_options(device))
+  run_dir, resume = args.results, args.resume
+  if run_dir is None:
+    runs = args.out.with_name(args.out.name + ".runs")
+    waiting = None if args.new_run else unfinished_run(runs, items, device)
+    if waiting is not None:
+      logger.info("%s is an unfinished run of this plan: resuming it (--new-run starts afresh)",
+                  waiting)
+      run_dir, resume = waiting, True
+    else:
+      run_dir = runs / f"{device}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+  if run_dir.exists() and not run_dir.is_dir():
+    raise ValueError(f"--results {run_dir} is a file, not a run folder: name a folder")
+  logger.info("%d evaluations planned (%d tasks x %s x %s) on %s into %s", len(items),
+              len(specs), sizes, args.variants, device, run_dir)
   return run_suite(items, run_dir, device=device, limits=run_options.limits(args, device),
                    git_commit=args.git_commit or git_commit(),
-                   command=shlex.join(["python", "-m", "builder.regenerate", *argv]),
-                   cluster_options=run_options.cluster_options(args, device), resume=args.resume)
+                   command=shlex.join([*PROG, *argv]),
+                   cluster_options=run_options.cluster_options(args, device), resume=resume)
+
+
+def _check_arguments(args) -> None:
+  """Combinations refused before anything is measured."""
+  if args.resume and not args.results:
+    raise ValueError("--resume continues the run in --results: name that folder")
+  if args.measure_only and args.candidates:
+    raise ValueError("--candidates publishes population runs in the built folder: leave out "
+                     "--measure-only")
+  unused = [f for f, v in (("--tag", args.tag), ("--revision", args.revision),
+                           ("--create-pr", args.create_pr)) if v]
+  if unused and not args.push:
+    raise ValueError(f"{' and '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} only "
+                     f"to a push: add --push, or leave {'them' if len(unused) > 1 else 'it'} out")
+  if not args.measure_only:
+    from builder.build import check_out_dir  # pylint: disable=import-outside-toplevel
+    check_out_dir(args.out)
+
+
+def resume_command(argv: Sequence[str], run_dir: pathlib.Path) -> str:
+  """The command that continues an interrupted run: this one, resuming `run_dir`."""
+  kept, skip = [], False
+  for arg in argv:
+    if skip or arg in ("--resume", "--new-run") or arg.startswith("--results="):
+      skip = False
+      continue
+    if arg == "--results":
+      skip = True
+      continue
+    kept.append(arg)
+  return shlex.join([*PROG, *kept, "--resume", "--results", str(run_dir)])
+
+
+def build_command(args, run_dirs: Sequence[pathlib.Path]) -> str:
+  """The command that builds (and pushes) what was measured, without measuring again."""
+  parts = [*PROG, "--from-results", *map(str, run_dirs), "--out", str(args.out)]
+  for flag, value in (("--headline-size", args.headline_size), ("--kernel-trees", args.kernel_trees),
+                      ("--repo-id", args.repo_id), ("--revision", args.revision),
+                      ("--tag", args.tag)):
+    parts += [flag, str(value)] if value else []
+  if args.candidates:
+    parts += ["--candidates", *map(str, args.candidates)]
+  parts += [flag for flag, on in (("--allow-partial", args.allow_partial), ("--push", args.push),
+                                  ("--create-pr", args.create_pr)) if on]
+  return shlex.join(parts)
 
 
 def _hardware(device: str) -> str | None:
@@ -122,10 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   args = build_parser().parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   start = time.monotonic()
+  measured: list[pathlib.Path] = []
   try:
-    if args.measure_only and args.candidates:
-      raise ValueError("--candidates publishes population runs in the built folder: leave out "
-                       "--measure-only")
+    _check_arguments(args)
     from builder.trees import KernelTrees  # pylint: disable=import-outside-toplevel
     trees = KernelTrees.within(args.kernel_trees) if args.kernel_trees else None
     if args.from_results:
@@ -138,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
       device = resolve_device(args.device)
       repo_id = _preflight(args, _hardware(device))
-      run_dirs = [_measure(args, device, argv)]
+      run_dirs = measured = [_measure(args, device, argv)]
       logger.info("measured in %.0f s", time.monotonic() - start)
     if args.measure_only:
       return 0
@@ -153,11 +210,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                            revision=args.revision, create_pr=args.create_pr, tag=args.tag)
       print(result.describe())
   except Interrupted as e:
-    print(f"interrupted ({e}): what was measured is kept; continue with --resume --results "
-          "<the run folder>", file=sys.stderr)
+    kept = len(read_records(e.run_dir))
+    print(f"interrupted ({e}): the {kept} evaluation(s) measured are kept in {e.run_dir}; "
+          f"continue with: {resume_command(argv, e.run_dir)}", file=sys.stderr)
     return 130
   except (ValueError, KeyError, RuntimeError, OSError) as e:
-    print(f"error: {e}", file=sys.stderr)
+    print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
+    if measured:
+      print(f"the records measured are kept in {measured[0]}; once that is fixed, build them "
+            f"without measuring again: {build_command(args, measured)}", file=sys.stderr)
     return 2
   print(f"done in {time.monotonic() - start:.0f} s", file=sys.stderr)
   return 0

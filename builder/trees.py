@@ -11,7 +11,7 @@ from pallasbench_dataset import kernels
 from pallasbench_dataset.schema import EvalRecord
 from pallasbench_dataset.tasks import TASKS
 
-from builder.records import BuildError
+from builder.records import BuildError, some
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,8 +63,10 @@ def check_sha256(records: Iterable[EvalRecord], trees: KernelTrees) -> None:
   if stale:
     raise BuildError(
         f"{len(stale)} record(s) measured a kernel that differs from the file in the trees "
-        f"({', '.join(stale)}): the rows would publish code that was not measured. Re-measure "
-        "them (regenerate --tasks ...) or restore the measured kernel files")
+        f"({some(stale)}): the rows would publish code that was not measured. To rebuild a "
+        "released folder, pass --kernel-trees with it (e.g. --kernel-trees data: it holds the "
+        "kernels its rows measured); else re-measure them (regenerate --tasks ...) or restore "
+        "the measured kernel files")
 
 
 def gpu_fix(trees: KernelTrees, task: str) -> tuple[str, str]:

@@ -6,12 +6,14 @@ sandbox's boot must start with the standard library alone): the registry's names
 `pallasbench_dataset.tasks` on first use.
 """
 
-_TASK_NAMES = ("HEADLINE_SIZE", "TASKS", "Size", "TaskSpec", "get_task", "list_tasks")
-__all__ = list(_TASK_NAMES)
+__all__ = ["HEADLINE_SIZE", "TASKS", "Size", "TaskSpec", "get_task", "list_tasks"]
 
 
 def __getattr__(name: str):
-  if name in _TASK_NAMES:
+  """The registry's names, imported when first asked for: the sandbox's boot starts with the
+  standard library alone, and `python -m pallasbench_dataset.tasks` runs the module once
+  (imported here first, runpy would warn and run a second copy)."""
+  if name in __all__:
     from pallasbench_dataset import tasks  # pylint: disable=import-outside-toplevel
     return getattr(tasks, name)
-  raise AttributeError(f"module 'pallasbench_dataset' has no attribute {name!r}")
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

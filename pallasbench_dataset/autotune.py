@@ -21,8 +21,10 @@ judge's timing (device time by CUPTI on a GPU, input sets rotated past the L2): 
 of every passing config, then the fastest few and the default interleaved with the jitted XLA
 baseline under the judge's protocol. One JSON line per (task, size) is appended to --results as
 it finishes; a rerun skips what is there, so a run resumes. `--write-tables` writes the fastest
-config of each line into its kernel's TUNED_CONFIGS. Trusted code only: it imports the project's
-own kernels.
+config of each line into its kernel's TUNED_CONFIGS, GPU lines only. On a host without a GPU
+the timings are interpret mode's and say nothing about a GPU: tuning there is refused unless
+--allow-cpu asks for it (to try the tuner), and its lines never reach a table. Trusted code
+only: it imports the project's own kernels.
 """
 
 from __future__ import annotations
@@ -48,11 +50,12 @@ from typing import Any, Final
 
 import jax
 
+from pallasbench_dataset.arguments import ListOption
 from pallasbench_dataset.evaluation.judge import checks, compile_profile, environment, timing
 from pallasbench_dataset.evaluation.errors import short_error
 from pallasbench_dataset.evaluation.judge.core import timing_sets
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
-from pallasbench_dataset.tasks import get_task, list_tasks
+from pallasbench_dataset.tasks import Size, get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
 DEFAULT_COMPILE_BUDGET_S: Final = 60.0  # as the pipeline's compile stage on a GPU
@@ -233,7 +236,8 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
     rows[i].update(runtime_ms=t.samples.median_ms, runtime_iqr_ms=t.samples.iqr_ms)
   best = min((i for i, _ in ranked), key=lambda i: rows[i]["runtime_ms"])
   line = {
-      "task": task, "size": size, "device_kind": jax.devices()[0].device_kind,
+      "task": task, "size": size, "platform": env.platform,
+      "device_kind": jax.devices()[0].device_kind,
       "shape_class": module.shape_class(*structs), "timing_method": method.value,
       "baseline_ms": final[0].samples.median_ms, "default": default,
       "default_ms": rows[0].get("runtime_ms"), "best": rows[best]["config"],
@@ -295,9 +299,23 @@ def replace_table(source: str, table: Mapping[str, Mapping[str, Mapping[str, Any
   raise TuningError(f"no {TABLE_NAME} assignment to replace")
 
 
+def measured_on_gpu(line: Mapping[str, Any]) -> bool:
+  """Whether a results line timed a GPU: its `platform` (lines before it had one were GPU
+  lines unless their device was the CPU)."""
+  return line.get("platform", "cpu" if line.get("device_kind") == "cpu" else "gpu") == "gpu"
+
+
 def write_tables(results: Sequence[Mapping[str, Any]], tree: pathlib.Path) -> list[str]:
-  """Writes each results line's best config into its kernel's table (a later line for the
-  same task, GPU and shape class wins); returns the files changed."""
+  """Writes each GPU results line's best config into its kernel's table (a later line for the
+  same task, GPU and shape class wins); returns the files changed. Lines measured elsewhere
+  (CPU interpret mode) are refused: TuningError naming them, nothing written."""
+  elsewhere = [f"{line['task']} {line.get('size')} ({line.get('device_kind')})"
+               for line in results if not measured_on_gpu(line)]
+  if elsewhere:
+    raise TuningError(f"{len(elsewhere)} line(s) were not measured on a GPU ("
+                      f"{', '.join(elsewhere[:3])}{', ...' if len(elsewhere) > 3 else ''}): their "
+                      "timings say nothing about a GPU, so no table is written. Tune on the GPU, "
+                      "or remove those lines")
   by_task: dict[str, list[Mapping[str, Any]]] = {}
   for line in results:
     by_task.setdefault(line["task"], []).append(line)
@@ -318,8 +336,10 @@ def write_tables(results: Sequence[Mapping[str, Any]], tree: pathlib.Path) -> li
 def main(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog="python -m pallasbench_dataset.autotune",
                               description=__doc__.split("\n\n")[0])
-  p.add_argument("--tasks", nargs="+", help="tasks to tune (default: every tunable kernel)")
-  p.add_argument("--sizes", nargs="+", default=["medium", "large"])
+  p.add_argument("--tasks", action=ListOption,
+                 help="tasks to tune, separated by spaces or commas (default: every tunable kernel)")
+  p.add_argument("--sizes", action=ListOption, choices=[s.value for s in Size],
+                 default=["medium", "large"], help="sizes to tune at (default: medium large)")
   p.add_argument("--results", type=pathlib.Path, help="JSON Lines file to append to (resumes)")
   p.add_argument("--max-configs", type=int, default=24,
                  help="configs tried per task and size, the default included (default 24)")
@@ -334,7 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
   p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                  help="compile threads (default: the CPU cores)")
   p.add_argument("--write-tables", type=pathlib.Path, metavar="RESULTS",
-                 help="write the best configs of a results file into kernels_gpu/ and exit")
+                 help="write the best configs of a results file into kernels_gpu/ and exit "
+                      "(GPU lines only)")
+  p.add_argument("--allow-cpu", action="store_true",
+                 help="tune even without a GPU, in interpret mode: to try the tuner; the "
+                      "timings are not comparable and --write-tables refuses their lines")
   args = p.parse_args(argv)
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
   try:
@@ -346,6 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
       return 0
     if args.results is None:
       p.error("--results is required to measure")
+    if jax.default_backend() != "gpu" and not args.allow_cpu:
+      raise TuningError(f"no GPU here (jax runs on {jax.default_backend()}): interpret-mode "
+                        "timings are not comparable to a GPU's, so tuning would choose configs "
+                        "by noise. Tune on the GPU, or pass --allow-cpu to try the tuner anyway")
     known = [s.name for s in list_tasks()]
     unknown = sorted(set(args.tasks or ()) - set(known))
     if unknown:

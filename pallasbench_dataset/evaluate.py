@@ -3,7 +3,8 @@
     python -m pallasbench_dataset.evaluate --task softmax --kernel my_softmax.py --json
 
 Exit status 0 when the kernel passes (correct, a real Pallas kernel, robust), 1 when it
-does not, 2 for bad arguments (unknown task, missing file, no GPU for --device gpu).
+does not, 2 for bad arguments (unknown task, missing file, no GPU for --device gpu), 130
+when interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import pathlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.errors import CANDIDATE_FRAME
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import (
     JudgeConfig, Limits, default_memory_limit, make_dump_dir)
@@ -30,6 +33,10 @@ from pallasbench_dataset.tasks import Size, get_task
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = {"gpu": 300.0, "cpu": 900.0}
+# The size an evaluation runs at unless told: the headline size on a GPU; on a CPU, where
+# Pallas runs in interpret mode, the small one.
+DEFAULT_SIZE: Final[Mapping[str, str]] = {"gpu": Size.MEDIUM.value, "cpu": Size.SMALL.value}
+PRINTED_LINES: Final = 5  # of what the kernel printed, in the summary
 CPU_OPTIONS = EvalOptions(timing_iterations=5, timing_rounds=1, warmup=1)
 
 
@@ -69,29 +76,47 @@ def default_options(device: str) -> EvalOptions:
   return EvalOptions() if device == "gpu" else CPU_OPTIONS
 
 
-def evaluate(task: str, kernel: str | pathlib.Path, *, size: str = "small", device: str = "auto",
-             timeout_s: float | None = None, options: EvalOptions | None = None) -> EvalRecord:
-  """Evaluates `kernel` (a file path or source text defining `kernel(*inputs, interpret=False)`).
+def evaluate(task: str, kernel: str | pathlib.Path | None = None, *, source: str | None = None,
+             size: str | None = None, device: str = "auto", timeout_s: float | None = None,
+             options: EvalOptions | None = None) -> EvalRecord:
+  """Evaluates a candidate defining `kernel(*inputs, interpret=False)`: the file `kernel` (a
+  path, `pathlib.Path` or str, to a .py file) or the source text `source=`.
 
   The kernel is imported only by a sandboxed exporter process, which hands back `jax.export`
   artifacts; a separate judge process runs and judges those, with a wall-clock and a memory
   limit on each. Works from a plain script (the processes are started as programs). The
   kernel's failures come back as the record's status (`pass`, `incorrect`, `rejected`,
-  `error`, `timeout`), never as exceptions. Raises only for bad arguments (unknown task or
-  size, missing file).
+  `error`, `timeout`), never as exceptions. `size` defaults to medium on a GPU, small on the
+  CPU. Raises only for bad arguments (unknown task or size, a path that is not a .py file).
   """
   spec = get_task(task)
-  Size(size)
-  source, filename = read_source(kernel)
+  if size is not None:
+    Size(size)
+  text, filename = _candidate(kernel, source)
   device = resolve_device(device)
-  item = WorkItem(task=spec.name, variant=Variant.CANDIDATE.value, size=size, source=source,
-                  filename=filename, options=options or default_options(device))
+  item = WorkItem(task=spec.name, variant=Variant.CANDIDATE.value, size=size or DEFAULT_SIZE[device],
+                  source=text, filename=filename, options=options or default_options(device))
   limits = Limits(timeout_s=timeout_s or DEFAULT_TIMEOUT_S[device],
                   memory_bytes=default_memory_limit())
   records: list[EvalRecord] = []
   run_items([item], JudgeConfig(device=device, git_commit=None, dump_dir=make_dump_dir(device)),
             limits, on_result=lambda record, _: records.append(record))
   return records[0]
+
+
+def _candidate(kernel: str | pathlib.Path | None, source: str | None) -> tuple[str, str]:
+  """(source text, display name) of the kernel given as a path or as source text."""
+  if (kernel is None) == (source is None):
+    raise ValueError("pass the kernel either as a path to its .py file (kernel=...) or as its "
+                     "source text (source=...)")
+  if source is not None:
+    return source, "<kernel source>"
+  if not isinstance(kernel, (str, pathlib.Path)):
+    raise ValueError(f"kernel= is a path (pathlib.Path or str), not {type(kernel).__name__}")
+  if isinstance(kernel, str) and "\n" in kernel:
+    raise ValueError("kernel= is a path, but this one holds lines of text: pass source text as "
+                     "source=...")
+  return read_source(kernel)
 
 
 def summary_text(record: EvalRecord) -> str:
@@ -105,7 +130,14 @@ def summary_text(record: EvalRecord) -> str:
            + ("" if record.timing_comparable else "  (CPU interpret mode: not comparable)")]
   lines += [f"  - {reason}" for reason in record.reasons]
   if record.error:
-    lines.append("  error: " + record.error.splitlines()[0])
+    first, *rest = record.error.splitlines()
+    lines.append("  error: " + first)
+    lines += [f"    {line}" for line in rest if line.startswith(CANDIDATE_FRAME)]
+  if record.exporter_output:
+    printed = record.exporter_output.splitlines()
+    lines.append(f"  the kernel printed ({len(printed)} line(s)"
+                 + (f", the last {PRINTED_LINES}" if len(printed) > PRINTED_LINES else "") + "):")
+    lines += [f"    | {line}" for line in printed[-PRINTED_LINES:]]
   return "\n".join(lines)
 
 
@@ -116,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--task", required=True, help="task name, e.g. softmax")
   parser.add_argument("--kernel", required=True, type=pathlib.Path,
                       help="file defining kernel(*inputs, interpret=False)")
-  parser.add_argument("--size", default="small", choices=[s.value for s in Size])
+  parser.add_argument("--size", choices=[s.value for s in Size],
+                      help="default: medium on a GPU, small on the CPU")
   parser.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
   parser.add_argument("--timeout", type=float, default=None, help="seconds (default 300 GPU, 900 CPU)")
   parser.add_argument("--seeds", type=int, nargs="+", default=None,
@@ -138,6 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
   except (KeyError, ValueError, RuntimeError, KernelLoadError) as e:
     print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
     return 2
+  except KeyboardInterrupt:
+    print(f"interrupted: nothing was recorded; run the same command again to evaluate "
+          f"{args.kernel}", file=sys.stderr)
+    return 130
   print(json.dumps(to_json_dict(record), indent=1) if args.json else summary_text(record))
   return 0 if record.status is Status.PASS else 1
 

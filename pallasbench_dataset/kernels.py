@@ -14,6 +14,8 @@ import pathlib
 import sys
 import types
 
+from pallasbench_dataset.evaluation.errors import candidate_frame
+
 
 class Variant(enum.StrEnum):
   TPU = "tpu"              # kernels_tpu/: the original, TPU-oriented kernel
@@ -45,14 +47,21 @@ def sha256(source: str) -> str:
   return hashlib.sha256(source.encode()).hexdigest()
 
 
-def read_source(kernel: str | pathlib.Path) -> tuple[str, str]:
-  """(source text, display name) from a path or from source text itself."""
-  if isinstance(kernel, pathlib.Path) or ("\n" not in kernel and kernel.endswith(".py")):
-    path = pathlib.Path(kernel)
-    if not path.is_file():
-      raise KernelLoadError(f"kernel file {str(path)!r} does not exist")
+def read_source(path: str | pathlib.Path) -> tuple[str, str]:
+  """(source text, display name) of the kernel file at `path`; KernelLoadError naming what is
+  wrong with a path that is not a readable .py file."""
+  path = pathlib.Path(path)
+  if path.is_dir():
+    raise KernelLoadError(f"{str(path)!r} is a directory: name the kernel's .py file in it")
+  if not path.exists():
+    raise KernelLoadError(f"kernel file {str(path)!r} does not exist")
+  if path.suffix != ".py":
+    raise KernelLoadError(f"{str(path)!r} is not a .py file: a kernel is a Python file (to "
+                          "evaluate source text, pass it as source=...)")
+  try:
     return path.read_text(), str(path)
-  return kernel, "<kernel source>"
+  except (OSError, UnicodeDecodeError) as e:
+    raise KernelLoadError(f"kernel file {str(path)!r} cannot be read: {e}") from None
 
 
 def load_module(source: str, filename: str = "<kernel source>") -> types.ModuleType:
@@ -74,7 +83,9 @@ def load_module(source: str, filename: str = "<kernel source>") -> types.ModuleT
   try:
     exec(code, module.__dict__)  # pylint: disable=exec-used
   except Exception as e:  # a candidate may raise anything at import time
-    raise KernelLoadError(f"importing {filename} raised {type(e).__name__}: {e}") from None
+    frame = candidate_frame(e, filename, source)
+    raise KernelLoadError(f"importing {filename} raised {type(e).__name__}: {e}"
+                          + (f"\n{frame}" if frame else "")) from None
   finally:
     if previous is None:
       sys.modules.pop(name, None)

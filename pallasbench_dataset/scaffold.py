@@ -58,20 +58,39 @@ def files(framework: str, task: str, variant: Variant | str) -> dict[str, str]:
           "README.md": _readme(framework, spec, variant, title)}
 
 
-def write(framework: str, task: str, variant: Variant | str, out: pathlib.Path) -> pathlib.Path:
-  """Writes one scaffold into OUT/<framework>/<task>-<variant>/ and returns that folder."""
+def _folder(framework: str, task: str, variant: Variant | str, out: pathlib.Path) -> pathlib.Path:
+  return out / framework / f"{task}-{Variant(variant).value}"
+
+
+def _refuse_existing(folders: Sequence[pathlib.Path]) -> None:
+  """A scaffold folder that holds files holds the user's work (an evolved program, edits)."""
+  taken = [f for f in folders if f.is_dir() and any(f.iterdir())]
+  if taken:
+    raise FileExistsError(f"{len(taken)} scaffold folder(s) exist and hold files ({taken[0]}"
+                          f"{', ...' if len(taken) > 1 else ''}): writing would overwrite your "
+                          "edits. Pass --force to overwrite them, or choose another --out")
+
+
+def write(framework: str, task: str, variant: Variant | str, out: pathlib.Path, *,
+          force: bool = False) -> pathlib.Path:
+  """Writes one scaffold into OUT/<framework>/<task>-<variant>/ and returns that folder; an
+  existing folder with files is refused unless `force`."""
   contents = files(framework, task, variant)
-  folder = out / framework / f"{task}-{Variant(variant).value}"
+  folder = _folder(framework, task, variant, out)
+  if not force:
+    _refuse_existing([folder])
   folder.mkdir(parents=True, exist_ok=True)
   for name, text in contents.items():
     (folder / name).write_text(text)
   return folder
 
 
-def write_all(framework: str, out: pathlib.Path) -> list[pathlib.Path]:
-  """Every task, both variants: 90 scaffolds."""
-  return [write(framework, spec.name, variant, out)
-          for spec in list_tasks() for variant in VARIANTS]
+def write_all(framework: str, out: pathlib.Path, *, force: bool = False) -> list[pathlib.Path]:
+  """Every task, both variants: 90 scaffolds (none written when one exists, unless `force`)."""
+  pairs = [(spec.name, variant) for spec in list_tasks() for variant in VARIANTS]
+  if not force:
+    _refuse_existing([_folder(framework, t, v, out) for t, v in pairs])
+  return [write(framework, t, v, out, force=True) for t, v in pairs]
 
 
 def _readme(framework: str, spec: TaskSpec, variant: Variant, title: str) -> str:
@@ -119,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="gpu: kernels_gpu/, the GPU-fixed kernel (default); tpu: kernels_tpu/, "
                            "the original")
   parser.add_argument("--out", required=True, type=pathlib.Path, help="output folder")
+  parser.add_argument("--force", action="store_true",
+                      help="overwrite scaffold folders that exist (and the edits in them)")
   return parser
 
 
@@ -129,10 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.error("--all writes both variants; leave out --variant")
   try:
     if args.all:
-      folders = write_all(args.framework, args.out)
+      folders = write_all(args.framework, args.out, force=args.force)
     else:
-      folders = [write(args.framework, args.task, args.variant or Variant.GPU, args.out)]
-  except (KeyError, ValueError) as e:
+      folders = [write(args.framework, args.task, args.variant or Variant.GPU, args.out,
+                       force=args.force)]
+  except (KeyError, ValueError, FileExistsError) as e:
     print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
     return 2
   print(folders[0] if len(folders) == 1 else

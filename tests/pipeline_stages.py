@@ -6,6 +6,7 @@ its state in the folder FAULT_DIR (workers are separate processes).
 
 import os
 import pathlib
+import time
 
 from pallasbench_dataset.evaluation.pipeline import stages
 
@@ -21,8 +22,20 @@ def _first_time(name: str) -> bool:
   return True
 
 
+class _SlowToClose:
+  """A stage process that takes longer to end than a nanny waits for its worker (4 s)."""
+
+  def alive(self) -> bool:
+    return True
+
+  def close(self) -> None:
+    time.sleep(5)
+
+
 def judge_stage(item, exported, notes, settings):
   fault = os.environ.get("FAULT", "")
+  if fault == "slow_close":
+    stages._PROCESSES["slow"] = _SlowToClose()  # pylint: disable=protected-access
   if fault == "die_once" and _first_time(f"died-{item.variant}"):
     os._exit(1)  # the worker is lost mid-evaluation, once
   if fault == "die_always" and item.variant == "tpu":

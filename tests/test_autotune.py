@@ -219,7 +219,7 @@ def test_cli_resumes_what_is_in_the_results(tmp_path, capsys):
   results = tmp_path / "r.jsonl"
   results.write_text(json.dumps({"task": "pairwise_distance", "size": "small"}) + "\n")
   assert autotune.main(["--tasks", "pairwise_distance", "--sizes", "small",
-                        "--results", str(results)]) == 0
+                        "--results", str(results), "--allow-cpu"]) == 0
   assert "0 to tune, 1 already in" in capsys.readouterr().out
 
 

@@ -445,9 +445,10 @@ def test_check_headline_refuses_only_missing_headline_rows():
   rec.check_headline(missing[2:], "medium", allow_partial=False)
   rec.check_headline(missing, "medium", allow_partial=True)
   _raises("the headline size 'medium' lacks records for 2 evaluation(s): relu (tpu), gelu "
-          "(gpu). Finish the run (regenerate --resume), add a run folder that measured them, or "
-          "build with --allow-partial (the card then lists every evaluation that was not "
-          "measured)", rec.check_headline, missing, "medium", allow_partial=False)
+          "(gpu). To build what was measured, pass --allow-partial (the card then lists every "
+          "evaluation that was not measured); or finish the run (regenerate --resume), or add a "
+          "run folder that measured them", rec.check_headline, missing, "medium",
+          allow_partial=False)
 
 # ---------------------------------------------------------------------------------------------
 # trees
@@ -485,7 +486,9 @@ def test_check_sha256_names_every_stale_record(trees):
            fresh[0], rf.record(trees, "relu", "tpu", kernel_sha256=rf.sha(trees, "gpu", "relu"))]
   _raises("2 record(s) measured a kernel that differs from the file in the trees "
           "(gelu/tpu/large, relu/tpu/medium): the rows would publish code that was not measured. "
-          "Re-measure them (regenerate --tasks ...) or restore the measured kernel files",
+          "To rebuild a released folder, pass --kernel-trees with it (e.g. --kernel-trees data: "
+          "it holds the kernels its rows measured); else re-measure them (regenerate --tasks ...) "
+          "or restore the measured kernel files",
           check_sha256, stale, trees)
 
 
@@ -1633,8 +1636,9 @@ def test_build_refuses_untrustworthy_inputs_before_writing(trees, tmp_path):
           "missing artifact)", build.build_dataset, [run], out, kernel_trees=trees)
   rf.write_run(tmp_path / "run", records[:-1], rf.artifacts_for(records[:-1]))
   _raises("the headline size 'medium' lacks records for 1 evaluation(s): flash_attention (tpu). "
-          "Finish the run (regenerate --resume), add a run folder that measured them, or build "
-          "with --allow-partial (the card then lists every evaluation that was not measured)",
+          "To build what was measured, pass --allow-partial (the card then lists every "
+          "evaluation that was not measured); or finish the run (regenerate --resume), or add a "
+          "run folder that measured them",
           build.build_dataset, [run], out, kernel_trees=trees)
   _raises("the headline size 'large' lacks records for every task: the runs measured the fixed "
           "kernels at medium; pass --headline-size medium (or leave it out: medium when "
@@ -1791,7 +1795,8 @@ def test_find_token_in_order(monkeypatch):
   with pytest.raises(push.PushError) as info:
     push.find_token(None)
   assert str(info.value) == ("no Hugging Face token: run `hf auth login` (a token with write "
-                             "access), export HF_TOKEN=hf_..., or pass token=...")
+                             "access) or export HF_TOKEN=hf_... before the command (from Python, "
+                             "pass push_folder(..., token=...))")
 
 
 def _http_error(status, path="/api/datasets/org/x/commit/main", server_message="refused",
@@ -1923,8 +1928,8 @@ def test_preflight_without_a_token(hub, monkeypatch):
   with pytest.raises(push.PreflightError) as info:
     push.preflight("o/x")
   assert str(info.value) == ("--push cannot work: no Hugging Face token: run `hf auth login` (a "
-                             "token with write access), export HF_TOKEN=hf_..., or pass "
-                             "token=...")
+                             "token with write access) or export HF_TOKEN=hf_... before the "
+                             "command (from Python, pass push_folder(..., token=...))")
   assert info.value.__cause__ is None and info.value.__suppress_context__
   assert hub.calls == []
 
@@ -2301,8 +2306,8 @@ def test_regenerate_parser_defaults_and_types():
                                 "publish it.")
   assert parser.formatter_class is argparse.RawDescriptionHelpFormatter
   assert vars(parser.parse_args([])) == {
-      "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": "tpu,gpu",
-      "out": pathlib.Path("build/dataset"), "results": None, "resume": False,
+      "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": ["tpu", "gpu"],
+      "out": pathlib.Path("build/dataset"), "results": None, "resume": False, "new_run": False,
       "from_results": None, "candidates": (), "kernel_trees": None, "measure_only": False,
       "headline_size": None, "allow_partial": False, "timeout": None, "compile_budget": None,
       "scheduler": None, "gpus": None, "cpu_workers": None, "compile_cache": None,
@@ -2318,7 +2323,8 @@ def test_regenerate_parser_defaults_and_types():
       "--create-pr", "--tag", "v2"])
   assert vars(args) == {
       "device": "gpu", "sizes": ["medium", "edge"], "tasks": ["relu", "gelu"], "levels": [1, 3],
-      "variants": "gpu", "out": pathlib.Path("o"), "results": pathlib.Path("r"), "resume": True,
+      "variants": ["gpu"], "out": pathlib.Path("o"), "results": pathlib.Path("r"), "resume": True,
+      "new_run": False,
       "from_results": [pathlib.Path("a"), pathlib.Path("b")],
       "candidates": [pathlib.Path("p"), pathlib.Path("q")], "kernel_trees": pathlib.Path("k"),
       "measure_only": True, "headline_size": "large", "allow_partial": True, "timeout": 30.0,
@@ -2345,7 +2351,7 @@ def test_measure_plans_the_run_and_hands_it_to_the_suite(measured, caplog):
   with caplog.at_level(logging.INFO, logger="builder.regenerate"):
     run_dir = _measure(["--tasks", "gelu", "relu", "--variants", " gpu, tpu ,", "--out", "x/ds"])
   assert [r.getMessage() for r in caplog.records if r.name == "builder.regenerate"] == [
-      "measuring 4 evaluations (2 tasks x ('small',) x ['gpu', 'tpu']) on cpu into "
+      "4 evaluations planned (2 tasks x ('small',) x ['gpu', 'tpu']) on cpu into "
       "x/ds.runs/cpu-19710101T010101Z"]
   assert run_dir == pathlib.Path("x/ds.runs/cpu-19710101T010101Z")
   ((items, got_dir, kwargs),) = measured.runs
@@ -2388,13 +2394,24 @@ def test_measure_with_every_option_on_a_gpu(measured):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--variants", "gpu,candidate"], "--variants takes tpu and/or gpu, not 'gpu,candidate'"),
-    (["--variants", " , "], "--variants takes tpu and/or gpu, not ' , '"),
-    (["--resume"], "--resume continues the run in --results: name that folder"),
+    (["--variants", "gpu,candidate"], "argument --variants: invalid choice(s) ['candidate'] "
+                                      "(choose from tpu, gpu, separated by spaces or commas)"),
+    (["--variants", " , "], "argument --variants: expected at least one value"),
 ])
-def test_measure_refuses_bad_arguments(measured, argv, message):
+def test_the_parser_refuses_bad_variants(capsys, argv, message):
+  with pytest.raises(SystemExit):
+    regenerate.build_parser().parse_args(argv)
+  assert capsys.readouterr().err.splitlines()[-1] == f"python -m builder.regenerate: error: {message}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--resume"], "--resume continues the run in --results: name that folder"),
+    (["--tag", "v2", "--create-pr"], "--tag and --create-pr apply only to a push: add --push, or "
+                                     "leave them out"),
+])
+def test_bad_combinations_are_refused_before_measuring(measured, argv, message):
   with pytest.raises(ValueError) as info:
-    _measure(argv)
+    regenerate._check_arguments(regenerate.build_parser().parse_args(argv))
   assert str(info.value) == message and measured.runs == []
 
 
@@ -2500,11 +2517,11 @@ def test_main_measures_then_builds(cli, capsys, caplog):
 
 
 @pytest.mark.parametrize("error, code, message", [
-    (suite_module.Interrupted("stopped by SIGTERM"), 130,
-     "interrupted (stopped by SIGTERM): what was measured is kept; continue with --resume "
-     "--results <the run folder>\n"),
+    (suite_module.Interrupted("stopped by SIGTERM", pathlib.Path("r")), 130,
+     "interrupted (stopped by SIGTERM): the 0 evaluation(s) measured are kept in r; continue "
+     "with: python -m builder.regenerate --tasks relu --resume --results r\n"),
     (ValueError("bad value"), 2, "error: bad value\n"),
-    (KeyError("relu"), 2, "error: 'relu'\n"),
+    (KeyError("relu"), 2, "error: relu\n"),
     (RuntimeError("no cluster"), 2, "error: no cluster\n"),
     (OSError("disk"), 2, "error: disk\n"),
 ])
@@ -2660,13 +2677,14 @@ def test_check_complete_names_what_was_not_judged():
   ten = _population("t", "0123456789", "")
   with pytest.raises(BuildError) as info:
     bc.check_complete([ten], allow_partial=False)
-  assert str(info.value).startswith("10 candidate(s) have no record (t: relu/0, t: relu/1, ")
-  assert "t: relu/9). Finish" in str(info.value)
+  assert str(info.value).startswith(
+      "10 candidate(s) have no record (t: relu/0, t: relu/1, t: relu/2, t: relu/3, t: relu/4 "
+      "and 5 more). Finish")
   with pytest.raises(BuildError) as info:
     bc.check_complete([ten, part], allow_partial=False)
   assert str(info.value).startswith(
-      "12 candidate(s) have no record (t: relu/0, t: relu/1, t: relu/2, t: relu/3, t: relu/4, "
-      "t: relu/5, t: relu/6, t: relu/7, t: relu/8, t: relu/9, ...). Finish")
+      "12 candidate(s) have no record (t: relu/0, t: relu/1, t: relu/2, t: relu/3, t: relu/4 "
+      "and 7 more). Finish")
 
 
 def test_candidate_rows_carry_the_candidate_and_its_verdict_in_order(trees, tmp_path):

@@ -147,7 +147,7 @@ def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
 
 def test_evaluate_api_accepts_source_text():
   source = (CONTROLS / "pos_add_tiles.py").read_text()
-  record = evaluate("add", source, size="small", device="cpu", options=OPTIONS)
+  record = evaluate("add", source=source, size="small", device="cpu", options=OPTIONS)
   assert record.status is Status.PASS and record.variant == "candidate"
   assert record.task == "add" and record.seeds == OPTIONS.seeds
 

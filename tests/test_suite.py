@@ -191,6 +191,16 @@ def test_a_worker_lost_twice_is_an_error_record_and_the_others_go_on(tmp_path, f
   assert len(_lines(tmp_path / "run" / suite.ARTIFACTS)) == 2
 
 
+def test_stage_processes_slow_to_close_are_closed_before_the_nanny_kills(tmp_path, faults, capfd):
+  """A GPU judge can take longer to end than the 4 s a nanny gives its worker: the driver
+  closes the stage processes first, so no worker is killed (and no "still alive" is logged)."""
+  faults.setenv("FAULT", "slow_close")
+  _run(tmp_path / "run", _items("gpu"))
+  assert [r.status for r in _records(tmp_path / "run")] == [Status.PASS]
+  err = capfd.readouterr().err
+  assert "still alive" not in err and "killing" not in err
+
+
 def test_a_stage_that_raises_is_a_harness_record(tmp_path, faults):
   faults.setenv("FAULT", "raise")
   _run(tmp_path / "run", _items("gpu", "tpu"))

@@ -10,6 +10,8 @@ from typing import Final
 from pallasbench_dataset.schema import ErrorType
 
 MAX_ERROR_CHARS: Final = 4000
+CANDIDATE_FRAME: Final = "raised in the kernel at "  # starts the line naming the candidate's frame
+MAX_FRAME_CHARS: Final = 300
 _ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\[0-7]{3}|\\[nrt'\"]){4,}")
 _ESCAPE: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|[0-7]{3})")
 _MEMORY_ERROR: Final = re.compile(r"(?:^|raised )MemoryError\b")
@@ -23,8 +25,11 @@ def readable(text: str) -> str:
   return _ESCAPES.sub("<bytes>", text)
 
 
-def short_error(e: BaseException | str) -> str:
-  """A readable digest of a long error: its first line, Triton's `error:` lines, and the tail.
+def short_error(e: BaseException | str, *, filename: str | None = None,
+                source: str | None = None) -> str:
+  """A readable digest of a long error: its first line, Triton's `error:` lines, and the tail;
+  with the candidate's `filename` (and its `source`), a last line naming the candidate's own
+  frame the error came from (see `candidate_frame`).
 
   XLA and Triton errors run to pages and may embed serialised IR (escaped bytes): those
   runs are cut to `<bytes>`, and the head is kept when the text must be shortened.
@@ -36,7 +41,33 @@ def short_error(e: BaseException | str) -> str:
   if len(lines) > 25:
     errors = [line for line in lines[1:] if "error:" in line][:5]
     lines = lines[:1] + errors + ["..."] + lines[-10:]
-  return "\n".join(dict.fromkeys(lines))[:MAX_ERROR_CHARS]
+  frame = None if isinstance(e, str) or filename is None else candidate_frame(e, filename, source)
+  digest = "\n".join(dict.fromkeys(lines))
+  if frame is None:
+    return digest[:MAX_ERROR_CHARS]
+  return digest[:MAX_ERROR_CHARS - len(frame) - 1] + "\n" + frame
+
+
+def candidate_frame(e: BaseException, filename: str, source: str | None = None) -> str | None:
+  """Where in the candidate's own file `e` was raised: the innermost frame of `filename` in its
+  traceback (or in the tracebacks of its causes), with the line's text, at most
+  MAX_FRAME_CHARS; None when the error never passed through the candidate's code."""
+  frames = []
+  seen: set[int] = set()
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    frames += [f for f in traceback.extract_tb(e.__traceback__) if f.filename == filename]
+    if frames:
+      break
+    e = e.__cause__ or e.__context__
+  if not frames:
+    return None
+  frame = frames[-1]
+  lines = source.splitlines() if source is not None else []
+  line = lines[frame.lineno - 1].strip() if frame.lineno and frame.lineno <= len(lines) else (
+      frame.line or "")
+  text = f"{CANDIDATE_FRAME}{filename}:{frame.lineno} in {frame.name}" + (f": {line}" if line else "")
+  return text[:MAX_FRAME_CHARS]
 
 
 def _where(e: BaseException) -> str:

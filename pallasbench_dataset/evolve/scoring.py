@@ -17,13 +17,13 @@ import pathlib
 from collections.abc import Mapping
 from typing import Final
 
-from pallasbench_dataset.evaluate import DEFAULT_TIMEOUT_S, evaluate, resolve_device, summary_text
+from pallasbench_dataset.evaluate import (
+    DEFAULT_SIZE, DEFAULT_TIMEOUT_S, evaluate, resolve_device, summary_text)
 from pallasbench_dataset.schema import EvalRecord, Status
 from pallasbench_dataset.tasks import Size
 
 ENV_SIZE: Final = "PALLASBENCH_SIZE"
 ENV_DEVICE: Final = "PALLASBENCH_DEVICE"
-DEFAULT_SIZE: Final[Mapping[str, Size]] = {"gpu": Size.MEDIUM, "cpu": Size.SMALL}
 # The exporter and the judge each have the judge's time limit (900 s on a CPU). A framework's
 # own limit is longer, so a slow kernel comes back as the judge's `timeout` record, with why.
 FRAMEWORK_TIMEOUT_S: Final = int(2 * max(DEFAULT_TIMEOUT_S.values()) + 60)
@@ -40,7 +40,7 @@ def settings(size: str | None = None, device: str | None = None,
              environ: Mapping[str, str] = os.environ) -> Settings:
   """Explicit values, then PALLASBENCH_SIZE / PALLASBENCH_DEVICE, then the defaults."""
   device = resolve_device(device or environ.get(ENV_DEVICE) or "auto")
-  size = size or environ.get(ENV_SIZE) or DEFAULT_SIZE[device].value
+  size = size or environ.get(ENV_SIZE) or DEFAULT_SIZE[device]
   if size not in {s.value for s in Size}:
     raise ValueError(f"size must be one of {[s.value for s in Size]}, not {size!r} "
                      f"(from the config or {ENV_SIZE})")

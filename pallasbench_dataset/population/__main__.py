@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
+from pallasbench_dataset.arguments import ListOption
 from pallasbench_dataset.evaluate import resolve_device
 from pallasbench_dataset.evaluation.pipeline import run_options
 from pallasbench_dataset.evaluation.pipeline.suite import Interrupted
@@ -43,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help=f"folder to write {CANDIDATES} into")
   g.add_argument("--count", type=int, default=500, help="candidates (default 500)")
   g.add_argument("--seed", type=int, default=0, help="another seed, another population")
-  g.add_argument("--tasks", nargs="+", help="task names (default: all 45)")
+  g.add_argument("--tasks", action=ListOption,
+                 help="task names, separated by spaces or commas (default: all 45)")
   e = sub.add_parser("evaluate", help="evaluate a population into a run folder")
   e.add_argument("--candidates", type=pathlib.Path, metavar="FILE_OR_DIR",
                  help="a JSON Lines file or a folder of <task>/<name>.py (with --resume: "
@@ -93,8 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     return _generate(args) if args.command == "generate" else _evaluate(args, argv)
   except Interrupted as e:
-    print(f"interrupted ({e}): what was measured is kept; continue with --resume --out "
-          "<the run folder>", file=sys.stderr)
+    again = [*PROG.split(), *argv] + ([] if args.resume else ["--resume"])
+    print(f"interrupted ({e}): what was measured is kept in {e.run_dir}; continue with: "
+          f"{shlex.join(again)}", file=sys.stderr)
     return 130
   except (ValueError, KeyError, RuntimeError, OSError) as e:
     print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Final, TextIO
 
-from pallasbench_dataset.evaluate import default_options
+from pallasbench_dataset.evaluate import DEFAULT_SIZE, default_options
 from pallasbench_dataset.evaluation.judge import environment
 from pallasbench_dataset.evaluation.pipeline import run_options
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem
@@ -31,9 +31,7 @@ from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, read_candidates, to_jsonl)
 from pallasbench_dataset.schema import EvalRecord, Status
-from pallasbench_dataset.tasks import Size
 
-DEFAULT_SIZE: Final = {"gpu": Size.MEDIUM.value, "cpu": Size.SMALL.value}
 # Kinds of candidate that may never pass: one that does is a hole in the judge.
 MUST_FAIL: Final = ("broken", "cheat")
 

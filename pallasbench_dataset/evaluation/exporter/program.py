@@ -38,8 +38,9 @@ def _declared_config(module, structs) -> dict[str, Any] | None:
 
 
 def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
-                 reports: dict[str, Any]) -> dict[str, Any]:
-  """Artifacts of one size for each platform; the first size also fills `reports`."""
+                 reports: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+  """Artifacts of one size for each platform; the first size also fills `reports`. `origin`
+  (the candidate's filename and source) lets an error name the candidate's own frame."""
   from pallasbench_dataset.evaluation.errors import short_error  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.jaxpr_analysis import analyze  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.lowering import (  # pylint: disable=import-outside-toplevel
@@ -62,7 +63,7 @@ def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
         entry["lower_s"] = time.perf_counter() - t0
     except Exception as e:  # the candidate may raise anything; the stage says where
       entry["stage"] = stage
-      entry["errors"] = {device_platform: short_error(e)}
+      entry["errors"] = {device_platform: short_error(e, **origin)}
     else:
       if reports is not None and "jaxpr" not in reports:
         report = analyze(traced.jaxpr)
@@ -76,7 +77,7 @@ def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
     try:
       entry["artifacts"][platform] = export_for(platform, fn, *structs).serialize()
     except Exception as e:  # pylint: disable=broad-except
-      entry["errors"][platform] = short_error(e)
+      entry["errors"][platform] = short_error(e, **origin)
       entry["stage"] = entry["stage"] or "export"
   if reports is not None and "tpu" in platforms and "lowers_tpu" not in reports:
     reports["lowers_tpu"] = "tpu" in entry["artifacts"]
@@ -116,7 +117,8 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int) -> dict[str, A
   else:
     for size, platforms in request.exports:
       entry = _export_size(module.kernel, spec, size, platforms,
-                           reports if request.reports else None)
+                           reports if request.reports else None,
+                           {"filename": request.filename, "source": request.source})
       if "cuda" in platforms:
         entry["config"] = _declared_config(module, spec.input_structs(size))
       exports.append(entry)

@@ -185,10 +185,16 @@ class JudgeWorker:
     self._proc = subprocess.Popen(
         [sys.executable, "-m", "pallasbench_dataset.evaluation.judge.process",
          "--fd", str(child_sock.fileno()), "--parent", str(os.getpid()), "--config", json.dumps(raw)],
-        pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd())
+        pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd(),
+        process_group=0)  # the terminal's Ctrl-C goes to the caller, which closes the judge
     child_sock.close()
     self._conn = Connection(parent_sock.detach())
-    kind, payload = self._wait_startup()
+    try:
+      kind, payload = self._wait_startup()
+    except BaseException:  # interrupted while it starts: no one else would end the process
+      self._proc.kill()
+      self._proc.wait()
+      raise
     if kind != "ready":
       self.close()
       raise RuntimeError(f"the judge process could not start on {config.device}: {payload}")
@@ -241,11 +247,12 @@ class JudgeWorker:
         return "memory", (f"resident memory {rss / 2**30:.1f} GiB exceeded the "
                           f"{limits.memory_bytes / 2**30:.1f} GiB limit; the process was killed")
 
-  def close(self) -> None:
-    if self._proc.poll() is None:
+  def close(self, grace_s: float = 5.0) -> None:
+    """Asks the judge to end, and kills it after `grace_s` (at once with 0)."""
+    if self._proc.poll() is None and grace_s > 0:
       try:
         self._conn.send(None)
-        self._proc.wait(timeout=5)
+        self._proc.wait(timeout=grace_s)
       except (OSError, subprocess.TimeoutExpired):
         pass
     if self._proc.poll() is None:

@@ -19,6 +19,8 @@ import dataclasses
 import logging
 import os
 import pathlib
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Final
 
@@ -26,6 +28,8 @@ import dask
 import distributed
 
 from pallasbench_dataset.evaluation.pipeline import stages
+
+logger = logging.getLogger(__name__)
 
 MAX_CPU_WORKERS: Final = 16
 # A worker lost while running an evaluation (killed, out of memory) is retried once on
@@ -78,9 +82,20 @@ def worker_specs(plan: WorkerPlan, directory: str) -> dict[str, dict]:
 
 
 class _CloseStageProcesses(distributed.WorkerPlugin):
-  """Closes a worker's compiler and judge processes when the worker stops."""
+  """Leaves Ctrl-C to the driver, and closes a worker's compiler and judge processes when the
+  worker stops.
+
+  The terminal sends SIGINT to the whole process group: the driver answers it (it closes the
+  cluster and says how to resume), so a worker and the processes it starts (which inherit the
+  ignored signal) ignore it instead of dying mid-task with a traceback each."""
 
   name = "pallasbench-stage-processes"
+
+  def setup(self, worker) -> None:
+    if threading.current_thread() is threading.main_thread():
+      signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Tasks cancelled because the driver closes the cluster (an interrupted run) are no news.
+    logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
 
   def teardown(self, worker) -> None:
     stages.shutdown()
@@ -118,7 +133,10 @@ def connect(plan: WorkerPlan, *, scheduler: str | None, directory: pathlib.Path
     try:
       with distributed.Client(cluster) as client:
         client.register_plugin(_CloseStageProcesses())
-        yield client
+        try:
+          yield client
+        finally:
+          _close_stage_processes(client)
     except BaseException:
       # Stopped mid-run (a signal, an error): workers die with tasks in flight, which Dask
       # logs as errors by the dozen. The run's own message says what happened.
@@ -126,3 +144,13 @@ def connect(plan: WorkerPlan, *, scheduler: str | None, directory: pathlib.Path
       raise
     finally:
       cluster.close()
+
+
+def _close_stage_processes(client: distributed.Client) -> None:
+  """Closes every worker's judge and compiler processes before the cluster closes: a nanny
+  gives its worker 4 s to stop before it kills it (and logs so), and a GPU judge can take
+  longer than that to end. A worker that cannot answer is left to the nanny."""
+  try:
+    client.run(stages.shutdown)
+  except Exception as e:  # pylint: disable=broad-except  (closing: the nanny kills what is left)
+    logger.debug("closing the stage processes: %s", e)

@@ -170,6 +170,11 @@ def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
         worker.close()
         worker = None
       on_result(record, artifacts)
+  except BaseException:  # interrupted (Ctrl-C): the judge's work is lost anyway
+    if worker is not None:
+      worker.close(grace_s=0)
+      worker = None
+    raise
   finally:
     if worker is not None:
       worker.close()

@@ -166,6 +166,23 @@ def reconcile(run_dir: pathlib.Path) -> set[Key]:
   return set(kept)
 
 
+def unfinished_run(folder: pathlib.Path, items: Sequence[WorkItem], device: str
+                   ) -> pathlib.Path | None:
+  """The newest run folder in `folder` that planned exactly `items` on `device` and did not
+  finish (interrupted, or killed): the run a plain re-run of its command continues."""
+  want = ({i.task for i in items}, {str(i.size) for i in items}, {i.variant for i in items})
+  for run_dir in sorted(folder.glob("*/"), reverse=True):  # <device>-<UTC time>: newest first
+    try:
+      manifest = json.loads((run_dir / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError):
+      continue
+    planned = tuple(set(manifest.get(k) or ()) for k in ("tasks", "sizes", "variants"))
+    if (manifest.get("finished_at") is None and manifest.get("device") == device
+        and planned == want):
+      return run_dir
+  return None
+
+
 def per_judge_minute(measured: int, wall_s: float, judges: int) -> float | None:
   """Throughput: evaluations measured per minute of the judges' time (wall time x judges)."""
   return measured / (wall_s / 60 * judges) if wall_s > 0 and judges > 0 else None
@@ -279,19 +296,26 @@ class ClusterOptions:
 
 
 class Interrupted(Exception):
-  """SIGTERM or SIGINT stopped the run; what was measured is kept and resumes."""
+  """SIGTERM or SIGINT stopped the run in `run_dir`; what was measured is kept and resumes."""
+
+  def __init__(self, message: str, run_dir: pathlib.Path):
+    super().__init__(message)
+    self.run_dir = run_dir
 
 
 @contextlib.contextmanager
-def _stop_on_signals() -> Iterator[None]:
+def _stop_on_signals(run_dir: pathlib.Path) -> Iterator[None]:
   """SIGTERM (and SIGINT) end the run cleanly: the cluster is closed, the manifest says
-  interrupted. Only the main thread can install handlers; elsewhere nothing changes."""
+  interrupted. A second signal while the run closes is ignored (the first one is being
+  answered). Only the main thread can install handlers; elsewhere nothing changes."""
   if threading.current_thread() is not threading.main_thread():
     yield
     return
 
   def stop(signum, _frame):
-    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+    for s in (signal.SIGTERM, signal.SIGINT):
+      signal.signal(s, signal.SIG_IGN)
+    raise Interrupted(f"stopped by {signal.Signals(signum).name}", run_dir)
   old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
   try:
     yield
@@ -317,7 +341,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
     raise FileNotFoundError(f"--resume: {run_dir} does not exist; leave out --resume to start "
                             "a new run there")
   run_dir.mkdir(parents=True, exist_ok=True)
-  with _single_writer(run_dir), _stop_on_signals():
+  with _single_writer(run_dir), _stop_on_signals(run_dir):
     done = _check_resumable(run_dir, resume)
     if not resume:
       for name, text in (inputs or {}).items():
@@ -346,6 +370,9 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key]
                 limits: Limits, git_commit: str | None, command: str, options: ClusterOptions,
                 resume: bool, stream: TextIO, cache: verdicts.VerdictCache | None) -> pathlib.Path:
   todo = [item for item in items if _key(item) not in done]
+  if resume:
+    logger.info("resuming %s: %d of the %d planned evaluations are done, %d to measure", run_dir,
+                len(items) - len(todo), len(items), len(todo))
   manifest = _Manifest(run_dir, {
       "command": command, "git_commit": git_commit, "device": device,
       "started_at": _now(), "finished_at": None,

@@ -1,0 +1,339 @@
+"""The newcomer's path (issue #24): refusals before measuring, commands that say what to run
+next, paths that say what is wrong with them, tools that cannot write wrong data, and what a
+newcomer looks for (a licence, the tasks, the report command, docs that exist).
+
+Each command runs as a user runs it (its `main`, or a program), checked for its exit status,
+its first lines and what it measured or wrote. Ctrl-C is in test_interrupts.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from builder import plots, regenerate
+from builder.push import PushError, find_token
+from builder.records import BuildError, check_headline
+from builder.trees import check_sha256
+from pallasbench_dataset import autotune, evaluate as evaluate_cli, kernels, scaffold
+from pallasbench_dataset.evaluate import DEFAULT_SIZE, evaluate, summary_text
+from pallasbench_dataset.evaluation.errors import MAX_FRAME_CHARS, candidate_frame
+from pallasbench_dataset.evaluation.pipeline import suite
+from pallasbench_dataset.kernels import KernelLoadError, tree_dir
+from pallasbench_dataset.population import __main__ as population_cli, run as population_run
+from pallasbench_dataset.schema import EvalRecord, from_json_dict
+from pallasbench_dataset.tasks import list_tasks
+from tests import runfixtures as rf
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+ENV = {"PYTHONPATH": str(REPO)}
+RELU = str(REPO / "tests" / "controls" / "pos_calls_reference_relu.py")
+CPU_RELU = ["--device", "cpu", "--tasks", "relu", "--variants", "gpu", "--cpu-workers", "1"]
+
+
+def _program(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True,
+                        timeout=timeout, env={**os.environ, **ENV})
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. A release is compared by what its plots show, not by their pixels.
+
+def test_a_plot_is_compared_by_what_it_shows(tmp_path, monkeypatch):
+  trees = rf.write_tree(tmp_path)
+  records = rf.standard_records(trees)
+  png = plots.roofline_png(records)
+  shown = plots.content_of(png)
+  (axes,) = shown["axes"]
+  assert axes["title"] == "Roofline of the fixed kernels (NVIDIA H200)"
+  assert axes["xlabel"] == "arithmetic intensity (FLOP / byte)"
+  assert [t[0] for t in axes["texts"]] == [f"{r.task} (medium)" for r in records
+                                           if r.variant == "gpu"]
+  monkeypatch.setattr(plots, "_DPI", 101)  # other pixels, as another machine draws them
+  other = plots.roofline_png(records)
+  assert other != png and plots.content_of(other) == shown
+  slower = [rf.record(trees, "relu", runtime_ms=0.9), *records[1:]]
+  assert plots.content_of(plots.roofline_png(slower)) != shown
+  assert plots.content_of(b"\x89PNG\r\n\x1a\n") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Output paths are checked before the first evaluation; a build that fails after
+#    measuring keeps the records and says how to build them.
+
+def _foreign_folder(tmp: pathlib.Path) -> pathlib.Path:
+  (tmp / "mine").mkdir()
+  (tmp / "mine" / "notes.txt").write_text("my notes")
+  return tmp / "mine"
+
+
+def _below_a_file(tmp: pathlib.Path) -> pathlib.Path:
+  (tmp / "file").write_text("x")
+  return tmp / "file" / "ds"
+
+
+def _a_file(tmp: pathlib.Path) -> pathlib.Path:
+  (tmp / "r").write_text("x")
+  return tmp / "r"
+
+
+@pytest.mark.parametrize("make, flag, message", [
+    (_foreign_folder, "--out", "exists and is not a dataset folder"),
+    (_below_a_file, "--out", "is not a writable folder"),
+    (_a_file, "--results", "is a file, not a run folder"),
+])
+def test_a_bad_output_path_is_refused_before_measuring(tmp_path, capsys, make, flag, message):
+  path = make(tmp_path)
+  out = ["--out", str(tmp_path / "ds")] if flag == "--results" else []
+  code = regenerate.main([*CPU_RELU, *out, flag, str(path)])
+  err = capsys.readouterr().err
+  assert code == 2
+  assert err.startswith("error: ") and message in err.splitlines()[0]
+  assert not list(tmp_path.glob("*.runs")) and "measuring" not in err and "measured" not in err
+
+
+def test_a_build_that_fails_after_measuring_says_how_to_build_what_was_kept(tmp_path, capsys):
+  out, run = tmp_path / "ds", tmp_path / "run"
+  code = regenerate.main([*CPU_RELU, "--results", str(run), "--out", str(out),
+                          "--headline-size", "medium"])  # measured at small only
+  err = capsys.readouterr().err
+  assert code == 2, err[-3000:]
+  assert [r.task for r in suite.read_records(run)] == ["relu"]  # measured, and kept
+  (hint,) = [line for line in err.splitlines() if "are kept in" in line]
+  command = shlex.split(hint.split("without measuring again: ", 1)[1])
+  assert command[:5] == ["python", "-m", "builder.regenerate", "--from-results", str(run)]
+  fixed = [a for a in command[3:] if a not in ("--headline-size", "medium")]
+  assert regenerate.main(fixed) == 0, capsys.readouterr().err[-3000:]
+  assert (out / "README.md").is_file() and len(suite.read_records(run)) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. The autotuner refuses timings that are not comparable, and never tables them.
+
+def test_autotune_refuses_a_host_without_a_gpu(tmp_path, capsys):
+  results = tmp_path / "tune.jsonl"
+  assert autotune.main(["--tasks", "relu", "--sizes", "small", "--results", str(results)]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("error: no GPU here") and "--allow-cpu" in err
+  assert not results.exists()
+
+
+def test_write_tables_never_writes_a_line_not_measured_on_a_gpu(tmp_path, monkeypatch, capsys):
+  shutil.copy(tree_dir("gpu") / "relu.py", tmp_path / "relu.py")
+  before = (tmp_path / "relu.py").read_text()
+  gpu = {"task": "relu", "size": "medium", "platform": "gpu", "device_kind": "NVIDIA H200",
+         "shape_class": "4x4", "best": {"block": 1024, "num_warps": 4}}
+  cpu = {**gpu, "platform": "cpu", "device_kind": "cpu"}
+  old_cpu = {k: v for k, v in cpu.items() if k != "platform"}  # a line from before `platform`
+  for lines in ([cpu], [gpu, old_cpu]):
+    with pytest.raises(autotune.TuningError, match="not measured on a GPU"):
+      autotune.write_tables(lines, tmp_path)
+    assert (tmp_path / "relu.py").read_text() == before
+  results = tmp_path / "tune.jsonl"
+  results.write_text(json.dumps(cpu) + "\n")
+  monkeypatch.setattr(autotune, "tree_dir", lambda variant: tmp_path)
+  assert autotune.main(["--write-tables", str(results)]) == 2
+  assert "not measured on a GPU" in capsys.readouterr().err
+  assert (tmp_path / "relu.py").read_text() == before
+  assert autotune.write_tables([gpu], tmp_path) == [str(tmp_path / "relu.py")]
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. A kernel is a path or source text, unambiguously; a bad path says what is wrong.
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda t: _written(t / "k.txt", "def kernel(x):\n  return x\n"), KernelLoadError,
+     "is not a .py file: a kernel is a Python file"),
+    (lambda t: str(t), KernelLoadError, "is a directory: name the kernel's .py file in it"),
+    (lambda t: t / "missing.py", KernelLoadError, "does not exist"),
+    (lambda t: "def kernel(x, interpret=False):\n  return x\n", ValueError,
+     "kernel= is a path, but this one holds lines of text: pass source text as source="),
+    (lambda t: None, ValueError, "either as a path to its .py file (kernel=...) or as its source"),
+])
+def test_evaluate_says_what_is_wrong_with_the_kernel_argument(tmp_path, make, error, message):
+  with pytest.raises(error, match=re.escape(message)):
+    evaluate("relu", make(tmp_path), device="cpu")
+
+
+def _written(path: pathlib.Path, text: str) -> str:
+  path.write_text(text)
+  return str(path)
+
+
+def test_the_cli_says_a_kernel_directory_is_a_directory(tmp_path, capsys):
+  assert evaluate_cli.main(["--task", "relu", "--kernel", str(tmp_path), "--device", "cpu"]) == 2
+  assert capsys.readouterr().err == (f"error: {str(tmp_path)!r} is a directory: name the "
+                                     "kernel's .py file in it\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. A kernel's exception names its own frame, and what it printed, in both views.
+
+def test_a_kernel_exception_names_its_frame_and_output_in_both_views(tmp_path, capsys):
+  path = tmp_path / "my_relu.py"
+  path.write_text('"""relu that talks, then fails."""\n\n\ndef kernel(x, interpret=False):\n'
+                  '  print("hello from my kernel")\n  raise ValueError("my kernel fails")\n')
+  assert evaluate_cli.main(["--task", "relu", "--kernel", str(path), "--device", "cpu",
+                            "--json"]) == 1
+  data = json.loads(capsys.readouterr().out)
+  frame = f'raised in the kernel at {path}:6 in kernel: raise ValueError("my kernel fails")'
+  assert data["error"].splitlines() == ["ValueError: my kernel fails", frame]
+  assert "hello from my kernel" in data["exporter_output"]
+  summary = summary_text(from_json_dict(EvalRecord, data))
+  assert f"  error: ValueError: my kernel fails\n    {frame}\n" in summary
+  assert "  the kernel printed (" in summary and "    | hello from my kernel" in summary
+
+
+def test_an_import_error_names_the_line_and_a_frame_is_bounded():
+  with pytest.raises(KernelLoadError) as info:
+    kernels.load_module("A = 1\nraise RuntimeError('boom')\n", "k.py")
+  assert str(info.value) == ("importing k.py raised RuntimeError: boom\nraised in the kernel at "
+                             "k.py:2 in <module>: raise RuntimeError('boom')")
+  try:
+    exec(compile("x = 1\nraise ValueError(" + "'a' * 0 + " * 200 + "'')\n", "long.py", "exec"), {})  # pylint: disable=exec-used
+  except ValueError as e:
+    frame = candidate_frame(e, "long.py", "x = 1\nraise ValueError(" + "'a' * 0 + " * 200 + "'')\n")
+  assert frame.startswith("raised in the kernel at long.py:2 in <module>: raise ValueError(")
+  assert len(frame) == MAX_FRAME_CHARS
+  assert candidate_frame(ValueError("elsewhere"), "long.py") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Long refusals summarise and name the flag that fixes them.
+
+def test_refusals_count_what_they_list_and_name_the_flag(tmp_path):
+  tasks = [s.name for s in list_tasks()][1:]
+  missing = [(t, v, "medium") for t in tasks for v in ("tpu", "gpu")]
+  with pytest.raises(BuildError) as info:
+    check_headline(missing, "medium", allow_partial=False)
+  text = str(info.value)
+  assert f"lacks records for {len(missing)} evaluation(s): gelu (tpu), gelu (gpu), silu (tpu), " \
+         f"silu (gpu), sigmoid (tpu) and {len(missing) - 5} more. To build what was measured, " \
+         "pass --allow-partial" in text
+  assert len(text) < 400
+  trees = rf.write_tree(tmp_path)
+  stale = [rf.record(trees, t, v, s, kernel_sha256="0" * 64)
+           for t in rf.TASKS for v in ("tpu", "gpu") for s in ("small", "medium")]
+  with pytest.raises(BuildError) as info:
+    check_sha256(stale, trees)
+  assert f"{len(stale)} record(s) measured a kernel" in str(info.value)
+  assert f"and {len(stale) - 5} more" in str(info.value)
+  assert "pass --kernel-trees with it (e.g. --kernel-trees data" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. The small ones.
+
+def test_push_options_without_push_are_refused_before_measuring(tmp_path, capsys):
+  code = regenerate.main([*CPU_RELU, "--out", str(tmp_path / "ds"), "--tag", "v2"])
+  assert code == 2
+  assert capsys.readouterr().err == ("error: --tag applies only to a push: add --push, or "
+                                     "leave it out\n")
+  assert not (tmp_path / "ds.runs").exists()
+
+
+def test_the_no_token_message_names_what_the_command_line_accepts(tmp_path, monkeypatch):
+  monkeypatch.delenv("HF_TOKEN", raising=False)
+  monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+  with pytest.raises(PushError) as info:
+    find_token(None)
+  text = str(info.value)
+  assert "`hf auth login`" in text and "export HF_TOKEN=hf_..." in text
+  assert "or pass token=" not in text and "from Python, pass push_folder(..., token=...)" in text
+
+
+def test_the_scaffold_keeps_an_existing_folder_unless_forced(tmp_path, capsys):
+  argv = ["--framework", "openevolve", "--task", "relu", "--out", str(tmp_path)]
+  assert scaffold.main(argv) == 0
+  program = tmp_path / "openevolve" / "relu-gpu" / "initial_program.py"
+  program.write_text("# my evolved kernel\n")
+  capsys.readouterr()
+  assert scaffold.main(argv) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("error: 1 scaffold folder(s) exist and hold files") and "--force" in err
+  assert program.read_text() == "# my evolved kernel\n"
+  assert scaffold.main(["--framework", "openevolve", "--all", "--out", str(tmp_path)]) == 2
+  assert sorted(p.name for p in (tmp_path / "openevolve").iterdir()) == ["relu-gpu"]
+  assert scaffold.main([*argv, "--force"]) == 0
+  assert program.read_text() != "# my evolved kernel\n"
+
+
+def test_list_options_take_spaces_and_commas_everywhere(tmp_path, capsys):
+  args = regenerate.build_parser().parse_args(
+      ["--tasks", "relu,gelu", "silu", "--variants", "gpu", "--sizes", "small,", "medium",
+       "--levels", "1,2"])
+  assert (args.tasks, args.variants, args.sizes, args.levels) == (
+      ["relu", "gelu", "silu"], ["gpu"], ["small", "medium"], [1, 2])
+  assert regenerate.build_parser().parse_args(["--variants", "tpu", "gpu"]).variants == ["tpu", "gpu"]
+  with pytest.raises(SystemExit):
+    regenerate.build_parser().parse_args(["--variants", "gpu,cuda"])
+  assert "invalid choice(s) ['cuda']" in capsys.readouterr().err
+  assert population_cli.main(["generate", "--out", str(tmp_path), "--count", "4",
+                              "--tasks", "relu,gelu"]) == 0
+  assert "wrote 4 candidates" in capsys.readouterr().out
+  assert autotune.main(["--tasks", "relu,nope", "--sizes", "small", "--results", "r",
+                        "--allow-cpu"]) == 2
+  assert "unknown task(s) ['nope']" in capsys.readouterr().err
+
+
+def test_evaluate_defaults_to_medium_on_a_gpu_like_the_other_commands(monkeypatch):
+  asked = []
+  monkeypatch.setattr(evaluate_cli, "run_items", lambda items, *a, on_result: asked.extend(items)
+                      or on_result(None, None))
+  for device, size in (("gpu", "medium"), ("cpu", "small")):
+    monkeypatch.setattr(evaluate_cli, "resolve_device", lambda _, device=device: device)
+    evaluate("relu", RELU)
+    assert asked.pop().size == size == DEFAULT_SIZE[device]
+  assert evaluate_cli.build_parser().parse_args(["--task", "relu", "--kernel", RELU]).size is None
+  assert population_run.DEFAULT_SIZE is DEFAULT_SIZE
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. What a newcomer looks for.
+
+def test_the_licence_is_the_apache_2_text_pyproject_declares():
+  text = (REPO / "LICENSE").read_bytes()
+  # sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt
+  assert hashlib.sha256(text).hexdigest() == (
+      "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30")
+  assert 'license = "Apache-2.0"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_the_tasks_command_lists_the_tasks_and_shows_one():
+  listed = _program("-m", "pallasbench_dataset.tasks")
+  assert listed.returncode == 0 and listed.stderr == ""  # no runpy warning either
+  lines = listed.stdout.splitlines()
+  assert lines[0].split() == ["id", "task", "level", "category", "tolerance"]
+  assert [line.split()[1] for line in lines[1:46]] == [s.name for s in list_tasks()]
+  shown = _program("-m", "pallasbench_dataset.tasks", "softmax")
+  assert shown.returncode == 0, shown.stderr
+  assert shown.stdout.startswith("softmax (task 14, level 1, softmax)\n")
+  assert ("    x: float32; small (256, 256), medium (2048, 2048), large (8192, 8192), "
+          "edge (100, 1000)") in shown.stdout
+  assert "  tolerance: reduction (" in shown.stdout
+  assert "def reference(x):\n  return jax.nn.softmax(x, axis=-1)" in shown.stdout
+  unknown = _program("-m", "pallasbench_dataset.tasks", "sofmax")
+  assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown task 'sofmax'")
+
+
+def test_the_readme_names_the_report_command_and_the_docs_point_to_what_exists():
+  readme = (REPO / "README.md").read_text()
+  assert "python -m pallasbench_dataset.evaluation.pipeline.report " in readme
+  assert "python -m pallasbench_dataset.evaluation.report" not in readme  # the old room
+  check = (REPO / "docs" / "gpu_check.md").read_text()
+  assert not re.search(r"\d\s*(ms|GB/s|TFLOP/s)\b", check)  # no release's figures to go stale
+  paths = set(re.findall(r"(?<![\w/])((?:data|docs|tests|runs)/[\w.*/-]*\w)", check))
+  assert {"data/README.md", "docs/measurements.md", "data/results/h200-253a084-run1"} <= paths
+  made_here = {p for p in paths if p.startswith("runs/")}  # what the page's commands create
+  assert [p for p in paths - made_here if not list(REPO.glob(p))] == []
+  report = _program("-m", "pallasbench_dataset.evaluation.pipeline.report", "--help")
+  assert report.returncode == 0 and report.stdout.startswith("usage: ")
