@@ -12,9 +12,11 @@ import functools
 import math
 import operator
 import re
+import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax import lax
 from jax._src.internal_test_util.export_back_compat_test_data.pallas import mosaic_gpu_add_one
@@ -263,7 +265,7 @@ REJECTED = {
     "hidden_rng_state": ("relu", _relu_with_hidden_rng, "stateful op stablehlo.rng"),
     "contraction_in_a_composite_named_erf": (
         "matmul", lambda x, y: _copy(lax.composite(lambda a, b: a @ b, name="chlo.erf")(x, y)),
-        "contractions outside the kernel"),
+        'no cost model for: stablehlo.composite "chlo.erf"'),
 }
 
 
@@ -473,13 +475,14 @@ def test_switch_on_a_loop_counter_is_not_a_move():
   assert report.data_dependent_moves == 0 and reasons == [], reasons
 
 
-def test_op_without_rule_is_costed_and_listed():
+def test_op_without_rule_is_refused_costed_and_listed():
   def fn(x):
     _, bits = lax.rng_bit_generator(jnp.zeros(4, jnp.uint32), x.shape, dtype=jnp.uint32)
     return _copy(x * bits.astype(jnp.float32))
 
-  report, _ = _judge(fn, "relu")
+  report, reasons = _judge(fn, "relu")
   assert report.unknown_ops == ("stablehlo.rng_bit_generator",)
+  assert any("no cost model for: stablehlo.rng_bit_generator" in r for r in reasons), reasons
   assert dict(report.top_ops)["stablehlo.rng_bit_generator"] >= math.prod(
       get_task("relu").input_shapes(Size.SMALL)[0])
 
@@ -623,3 +626,143 @@ def test_reasons_apply_the_limits_at_their_boundary():
   assert module_reasons(gather_task, task_flops=0, output_elements=1000) == []
   assert module_reasons(dataclasses.replace(gather_task, data_dependent_moves=101),
                         task_flops=0, output_elements=1000) != []
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Issue #22: what XLA runs is not what the module says (composites, unmodelled ops), decoy
+#    branches, triangular loops, and modules written to stop or crash the analysis.
+
+def _topk_row_max(x):
+  """reduce_max by XLA's top_k outside the kernel, as jax lowers it (a composite)."""
+  return _copy(lax.top_k(x, 1)[0][:, 0])
+
+
+def _first_column(v, **_):
+  """A free decomposition: a slice, and zeros for the indices."""
+  return v[:, :1], jnp.zeros((v.shape[0], 1), jnp.int32)
+
+
+def _fake_topk(x):
+  """A composite jax's top_k would emit (name, attributes), with a free decomposition: XLA
+  knows the name, runs its native top_k and drops the decomposition."""
+  return lax.composite(_first_column, name="chlo.top_k", version=1)(
+      x, k=np.int64(1), is_stable=True)[0][:, 0]
+
+
+def _topk_composite_row_max(x):
+  return _copy(_fake_topk(x))
+
+
+DECOY_K = 16  # 16 of matmul's 256: 6.25% of its FLOPs
+
+
+def _matmul_with_decoy_branch(x, y):
+  """The kernel does K[16:]; XLA's dot does K[:16] in a branch whose twin is a decoy with more
+  elementwise work (and no contraction), which the costliest-branch rule charged instead."""
+  kernel = _gpu_kernel("matmul")
+  rest = kernel(x, jnp.concatenate([jnp.zeros_like(y[:DECOY_K]), y[DECOY_K:]]))
+
+  def contraction(a, b):
+    return a[:, :DECOY_K] @ b[:DECOY_K]
+
+  def decoy(a, b):
+    v = a[:, :b.shape[1]]
+    for _ in range(35):
+      v = v * 1.0001
+    return v * 0.0
+
+  return rest + lax.cond(jnp.isfinite(x[0, 0]), contraction, decoy, x, y)
+
+
+TRIANGLE_BLOCK = 128
+
+
+def _relu_by_triangular_blocks(x):
+  """relu by one kernel launch per block pair (i, j >= i), each doing blocks (i, j) and
+  (j, i): `for i in range(n): for j in range(i, n)`, an inner loop starting at the outer
+  counter."""
+  relu = _gpu_kernel("relu")
+  b = TRIANGLE_BLOCK
+  n = x.shape[0] // b
+
+  def block(out, r, c):
+    done = relu(lax.dynamic_slice(x, (r * b, c * b), (b, b)))
+    return lax.dynamic_update_slice(out, done, (r * b, c * b))
+
+  def row(i, out):
+    return lax.fori_loop(i, n, lambda j, o: block(block(o, i, j), j, i), out)
+
+  return lax.fori_loop(0, n, row, jnp.zeros_like(x))
+
+
+ATTACKS_22 = {
+    "topk_outside": ("reduce_max", _topk_row_max, "stablehlo.composite"),
+    "topk_composite": ("reduce_max", _topk_composite_row_max, "stablehlo.composite"),
+    "decoy_branch_contraction": ("matmul", _matmul_with_decoy_branch,
+                                 "contractions outside the kernel"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ATTACKS_22))
+def test_issue22_attack_is_rejected(case):
+  task, fn, reason = ATTACKS_22[case]
+  report, reasons = _judge(fn, task)
+  assert any(reason in r for r in reasons), f"{case}: {reasons} {report}"
+
+
+def test_xla_runs_a_known_composite_natively():
+  """Why composites are refused: compiled by XLA, the fake top_k computes the row max its
+  decomposition does not."""
+  x = get_task("reduce_max").make_inputs(get_task("reduce_max").dims(Size.SMALL), 0)[0]
+  out = np.asarray(jax.jit(_fake_topk)(x))
+  np.testing.assert_array_equal(out, np.asarray(x).max(axis=1))
+  assert not np.array_equal(out, np.asarray(x)[:, 0])
+
+
+def test_triangular_loop_kernel_passes():
+  report, reasons = _judge(_relu_by_triangular_blocks, "relu")
+  assert reasons == [] and report.unbounded_loops == 0, (reasons, report)
+  n = get_task("relu").input_shapes(Size.SMALL)[0][0] // TRIANGLE_BLOCK
+  assert [k.launches for k in report.kernels] == [2 * n * n]  # n rows, at most n columns each
+
+
+def _nested_loops(depth: int, seed):
+  """fori_loops nested `depth` deep, each with a fresh carry that turns data-derived in its
+  first trip: a fixpoint that re-analyses its inner loops on every pass takes 2^depth."""
+  def body(_, carry):
+    a, b = carry
+    inner = _nested_loops(depth - 1, a)[1] if depth > 1 else b
+    return a, a + inner
+
+  return lax.fori_loop(0, 2, body, (seed, jnp.float32(0)))
+
+
+NESTED_DEPTH = 24
+
+
+def test_deeply_nested_loops_are_judged_fast():
+  text = _export(lambda x: _copy(x + _nested_loops(NESTED_DEPTH, x[0, 0])[1]), "relu")
+  start = time.perf_counter()
+  report = analyze_module(text)
+  assert time.perf_counter() - start < 2.0
+  assert report.unbounded_loops == 0 and report.outside_flops >= 2 ** NESTED_DEPTH
+
+
+def _nested_ifs(depth: int) -> str:
+  """A module of `depth` nested stablehlo.if regions, in generic syntax."""
+  ret = '"stablehlo.return"(%s) : (tensor<f32>) -> ()'
+  text = ret % "%arg1"
+  for _ in range(depth):
+    text = ('%r = "stablehlo.if"(%arg0) ({' + text + '}, {' + ret % "%arg1"
+            + '}) : (tensor<i1>) -> tensor<f32> ' + ret % "%r")
+  text = text[:text.rfind('"stablehlo.return"')] + '"func.return"(%r) : (tensor<f32>) -> ()'
+  return ("module { func.func public @main(%arg0: tensor<i1>, %arg1: tensor<f32>) -> "
+          "tensor<f32> {" + text + "} }")
+
+
+PARSER_CRASH_DEPTH = 5000  # ir.Module.parse overflows an 8 MiB C stack from about 3000
+
+
+def test_deeply_nested_module_is_refused_before_the_parser():
+  with pytest.raises(ModuleAnalysisError, match="nested deeper"):
+    analyze_module(_nested_ifs(PARSER_CRASH_DEPTH))
