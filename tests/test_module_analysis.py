@@ -905,3 +905,21 @@ def test_fuzzed_artifact_bytes_are_refused_by_the_analysis_process():
         pass
   finally:
     analyser.close()
+
+
+def test_loop_bounded_by_an_outer_counter_charges_its_longest_run():
+  """`for j in range(i)` under `for i in range(8)`: the inner body runs 28 times in all; the
+  interval of i, [0, 7], bounds each inner run by 7 (56 charged: sound, never fewer)."""
+  chunk = 64
+
+  def fn(x):
+    def inner(j, out):
+      part = jnp.maximum(lax.dynamic_slice_in_dim(x, j * chunk, chunk), 0.0)
+      return lax.dynamic_update_slice_in_dim(out, part, j * chunk, 0)
+
+    return _copy(lax.fori_loop(0, 8, lambda i, out: lax.fori_loop(0, i, inner, out), x))
+
+  report, _ = _judge(fn, "relu")
+  elements = chunk * get_task("relu").input_shapes(Size.SMALL)[0][1]
+  assert report.unbounded_loops == 0
+  assert dict(report.top_ops)["stablehlo.maximum"] == 8 * 7 * elements
