@@ -923,3 +923,24 @@ def test_loop_bounded_by_an_outer_counter_charges_its_longest_run():
   elements = chunk * get_task("relu").input_shapes(Size.SMALL)[0][1]
   assert report.unbounded_loops == 0
   assert dict(report.top_ops)["stablehlo.maximum"] == 8 * 7 * elements
+
+
+def _chain_of_adds(length: int) -> str:
+  """A flat module of `length` scalar additions, one after another."""
+  ops = ['%v0 = "stablehlo.add"(%arg0, %arg0) : (tensor<f32>, tensor<f32>) -> tensor<f32>']
+  ops += [f'%v{i} = "stablehlo.add"(%v{i - 1}, %arg0) : (tensor<f32>, tensor<f32>) -> tensor<f32>'
+          for i in range(1, length)]
+  return ("module { func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {" + "\n".join(ops)
+          + f'\n"func.return"(%v{length - 1}) : (tensor<f32>) -> () }} }}')
+
+
+def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
+  """10000 ops take the helper about a second; with 0.3 s it is killed, the module refused."""
+  analyser = ModuleAnalyser(timeout_s=0.3)
+  try:
+    analyser.analyse(HONEST_SERIALIZED())  # started: the limit is on the analysis alone
+    with pytest.raises(ModuleAnalysisError, match="took longer than 0.3 s while analysing"):
+      analyser.analyse(_serialized(_chain_of_adds(10_000)))
+    assert analyser.analyse(HONEST_SERIALIZED())[0].outside_flops == 8 * 128
+  finally:
+    analyser.close()

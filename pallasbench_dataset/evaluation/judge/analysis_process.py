@@ -169,7 +169,7 @@ class ModuleAnalyser:
       if self._proc.poll() is not None:
         failure = f"{death_message(self._proc.returncode, 'the module analysis process')} while {doing}"
       elif time.monotonic() > deadline:
-        failure = f"the module analysis took longer than {timeout_s:.0f} s while {doing}"
+        failure = f"the module analysis took longer than {timeout_s:g} s while {doing}"
       elif (rss := process_rss_bytes(self._proc.pid)) > self._memory_bytes:
         failure = (f"the module analysis outgrew {self._memory_bytes / 2**30:.1f} GiB "
                    f"({rss / 2**30:.1f} GiB) while {doing}")
