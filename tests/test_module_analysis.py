@@ -10,10 +10,13 @@ import collections
 import dataclasses
 import functools
 import math
+import multiprocessing
 import operator
+import os
 import random
 import re
 import resource
+import signal
 import time
 import types
 
@@ -30,7 +33,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from pallasbench_dataset import Size, get_task, list_tasks
-from pallasbench_dataset.evaluation.judge import core
+from pallasbench_dataset.evaluation.judge import core, process
 from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     NO_KERNEL_REASON, AnalysisLimits, ModuleAnalysisError, ModuleReport, analyze_module,
@@ -944,3 +947,37 @@ def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
     assert analyser.analyse(HONEST_SERIALIZED())[0].outside_flops == 8 * 128
   finally:
     analyser.close()
+
+
+class _FakeJudge:
+  """A judge process as JudgeWorker.run sees it: alive until told its exit code."""
+
+  def __init__(self):
+    self.pid, self.returncode = os.getpid(), None
+
+  def poll(self):
+    return self.returncode
+
+  def kill(self):
+    self.returncode = -9
+
+  def wait(self, timeout=None):  # pylint: disable=unused-argument
+    return self.returncode
+
+
+@pytest.mark.parametrize("ending", ["timeout", "crash"])
+def test_a_judge_that_hangs_or_dies_is_reported_in_its_stage(ending):
+  worker = process.JudgeWorker.__new__(process.JudgeWorker)
+  worker._conn, judge_end = multiprocessing.Pipe()  # pylint: disable=protected-access
+  worker._proc = _FakeJudge()  # pylint: disable=protected-access
+  judge_end.send(("stage", "module analysis"))
+  judge_end.send(("stage", "compile"))
+  if ending == "crash":
+    worker._proc.returncode = -signal.SIGSEGV  # pylint: disable=protected-access
+  kind, message = worker.run(None, process.Limits(timeout_s=0.5, memory_bytes=1 << 60))
+  assert kind == ending
+  if ending == "timeout":
+    assert re.search(r"limit: its compile stage ran for the last \d+ s; the process was killed",
+                     message), message
+  else:
+    assert message == "the judge process died with SIGSEGV in its compile stage", message
