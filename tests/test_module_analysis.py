@@ -981,3 +981,28 @@ def test_a_judge_that_hangs_or_dies_is_reported_in_its_stage(ending):
                      message), message
   else:
     assert message == "the judge process died with SIGSEGV in its compile stage", message
+
+
+def test_a_function_is_analysed_afresh_for_each_pattern_of_data_arguments():
+  """One helper called on data, then on the loop counter: its second call must not inherit
+  the first one's data-derived values (a slice at the counter is no move). jax emits a copy
+  of the helper per call; a module may share one."""
+  @jax.jit
+  def offset(i):
+    return (i * 3) % 4
+
+  def fn(x):
+    rows = x.shape[0] // 4
+    first = offset(x[0, 0].astype(jnp.int32))  # on data: the helper's values derive from it
+
+    def body(i, out):
+      start = offset(i) * rows
+      return lax.dynamic_update_slice_in_dim(out, lax.dynamic_slice_in_dim(x, start, rows),
+                                             start, 0)
+
+    return _copy(lax.fori_loop(0, 4, body, x) + 0.0 * first)
+
+  text = _export(fn, "relu")
+  assert "call @offset(" in text and "call @offset_0(" in text  # jax's copy for each call
+  report = analyze_module(text.replace("call @offset_0(", "call @offset("))  # one, shared
+  assert report.data_dependent_moves <= 1, report  # the helper's select on data, in its first call

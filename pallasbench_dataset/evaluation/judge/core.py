@@ -21,12 +21,12 @@ import pathlib
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import jax
 import numpy as np
 
-from pallasbench_dataset.evaluation.judge import analysis_process, checks, module_analysis, timing
+from pallasbench_dataset.evaluation.judge import checks, module_analysis, timing
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, short_error
@@ -36,6 +36,9 @@ from pallasbench_dataset.schema import (
     StageTimes, Status, from_json_dict)
 from pallasbench_dataset.tasks import Dims, Size, TaskSpec, get_task
 from pallasbench_dataset.tolerance import compare
+
+if TYPE_CHECKING:
+  from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +100,13 @@ class JudgeItem:
   candidate: str | None = None  # a population's candidate id, copied to the record
 
 
+def _shared_analyser() -> ModuleAnalyser:
+  """The judge process' analysis helper. Imported here, not with this module: the exporter
+  imports the judge's names, and the helper's process plumbing is no business of its."""
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  return analysis_process.shared()
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
   """What a judge process measures once and shares across its evaluations."""
@@ -107,8 +117,7 @@ class Context:
   dump_dir: pathlib.Path | None
   # Where modules are read: a helper process, so that a module built to crash MLIR's parser
   # cannot take the judge down.
-  analyser: analysis_process.ModuleAnalyser = dataclasses.field(
-      default_factory=analysis_process.shared)
+  analyser: ModuleAnalyser = dataclasses.field(default_factory=_shared_analyser)
   stage: Callable[[str], None] = lambda _: None  # told each stage as it starts (for timeouts)
 
   @property

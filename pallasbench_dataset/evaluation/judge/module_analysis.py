@@ -704,8 +704,12 @@ class _Analyzer:
     return found
 
   def _flow(self, block: ir.Block) -> None:
-    """Marks the values of a function's body that derive from data, by a sparse fixpoint."""
+    """Marks the values of a function's body that derive from data, by a sparse fixpoint
+    from none of them (another pattern of arguments may have marked them before)."""
     order = self._ops(block)
+    for op in order:
+      for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)):
+        self._data[value] = False
     pending = collections.deque(order)
     queued = set(order)
     while pending:

@@ -114,6 +114,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
   while (item := conn.recv()) is not None:
     try:
       if isinstance(item, CompileItem):
+        conn.send(("stage", "compile"))
         conn.send(("compiled", precompile(item, dump_dir)))
       else:
         record, artifacts = evaluate_artifact(item, ctx)
@@ -236,7 +237,7 @@ class JudgeWorker:
           return kind, (from_json_dict(EvalRecord, payload[0]), from_json_dict(Artifacts, payload[1]))
         if kind == "compiled":
           return "result", payload[0]
-        return kind, payload if kind == "crash" else payload[0]
+        return kind, payload[0]
       if self._proc.poll() is not None:
         return "crash", f"{death_message(self._proc.returncode)} in its {stage} stage"
       if time.monotonic() - start > limits.timeout_s:
