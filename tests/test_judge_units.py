@@ -970,6 +970,18 @@ def test_edge_compiles_the_edge_artifact(analysis):  # pylint: disable=unused-ar
   assert judge._edge(report, _item(check_edge=False), RELU, _ctx()) is None  # pylint: disable=protected-access
 
 
+def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
+  """An edge shape the kernel cannot export is general_shapes=False; an edge artifact whose
+  module the analysis refuses (hostile bytes) rejects the kernel."""
+  def refuse(_, serialized):
+    raise module_analysis.ModuleAnalysisError("nested deeper than 256 brackets")
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", refuse)
+  shape = RELU.output(RELU.dims(Size.EDGE))
+  report = _report(_entry(), _entry("edge", artifacts={"cpu": _blob(shape=shape)}))
+  assert _failure(judge._edge, report, _item(check_edge=True), RELU, _ctx()) == (  # pylint: disable=protected-access
+      Status.REJECTED, None, "the exported module cannot be analysed: nested deeper than 256 brackets")
+
+
 @pytest.mark.parametrize("entries, message", [
     ((), "the exporter returned no export for size edge"),
     ((_entry("edge", errors={"cpu": "LoweringError: too odd\ndetail"}),), "LoweringError: too odd"),
