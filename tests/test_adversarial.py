@@ -147,7 +147,23 @@ def _cases() -> dict[str, Case]:
   }
 
 
-CASES = _cases()
+def _analysis_cases() -> dict[str, Case]:
+  """Issue #22 (findings 2 and 3): what XLA runs is not the module as exported, decoy
+  branches, triangular loops, and modules written to stop the analysis. Each attack passed the
+  judge before its fix (the composite and the decoy with no reasons; the nested loops held
+  the judge past any limit) and the triangular kernel was rejected as unbounded."""
+  R, P = Status.REJECTED, Status.PASS
+  return {
+      "topk_composite": Case("adv_topk_composite_reduce_max", "reduce_max", R,
+                             ('no cost model for: stablehlo.composite "chlo.top_k"',)),
+      "decoy_branch": Case("adv_decoy_branch_matmul", "matmul", R,
+                           ("contractions outside the kernel",)),
+      "nested_loops": Case("adv_nested_loops_relu", "relu", P),
+      "pos_triangular": Case("adv_pos_triangular_relu", "relu", P),
+  }
+
+
+CASES = {**_cases(), **_analysis_cases()}
 # Files whose attack leaves a trace outside the sandbox if it succeeds: the path, with @MARK@.
 TARGETS = {
     "subprocess_touch": f"/tmp/pallasbench-adv-touch-{MARK}",
@@ -396,7 +412,7 @@ def _cuda_module(file: str, task: str) -> tuple[str, dict]:
 
 
 @pytest.mark.parametrize("name", ["case_gather", "rotating_while", "narrow_counter",
-                                  "stateful_rng"])
+                                  "stateful_rng", "topk_composite", "decoy_branch"])
 def test_module_analysis_sees_the_hidden_work(name):
   case = CASES[name]
   text, sizes = _cuda_module(case.file, case.task)

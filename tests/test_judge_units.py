@@ -583,7 +583,7 @@ def test_judge_outputs_edge_shape():
 
 from pallasbench_dataset.evaluation import protocol  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
-from pallasbench_dataset.evaluation.judge import module_analysis, timing  # noqa: E402
+from pallasbench_dataset.evaluation.judge import analysis_process, module_analysis, timing  # noqa: E402
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
@@ -760,19 +760,21 @@ def test_artifact_blob_rejects_host_callbacks(message):
 
 @pytest.fixture
 def analysis(monkeypatch):
-  """module_analysis stubbed: the structure reasons and custom calls a test wants."""
+  """module_analysis stubbed (in this process, not the analysis helper): the structure reasons
+  and custom calls a test wants."""
   box = types.SimpleNamespace(reasons=[], disallowed=(), stateful=(), texts=[], calls=[],
                               backends=("triton",))
 
-  def analyze_module(text):
+  def analyse(_, serialized):
+    text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
     box.texts.append(text)
     return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
-                                 kernels=[types.SimpleNamespace(backend=b) for b in box.backends])
+                                 kernels=[types.SimpleNamespace(backend=b) for b in box.backends]), text
 
   def module_reasons(found, *, task_flops, output_elements):
     box.calls.append((found, task_flops, output_elements))
     return list(box.reasons)
-  monkeypatch.setattr(module_analysis, "analyze_module", analyze_module)
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", analyse)
   monkeypatch.setattr(module_analysis, "module_reasons", module_reasons)
   return box
 
@@ -811,13 +813,14 @@ def test_structure_is_read_from_a_device_export(analysis, monkeypatch, env, plat
 
 
 def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
-  def broken(text):
-    raise module_analysis.ModuleAnalysisError(f"unknown op in {text}")
-  monkeypatch.setattr(module_analysis, "analyze_module", broken)
-  assert _failure(judge._analyze, "mod") == (  # pylint: disable=protected-access
-      Status.REJECTED, None, "the exported module cannot be analysed: unknown op in mod")
-  monkeypatch.setattr(module_analysis, "analyze_module", lambda text: ("report of", text))
-  assert judge._analyze("mod") == ("report of", "mod")  # pylint: disable=protected-access
+  def broken(_, serialized):
+    raise module_analysis.ModuleAnalysisError(f"unknown op in {serialized}")
+  exported = types.SimpleNamespace(mlir_module_serialized=b"mod")
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", broken)
+  assert _failure(judge._analyze, exported, _ctx()) == (  # pylint: disable=protected-access
+      Status.REJECTED, None, "the exported module cannot be analysed: unknown op in b'mod'")
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", lambda _, b: ("report of", b))
+  assert judge._analyze(exported, _ctx()) == ("report of", b"mod")  # pylint: disable=protected-access
 
 
 def test_compile_refuses_disallowed_custom_calls(analysis):
@@ -965,6 +968,18 @@ def test_edge_compiles_the_edge_artifact(analysis):  # pylint: disable=unused-ar
   x = RELU.make_inputs(edge_dims, 1)[0]
   np.testing.assert_array_equal(fn(x), np.maximum(np.asarray(x), 0))
   assert judge._edge(report, _item(check_edge=False), RELU, _ctx()) is None  # pylint: disable=protected-access
+
+
+def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
+  """An edge shape the kernel cannot export is general_shapes=False; an edge artifact whose
+  module the analysis refuses (hostile bytes) rejects the kernel."""
+  def refuse(_, serialized):
+    raise module_analysis.ModuleAnalysisError("nested deeper than 256 brackets")
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", refuse)
+  shape = RELU.output(RELU.dims(Size.EDGE))
+  report = _report(_entry(), _entry("edge", artifacts={"cpu": _blob(shape=shape)}))
+  assert _failure(judge._edge, report, _item(check_edge=True), RELU, _ctx()) == (  # pylint: disable=protected-access
+      Status.REJECTED, None, "the exported module cannot be analysed: nested deeper than 256 brackets")
 
 
 @pytest.mark.parametrize("entries, message", [

@@ -20,8 +20,8 @@ import math
 import pathlib
 import secrets
 import time
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import jax
 import numpy as np
@@ -36,6 +36,9 @@ from pallasbench_dataset.schema import (
     StageTimes, Status, from_json_dict)
 from pallasbench_dataset.tasks import Dims, Size, TaskSpec, get_task
 from pallasbench_dataset.tolerance import compare
+
+if TYPE_CHECKING:
+  from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +100,13 @@ class JudgeItem:
   candidate: str | None = None  # a population's candidate id, copied to the record
 
 
+def _shared_analyser() -> ModuleAnalyser:
+  """The judge process' analysis helper. Imported here, not with this module: the exporter
+  imports the judge's names, and the helper's process plumbing is no business of its."""
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  return analysis_process.shared()
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
   """What a judge process measures once and shares across its evaluations."""
@@ -105,6 +115,10 @@ class Context:
   timing_method: timing.TimingMethod
   l2_bytes: int
   dump_dir: pathlib.Path | None
+  # Where modules are read: a helper process, so that a module built to crash MLIR's parser
+  # cannot take the judge down.
+  analyser: ModuleAnalyser = dataclasses.field(default_factory=_shared_analyser)
+  stage: Callable[[str], None] = lambda _: None  # told each stage as it starts (for timeouts)
 
   @property
   def on_gpu(self) -> bool:
@@ -121,6 +135,14 @@ class Failure(Exception):
   def __init__(self, status: Status, error_type: ErrorType | None, message: str):
     super().__init__(message)
     self.status, self.error_type = status, error_type
+
+
+class Unanalysable(Failure):
+  """An artifact whose module the analysis refused (it cannot be costed, exhausted the
+  analysis' budget, or crashed it): rejected, whichever of the candidate's artifacts it is."""
+
+  def __init__(self, error: module_analysis.ModuleAnalysisError):
+    super().__init__(Status.REJECTED, None, f"the exported module cannot be analysed: {error}")
 
 
 def _shape_text(shape: Sequence[int]) -> str:
@@ -193,18 +215,19 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
     return ["the kernel exports for no device platform (neither Triton nor TPU lowering "
             "worked), so its structure cannot be checked"]
   exported = load_artifact(main.artifacts[platform], spec, dims, platform)
-  state.structure_text = exported.mlir_module()
-  found = _analyze(state.structure_text)
+  found, state.structure_text = _analyze(exported, ctx)
   state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
   return module_analysis.module_reasons(
       found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
 
 
-def _analyze(text: str) -> module_analysis.ModuleReport:
+def _analyze(exported: jax.export.Exported, ctx: Context) -> tuple[module_analysis.ModuleReport, str]:
+  """The artifact's module, read and analysed in the helper process, and its text."""
+  ctx.stage("module analysis")
   try:
-    return module_analysis.analyze_module(text)
+    return ctx.analyser.analyse(exported.mlir_module_serialized)
   except module_analysis.ModuleAnalysisError as e:
-    raise Failure(Status.REJECTED, None, f"the exported module cannot be analysed: {e}") from None
+    raise Unanalysable(e) from None
 
 
 def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context,
@@ -213,7 +236,7 @@ def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context,
   compile stage could not compile fails here without a second try on the device, and what
   it compiled comes from the persistent cache (its cold compile time and PTX are kept)."""
   exported = load_artifact(blob, spec, dims, ctx.run_platform)
-  found = _analyze(exported.mlir_module())
+  found, _ = _analyze(exported, ctx)
   if found.disallowed_custom_calls:
     raise Failure(Status.REJECTED, None, f"the artifact calls {sorted(found.disallowed_custom_calls)}: "
                   "custom calls other than Pallas kernels are not allowed")
@@ -225,6 +248,7 @@ def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context,
                   short_error(note.message or "compile failed"))
   if note is not None and note.outcome == "timeout":
     raise Failure(Status.TIMEOUT, ErrorType.TIMEOUT, f"compile stage: {note.message}")
+  ctx.stage("compile")
   try:
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
@@ -324,6 +348,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   state.cache_hit = state.compiled.cache_hit
   edge = _edge(report, item, spec, ctx)
   start = time.perf_counter()
+  ctx.stage("correctness runs")
   runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,
                               edge=edge)
   verdict = checks.judge_outputs(runs, spec, dims, edge[1] if edge else _edge_dims(item, spec))
@@ -361,6 +386,8 @@ def _edge(report: ExportReport, item: JudgeItem, spec: TaskSpec,
     blob = _artifact_blob(report, Size.EDGE.value, ctx.run_platform)
     note = item.precompiled.get(Size.EDGE.value)
     return _compile(blob, spec, edge_dims, ctx, note).executable, edge_dims
+  except Unanalysable:
+    raise
   except Failure as e:
     message = str(e).splitlines()[0] if str(e) else "no artifact"
 
@@ -429,6 +456,7 @@ def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: Sequence[tuple
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
                        state: _State) -> None:
   start = time.perf_counter()
+  ctx.stage("timing")
   fields = state.fields
   kernel_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
   baseline_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes)
@@ -459,6 +487,7 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   fields.update(status=Status.REJECTED if reasons else Status.PASS, reasons=tuple(reasons),
                 robust=not reasons)
   state.seconds["timing_s"] = time.perf_counter() - start
+  ctx.stage("eager baseline")
   fields.update(_eager_fields(spec, baseline_sets, opts, ctx, kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
 

@@ -104,7 +104,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
     else:
       ceil = ceilings.measure(method)
     ctx = Context(environment=env, ceilings=ceil, timing_method=method,
-                  l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir)
+                  l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir,
+                  stage=lambda name: conn.send(("stage", name)))
   except Exception:  # the device itself is unusable: report and stop
     conn.send(("startup_failed", traceback.format_exc()))
     return 1
@@ -113,6 +114,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
   while (item := conn.recv()) is not None:
     try:
       if isinstance(item, CompileItem):
+        conn.send(("stage", "compile"))
         conn.send(("compiled", precompile(item, dump_dir)))
       else:
         record, artifacts = evaluate_artifact(item, ctx)
@@ -224,23 +226,31 @@ class JudgeWorker:
 
   def run(self, item, limits: Limits) -> tuple[str, Any]:
     """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or
-    (failure kind, message); kills the judge on failure."""
+    (failure kind, message); kills the judge on failure. A timeout or crash names the stage
+    the judge was in (it announces each as it starts)."""
     self._conn.send(item)
     start = time.monotonic()
+    stage, stage_start = "checks of the artifact", start
     while True:
       if self._conn.poll(POLL_S):
         kind, payload = self._receive()
+        if kind == "stage":
+          stage, stage_start = payload[0], time.monotonic()
+          continue
+        if kind == "crash":
+          return kind, f"{payload} in its {stage} stage"
         if kind == "result":
           return kind, (from_json_dict(EvalRecord, payload[0]), from_json_dict(Artifacts, payload[1]))
         if kind == "compiled":
           return "result", payload[0]
-        return kind, payload if kind == "crash" else payload[0]
+        return kind, payload[0]
       if self._proc.poll() is not None:
-        return "crash", death_message(self._proc.returncode)
+        return "crash", f"{death_message(self._proc.returncode)} in its {stage} stage"
       if time.monotonic() - start > limits.timeout_s:
         self.close()
-        return "timeout", (f"the judge found no verdict within the {limits.timeout_s:.0f} s limit "
-                           "(compile or run); the process was killed")
+        return "timeout", (f"the judge found no verdict within the {limits.timeout_s:.0f} s limit: "
+                           f"its {stage} stage ran for the last {time.monotonic() - stage_start:.0f} s; "
+                           "the process was killed")
       rss = process_rss_bytes(self._proc.pid)
       if rss > limits.memory_bytes:
         self.close()

@@ -1,0 +1,197 @@
+"""The module analysis in a process of its own, where hostile bytes cannot take the judge down.
+
+    python -m pallasbench_dataset.evaluation.judge.analysis_process --fd N --parent PID
+
+An artifact's module is the candidate's bytes. MLIR's C++ reader, printer and parser recurse
+over its nesting, and a module built for it overflows their stack (a SIGSEGV, which no Python
+code can catch). So the judge never reads a module itself: it sends the serialized module to
+this helper, which deserializes it, prints it, checks its nesting, parses and analyses it
+(`module_analysis.analyze_module`), and answers with the report and the text, as JSON (never
+a pickle: a helper subverted by what it parsed must not run code in the judge).
+
+The helper runs under the sandbox's own-process layers (dies with the judge, resource limits,
+seccomp) and is killed when it dies, runs out of time or outgrows its memory; the artifact is
+then refused with a `ModuleAnalysisError` saying which, a `rejected` verdict like any other
+(cached, never re-measured), and the next artifact gets a fresh helper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any, Final
+
+from jax._src.interpreters import mlir
+from jax._src.lib import _jax
+
+from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge.process import death_message, process_rss_bytes
+from pallasbench_dataset.evaluation.judge.module_analysis import (
+    AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
+
+# An honest module is analysed in well under a second; the op budget ends any analysis in
+# seconds. What runs longer is the C++ reader or parser stuck on the bytes.
+ANALYSIS_TIMEOUT_S: Final = 60.0
+STARTUP_TIMEOUT_S: Final = 120.0
+MEMORY_BYTES: Final = 4 << 30
+POLL_S: Final = 0.05
+REMEMBERED: Final = 4  # answers kept: on a GPU the analysed artifact is also the one compiled
+_PROGRAM: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.judge.analysis_process")
+
+
+def _report_json(report: ModuleReport, text: str) -> bytes:
+  return json.dumps({"report": dataclasses.asdict(report), "text": text}).encode()
+
+
+def _report_from_json(data: dict[str, Any]) -> ModuleReport:
+  fields = dict(data)
+  fields["kernels"] = tuple(
+      KernelCall(**{**k, "grid": tuple(k["grid"])}) for k in fields["kernels"])
+  for name in ("unknown_ops", "disallowed_custom_calls", "stateful_ops"):
+    fields[name] = tuple(fields[name])
+  fields["top_ops"] = tuple((name, cost) for name, cost in fields["top_ops"])
+  return ModuleReport(**fields)
+
+
+def _module_text(serialized: bytes) -> str:
+  """The module's text, as `Exported.mlir_module()` prints it."""
+  with mlir.make_ir_context():
+    return mlir.module_to_string(_jax.mlir.deserialize_portable_artifact(serialized))
+
+
+def _answer(request: bytes) -> bytes:
+  """One request: the limits as a JSON line, then the serialized module."""
+  header, _, serialized = request.partition(b"\n")
+  limits = AnalysisLimits(**json.loads(header))
+  try:
+    text = _module_text(serialized)
+  except Exception as e:  # hostile bytes may fail in any way
+    return json.dumps({"refused": f"the module does not deserialize: {e}"}).encode()
+  try:
+    return _report_json(analyze_module(text, limits=limits), text)
+  except ModuleAnalysisError as e:
+    return json.dumps({"refused": str(e)}).encode()
+
+
+def serve(argv: Sequence[str] | None = None) -> int:
+  p = argparse.ArgumentParser(prog=" ".join(_PROGRAM[1:]))
+  p.add_argument("--fd", type=int, required=True)
+  p.add_argument("--parent", type=int, required=True)
+  args = p.parse_args(argv)
+  sandbox.die_with_parent(args.parent)
+  conn = Connection(args.fd)
+  mlir.make_ir_context()  # loads the dialects before seccomp is in force
+  sandbox.limit_resources()
+  sandbox.install_seccomp()
+  conn.send_bytes(b"ready")
+  while True:
+    try:
+      request = conn.recv_bytes()
+    except EOFError:
+      return 0
+    conn.send_bytes(_answer(request))
+
+
+class ModuleAnalyser:
+  """The judge's side: one helper process, started on first use and after every failure."""
+
+  def __init__(self, limits: AnalysisLimits = AnalysisLimits(), *,
+               timeout_s: float = ANALYSIS_TIMEOUT_S, memory_bytes: int = MEMORY_BYTES):
+    self.limits, self._timeout_s, self._memory_bytes = limits, timeout_s, memory_bytes
+    self._proc: subprocess.Popen | None = None
+    self._conn: Connection | None = None
+    self._answers: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+
+  def analyse(self, serialized: bytes) -> tuple[ModuleReport, str]:
+    """The report on a serialized module (`Exported.mlir_module_serialized`) and its text;
+    ModuleAnalysisError when it is refused, or when it killed or exhausted the helper."""
+    request = json.dumps(dataclasses.asdict(self.limits)).encode() + b"\n" + serialized
+    key = hashlib.sha256(request).hexdigest()
+    answer = self._answers.pop(key, None) or self._exchange(request)
+    self._answers[key] = answer
+    while len(self._answers) > REMEMBERED:
+      self._answers.popitem(last=False)
+    try:
+      data = json.loads(answer)
+      refused = data.get("refused")
+      found = None if refused is not None else (_report_from_json(data["report"]), str(data["text"]))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+      self.close()
+      raise ModuleAnalysisError(f"the analysis process gave no usable answer ({e})") from None
+    if found is None:
+      raise ModuleAnalysisError(str(refused))
+    return found
+
+  def _exchange(self, request: bytes) -> bytes:
+    if self._proc is None or self._proc.poll() is not None:
+      self._start()
+    self._conn.send_bytes(request)
+    answer, failure = self._wait("analysing the module", self._timeout_s)
+    if failure is not None:
+      raise ModuleAnalysisError(f"{failure}: the artifact's module cannot be read safely")
+    return answer
+
+  def _start(self) -> None:
+    self.close()
+    parent_sock, child_sock = socket.socketpair()
+    self._proc = subprocess.Popen(
+        [*_PROGRAM, "--fd", str(child_sock.fileno()), "--parent", str(os.getpid())],
+        pass_fds=(child_sock.fileno(),), env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    child_sock.close()
+    self._conn = Connection(parent_sock.detach())
+    answer, failure = self._wait("starting", STARTUP_TIMEOUT_S)
+    if answer != b"ready":  # no artifact's fault: the judge cannot judge
+      raise RuntimeError(f"the module analysis process did not start: {failure or answer!r}")
+
+  def _wait(self, doing: str, timeout_s: float) -> tuple[bytes | None, str | None]:
+    """The helper's next message, or why there is none: it died, ran past `timeout_s` or
+    outgrew its memory first (then it is killed)."""
+    deadline = time.monotonic() + timeout_s
+    failure = None
+    while failure is None:
+      try:
+        if self._conn.poll(POLL_S):
+          return self._conn.recv_bytes(), None
+      except (EOFError, OSError):
+        pass  # it died: the closed socket reads as readable
+      if self._proc.poll() is not None:
+        failure = f"{death_message(self._proc.returncode, 'the module analysis process')} while {doing}"
+      elif time.monotonic() > deadline:
+        failure = f"the module analysis took longer than {timeout_s:g} s while {doing}"
+      elif (rss := process_rss_bytes(self._proc.pid)) > self._memory_bytes:
+        failure = (f"the module analysis outgrew {self._memory_bytes / 2**30:.1f} GiB "
+                   f"({rss / 2**30:.1f} GiB) while {doing}")
+    self.close()
+    return None, failure
+
+  def close(self) -> None:
+    if self._conn is not None:
+      self._conn.close()
+      self._conn = None
+    if self._proc is not None:
+      if self._proc.poll() is None:
+        self._proc.kill()
+      self._proc.wait(timeout=10)
+      self._proc = None
+
+
+@functools.cache
+def shared() -> ModuleAnalyser:
+  """This process' analyser: one helper serves all the evaluations of a judge."""
+  return ModuleAnalyser()
+
+
+if __name__ == "__main__":
+  sys.exit(serve())
