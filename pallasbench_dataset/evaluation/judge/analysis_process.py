@@ -92,7 +92,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
   sandbox.die_with_parent(args.parent)
   conn = Connection(args.fd)
   mlir.make_ir_context()  # loads the dialects before seccomp is in force
-  sandbox.limit_resources()
+  sandbox.limit_resources(MEMORY_BYTES)
   sandbox.install_seccomp()
   conn.send_bytes(b"ready")
   while True:

@@ -19,8 +19,8 @@ from pallasbench_dataset.evaluation.sandbox.launch import OUTPUT_CAP, SandboxRun
 from pallasbench_dataset.evaluation.sandbox.tripwire import arm
 from pallasbench_dataset.evaluation.sandbox.walls import (
     ALL_WALLS, REPORT_FD_ENV, RESULT_FD_ENV, SANDBOX_EXIT, UNAVAILABLE_EXIT, WallsUnavailable,
-    die_with_parent)
+    die_with_parent, install_seccomp, limit_resources)
 
 __all__ = ["ALL_WALLS", "OUTPUT_CAP", "REPORT_FD_ENV", "RESULT_FD_ENV", "SANDBOX_EXIT",
            "UNAVAILABLE_EXIT", "SandboxRun", "WallsUnavailable", "arm", "die_with_parent",
-           "run_sandboxed"]
+           "install_seccomp", "limit_resources", "run_sandboxed"]

@@ -219,7 +219,7 @@ def confine(config: WallsConfig) -> tuple[str, ...]:
     raise WallsUnavailable("the child was started as root with no identity to take")
   if "dies-with-parent" in wanted and die_with_parent(config.parent_pid):
     layers.append("dies-with-parent")
-  if "rlimits" in wanted and _limit_resources(config.memory_bytes):
+  if "rlimits" in wanted and limit_resources(config.memory_bytes):
     layers.append("rlimits")
   if "landlock" in wanted and install_landlock(config.scratch, config.readable):
     layers.append("landlock")
@@ -303,7 +303,7 @@ def die_with_parent(parent: int) -> bool:
   return True
 
 
-def _limit_resources(memory_bytes: int) -> bool:
+def limit_resources(memory_bytes: int) -> bool:
   """Core 0, file size 0, MAX_OPEN_FILES descriptors, the address space of the module
   docstring; soft = hard, never raised above what the parent had."""
   import resource  # pylint: disable=import-outside-toplevel
