@@ -938,12 +938,13 @@ def _chain_of_adds(length: int) -> str:
 
 
 def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
-  """10000 ops take the helper about a second; with 0.3 s it is killed, the module refused."""
+  """30000 ops take the helper about three seconds (a tenth of that on an idle machine would
+  still be past the limit); with 0.3 s it is killed, the module refused."""
   analyser = ModuleAnalyser(timeout_s=0.3)
   try:
     analyser.analyse(HONEST_SERIALIZED())  # started: the limit is on the analysis alone
     with pytest.raises(ModuleAnalysisError, match="took longer than 0.3 s while analysing"):
-      analyser.analyse(_serialized(_chain_of_adds(10_000)))
+      analyser.analyse(_serialized(_chain_of_adds(30_000)))
     assert analyser.analyse(HONEST_SERIALIZED())[0].outside_flops == 8 * 128
   finally:
     analyser.close()
