@@ -85,7 +85,7 @@ def artifact_coverage(merged: Merged) -> dict[str, Any]:
 
 def l2_resident(records: Sequence[EvalRecord]) -> dict[str, Any]:
   """The rows whose timed inputs could stay in L2, and how many timed rows did not record it."""
-  timed = [r for r in records if r.timing_comparable]
+  timed = [r for r in records if r.timing_comparable and r.runtime_ms is not None]
   resident = [r for r in timed if r.timing_l2_resident]
   rows = [{"task": r.task, "variant": r.variant, "size": r.size, "input sets": r.timing_input_sets,
            "rotated MiB": r.timing_rotated_bytes / 2**20 if r.timing_rotated_bytes else None,
@@ -168,7 +168,8 @@ def rebuild_command(run_names: Sequence[str], population_names: Sequence[str], *
   that order is the folder names'), the repo id where it is not the default, the headline
   size where it is not the one the builder picks."""
   folder = release.FOLDER
-  results = ([f"{folder}/results/*"] if list(run_names) == sorted(run_names) and not population_names
+  in_order = list(run_names) == sorted(run_names) and not population_names
+  results = ([f"{folder}/results/*"] if in_order
              else [f"{folder}/results/{n}" for n in run_names])
   args = ["--from-results", *results]
   if population_names:

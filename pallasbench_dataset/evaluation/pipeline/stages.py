@@ -92,20 +92,26 @@ def _compile_sizes(item: driver.WorkItem, exported: ExportOutcome, platform: str
 @contextlib.contextmanager
 def _counted(folder: pathlib.Path | None) -> Iterator[Callable[[], int | None]]:
   """Marks a compile as running in `folder` (shared by the run's compile workers) while the
-  block runs; yields a function giving the most compiles seen running at once, this one
-  included, at its start and at its end (None without a folder)."""
+  block runs; yields a function that, after the block, gives how many compiles ran while
+  this one did, itself included: those still running at its end, and those that finished
+  after it started (each finished compile logs its end). None without a folder."""
   if folder is None:
     yield lambda: None
     return
   folder.mkdir(parents=True, exist_ok=True)
-  marker = folder / f"{os.getpid()}-{uuid.uuid4().hex}"
+  start = time.time()
+  marker = folder / f"running-{os.getpid()}-{uuid.uuid4().hex}"
   marker.touch()
-  seen = [sum(1 for _ in folder.iterdir())]
+  count: list[int] = []
   try:
-    yield lambda: max(seen)
+    yield lambda: count[0] if count else None
   finally:
-    seen.append(sum(1 for _ in folder.iterdir()))
     marker.unlink(missing_ok=True)
+    log = folder / "finished.log"
+    ends = [float(t) for t in log.read_text().split()] if log.is_file() else []
+    count.append(1 + sum(1 for _ in folder.glob("running-*")) + sum(e >= start for e in ends))
+    with log.open("a", encoding="ascii") as f:
+      f.write(f"{time.time()!r}\n")
 
 
 def _compiling_folder(settings: RunSettings) -> pathlib.Path | None:
