@@ -1113,7 +1113,7 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       baseline_ms=4.5, baseline_iqr_ms=baseline.iqr_ms, baseline_samples_ms=(3.0, 3.0, 6.0, 6.0),
       timed_outputs_checked=3, speedup=1.5,
       roofline=judge._roofline(RELU, TINY, 3.0, NOT_MEASURED, 4.5),  # pylint: disable=protected-access
-      timing_rotated_bytes=512 * len(kernel_sets), timing_l2_resident=True,  # the budget: 1024 sets
+      timing_rotated_bytes=512 * len(kernel_sets), timing_l2_resident=True,  # a CPU judge: 64 sets
       status=Status.PASS, reasons=(), robust=True)
 
 

@@ -396,6 +396,8 @@ def test_timing_sets_beyond_the_drawn_ones_are_copies_in_other_buffers(monkeypat
   assert len({s[0].unsafe_buffer_pointer() for s in sets}) == 8
   for k, c in enumerate(copies):
     np.testing.assert_array_equal(np.asarray(c[0]), np.asarray(drawn[(3 + k) % 3][0]))
+  cpu = judge.timing_sets(spec, dims, l2_bytes=2 * one, budget_bytes=1 << 30, copies=False)
+  assert len(cpu) == 3  # a CPU judge (timings not comparable): the drawn sets only
 
 
 def test_warm_up_leaves_the_first_timed_sets_cold():
