@@ -171,7 +171,7 @@ def test_comparability_follows_timing_comparable_only():
 def test_data_card_names_one_release_and_no_placeholder(folder):
   text = _card(folder)
   tags = set(re.findall(r"--tag (\S+)", text)) | set(re.findall(r'revision="([^"]+)"', text))
-  assert tags == {release.TAG}
+  assert tags == {release.TAG} == {f"v{release.NUMBER}"}
   assert "<org>" not in text and "ORG/" not in text
   assert f"{release.NAME} (tag {release.TAG})" in text  # the citation's note
   assert re.findall(r"Release (v?\d+)", text) == [str(release.NUMBER)] * len(
@@ -180,6 +180,7 @@ def test_data_card_names_one_release_and_no_placeholder(folder):
 
 
 def test_readme_names_the_release_of_builder_release():
+  assert (release.NUMBER, release.TAG, release.NAME) == (5, "v5", "Release 5")
   readme = (ROOT / "README.md").read_text().replace("\\\n", " ")
   assert set(re.findall(r"--tag (\S+)", readme)) == {release.TAG}
   assert f"Release {release.NUMBER} (tag `{release.TAG}`" in readme
