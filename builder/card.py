@@ -21,6 +21,7 @@ from pallasbench_dataset import analysis
 from pallasbench_dataset.schema import (
     CandidateRow, Environment, EvalRecord, Status, SummaryRow, to_json_dict)
 from pallasbench_dataset.evaluation.errors import readable
+from pallasbench_dataset.evaluation.judge.core import CEILING_TOLERANCE
 from pallasbench_dataset.tasks import TASKS
 
 from builder import release, repeats, sections
@@ -316,6 +317,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           "ceilings_table": _ceilings_table(runs),
           "ceiling_methods": sections.ceiling_methods(runs, published),
           "ceiling_sources": sections.ceiling_sources(merged.records),
+          "ceiling_tolerance": f"{CEILING_TOLERANCE:.0%}",
           "gpu_state_table": md_table(sections.gpu_state(merged)),
           "tolerance_table": _tolerance_table(merged.records),
           "filters_table": _filters_table(merged.records), **_timing_facts(merged.records),

@@ -1056,7 +1056,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       "n_lost": 1, "lost_table": card._lost_table(lost),
       "ceilings_table": card._ceilings_table([resumed]),
       "ceiling_methods": "cupti: 1 GiB copy and read-only sum",
-      "ceiling_sources": sections.ceiling_sources(merged.records),
+      "ceiling_sources": sections.ceiling_sources(merged.records), "ceiling_tolerance": "5%",
       "gpu_state_table": card.md_table(sections.gpu_state(merged)),
       "tolerance_table": card._tolerance_table(merged.records),
       "filters_table": card._filters_table(merged.records),

@@ -1134,7 +1134,8 @@ def test_time_and_roofline_rejects_wrong_timed_outputs_then_impossible_rates(mon
   assert fields["reasons"][3] == (
       "timing above the hardware's physical limit (bandwidth 150%, compute 200% of the ceilings "
       "measured in this run, the higher of two measurements and never below the jitted "
-      "baseline's rate in this evaluation): the measurement is not trustworthy")
+      "baseline's rate in this evaluation; more than 5% above is impossible): the measurement "
+      "is not trustworthy")
 
 
 def test_raised_ceilings_keep_the_higher_of_each_measurement():
