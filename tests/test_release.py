@@ -104,7 +104,20 @@ def _run_as_printed(command: str, clone: pathlib.Path) -> subprocess.CompletedPr
                         text=True, timeout=600)
 
 
-def test_data_rebuilds_byte_for_byte_with_the_cards_own_command(folder, tmp_path):
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+  """Two small synthetic runs built into `data/` of a stand-in checkout (a quick stand-in
+  for release 4's records in the rebuild test)."""
+  root = tmp_path_factory.mktemp("small")
+  trees = rf.write_tree(root / "trees")
+  records = rf.standard_records(trees)
+  runs = [rf.write_run(root / name, records, rf.artifacts_for(records)) for name in ("r1", "r2")]
+  return build_dataset(runs, root / "clone" / "data", kernel_trees=trees).out_dir
+
+
+@pytest.mark.parametrize("which", ["data", "small"])
+def test_data_rebuilds_byte_for_byte_with_the_cards_own_command(which, request, tmp_path):
+  folder = DATA if which == "data" else request.getfixturevalue("small")
   command = rebuild_command(_card(folder))
   clone = tmp_path / "clone"
   shutil.copytree(folder, clone / "data")
