@@ -28,7 +28,6 @@ the staging folder nor a half-written `out_dir` behind.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import math
@@ -47,10 +46,10 @@ from pallasbench_dataset.population.candidates import CANDIDATES
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
-from builder import card, plots
+from builder import card, plots, release, repeats, sections
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
-    BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured,
+    BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured, key_of,
     merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
 from builder.rows import summary_rows
 from builder.trees import KernelTrees, check_sha256, fix_patch
@@ -61,7 +60,7 @@ __all__ = ["BuildError", "BuildSummary", "KernelTrees", "build_dataset", "hardwa
 log = logging.getLogger(__name__)
 
 JSON_NAME: Final = "sakanaai_pallasbench.json"
-REPRO_THRESHOLD: Final = 0.05
+REPRO_THRESHOLD: Final = repeats.THRESHOLD
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,12 +146,18 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   lost = missing_artifacts(runs)
   check_artifacts(lost, allow_partial=allow_partial)
   rows = summary_rows(merged, trees, headline)
-  repro, changes = _reproducibility(merged), _verdict_changes(merged)
+  repro, changes = repeats.pairs(merged), _verdict_changes(merged)
+  repo_id = repo_id or release.default_repo_id(_hardware(merged))
+  rebuild = sections.rebuild_command(
+      [run.name for run in runs], [pop.name for pop in populations], repo_id=repo_id,
+      hardware=_hardware(merged), allow_partial=bool(missing or lost) or any(
+          pop.missing for pop in populations),
+      headline=headline if headline != pick_headline(runs, merged) else None)
   out_dir.parent.mkdir(parents=True, exist_ok=True)
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
-                  changes=changes, headline=headline, repo_id=repo_id or _default_repo_id(merged),
+                  changes=changes, headline=headline, repo_id=repo_id, rebuild=rebuild,
                   missing=missing, lost_artifacts=lost, populations=populations)
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
@@ -226,10 +231,6 @@ def _hardware(merged: Merged) -> str:
   return "-".join(slugs) or "unknown"
 
 
-def _default_repo_id(merged: Merged) -> str:
-  return f"<org>/pallasbench-robust-gpu-{_hardware(merged)}"
-
-
 def _against_repeats(merged: Merged, compare: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
                      ) -> pd.DataFrame | None:
   """`compare(rows, repeats)` for each later run's repeats, with the two runs named."""
@@ -244,12 +245,6 @@ def _against_repeats(merged: Merged, compare: Callable[[pd.DataFrame, pd.DataFra
     table.insert(4, "run_b", name)
     tables.append(table)
   return pd.concat(tables, ignore_index=True)
-
-
-def _reproducibility(merged: Merged) -> pd.DataFrame | None:
-  """Later runs' repeats against the rows: one line per repeated, comparably timed evaluation."""
-  return _against_repeats(merged, functools.partial(analysis.reproducibility,
-                                                    threshold=REPRO_THRESHOLD))
 
 
 def _verdict_changes(merged: Merged) -> pd.DataFrame | None:
@@ -267,10 +262,19 @@ def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow],
   default = {split: [to_json_dict(r) for r in rows if r.Level_ID == level]
              for level, split in sorted(LEVEL_SPLITS.items())}
   configs = {"default": {s: v for s, v in default.items() if v},
-             "runs": {"train": [schema.config_row(r) for r in merged.records]},
-             "artifacts": {"train": [schema.config_row(a) for a in merged.artifacts]},
+             "runs": {"train": _published(merged, merged.published, schema.RunRow)},
+             "artifacts": {"train": _published(merged, merged.published_artifacts,
+                                               schema.ArtifactRow)},
              "candidates": {"train": [to_json_dict(c) for c in candidates]}}
   return {c: splits for c, splits in configs.items() if any(splits.values())}
+
+
+def _published(merged: Merged, items, cls: type) -> list[dict[str, Any]]:
+  """Every run's records (or artifacts) as rows of `cls`: the item, its run, and whether it is
+  the one the default config and the card's tables use."""
+  return [schema.config_row(cls(**{f.name: getattr(item, f.name) for f in dataclasses.fields(item)},
+                                run_name=name, primary=merged.source_run[key_of(item)] == name))
+          for name, item in items]
 
 
 def _write_parquet(path: pathlib.Path, rows: list[dict[str, Any]], features) -> tuple[int, int]:
@@ -340,14 +344,15 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
                   trees: KernelTrees, repro: pd.DataFrame | None,
-                  changes: pd.DataFrame | None, headline: str, repo_id: str, missing,
-                  lost_artifacts, populations: Sequence[PopulationRun]) -> None:
+                  changes: pd.DataFrame | None, headline: str, repo_id: str, rebuild: str,
+                  missing, lost_artifacts, populations: Sequence[PopulationRun]) -> None:
   candidates = candidate_rows(populations)
   configs = _config_rows(merged, rows, candidates)
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
-  (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(rows))
+  (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(
+      rows, comparable=plots.comparable(merged.records, headline)))
   (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(merged.records))
   if populations:
     (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
@@ -356,8 +361,8 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   text = card.render_card(
       f"PallasBench-Robust ({hardware})", [metadata, infos],
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
-                   verdict_changes=changes, repo_id=repo_id, configs=counts, missing=missing,
-                   lost_artifacts=lost_artifacts),
+                   verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
+                   missing=missing, lost_artifacts=lost_artifacts),
       candidates=card.candidates_stats(populations, candidates))
   (folder / "README.md").write_text(text)
 

@@ -98,12 +98,22 @@ def _positive(value: float | None) -> bool:
   return value is not None and math.isfinite(value) and value > 0
 
 
-def speedup_png(rows: Sequence[SummaryRow]) -> bytes:
-  """Speedup (baseline / kernel, log scale) per task: fixed kernels as bars, originals as dots."""
+def comparable(records: Sequence[EvalRecord], size: str) -> bool:
+  """Whether every timed record at `size` (the plot's) says its timing is comparable
+  (`timing_comparable`: timed on a GPU), whatever Pallas backend its kernel uses."""
+  return all(r.timing_comparable for r in records if r.size == size and r.runtime_ms is not None)
+
+
+def speedup_title(rows: Sequence[SummaryRow], comparable: bool) -> str:
   hardware = ", ".join(sorted({r.Target_Hardware for r in rows})) or "no rows"
   title = f"Pallas speedup over the jitted JAX reference ({hardware})"
-  if any(r.Backend != "triton" for r in rows):
-    title += "\nCPU interpret-mode timings: not comparable"
+  return title if comparable else title + "\nCPU interpret-mode timings: not comparable"
+
+
+def speedup_png(rows: Sequence[SummaryRow], *, comparable: bool) -> bytes:
+  """Speedup (baseline / kernel, log scale) per task: fixed kernels as bars, originals as dots;
+  `comparable` from the records' `timing_comparable` (see `comparable`)."""
+  title = speedup_title(rows, comparable)
   if not any(_positive(r.Pallas_Speedup) or _positive(r.Original_Speedup_Compiled)
              for r in rows):
     return _empty(title, "no timings to plot (not measured, or every kernel failed)")

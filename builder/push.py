@@ -2,7 +2,7 @@
 
     from builder.push import preflight, push_folder
     repo_id = preflight("org/pallasbench-robust-gpu-h200")   # before measuring anything
-    result = push_folder(Path("data"), repo_id, tag="v2")
+    result = push_folder(Path("data"), repo_id, tag="v5")
 
 The folder is re-validated first (every config loads offline and matches the card). Then
 the repo is created if needed, and one `create_commit` adds every file of the folder and
@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final
 
+from builder import release
 from builder.validate import validate_folder
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ REPO_TYPE: Final = "dataset"
 _NAME: Final = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
 _REPO_ID: Final = re.compile(rf"^({_NAME})/({_NAME})$")
 KEEP_REMOTE: Final = frozenset({".gitattributes"})
-REPO_PREFIX: Final = "pallasbench-robust-gpu-"  # default repo name: this + the hardware slug
+REPO_PREFIX: Final = release.REPO_PREFIX  # default repo name: this + the hardware slug
 HUB_PACKAGES: Final = ("datasets", "huggingface_hub", "pyarrow")  # building and pushing need them
 
 

@@ -112,6 +112,10 @@ class Merged:
   artifacts: tuple[Artifacts, ...]         # same order and precedence
   source_run: Mapping[Key, str]            # which run each row comes from
   repeats: tuple[tuple[str, tuple[EvalRecord, ...]], ...]  # (run name, its repeated records)
+  # Every record and artifacts line of every run as (run name, item), in key order and within a
+  # key in the order the runs were given: what the `runs` and `artifacts` configs publish.
+  published: tuple[tuple[str, EvalRecord], ...] = ()
+  published_artifacts: tuple[tuple[str, Artifacts], ...] = ()
 
 
 def key_of(item: EvalRecord | Artifacts) -> Key:
@@ -295,17 +299,28 @@ def merge_runs(runs: Sequence[Run]) -> Merged:
       repeats.append((run.name, tuple(sorted(repeated, key=sort_key))))
   artifacts = _merge_artifacts(runs, source)
   return Merged(records=tuple(sorted(rows.values(), key=sort_key)), artifacts=artifacts,
-                source_run=source, repeats=tuple(repeats))
+                source_run=source, repeats=tuple(repeats),
+                published=_every(runs, lambda run: run.records),
+                published_artifacts=_every(runs, lambda run: run.artifacts))
+
+
+def _every(runs: Sequence[Run], items) -> tuple[tuple[str, Any], ...]:
+  """(run name, item) of every run's items, in key order, runs in the order given."""
+  order = {run.name: n for n, run in enumerate(runs)}
+  tagged = [(run.name, item) for run in runs for item in items(run)]
+  return tuple(sorted(tagged, key=lambda t: (*sort_key(t[1]), order[t[0]])))
 
 
 def _merge_artifacts(runs: Sequence[Run], source: Mapping[Key, str]) -> tuple[Artifacts, ...]:
-  """Artifacts of the run that gave each row; an artifact without its record is an error."""
+  """Artifacts of the run that gave each row; an artifact without its record in its own run
+  is an error (the `artifacts` config pairs each line with its run's record)."""
   chosen: dict[Key, Artifacts] = {}
   for run in runs:
+    measured = {key_of(r) for r in run.records}
     for a in run.artifacts:
-      if key_of(a) not in source:
+      if key_of(a) not in measured:
         raise BuildError(f"{run.path / 'artifacts.jsonl'}: {'/'.join(key_of(a))} has no record "
-                         "in any run; artifacts must belong to a measured evaluation")
+                         "in its run; artifacts must belong to a measured evaluation")
       if source[key_of(a)] == run.name:
         chosen[key_of(a)] = a
   return tuple(sorted(chosen.values(), key=sort_key))

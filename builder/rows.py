@@ -127,6 +127,7 @@ def summary_row(gpu: EvalRecord, tpu: EvalRecord | None, trees: KernelTrees) -> 
       General_Shapes=gpu.general_shapes, Max_Abs_Error=gpu.max_abs_error,
       Rel_L2_Error=gpu.rel_l2_error, Tolerance=gpu.tolerance, Compile_Time_s=compile_time_s(gpu),
       Roofline_Fraction=roofline_fraction(gpu), Timing_Method=gpu.timing_method,
+      Timing_L2_Resident=gpu.timing_l2_resident,
       Original_Status=tpu.status.value if tpu else NOT_MEASURED,
       Original_Error=_original(tpu, lambda r: r.error),
       Original_Runtime=_original(tpu, lambda r: r.runtime_ms),

@@ -86,6 +86,9 @@ class CompileProfile:
   lowers_tpu_error: str | None
   exporter_reported: bool = False  # trace_s, lower_s, pallas_calls and IR came from the exporter
   artifact_bytes: int | None = None  # the serialized jax.export artifact the judge ran
+  # Compiles the run's compile stage had running when this one ran, itself included (the
+  # largest count seen at its start and end); None where the judge compiled it alone.
+  concurrent_compiles: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +102,31 @@ class Roofline:
   ceiling_gbps: float | None
   frac_compute: float | None
   frac_bandwidth: float | None
+  # What the trusted baseline (the jitted reference) reached in the same evaluation, from the
+  # same analytic counts: a ceiling is never below it (an honest kernel as fast as XLA passes).
+  baseline_tflops: float | None = None
+  baseline_gbps: float | None = None
+  # Where each ceiling comes from: "measured" (the run's measurement on this GPU),
+  # "remeasured" (measured again in this evaluation, the higher kept) or "baseline" (the
+  # baseline's rate above both); ceiling_method: how the hardware ceilings were measured.
+  ceiling_tflops_source: str | None = None
+  ceiling_gbps_source: str | None = None
+  ceiling_method: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GpuState:
+  """What nvidia-smi said about the judge's GPU just after the ceilings were measured (under
+  load): its identity, clocks, performance state and power. A field nvidia-smi did not
+  answer is None."""
+  uuid: str | None
+  sm_clock_mhz: float | None
+  max_sm_clock_mhz: float | None
+  memory_clock_mhz: float | None
+  pstate: str | None           # performance state, P0 (highest) .. P12
+  power_draw_w: float | None
+  power_limit_w: float | None
+  throttle_reasons: str | None  # clocks_event_reasons.active, a bit mask as nvidia-smi prints it
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +142,9 @@ class Environment:
   jaxlib: str
   python: str
   git_commit: str | None
+  l2_bytes: int | None = None  # the GPU's L2 size as CUDA reports it (else the datasheet's)
+  l2_source: str | None = None  # "cuda" (cuDeviceGetAttribute) or "datasheet"
+  gpu: GpuState | None = None   # clocks and power state, where nvidia-smi answered
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,6 +210,11 @@ class EvalRecord:
   backends: tuple[str, ...] = ()
   kernel_config: str | None = None
   stages: StageTimes | None = None  # where the evaluation's time went
+  # The bytes the timing's input rotation cycles through (sets x the bytes a call reads), and
+  # whether they fit in the L2 (environment.l2_bytes): then the inputs could stay in L2
+  # between calls and the timing may be flattered. None in records from before they were noted.
+  timing_rotated_bytes: int | None = None
+  timing_l2_resident: bool | None = None
   # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
   # was reused from the verdict cache (an earlier evaluation of the same source) instead of
   # measured in this run; `run` then names the run that measured it.
@@ -195,6 +231,7 @@ class RunInfo:
   ceiling_copy_gbps: float | None  # the ceilings measured in this run, on this GPU
   ceiling_read_gbps: float | None
   ceiling_matmul_tflops: float | None
+  ceiling_method: str | None = None  # how those ceilings were measured
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +257,21 @@ class Artifacts:
   triton_ir: str | None
   ptx: str | None
   candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunRow(EvalRecord):
+  """A row of the `runs` config: a record of any run given to the build, with the run."""
+  run_name: str   # the run folder the record was read from, published as results/<run_name>/
+  primary: bool   # the record the default config and the card's tables use (the first run
+                  # given to the build that measured its task, variant and size)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactRow(Artifacts):
+  """A row of the `artifacts` config: the IR of one record of `runs` (same run_name)."""
+  run_name: str
+  primary: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -262,6 +314,7 @@ class SummaryRow:
   Compile_Time_s: float | None
   Roofline_Fraction: float | None
   Timing_Method: str | None
+  Timing_L2_Resident: bool | None  # the timed inputs fit in the L2 (could stay there); None: not noted
   Original_Status: str
   Original_Error: str | None
   Original_Runtime: float | None

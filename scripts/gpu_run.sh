@@ -12,7 +12,7 @@ if [ -d .whl ]; then
   export PYTHONPATH="/tmp/site"
 fi
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # absolute: the exporter runs in a scratch folder
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv
+nvidia-smi --query-gpu=index,uuid,name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,utilization.gpu --format=csv
 # RESUME_FROM=<run folder in the checkout>: continue that run (its copy here) instead.
 resume=()
 if [ -n "${RESUME_FROM:-}" ]; then

@@ -23,6 +23,7 @@ from huggingface_hub import DatasetCard
 
 from tests import runfixtures as rf
 from builder import card as card_module
+from builder import release
 from builder.build import BuildError, build_dataset
 from builder.rows import functional_source
 from builder.trees import KernelTrees, fix_patch
@@ -94,9 +95,10 @@ def test_loads_offline_with_the_schema_features(built, load):
   for split in default.values():
     assert split.features == schema.SUMMARY_FEATURES
   runs = load(out, "runs")
-  assert runs["train"].features == schema.FEATURES and runs["train"].num_rows == 8
+  assert runs["train"].features == schema.features_of(schema.RunRow)
+  assert runs["train"].num_rows == 8
   artifacts = load(out, "artifacts")
-  assert artifacts["train"].features == schema.ARTIFACT_FEATURES
+  assert artifacts["train"].features == schema.features_of(schema.ArtifactRow)
   assert artifacts["train"]["stablehlo"][:2] == ["module @relu_gpu {}", "module @relu_tpu {}"]
 
 
@@ -124,6 +126,7 @@ def test_runs_rows_round_trip_the_records(built, load):
   assert [(r["task_id"], r["variant"]) for r in rows] == sorted(
       (r["task_id"], r["variant"]) for r in records)
   for row in rows:
+    assert (row.pop("run_name"), row.pop("primary")) == ("run-medium", True)
     rebuilt = schema.from_json_dict(schema.EvalRecord, row)
     assert schema.to_json_dict(rebuilt) == by_key[(row["task"], row["variant"], row["size"])]
 
@@ -247,7 +250,8 @@ def test_card_metadata_and_numbers(built):
   infos = {i["config_name"]: i for i in data["dataset_info"]}
   assert {s["name"]: s["num_examples"] for s in infos["default"]["splits"]} == {
       "level_1": 2, "level_2": 1, "level_3": 1}
-  assert datasets.Features._from_yaml_list(infos["runs"]["features"]) == schema.FEATURES
+  assert datasets.Features._from_yaml_list(infos["runs"]["features"]) == schema.features_of(
+      schema.RunRow)
   text = card.text
   # fixed kernels: 4 tasks, 3 pass (gelu is incorrect), 3 of 4 faster than the baseline
   assert "| all | 4 | 3 | 75% | 75% | 0% | 1.529 |" in text
@@ -368,10 +372,11 @@ def test_reproducibility_from_two_independent_runs(tmp_path, load):
   relu = [r for r in load(summary.out_dir, "runs")["train"].to_list()
           if (r["task"], r["variant"]) == ("relu", "gpu")]
   assert relu[0]["runtime_ms"] == 0.5  # the first run given is the row
-  assert dict(summary.rows["runs"]) == {"train": 8}
+  assert [(r["run_name"], r["primary"]) for r in relu] == [("a", True), ("b", False)]
+  assert dict(summary.rows["runs"]) == {"train": 16}  # every record of both runs
   text = (summary.out_dir / "README.md").read_text()
   section = text[text.index("### Reproducibility"):text.index("### Compile time")]
-  assert "timed again in an independent run (runs `a` and `b`)" in section
+  assert "timed in two independent runs (runs `a` and `b`)" in section
   assert "maximum 12.00%; 3 above 5 %" in section
   for band in ["| 0% – 1% | 3 | 43% |", "| 1% – 2% | 0 | 0% |", "| 2% – 5% | 1 | 14% |",
                "| 5% – 10% | 2 | 29% |", "| > 10% | 1 | 14% |"]:
@@ -750,7 +755,7 @@ def test_manifest_ceilings_of_every_gpu_in_card(tmp_path):
                                  {"device": "1", "ceilings": ceilings[1]}])
   text = (build_dataset([run], tmp_path / "out", kernel_trees=trees).out_dir
           / "README.md").read_text()
-  table = text[text.index("| run | GPU |"):text.index("Method:")]
+  table = text[text.index("| run | GPU | copy GB/s |"):text.index("Method:")]
   assert [l for l in table.splitlines() if l.startswith("| run |")][1:] == [
       "| run | 0 | 3900.0 | 4000.0 | 400.0 | – | manifest |",
       "| run | 1 | 3850.0 | 4000.0 | 410.0 | – | manifest |",
@@ -824,13 +829,14 @@ def test_card_commands_and_extras_match_readme_and_pyproject(built):
 def test_card_uses_one_release_tag(built):
   text = (built[0].out_dir / "README.md").read_text()
   tags = set(re.findall(r"--tag (\S+)", text)) | set(re.findall(r'revision="([^"]+)"', text))
-  assert tags == {card_module.RELEASE_TAG} == {"v2"}
+  assert tags == {release.TAG} == {"v5"}
+  assert "Release 5" in text and "<org>" not in text
 
 
 def test_readme_tags_the_release_as_the_card_does():
-  """The README's push command tags the release with the card's tag (v2 for release 2)."""
+  """The README's push command tags the release with the card's tag (v5 for release 5)."""
   readme = (ROOT / "README.md").read_text().replace("\\\n", " ")
-  assert set(re.findall(r"--tag (\S+)", readme)) == {card_module.RELEASE_TAG}
+  assert set(re.findall(r"--tag (\S+)", readme)) == {release.TAG}
 
 
 def test_card_citation(built):
@@ -840,7 +846,7 @@ def test_card_citation(built):
   assert "year         = {2026}," in bibtex  # the measurements' year, not the build's
   assert r"howpublished = {\url{https://huggingface.co/datasets/org/pb}}," in bibtex
   assert "author       = {{PallasBench-Robust contributors}}," in bibtex
-  assert "Release v2" in bibtex and "NVIDIA H200" in bibtex
+  assert "Release 5 (tag v5)" in bibtex and "NVIDIA H200" in bibtex
 
 
 def test_hardware_of_runs_names_the_default_repo(tmp_path):

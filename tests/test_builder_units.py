@@ -33,7 +33,7 @@ from huggingface_hub import DatasetCard
 from builder import build, card, plots, push, regenerate, validate
 from builder import candidates as bc
 from builder import records as rec
-from builder import rows
+from builder import release, repeats, rows, sections
 from builder.records import BuildError
 from builder.trees import KernelTrees, check_sha256, fix_patch, gpu_fix
 from builder.trees import _lines as trees_lines
@@ -680,8 +680,8 @@ def test_summary_row_takes_each_column_from_its_record(trees):
       Fix_Reason="blocks of gelu exceeded the Triton limit; tiled", Status="incorrect",
       Robust=False, General_Shapes=False, Max_Abs_Error=0.25, Rel_L2_Error=0.125,
       Tolerance=spec.tolerance.kind.value, Compile_Time_s=pytest.approx(1.0),
-      Roofline_Fraction=0.5, Timing_Method="cupti", Original_Status="error",
-      Original_Error="Mosaic", Original_Runtime=2.0, Original_Speedup_Native=1.5,
+      Roofline_Fraction=0.5, Timing_Method="cupti", Timing_L2_Resident=None,
+      Original_Status="error", Original_Error="Mosaic", Original_Runtime=2.0, Original_Speedup_Native=1.5,
       Original_Speedup_Compiled=0.5, Size="medium", Input_Shapes=gpu.input_shapes,
       Corrections=spec.notes, JAX_Version="0.11.3", Measured_At="2026-11-21T10:00:00+00:00"))
   alone = rows.summary_row(gpu, None, trees)
@@ -808,7 +808,7 @@ def test_ceiling_rows_from_records_then_manifest_devices_then_manifest(trees, tm
        "evaluations": None, "from": "not recorded"},
       {"run": "d", "GPU": "2", "copy GB/s": 5.0, "read GB/s": 2.0, "matmul TFLOP/s": 3.0,
        "evaluations": None, "from": "manifest"}]
-  assert card._ceiling_methods([devices]) == "cupti: 1 GiB copy and read-only sum; m1; m2"
+  assert sections.ceiling_methods([devices], []) == "cupti: 1 GiB copy and read-only sum; m1; m2"
   single = _card_run(trees, tmp_path, "s", per_device=[])
   assert card._ceiling_rows(single) == [
       {"run": "s", "GPU": None, "copy GB/s": 3900.0, "read GB/s": 4000.0,
@@ -817,9 +817,11 @@ def test_ceiling_rows_from_records_then_manifest_devices_then_manifest(trees, tm
   assert card._ceiling_rows(bare) == [
       {"run": "n", "GPU": None, "copy GB/s": None, "read GB/s": None, "matmul TFLOP/s": None,
        "evaluations": None, "from": "not recorded"}]
-  assert card._ceiling_methods([bare]) == "not recorded"
+  assert sections.ceiling_methods([bare], []) == "not recorded"
   no_method = _card_run(trees, tmp_path, "m", per_device=[], ceilings={**ceilings, "method": ""})
-  assert card._ceiling_methods([no_method, bare]) == "not recorded"
+  assert sections.ceiling_methods([no_method, bare], []) == "not recorded"
+  measured = rf.record(trees, "relu", run=dataclasses.replace(rf.run_info(), ceiling_method="r"))
+  assert sections.ceiling_methods([bare], [measured]) == "r"  # the records' word, release 5 on
   assert card._ceilings_table([single, bare]) == (
       "| run | GPU | copy GB/s | read GB/s | matmul TFLOP/s | evaluations | from |\n"
       "|---|---|---|---|---|---|---|\n"
@@ -892,28 +894,31 @@ _LEVELS_HEADER = ("| level | tasks | passed | fast_0 | fast_1 | fast_2 | geomean
 
 
 def test_results_of_the_fixed_and_original_kernels(trees, tmp_path):
-  *_, summary_df, runs_df = _frames(trees, tmp_path)
-  results = card._results(summary_df, runs_df, "medium")
+  *_, runs_df = _frames(trees, tmp_path)
+  (results,) = sections.results_by_size(runs_df, ["medium"], card.md_table)
   assert results == {
-      "fixed_by_level": _LEVELS_HEADER + (
+      "size": "medium", "n_fixed": 4,
+      "fixed": _LEVELS_HEADER + (
           "| 1 | 2 | 1 | 50% | 50% | 0% | 2.000 |\n| 2 | 1 | 1 | 100% | 100% | 0% | 1.429 |\n"
           "| 3 | 1 | 1 | 100% | 100% | 0% | 1.250 |\n| all | 4 | 3 | 75% | 75% | 0% | 1.529 |"),
-      "fixed_by_level_eager": None,
-      "original_by_level": _LEVELS_HEADER + (
+      "eager": None,
+      "original": _LEVELS_HEADER + (
           "| 1 | 2 | 2 | 100% | 0% | 0% | 0.500 |\n| 2 | 1 | 1 | 100% | 0% | 0% | 0.500 |\n"
           "| 3 | 1 | 0 | 0% | 0% | 0% | – |\n| all | 4 | 3 | 75% | 0% | 0% | 0.500 |"),
-      "failures": ("| Op_Name | Level_ID | Status | Error |\n|---|---|---|---|\n"
+      "failures": ("| task | level | status | error |\n|---|---|---|---|\n"
                    "| gelu | 1 | incorrect | not allclose at (3, 4) |"),
       "original_status": "error: 1, pass: 3",
       "original_failures": (
           "| task | status | error_type | error |\n|---|---|---|---|\n"
           "| flash_attention | error | compile_error | Mosaic block shape (512, 512) exceeds the "
           "Triton limit |")}
-  # the originals at another size are not this headline's
+  # the originals at another size are not this size's; each size has its own section
   large = runs_df.assign(size=["medium" if v == "gpu" else "large" for v in runs_df["variant"]])
-  results = card._results(summary_df, large, "medium")
-  assert results["original_by_level"] == "(the original kernels were not measured)"
-  assert (results["original_status"], results["original_failures"]) == ("none", "(none)")
+  medium, other = sections.results_by_size(large, ["medium", "large"], card.md_table)
+  assert medium["original"] == "(the original kernels were not measured)"
+  assert (medium["original_status"], medium["original_failures"]) == ("none", "(none)")
+  assert other["size"] == "large" and other["n_fixed"] == 0
+  assert other["original"].endswith("| all | 4 | 3 | 75% | 0% | 0% | 0.500 |")
 
 
 def test_eager_tables_only_with_eager_timings(trees, tmp_path):
@@ -921,12 +926,11 @@ def test_eager_tables_only_with_eager_timings(trees, tmp_path):
                        baseline_ms=r.baseline_ms, eager_ms=3.0 if r.runtime_ms else None,
                        status=r.status, correct=r.correct, error=r.error)
              for r in rf.standard_records(trees)]
-  *_, summary_df, runs_df = _frames(trees, tmp_path, records)
-  assert card._eager_by_level(summary_df) == _LEVELS_HEADER + (
+  *_, runs_df = _frames(trees, tmp_path, records)
+  (results,) = sections.results_by_size(runs_df, ["medium"], card.md_table)
+  assert results["eager"] == _LEVELS_HEADER + (
       "| 1 | 2 | 1 | 50% | 50% | 50% | 6.000 |\n| 2 | 1 | 1 | 100% | 100% | 100% | 4.286 |\n"
       "| 3 | 1 | 1 | 100% | 100% | 100% | 3.750 |\n| all | 4 | 3 | 75% | 75% | 75% | 4.586 |")
-  assert card._results(summary_df, runs_df, "medium")["fixed_by_level_eager"] == (
-      card._eager_by_level(summary_df))
 
 
 def test_compile_table_of_the_fixed_kernels(trees, tmp_path):
@@ -943,14 +947,22 @@ def test_compile_table_of_the_fixed_kernels(trees, tmp_path):
 
 
 def _repro_table(rows_):
-  columns = ["task", "variant", "size", "run_a", "run_b", "runtime_a_ms", "runtime_b_ms",
-             "rel_diff", "above_threshold"]
-  return pd.DataFrame(rows_, columns=columns)
+  """A repeats.pairs table from (task, variant, size, run_a, run_b, runtime_a, runtime_b,
+  rel_diff, above_threshold); the baseline is 1 ms in both runs, on GPU 0 in both."""
+  table = []
+  for task, variant, size, run_a, run_b, a, b, diff, above in rows_:
+    table.append({"task": task, "variant": variant, "size": size, "run_a": run_a, "run_b": run_b,
+                  "gpu_a": "index 0", "gpu_b": "index 0", "same_gpu": True,
+                  "runtime_a_ms": a, "runtime_b_ms": b, "rel_diff": diff,
+                  "above_threshold": above, "baseline_a_ms": 1.0, "baseline_b_ms": 1.0,
+                  "baseline_diff": 0.0, "speedup_a": 1 / a, "speedup_b": 1 / b,
+                  "speedup_diff": abs(a / b - 1), "crosses_one": (a < 1) != (b < 1)})
+  return pd.DataFrame(table, columns=list(repeats.COLUMNS))
 
 
 def test_repro_section():
-  assert card._repro(None, None) is None
-  assert card._repro(_repro_table([]), None) == {"n": 0, "n_changed": 0, "changed": None}
+  assert card._repro(None, None, ()) is None
+  assert card._repro(_repro_table([]), None, ()) == {"n": 0, "n_changed": 0, "changed": None}
   table = _repro_table([
       ("relu", "gpu", "medium", "a", "b", 0.5, 0.56, 0.12, True),
       ("gelu", "tpu", "medium", "a", "c", 2.0, 1.76, 0.12, True),
@@ -960,7 +972,16 @@ def test_repro_section():
   changes = pd.DataFrame([{"task": "gelu", "variant": "tpu", "size": "medium", "run_a": "a",
                            "run_b": "c", "status_a": "pass", "status_b": "timeout",
                            "error_a": None, "error_b": "slow"}])
-  got = card._repro(table, changes)
+  got = card._repro(table, changes, ())
+  assert (got["n_crossing"], got["gpus"]) == (0, {"same": 5, "different": 0, "unknown": 0, "n": 5})
+  crossing = card._repro(_repro_table([("exp", "gpu", "large", "a", "b", 0.96, 1.04, 0.083, True)]),
+                         None, ())
+  assert crossing["n_crossing"] == 1
+  assert crossing["crossing"].splitlines()[2] == "| exp | gpu | large | a | b | 1.042 | 0.962 | yes |"
+  assert got["spread"].splitlines()[2:] == [
+      "| kernel time | 5 | 7.00% | 12.00% | 12.00% | 3 |",
+      "| baseline time | 5 | 0.00% | 0.00% | 0.00% | 0 |",
+      "| speedup | 5 | 6.54% | 12.47% | 13.64% | 3 |"]
   assert {k: got[k] for k in ("n", "median", "p90", "max", "n_above", "runs", "n_changed")} == {
       "n": 5, "median": "7.00%", "p90": "12.00%", "max": "12.00%", "n_above": 3,
       "runs": "`a` and `b`, `a` and `c`", "n_changed": 1}
@@ -983,9 +1004,9 @@ def test_repro_section():
       "| gelu | tpu | medium | a | c | 2.0000 | 1.7600 | 12.0% |\n"
       "| relu | gpu | medium | a | b | 0.5000 | 0.5600 | 12.0% |\n"
       "| silu | gpu | large | a | b | 1.0000 | 1.0700 | 7.0% |")
-  same = card._repro(table, changes.iloc[0:0])
+  same = card._repro(table, changes.iloc[0:0], ())
   assert (same["n_changed"], same["changed"]) == (0, None)
-  assert card._repro(table, None)["n_changed"] == 0
+  assert card._repro(table, None, ())["n_changed"] == 0
 
 
 def test_corrections_missing_lost_and_citation(trees, tmp_path):
@@ -1007,10 +1028,10 @@ def test_corrections_missing_lost_and_citation(trees, tmp_path):
       rf.ENV, hardware="zz"))  # an original kernel's: not in the key
   assert card._citation("org/pb", "NVIDIA H200", records) == {
       "key": "pallasbench_robust_b200_h200_2027", "year": "2027", "hardware": "NVIDIA H200",
-      "url": "https://huggingface.co/datasets/org/pb"}
+      "url": "https://huggingface.co/datasets/org/pb", "release": "Release 5"}
   assert card._citation("o/p", "", []) == {
       "key": "pallasbench_robust", "year": "", "hardware": "",
-      "url": "https://huggingface.co/datasets/o/p"}
+      "url": "https://huggingface.co/datasets/o/p", "release": "Release 5"}
 
 
 def test_stats_gather_every_section(trees, tmp_path):
@@ -1024,32 +1045,41 @@ def test_stats_gather_every_section(trees, tmp_path):
   repro = _repro_table([("relu", "gpu", "medium", "run-a", "b", 0.5, 0.6, 0.2, True)])
   got = card.stats(rows=summary, merged=merged, runs=[resumed], headline="medium", repro=repro,
                    verdict_changes=None, repo_id="org/pb", configs={"default": {"level_1": 2}},
-                   missing=missing, lost_artifacts=lost)
+                   rebuild="the command", missing=missing, lost_artifacts=lost)
+  published = [r for _, r in merged.published]
+  l2 = sections.l2_resident(merged.records)
+  coverage = sections.artifact_coverage(merged)
   assert got == {
       "marker": card.MARKER, "repo_id": "org/pb", "headline": "medium",
-      "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": "v2",
-      "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
-      "runs_table": card._runs_table([resumed]),
+      "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": "v5",
+      "release": "Release 5", "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
+      "n_runs": 1, "n_published": 8, "runs_table": card._runs_table([resumed]),
       "commands": [("run-a", run.manifest.command), ("run-a", "regen --resume")],
       "n_missing": 1, "missing_table": card._missing_table(missing),
       "n_lost": 1, "lost_table": card._lost_table(lost),
       "ceilings_table": card._ceilings_table([resumed]),
       "ceiling_methods": "cupti: 1 GiB copy and read-only sum",
+      "ceiling_sources": sections.ceiling_sources(merged.records), "ceiling_tolerance": "5%",
+      "gpu_state_table": card.md_table(sections.gpu_state(merged)),
       "tolerance_table": card._tolerance_table(merged.records),
       "filters_table": card._filters_table(merged.records),
       **card._timing_facts(merged.records),
-      **card._results(summary_df, runs_df, "medium"),
+      "l2": {**l2, "table": card.md_table(l2["table"])},
+      "sizes": sections.results_by_size(runs_df, ["medium"], card.md_table),
+      "artifacts_table": card.md_table(coverage["table"]), "no_ptx": [],
       "compile_table": card._compile_table(runs_df),
-      "repro": card._repro(repro, None), "corrections": card._corrections(summary),
-      "cpu_rows": 1,
+      "compile_conditions": sections.compile_conditions(merged),
+      "repro": card._repro(repro, None, published), "corrections": card._corrections(summary),
+      "cpu_rows": 1, "limits": sections.limits(merged.records), "rebuild": "the command",
+      "contact": "https://huggingface.co/datasets/org/pb/discussions",
       "citation": card._citation("org/pb", "NVIDIA H200", merged.records)}
-  assert card.stats(rows=summary, merged=merged, runs=[run], headline="medium", repro=None,
-                    verdict_changes=None, repo_id="o/p", configs={})["n_missing"] == 0
+  def again(m):
+    return card.stats(rows=summary, merged=m, runs=[run], headline="medium", repro=None,
+                      verdict_changes=None, repo_id="o/p", configs={}, rebuild="")
+  assert again(merged)["n_missing"] == 0
   two = dataclasses.replace(merged, records=(*merged.records[:-1], dataclasses.replace(
       merged.records[-1], environment=dataclasses.replace(rf.ENV, device_kind="A100"))))
-  assert card.stats(rows=summary, merged=two, runs=[run], headline="medium", repro=None,
-                    verdict_changes=None, repo_id="o/p", configs={})["hardware"] == (
-                        "A100, NVIDIA H200")
+  assert again(two)["hardware"] == "A100, NVIDIA H200"
 
 
 class _Block:
@@ -1072,10 +1102,11 @@ def test_card_data_and_render(trees, tmp_path, monkeypatch):
                "performance"], "configs": [{"config_name": "default"}], "extra": 1}
   run, merged, summary, *_ = _frames(trees, tmp_path)
   values = card.stats(rows=summary, merged=merged, runs=[run], headline="medium", repro=None,
-                      verdict_changes=None, repo_id="org/pb", configs={"runs": {"train": 8}})
+                      verdict_changes=None, repo_id="org/pb", configs={"runs": {"train": 8}},
+                      rebuild="python -m builder.regenerate --from-results data/results/*")
   text = card.render_card("PB (H200)", [_Block("configs", [{"config_name": "runs"}])], **values)
-  assert text.startswith("---\n") and text.endswith("Apache-2.0, for the kernels, the references "
-                                                    "and the measurements.\n")
+  assert text.startswith("---\n") and text.endswith("the\nreferences and the measurements.\n")
+  assert "```bash\npython -m builder.regenerate --from-results data/results/*\n```" in text
   front = DatasetCard(text).data.to_dict()
   assert front["pretty_name"] == "PB (H200)" and front["configs"] == [{"config_name": "runs"}]
   assert "\n# PB (H200)\n" in text and f"<!-- {card.MARKER}: do not edit by hand" in text
@@ -1118,7 +1149,7 @@ def test_speedup_plot(trees, tmp_path, figures):
   summary = list(_summary_rows(trees, tmp_path))
   summary[2] = dataclasses.replace(summary[2], Pallas_Speedup=float("inf"))
   summary[3] = dataclasses.replace(summary[3], Pallas_Speedup=-1.0)
-  assert plots.speedup_png(summary) == b"png"
+  assert plots.speedup_png(summary, comparable=True) == b"png"
   (fig,) = figures
   assert tuple(fig.get_size_inches()) == (8.0, 3.0) and fig.dpi == 100  # at least 3 inches
   (ax,) = fig.axes
@@ -1152,7 +1183,7 @@ def test_speedup_plot_of_many_rows_cpu_rows_and_no_originals(trees, tmp_path, fi
                                Backend="interpret (CPU)" if i == 3 else "triton",
                                Target_Hardware="cpu" if i == 3 else "NVIDIA H200")
            for i in range(1, 13)]
-  plots.speedup_png(rows_)
+  plots.speedup_png(rows_, comparable=False)
   (ax,) = figures[0].axes
   assert tuple(figures[0].get_size_inches()) == (8.0, pytest.approx(4.2))
   assert ax.get_title() == ("Pallas speedup over the jitted JAX reference (NVIDIA H200, cpu)\n"
@@ -1165,8 +1196,8 @@ def test_speedup_plot_of_many_rows_cpu_rows_and_no_originals(trees, tmp_path, fi
 def test_speedup_plot_without_timings_says_so(trees, tmp_path, figures):
   summary = [dataclasses.replace(r, Pallas_Speedup=None, Original_Speedup_Compiled=float("nan"))
              for r in _summary_rows(trees, tmp_path)]
-  plots.speedup_png(summary)
-  plots.speedup_png([])
+  plots.speedup_png(summary, comparable=True)
+  plots.speedup_png([], comparable=True)
   for fig, hardware in zip(figures, ("NVIDIA H200", "no rows")):
     (ax,) = fig.axes
     assert tuple(fig.get_size_inches()) == (6.0, 2.5) and not ax.axison
@@ -1177,7 +1208,7 @@ def test_speedup_plot_without_timings_says_so(trees, tmp_path, figures):
     assert (text.get_ha(), text.get_va()) == ("center", "center")
   only_originals = [dataclasses.replace(r, Pallas_Speedup=None) for r in _summary_rows(
       trees, tmp_path / "again")]
-  plots.speedup_png(only_originals)
+  plots.speedup_png(only_originals, comparable=True)
   assert list(figures[2].axes[0].texts) == [] and len(figures[2].axes[0].patches) == 4
 
 
@@ -1278,19 +1309,20 @@ def test_roofline_of_two_gpus_and_a_one_byte_kernel(trees, figures):
 
 def test_png_bytes_are_deterministic_and_carry_no_software_tag(trees, tmp_path):
   summary = _summary_rows(trees, tmp_path)
-  first, second = plots.speedup_png(summary), plots.speedup_png(summary)
+  first = plots.speedup_png(summary, comparable=True)
+  second = plots.speedup_png(summary, comparable=True)
   assert first == second and first.startswith(b"\x89PNG\r\n\x1a\n")
   assert b"Software" not in first and b"matplotlib" not in first.lower()
   width, height = struct.unpack(">II", first[16:24])  # IHDR: the figure at 100 dpi
   assert (width, height) == (800, 300)
-  assert struct.unpack(">II", plots.speedup_png([])[16:24]) == (600, 250)
+  assert struct.unpack(">II", plots.speedup_png([], comparable=True)[16:24]) == (600, 250)
 
 
 def test_png_bytes_do_not_follow_the_users_matplotlib_settings(trees, tmp_path):
   summary = _summary_rows(trees, tmp_path)
-  expected = plots.speedup_png(summary)
+  expected = plots.speedup_png(summary, comparable=True)
   with matplotlib.rc_context({"figure.dpi": 72, "savefig.dpi": 72, "savefig.format": "svg"}):
-    assert plots.speedup_png(summary) == expected
+    assert plots.speedup_png(summary, comparable=True) == expected
 
 # ---------------------------------------------------------------------------------------------
 # validate: the folder as `datasets` loads it
@@ -1482,7 +1514,8 @@ def test_hardware_and_default_repo_id(trees, tmp_path):
   path = rf.write_run(tmp_path / "run", records)
   assert build.hardware_of([str(path)]) == "b200-h200"
   merged = rec.merge_runs([rec.read_run(path)])
-  assert build._default_repo_id(merged) == "<org>/pallasbench-robust-gpu-b200-h200"
+  assert release.default_repo_id(build._hardware(merged)) == (
+      "pallasbench-robust/pallasbench-robust-gpu-b200-h200")
   originals = rec.merge_runs([_card_run(trees, tmp_path, "t", [records[1]])])
   assert build._hardware(originals) == "unknown"
 
@@ -1496,9 +1529,8 @@ def test_reproducibility_and_verdict_changes_name_both_runs(trees, tmp_path):
   merged = rec.merge_runs([_card_run(trees, tmp_path, "a", first),
                            _card_run(trees, tmp_path, "b", second),
                            _card_run(trees, tmp_path, "c", third)])
-  repro = build._reproducibility(merged)
-  assert list(repro.columns) == ["task", "variant", "size", "run_a", "run_b", "runtime_a_ms",
-                                 "runtime_b_ms", "rel_diff", "above_threshold"]
+  repro = repeats.pairs(merged)
+  assert list(repro.columns) == list(repeats.COLUMNS)
   assert [tuple(r) for r in repro[["task", "run_a", "run_b", "above_threshold"]].itertuples(
       index=False)] == [("relu", "a", "b", True), ("relu", "a", "c", False)]
   assert list(repro["rel_diff"]) == [pytest.approx(0.2), pytest.approx(0.04)]
@@ -1508,7 +1540,7 @@ def test_reproducibility_and_verdict_changes_name_both_runs(trees, tmp_path):
       {"task": "gelu", "variant": "tpu", "size": "medium", "run_a": "a", "run_b": "b",
        "status_a": "pass", "status_b": "timeout", "error_a": None, "error_b": "slow"}]
   single = rec.merge_runs([_card_run(trees, tmp_path, "d", first)])
-  assert build._reproducibility(single) is None and build._verdict_changes(single) is None
+  assert repeats.pairs(single) is None and build._verdict_changes(single) is None
 
 
 def test_finite_turns_non_finite_numbers_into_null():
@@ -1542,8 +1574,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
       folder_bytes=sum((out / f).stat().st_size for f in files), files=tuple(files),
       hardware="h200", headline="medium")
   assert {c: dict(s) for c, s in summary.rows.items()} == {
-      "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 8},
-      "artifacts": {"train": 8}}
+      "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 10},
+      "artifacts": {"train": 8}}  # every record of both runs; artifacts: run a's only
   assert isinstance(summary.reproducibility, types.MappingProxyType)
   assert dict(summary.reproducibility) == {"n": 1, "median": pytest.approx(0.2),
                                            "p90": pytest.approx(0.2), "max": pytest.approx(0.2),
@@ -1578,12 +1610,14 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
                      (b, ("manifest.json", "records.jsonl"))):
     for name in names:
       assert (out / "results" / run.name / name).read_bytes() == (run / name).read_bytes()
-  assert (out / "plots" / "speedup.png").read_bytes() == plots.speedup_png(summary_rows)
+  assert (out / "plots" / "speedup.png").read_bytes() == plots.speedup_png(summary_rows,
+                                                                          comparable=True)
   assert (out / "plots" / "roofline.png").read_bytes() == plots.roofline_png(merged.records)
   card_text = (out / "README.md").read_text()
   front = DatasetCard(card_text).data.to_dict()
   assert front["pretty_name"] == "PallasBench-Robust (NVIDIA H200)"
-  assert "<org>/pallasbench-robust-gpu-h200" in card_text and card.MARKER in card_text
+  assert "pallasbench-robust/pallasbench-robust-gpu-h200" in card_text and "<org>" not in card_text
+  assert card.MARKER in card_text
   assert "1 repeated evaluation(s) got a different verdict in the other run" in card_text
   assert "| relu | gpu | medium | a | b | 0.5000 | 0.6000 | 20.0% |" in card_text
   configs = {c["config_name"]: c for c in front["configs"]}
@@ -2897,13 +2931,16 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
   assert list(configs) == ["default", "runs"]
   assert {s: [r["Op_Name"] for r in v] for s, v in configs["default"].items()} == {
       "level_1": ["relu"], "level_3": ["flash_attention"]}
-  assert configs["runs"] == {"train": [schema.config_row(r) for r in merged.records]}
-  with_artifacts = dataclasses.replace(merged, artifacts=tuple(rf.artifacts_for(records[:1])))
+  assert configs["runs"] == {"train": [
+      {**schema.config_row(r), "run_name": "a", "primary": True} for r in merged.records]}
+  with_artifacts = dataclasses.replace(merged, published_artifacts=tuple(
+      ("a", a) for a in rf.artifacts_for(records[:1])))
   candidate = _candidate_row("a")
   configs = build._config_rows(with_artifacts, summary, [candidate])
   assert list(configs) == ["default", "runs", "artifacts", "candidates"]
-  assert configs["artifacts"] == {
-      "train": [schema.config_row(a) for a in rf.artifacts_for(records[:1])]}
+  assert configs["artifacts"] == {"train": [
+      {**schema.config_row(a), "run_name": "a", "primary": True}
+      for a in rf.artifacts_for(records[:1])]}
   assert configs["candidates"] == {"train": [to_json_dict(candidate)]}
 
 
@@ -2930,7 +2967,7 @@ def test_run_names_must_differ_and_artifacts_belong_to_a_record(trees, tmp_path)
   build._check_names([run, _run(trees, tmp_path / "y", "run2", [rf.record(trees, "gelu")])])
   orphan = _run(trees, tmp_path, "o", [rf.record(trees, "relu")],
                 rf.artifacts_for([rf.record(trees, "relu"), rf.record(trees, "gelu")]))
-  _raises(f"{tmp_path / 'o' / 'artifacts.jsonl'}: gelu/gpu/medium has no record in any run; "
+  _raises(f"{tmp_path / 'o' / 'artifacts.jsonl'}: gelu/gpu/medium has no record in its run; "
           "artifacts must belong to a measured evaluation", rec.merge_runs, [orphan])
 
 

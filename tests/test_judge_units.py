@@ -1062,7 +1062,9 @@ def test_roofline_rates_and_fractions():
   assert roof == Roofline(flops=128, bytes=1024, achieved_tflops=2.56e-7, achieved_gbps=2.048e-3,
                           ceiling_tflops=1e-7, ceiling_gbps=4e-3,
                           frac_compute=pytest.approx(2.56, rel=1e-12),
-                          frac_bandwidth=pytest.approx(0.512, rel=1e-12))
+                          frac_bandwidth=pytest.approx(0.512, rel=1e-12),
+                          ceiling_tflops_source="measured", ceiling_gbps_source="measured",
+                          ceiling_method="t")
   none = judge._roofline(RELU, TINY, 0.5, NOT_MEASURED)  # pylint: disable=protected-access
   assert (none.ceiling_tflops, none.ceiling_gbps, none.frac_compute, none.frac_bandwidth) == (
       None, None, None, None)
@@ -1125,7 +1127,8 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       runtime_ms=3.0, runtime_iqr_ms=samples.iqr_ms, runtime_samples_ms=(1.0, 2.0, 4.0, 8.0),
       baseline_ms=4.5, baseline_iqr_ms=baseline.iqr_ms, baseline_samples_ms=(3.0, 3.0, 6.0, 6.0),
       timed_outputs_checked=3, speedup=1.5,
-      roofline=judge._roofline(RELU, TINY, 3.0, NOT_MEASURED),  # pylint: disable=protected-access
+      roofline=judge._roofline(RELU, TINY, 3.0, NOT_MEASURED, 4.5),  # pylint: disable=protected-access
+      timing_rotated_bytes=512 * len(kernel_sets), timing_l2_resident=True,  # a CPU judge: 64 sets
       status=Status.PASS, reasons=(), robust=True)
 
 
@@ -1136,7 +1139,7 @@ def test_time_and_roofline_checks_every_call_when_fewer_than_three(monkeypatch):
 
 
 def test_time_and_roofline_rejects_wrong_timed_outputs_then_impossible_rates(monkeypatch):
-  _fake_timing(monkeypatch, [1.0] * 4, [1.0] * 4, wrong_calls=(0, 1, 2, 3))
+  _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4, wrong_calls=(0, 1, 2, 3))  # XLA: half the rate
   ceilings = Ceilings(copy_gbps=1.024e-3 / 1.5, read_gbps=None, matmul_tflops=1.28e-7 / 2,
                       method="t")  # the kernel at 1 ms: 150% of the bandwidth, 200% of compute
   fields = _time(ceilings)
@@ -1145,7 +1148,9 @@ def test_time_and_roofline_rejects_wrong_timed_outputs_then_impossible_rates(mon
   assert all("computes differently when timed" in r for r in fields["reasons"][:3])
   assert fields["reasons"][3] == (
       "timing above the hardware's physical limit (bandwidth 150%, compute 200% of the ceilings "
-      "measured in this run, the higher of two measurements): the measurement is not trustworthy")
+      "measured in this run, the higher of two measurements and never below the jitted "
+      "baseline's rate in this evaluation; more than 5% above is impossible): the measurement "
+      "is not trustworthy")
 
 
 def test_raised_ceilings_keep_the_higher_of_each_measurement():
@@ -1161,7 +1166,7 @@ def test_raised_ceilings_keep_the_higher_of_each_measurement():
 def test_a_rate_above_a_ceiling_measures_the_hardware_again_before_rejecting(monkeypatch):
   """One ceiling measurement read 20% low on the H200 and rejected honest matmuls: the judge
   measures again, keeps the higher ceilings, and rejects only a rate above those."""
-  _fake_timing(monkeypatch, [1.0] * 4, [1.0] * 4)
+  _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4)  # the baseline at half the kernel's rate
   at = judge._roofline(RELU, TINY, 1.0, NOT_MEASURED)  # pylint: disable=protected-access
   low = Ceilings(copy_gbps=at.achieved_gbps / 1.1, read_gbps=None,
                  matmul_tflops=at.achieved_tflops / 1.1, method="t")

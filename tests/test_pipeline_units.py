@@ -190,8 +190,8 @@ def test_compile_stage_notes_each_artifact(processes):
   assert notes["medium"].outcome == "compiled" and notes["medium"].compile_s == 2.0
   assert notes["medium"].wall_s >= 0
   assert notes["edge"].outcome == "timeout"
-  assert notes["edge"].message == ("the compile (XLA, Triton, ptxas) did not finish within the "
-                                   "60 s compile budget; it was killed")
+  assert notes["edge"].message == ("the compile did not finish within the 60 s compile budget; "
+                                   "it was killed")  # no dump folder to say where it hung
   (compiler,) = processes.started
   assert compiler.config.role == "compiler" and compiler.closed  # killed with its compile
   assert [(i.size, i.blob, lim.timeout_s) for i, lim in compiler.sent] == [
@@ -232,7 +232,7 @@ def test_judge_stage_adds_the_run_and_keeps_a_healthy_judge(processes, monkeypat
   assert got is artifacts
   assert record.run == RunInfo(command="regen", run_id="run-1", gpu_index=1,
                                ceiling_copy_gbps=4000.0, ceiling_read_gbps=4500.0,
-                               ceiling_matmul_tflops=400.0)
+                               ceiling_matmul_tflops=400.0, ceiling_method="cupti")
   (judge,) = processes.started
   assert not judge.closed and judge.sent[0][0].precompiled == {}
 
@@ -347,7 +347,8 @@ def test_manifest_records_each_gpu_once_and_how_the_run_ended(tmp_path):
   manifest.end(complete=False, pipeline={"evaluations": 3})
   data = json.loads((tmp_path / suite.MANIFEST).read_text())
   assert [d["device"] for d in data["per_device"]] == ["1", "0"]
-  assert data["ceilings"] == {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0}
+  assert data["ceilings"] == {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0,
+                              "method": None}
   assert data["environment"]["hardware"] == "h200"
   assert data["finished_at"] is None and data["interrupted_at"]
   assert data["pipeline"] == {"evaluations": 3}
@@ -975,7 +976,7 @@ def test_run_suite_writes_each_record_with_its_artifacts_and_the_manifest(
   manifest = json.loads((run_dir / suite.MANIFEST).read_text())
   started, finished, pipeline = (manifest.pop(k) for k in ("started_at", "finished_at", "pipeline"))
   assert _STAMP.match(started) and _STAMP.match(finished) and started <= finished
-  ceilings = {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0}
+  ceilings = {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0, "method": None}
   assert manifest == {
       "command": "regen --test", "git_commit": "abc1234", "device": "cpu",
       "sizes": ["large", "medium"], "variants": ["gpu", "tpu"], "tasks": ["relu", "gelu"],

@@ -70,6 +70,31 @@ def candidate_frame(e: BaseException, filename: str, source: str | None = None) 
   return text[:MAX_FRAME_CHARS]
 
 
+MAX_HEADLINE_CHARS: Final = 300
+# A line cut short: it ends in a colon, or in a word that needs what follows.
+_CONTINUED_BY: Final = frozenset({"but", "and", "or", "of", "to", "with", "than", "is", "at",
+                                  "in", "for", "from"})
+
+
+def _cut_short(text: str) -> bool:
+  words = text.split()
+  return text.endswith(":") or bool(words) and words[-1].lower() in _CONTINUED_BY
+
+
+def headline(e: BaseException | str) -> str:
+  """The one line a record's `reasons` starts with: what failed and where, at most
+  MAX_HEADLINE_CHARS. A first line cut short ("MLIRError: Verification failed:", a message
+  that ends in "but") is continued with up to two lines after it: the compiler's own
+  `error:` line and the op it names."""
+  lines = short_error(e).splitlines() or [""]
+  text = lines[0].rstrip()
+  for line in lines[1:3]:
+    if not _cut_short(text) or not line.strip():
+      break
+    text = f"{text} {line.strip()}"
+  return text if len(text) <= MAX_HEADLINE_CHARS else text[:MAX_HEADLINE_CHARS - 1] + "…"
+
+
 def _where(e: BaseException) -> str:
   """For an exception without a message (a bare `assert` in a lowering rule): where it was
   raised, so the record says more than "AssertionError:"."""

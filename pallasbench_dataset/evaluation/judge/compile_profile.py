@@ -37,6 +37,42 @@ def xla_dump_flags(dump_dir: pathlib.Path) -> str:
           f"--xla_dump_hlo_module_re=.*{ENTRY_NAME}.*")
 
 
+def dump_environment(dump_dir: pathlib.Path, xla_flags: str = "") -> dict[str, str]:
+  """The environment a judge or compile-stage process sets before importing jax so that each
+  compile leaves its PTX in `dump_dir`: XLA's (the Triton kernels and XLA's own glue) and
+  Mosaic GPU's. A Mosaic GPU kernel is compiled by its custom call, not by XLA's pipeline, so
+  XLA's dump lacks it (release 4's 18 Mosaic GPU records held only XLA's transpose PTX);
+  MOSAIC_GPU_DUMP_TO makes Mosaic GPU write `<module>.ptx` (and its other dumps) there too."""
+  dump_dir.mkdir(parents=True, exist_ok=True)
+  return {"XLA_FLAGS": f"{xla_flags} {xla_dump_flags(dump_dir)}".strip(),
+          "MOSAIC_GPU_DUMP_PTX": "1", "MOSAIC_GPU_DUMP_TO": str(dump_dir)}
+
+
+# What XLA's dump holds as a compile of the candidate's module goes on (file name endings,
+# in the order XLA writes them), and the step that follows each.
+_DUMP_STEPS: Final = (
+    ("before_optimizations.txt", "the HLO before optimization", "in XLA's HLO passes"),
+    ("after_optimizations.txt", "the optimized HLO",
+     "generating code: XLA's emitters or the Triton kernel's MLIR passes"),
+    ("ir-no-opt.ll", "the LLVM IR", "in LLVM's optimization passes"),
+    ("ir-with-opt.ll", "the optimized LLVM IR", "in LLVM's PTX backend"),
+    (".ptx", "the PTX", "in ptxas (PTX to GPU code) or after it"))
+
+
+def compile_progress(dump_dir: pathlib.Path) -> str | None:
+  """How far a killed compile had got, from the files its XLA dump folder holds: what XLA
+  had written and so the step it was in; None when the folder is missing."""
+  if not dump_dir.is_dir():
+    return None
+  names = [p.name for p in dump_dir.iterdir()]
+  written = [(what, step) for end, what, step in _DUMP_STEPS
+             if any(n.endswith(end) for n in names)]
+  if not written:
+    return "XLA had written nothing yet: it hung loading the module or in its first passes"
+  return (f"XLA had written {', '.join(what for what, _ in written)}: it hung "
+          f"{written[-1][1]}")
+
+
 def use_persistent_cache(cache_dir: pathlib.Path) -> None:
   """Every compile of this process reads and writes `cache_dir`, however short it took."""
   jax.config.update("jax_compilation_cache_dir", str(cache_dir))

@@ -1,7 +1,10 @@
-"""The machine a measurement ran on: device, driver, CUDA, versions, commit."""
+"""The machine a measurement ran on: device, driver, CUDA, versions, commit, L2 size, clocks."""
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import os
 import pathlib
 import platform as py_platform
 import re
@@ -11,9 +14,10 @@ from typing import Final
 import jax
 import jaxlib
 
-from pallasbench_dataset.schema import Environment
+from pallasbench_dataset.schema import Environment, GpuState
 
-# L2 sizes by hardware slug (vendor datasheets); inputs are rotated past 4x this when timing.
+# L2 sizes by hardware slug (vendor datasheets), where CUDA cannot be asked; the timing's
+# inputs are rotated past a multiple of the L2 size.
 L2_BYTES: Final = {"h200": 60 << 20, "h100": 50 << 20, "a100": 40 << 20, "l4": 48 << 20}
 DEFAULT_L2_BYTES: Final = 64 << 20
 
@@ -39,14 +43,66 @@ def git_commit(repo: pathlib.Path | None = None) -> str | None:
   return head + ("+dirty" if dirty else "")
 
 
-def _nvidia_smi(field: str) -> str | None:
+def _nvidia_smi(field: str, gpu: str | None = None) -> str | None:
+  """One line of `nvidia-smi --query-gpu=FIELD` (for GPU `gpu`, else the first); None when
+  nvidia-smi is absent or fails."""
+  select = ["-i", gpu] if gpu else []
   try:
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"],
+    out = subprocess.run(["nvidia-smi", *select, f"--query-gpu={field}",
+                          "--format=csv,noheader,nounits"],
                          capture_output=True, text=True, check=True, timeout=20).stdout
   except (OSError, subprocess.SubprocessError):
     return None
   first = out.strip().splitlines()
   return first[0].strip() if first else None
+
+
+_GPU_FIELDS: Final = (("uuid", "uuid", str), ("sm_clock_mhz", "clocks.sm", float),
+                      ("max_sm_clock_mhz", "clocks.max.sm", float),
+                      ("memory_clock_mhz", "clocks.mem", float), ("pstate", "pstate", str),
+                      ("power_draw_w", "power.draw", float),
+                      ("power_limit_w", "power.limit", float),
+                      ("throttle_reasons", "clocks_event_reasons.active", str))
+
+
+def _value(text: str | None, kind: type):
+  if text is None or text.strip() in ("", "[N/A]", "N/A", "[Not Supported]"):
+    return None
+  try:
+    return kind(text.strip())
+  except ValueError:
+    return None
+
+
+def gpu_state(gpu: str | None = None) -> GpuState | None:
+  """The GPU's identity, clocks, performance state and power as nvidia-smi reports them now
+  (GPU `gpu`: an index or UUID, default CUDA_VISIBLE_DEVICES's first, else GPU 0); a field it
+  does not answer is None, and None when nvidia-smi answers nothing."""
+  gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or None)
+  together = _nvidia_smi(",".join(field for _, field, _ in _GPU_FIELDS), gpu)
+  answers = together.split(", ") if together is not None else []
+  if len(answers) != len(_GPU_FIELDS):  # a field this driver does not know fails the query
+    answers = [_nvidia_smi(field, gpu) for _, field, _ in _GPU_FIELDS]
+  values = {name: _value(text, kind) for (name, _, kind), text in zip(_GPU_FIELDS, answers)}
+  return GpuState(**values) if any(v is not None for v in values.values()) else None
+
+
+_L2_ATTRIBUTE: Final = 38  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+
+
+def cuda_l2_bytes() -> int | None:
+  """The L2 size of CUDA device 0 (the judge's only visible GPU) as the driver reports it;
+  None without libcuda or on any failure."""
+  try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+    device, value = ctypes.c_int(), ctypes.c_int()
+    if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), 0):
+      return None
+    if cuda.cuDeviceGetAttribute(ctypes.byref(value), _L2_ATTRIBUTE, device):
+      return None
+  except (OSError, AttributeError):
+    return None
+  return value.value if value.value > 0 else None
 
 
 def gpu_name() -> str | None:
@@ -76,7 +132,24 @@ def capture(commit: str | None) -> Environment:
       driver=_nvidia_smi("driver_version") if platform == "gpu" else None,
       cuda=_cuda_version() if platform == "gpu" else None,
       jax=jax.__version__, jaxlib=jaxlib.__version__, python=py_platform.python_version(),
-      git_commit=commit)
+      git_commit=commit, **_l2(platform, hardware_slug(kind, platform)))
+
+
+def _l2(platform: str, hardware: str) -> dict:
+  if platform != "gpu":
+    return {}
+  measured = cuda_l2_bytes()
+  if measured is not None:
+    return {"l2_bytes": measured, "l2_source": "cuda"}
+  return {"l2_bytes": L2_BYTES.get(hardware, DEFAULT_L2_BYTES), "l2_source": "datasheet"}
+
+
+def with_gpu_state(env: Environment) -> Environment:
+  """`env` with the GPU's clocks and power state read now (a GPU judge calls it after
+  measuring the ceilings, so the clocks are those of a loaded GPU)."""
+  if env.platform != "gpu":
+    return env
+  return dataclasses.replace(env, gpu=gpu_state())
 
 
 def unmeasured(platform: str, commit: str | None) -> Environment:
@@ -89,4 +162,5 @@ def unmeasured(platform: str, commit: str | None) -> Environment:
 
 
 def l2_bytes(env: Environment) -> int:
-  return L2_BYTES.get(env.hardware, DEFAULT_L2_BYTES)
+  """The L2 size the judge rotates its timing inputs past: the one recorded, else the table's."""
+  return env.l2_bytes or L2_BYTES.get(env.hardware, DEFAULT_L2_BYTES)

@@ -81,10 +81,10 @@ def serve(argv: Sequence[str] | None = None) -> int:
   conn = Connection(args.fd)
   dump_dir = None
   if config.device == "gpu" and config.dump_dir is not None:
-    from pallasbench_dataset.evaluation.judge.compile_profile import xla_dump_flags  # pylint: disable=import-outside-toplevel
+    from pallasbench_dataset.evaluation.judge.compile_profile import dump_environment  # pylint: disable=import-outside-toplevel
     # XLA numbers dumped modules per process: a folder per judge keeps names from colliding.
     dump_dir = config.dump_dir / f"judge-{os.getpid()}"
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_dump_flags(dump_dir)}"
+    os.environ.update(dump_environment(dump_dir, os.environ.get("XLA_FLAGS", "")))
   import warnings  # pylint: disable=import-outside-toplevel
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
   import jax  # pylint: disable=import-outside-toplevel
@@ -103,6 +103,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
       ceil = ceilings.Ceilings(**{k: v for k, v in config.ceilings.items() if k != "bandwidth_gbps"})
     else:
       ceil = ceilings.measure(method)
+    if config.role != "compiler":  # the clocks of a GPU that just measured its ceilings
+      env = environment.with_gpu_state(env)
     ctx = Context(environment=env, ceilings=ceil, timing_method=method,
                   l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir,
                   stage=lambda name: conn.send(("stage", name)))
@@ -223,6 +225,11 @@ class JudgeWorker:
 
   def alive(self) -> bool:
     return self._proc.poll() is None
+
+  @property
+  def pid(self) -> int:
+    """The process id (its XLA dump folder is `judge-<pid>` under the config's dump_dir)."""
+    return self._proc.pid
 
   def run(self, item, limits: Limits) -> tuple[str, Any]:
     """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or

@@ -17,7 +17,7 @@ import enum
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 import jax
 
@@ -105,9 +105,9 @@ def time_interleaved(fns: Sequence[Callable], sets: Sequence[Sequence[tuple]], *
                      keep: Sequence[frozenset[int]] = ()) -> list[Timed]:
   """Times fns[j] on its own rotating input sets sets[j]; `iterations` samples each, over
   `rounds` rounds. keep[j] names timed calls (0-based) of fns[j] whose outputs are returned."""
-  for fn, fn_sets in zip(fns, sets, strict=True):
-    for i in range(warmup):
-      jax.block_until_ready(fn(*fn_sets[i % len(fn_sets)]))
+  for fn, fn_sets in zip(fns, sets, strict=True):  # on the last sets: the timed calls start
+    for i in range(warmup):                         # at the first, which warm-up left cold
+      jax.block_until_ready(fn(*fn_sets[-1 - i % len(fn_sets)]))
   per_round = max(1, -(-iterations // rounds))
   one_round = _cupti_round if method is TimingMethod.CUPTI else _wallclock_round
   samples: list[list[float]] = [[] for _ in fns]
@@ -127,12 +127,17 @@ def time_interleaved(fns: Sequence[Callable], sets: Sequence[Sequence[tuple]], *
           for s, n, k in zip(samples, names, kept)]
 
 
+L2_MULTIPLE: Final = 4
+MAX_INPUT_SETS: Final = 1 << 15
+
+
 def input_set_count(read_bytes: int, l2_bytes: int, budget_bytes: int, *,
                     per_set_bytes: int | None = None) -> int:
-  """How many input sets to rotate through: calls read 4x the L2 before a set comes back,
-  within the memory budget (`per_set_bytes`: the memory one more set takes, default read_bytes)."""
+  """How many input sets to rotate through: calls read L2_MULTIPLE x the L2 before a set comes
+  back, within the memory budget (`per_set_bytes`: the memory one more set takes, default
+  read_bytes) and MAX_INPUT_SETS (32768 sets of a 2 KB input still read past a 60 MiB L2)."""
   if read_bytes <= 0:
     return 1
   per_set = read_bytes if per_set_bytes is None else per_set_bytes
-  wanted = -(-4 * l2_bytes // read_bytes)
-  return max(1, min(wanted, budget_bytes // max(per_set, 1), 64))
+  wanted = -(-L2_MULTIPLE * l2_bytes // read_bytes)
+  return max(1, min(wanted, budget_bytes // max(per_set, 1), MAX_INPUT_SETS))

@@ -13,12 +13,17 @@ worker dies with the driver's cluster, so a killed driver leaves nothing running
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import pathlib
 import time
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline import driver
+from pallasbench_dataset.evaluation.judge.compile_profile import compile_progress
 from pallasbench_dataset.evaluation.judge.core import CompileItem, Precompiled
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.evaluation.protocol import ExportOutcome
@@ -84,29 +89,70 @@ def _compile_sizes(item: driver.WorkItem, exported: ExportOutcome, platform: str
       yield size, entry.artifacts[platform]
 
 
+@contextlib.contextmanager
+def _counted(folder: pathlib.Path | None) -> Iterator[Callable[[], int | None]]:
+  """Marks a compile as running in `folder` (shared by the run's compile workers) while the
+  block runs; yields a function that, after the block, gives how many compiles ran while
+  this one did, itself included: those still running at its end, and those that finished
+  after it started (each finished compile logs its end). None without a folder."""
+  if folder is None:
+    yield lambda: None
+    return
+  folder.mkdir(parents=True, exist_ok=True)
+  start = time.time()
+  marker = folder / f"running-{os.getpid()}-{uuid.uuid4().hex}"
+  marker.touch()
+  count: list[int] = []
+  try:
+    yield lambda: count[0] if count else None
+  finally:
+    marker.unlink(missing_ok=True)
+    log = folder / "finished.log"
+    ends = [float(t) for t in log.read_text().split()] if log.is_file() else []
+    count.append(1 + sum(1 for _ in folder.glob("running-*")) + sum(e >= start for e in ends))
+    with log.open("a", encoding="ascii") as f:
+      f.write(f"{time.time()!r}\n")
+
+
+def _compiling_folder(settings: RunSettings) -> pathlib.Path | None:
+  """Where the run's compile workers mark their running compiles: beside the shared cache."""
+  cache = settings.judge.cache_dir
+  return cache.with_name(cache.name + ".compiling") if cache is not None else None
+
+
 def compile_stage(item: driver.WorkItem, exported: ExportOutcome,
                   settings: RunSettings) -> dict[str, Precompiled]:
   """Compiles the item's artifacts (evaluated size, edge size) into the run's cache; each
-  compile has the budget on its own, and a compile that runs out kills its process."""
+  compile has the budget on its own, and a compile that runs out kills its process. Each note
+  says how many compiles ran at once (the run's compile workers share the machine)."""
   platform = "cuda" if settings.device == "gpu" else "cpu"
   notes = {}
   budget = Limits(timeout_s=settings.compile_budget_s, memory_bytes=settings.limits.memory_bytes)
   for size, blob in _compile_sizes(item, exported, platform):
     start = time.monotonic()
     compiler = _process(COMPILE, settings.judge)
-    kind, payload = compiler.run(CompileItem(task=item.task, size=size, blob=blob), budget)
+    with _counted(_compiling_folder(settings)) as concurrent:
+      kind, payload = compiler.run(CompileItem(task=item.task, size=size, blob=blob), budget)
     wall_s = time.monotonic() - start
     if kind == "result":
-      notes[size] = dataclasses.replace(payload, wall_s=wall_s)
+      notes[size] = dataclasses.replace(payload, wall_s=wall_s, concurrent=concurrent())
       continue
     _retire(COMPILE)
     if kind == "timeout":
-      notes[size] = Precompiled(outcome="timeout", wall_s=wall_s, message=(
-          f"the compile (XLA, Triton, ptxas) did not finish within the {budget.timeout_s:.0f} s "
-          "compile budget; it was killed"))
+      notes[size] = Precompiled(outcome="timeout", wall_s=wall_s, concurrent=concurrent(),
+                                message=_timeout_message(budget.timeout_s, compiler, settings))
     else:  # the compiler died or broke: the judge compiles it itself, within its own limit
       notes[size] = Precompiled(outcome="skipped", wall_s=wall_s, message=str(payload))
   return notes
+
+
+def _timeout_message(budget_s: float, compiler: JudgeWorker, settings: RunSettings) -> str:
+  """Which step of the compile ran out of the budget, read from what the killed compiler's
+  XLA dump folder holds."""
+  dump = settings.judge.dump_dir
+  where = compile_progress(dump / f"judge-{compiler.pid}") if dump is not None else None
+  return (f"the compile did not finish within the {budget_s:.0f} s compile budget"
+          f"{f' ({where})' if where else ''}; it was killed")
 
 
 def _gpu_index() -> int | None:
@@ -133,7 +179,8 @@ def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str,
   run = RunInfo(command=settings.command, run_id=settings.run_id, gpu_index=_gpu_index(),
                 ceiling_copy_gbps=ceilings.get("copy_gbps"),
                 ceiling_read_gbps=ceilings.get("read_gbps"),
-                ceiling_matmul_tflops=ceilings.get("matmul_tflops"))
+                ceiling_matmul_tflops=ceilings.get("matmul_tflops"),
+                ceiling_method=ceilings.get("method"))
   return dataclasses.replace(record, run=run), artifacts
 
 
