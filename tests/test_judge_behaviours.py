@@ -8,12 +8,14 @@ written. They run in this process on the CPU, in a second or so together.
 """
 
 import ctypes
+import dataclasses
 import types
 
 import jax
 import jax.numpy as jnp
 import pytest
 
+from pallasbench_dataset import filters
 from pallasbench_dataset.evaluation.judge import ceilings, checks, timing
 from pallasbench_dataset.evaluation.judge import core as judge
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED
@@ -136,3 +138,106 @@ def test_copy_ceiling_counts_the_bytes_read_and_written(monkeypatch):
   assert got.read_gbps == pytest.approx(nbytes / 0.5 / 1e6)
   assert got.copy_gbps == pytest.approx(2 * got.read_gbps)
   assert got.matmul_tflops == pytest.approx(2 * 8**3 / 0.5 / 1e9)
+
+
+# ---------------------------------------------------------------------------------------------
+# More behaviours found by trying further plausible edits (issue #27, second part).
+
+def test_iqr_is_the_spread_between_the_first_and_third_quartiles():
+  samples = timing.Samples(method=timing.TimingMethod.WALLCLOCK,
+                           samples_ms=(8.0, 1.0, 7.0, 2.0, 6.0, 3.0, 5.0, 4.0), kernel_names=())
+  assert samples.iqr_ms == 6.75 - 2.25  # quartiles of 1..8 (exclusive method)
+  assert dataclasses.replace(samples, samples_ms=(1.0, 2.0, 9.0)).iqr_ms == 0.0  # too few
+
+
+def test_each_function_gets_exactly_the_iterations_asked_for_over_uneven_rounds():
+  """5 iterations in 2 rounds: 3 calls a round are made, 5 samples kept, no output kept of a
+  call beyond them; each function has its warm-up calls first."""
+  made = {"a": 0, "b": 0}
+
+  def counted(name):
+    def fn(x):
+      made[name] += 1
+      return x
+    return fn
+  x = jnp.zeros(4)
+  first, second = timing.time_interleaved(
+      [counted("a"), counted("b")], [[(x,)], [(x,)]], iterations=5, rounds=2, warmup=2,
+      method=timing.TimingMethod.WALLCLOCK, keep=[frozenset(range(5))])
+  assert len(first.samples.samples_ms) == len(second.samples.samples_ms) == 5
+  assert sorted(first.kept) == [0, 1, 2, 3, 4] and second.kept == {}
+  assert made == {"a": 2 + 6, "b": 2 + 6}
+
+
+class _FakeCupti:
+  """The CUPTI bindings' two calls, fed by the timed functions: each 'launches' kernels."""
+
+  def __init__(self):
+    self.events = []
+
+  def _cupti_init(self):
+    self.events.clear()
+
+  def _cupti_get_timings(self, finalize):
+    assert finalize
+    return list(self.events)
+
+
+def test_a_cupti_sample_is_the_sum_of_every_kernel_one_call_launched(monkeypatch):
+  """A call that launches a Pallas kernel and an XLA glue kernel costs both; a launch count
+  that is not a whole number per call cannot be split into samples and is an error."""
+  ext = _FakeCupti()
+  monkeypatch.setattr(timing, "_cupti_ext", lambda: ext)
+  durations = iter([1.0, 0.25, 2.0, 0.5, 3.0, 0.75, 4.0, 1.0])
+
+  def two_kernels(x):
+    ext.events += [("pallas", next(durations)), ("glue", next(durations))]
+    return x
+  x = jnp.zeros(4)
+  (timed,) = timing.time_interleaved([two_kernels], [[(x,)]], iterations=4, rounds=1, warmup=0,
+                                     method=timing.TimingMethod.CUPTI)
+  assert timed.samples.samples_ms == (1.25, 2.5, 3.75, 5.0)
+  assert timed.samples.kernel_names == ("pallas", "glue")
+
+  def sometimes_two(x):
+    ext.events += [("pallas", 1.0)] * (1 + len(ext.events) % 2)
+    return x
+  with pytest.raises(RuntimeError, match="CUPTI saw 3 kernel launches for 2 calls"):
+    timing.time_interleaved([sometimes_two], [[(x,)]], iterations=2, rounds=1, warmup=0,
+                            method=timing.TimingMethod.CUPTI)
+
+
+def test_degeneracy_threshold_is_scaled_to_the_reference_not_the_candidates_output():
+  """A candidate must not set its own bar: one huge element in its output leaves the filters'
+  threshold where the reference puts it."""
+  relu = jax.jit(RELU.reference)
+  runs = checks.run_candidate(relu, RELU, TINY, (1, 2), on_gpu=False, edge=None)
+  loud = dataclasses.replace(runs, outputs=(runs.outputs[0].at[0, 0].set(1e6), runs.outputs[1]))
+  verdict = checks.judge_outputs(loud, RELU, TINY, None)
+  reference = RELU.expected(*RELU.make_inputs(TINY, 1))
+  assert {f.threshold for f in verdict.filters} == {filters.threshold(reference)}
+
+
+@pytest.mark.parametrize("read_bytes, l2_bytes", [(600, 256), (512, 256), (3000, 1 << 10),
+                                                  (1, 7)])
+def test_input_sets_rotate_through_at_least_four_l2s_before_one_comes_back(read_bytes, l2_bytes):
+  n = timing.input_set_count(read_bytes, l2_bytes, budget_bytes=1 << 30)
+  assert n * read_bytes >= 4 * l2_bytes or n == 64
+  assert (n - 1) * read_bytes < 4 * l2_bytes  # and no more than needed
+
+
+def test_a_wallclock_sample_lasts_until_the_output_is_ready(monkeypatch):
+  """Dispatch is asynchronous: a sample that stopped the clock when the call returned, not when
+  its output was ready, would time the launch only."""
+  clock = [0.0]
+
+  class Pending:
+    """An output still being computed: ready one second after it is waited for."""
+
+    def block_until_ready(self):
+      clock[0] += 1.0
+      return self
+  monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+  (timed,) = timing.time_interleaved([Pending], [[()]], iterations=2, rounds=1, warmup=0,
+                                     method=timing.TimingMethod.WALLCLOCK)
+  assert timed.samples.samples_ms == (1000.0, 1000.0)
