@@ -179,6 +179,13 @@ class EvalRecord:
   backends: tuple[str, ...] = ()
   kernel_config: str | None = None
   stages: StageTimes | None = None  # where the evaluation's time went
+  # The tolerance rule (tolerance.py): what `atol` is a fraction of ("reference_rms": the RMS
+  # of the reference output; "absolute" in records before release 5), and the absolute
+  # tolerance the nominal comparisons applied (the largest over the seeds). `input_families`
+  # names the task's families beyond the nominal draw that correctness was also checked on.
+  atol_scale: str = "absolute"
+  atol_used: float | None = None
+  input_families: tuple[str, ...] = ()
   # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
   # was reused from the verdict cache (an earlier evaluation of the same source) instead of
   # measured in this run; `run` then names the run that measured it.
