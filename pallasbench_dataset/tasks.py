@@ -22,9 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pallasbench_dataset.families import Affine, InputFamily
 from pallasbench_dataset.inputs import (
-    INT32, Affine, BinaryMask, Dims, DNACodes, FanInNormal, InputFamily, InputSpec, Integers,
-    Normal, OneHotDNA, SoftmaxRows, Uniform)
+    INT32, BinaryMask, Dims, DNACodes, FanInNormal, InputSpec, Integers, Normal, OneHotDNA,
+    SoftmaxRows, Uniform)
 from pallasbench_dataset.tolerance import TOLERANCES, Tolerance, ToleranceClass
 
 

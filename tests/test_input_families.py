@@ -17,7 +17,7 @@ import pytest
 
 from pallasbench_dataset import Size, list_tasks
 from pallasbench_dataset.evaluation.judge import checks
-from pallasbench_dataset.inputs import Affine, InputFamily
+from pallasbench_dataset.families import Affine, InputFamily
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.tasks import get_task, input_family_rows
 from pallasbench_dataset.tolerance import (TOLERANCES, AtolScale, Tolerance, ToleranceClass,
