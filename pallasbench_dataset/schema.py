@@ -215,6 +215,13 @@ class EvalRecord:
   # between calls and the timing may be flattered. None in records from before they were noted.
   timing_rotated_bytes: int | None = None
   timing_l2_resident: bool | None = None
+  # The tolerance rule (tolerance.py): what `atol` is a fraction of ("reference_rms": the RMS
+  # of the reference output; "absolute" in records before release 5), and the absolute
+  # tolerance the nominal comparisons applied (the largest over the seeds). `input_families`
+  # names the task's families beyond the nominal draw that correctness was also checked on.
+  atol_scale: str = "absolute"
+  atol_used: float | None = None
+  input_families: tuple[str, ...] = ()
   # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
   # was reused from the verdict cache (an earlier evaluation of the same source) instead of
   # measured in this run; `run` then names the run that measured it.

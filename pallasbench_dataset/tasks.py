@@ -1,9 +1,10 @@
 """The task registry: the 45 PallasBench tasks as frozen specs (see TASKS.md for the semantics).
 
 `list_tasks()` gives them in task-id order, `get_task(name)` one by name. A spec knows its
-inputs (names, dtypes, distributions, symbolic shapes), its registered sizes, its output
-shape, tolerance class, analytic FLOP and byte counts, the corrections made to the public
-suite (`notes`), and its reference (`references/<name>.py`, the JAX baseline).
+inputs (names, dtypes, distributions, symbolic shapes), its input families beyond the nominal
+draw (shifted, scaled: `families`), its registered sizes, its output shape, tolerance class,
+analytic FLOP and byte counts, the corrections made to the public suite (`notes`), and its
+reference (`references/<name>.py`, the JAX baseline).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from pallasbench_dataset.families import Affine, InputFamily
 from pallasbench_dataset.inputs import (
     INT32, BinaryMask, Dims, DNACodes, FanInNormal, InputSpec, Integers, Normal, OneHotDNA,
     SoftmaxRows, Uniform)
@@ -60,6 +63,7 @@ class TaskSpec:
   notes: str
   touched_bytes: Callable[[Dims], int] | None = None  # for gathers: bytes a kernel must move
   output_dtype: str = "float32"
+  families: tuple[InputFamily, ...] = ()  # inputs beyond the nominal draw, checked like it
 
   @property
   def tolerance(self) -> Tolerance:
@@ -110,15 +114,34 @@ class TaskSpec:
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), self.task_id), index)
     return self.inputs[index].sample(key, self.dims(size))
 
-  def expected(self, *inputs: jax.Array) -> jax.Array:
-    """The correctness reference: the baseline at the highest matmul precision.
+  def family(self, name: str) -> InputFamily:
+    """One of `families` by name; a clear error that lists them for an unknown one."""
+    for family in self.families:
+      if family.name == name:
+        return family
+    raise KeyError(f"task {self.name} has no input family {name!r}; its families: "
+                   f"{[f.name for f in self.families]}")
 
+  def family_inputs(self, family: InputFamily, size: Size | str | Dims,
+                    seed: int) -> tuple[jax.Array, ...]:
+    """The inputs of `family` for (size, seed): derived from make_inputs(size, seed)."""
+    return family.derive(self.make_inputs(size, seed), self.inputs)
+
+  def expected(self, *inputs: jax.Array) -> jax.Array:
+    """The correctness reference: the baseline in float64 (floating inputs widened, integer
+    inputs as they are), at the highest matmul precision, rounded to the output dtype.
+
+    float64, so that the reference's own rounding takes no share of the tolerance: on a
+    shifted family (layernorm of x + 35) a float32 reference errs by half the tolerance.
     Compiled without XLA's GPU autotuner, which only chooses among equally exact algorithms
     and costs 6-14 s per contraction reference on an H200 (benchmarks/check_costs.py). The
-    timed baseline is compiled as XLA compiles it by default, autotuned.
+    timed baseline is compiled as XLA compiles it by default, autotuned, in float32.
     """
-    with jax.default_matmul_precision("highest"):
-      return jax.jit(self.reference, compiler_options=REFERENCE_COMPILER_OPTIONS)(*inputs)
+    with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+      wide = tuple(x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x
+                   for x in inputs)
+      out = jax.jit(self.reference, compiler_options=REFERENCE_COMPILER_OPTIONS)(*wide)
+      return out.astype(self.output_dtype)
 
   def flops(self, size: Size | str | Dims) -> int:
     """Analytic FLOPs: add, multiply, compare and each transcendental count as one."""
@@ -171,6 +194,46 @@ _WEIGHT_NOTE: Final = ("The second operand is drawn normal / sqrt(K) like a weig
                        "tolerance (public: standard normal, output scale sqrt(K)).")
 
 
+def _family(name: str, why: str, *transforms: Affine) -> InputFamily:
+  return InputFamily(name=name, why=why, transforms=transforms)
+
+
+def _scaled(name: str, why: str, scale: float, *inputs: str) -> InputFamily:
+  return _family(name, why, *(Affine(input=i, scale=scale) for i in inputs or ("x",)))
+
+
+def _shifted(name: str, why: str, shift: float, *inputs: str) -> InputFamily:
+  return _family(name, why, *(Affine(input=i, shift=shift) for i in inputs or ("x",)))
+
+
+# Input families (see InputFamily). Each is well conditioned for float32 at the task's
+# tolerance: the XLA baseline passes it (tests/test_input_families.py). A layer norm of rows
+# whose mean is r standard deviations from zero errs by about r float32 ulps in any float32
+# algorithm (the mean itself rounds), and a one-pass variance E[x^2] - E[x]^2 by about r^2:
+# r = 35 is where the first still passes (at about 60% of the tolerance) and the second
+# fails (at twice it).
+_SATURATED: Final = (_scaled("saturated", "arguments out to about +-130, where exp overflows "
+                                          "float32 and the function saturates", 30.0),)
+_SOFTMAX_FAMILIES: Final = (
+    _shifted("shifted", "the result is shift-invariant; exp(x) without the row max subtracted "
+                        "overflows", 100.0),
+    _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0))
+_LOGITS_FAMILIES: Final = (
+    _shifted("shifted", "the loss is shift-invariant in the logits; exp(logits) without the "
+                        "row max subtracted overflows", 100.0, "logits"),
+    _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0, "logits"))
+_REDUCE_FAMILIES: Final = (
+    _shifted("shifted", "rows with a common offset 100 times their spread", 100.0),
+    _scaled("scaled_down", "values near 1e-3: the tolerance follows the outputs' scale", 1e-3))
+_MATMUL_FAMILIES: Final = (
+    _scaled("scaled", "the contraction is linear in x (outputs about 100 times larger)", 100.0),)
+_GLU_FAMILIES: Final = (
+    _scaled("scaled", "pre-activations 10 times larger (saturated gates, outputs near 100)",
+            10.0),)
+_ATTENTION_FAMILIES: Final = (
+    _scaled("scaled", "values 100 times larger: attention is linear in v", 100.0, "v"),)
+
+
 def _x(name: str = "x", shape=("N", "M"), dist=Normal()) -> InputSpec:
   return InputSpec(name=name, shape=shape, dist=dist)
 
@@ -187,25 +250,26 @@ def _per_element(ops: int) -> Callable[[Dims], int]:
   return lambda d: ops * d["N"] * d["M"]
 
 
-def _unary(task_id, name, category, tol, ops, notes="", dist=Normal()) -> TaskSpec:
+def _unary(task_id, name, category, tol, ops, families, notes="", dist=Normal()) -> TaskSpec:
   return TaskSpec(task_id=task_id, name=name, level=1, category=category, inputs=(_x(dist=dist),),
                   output=_like_x, tolerance_class=tol, sizes=_UNARY,
-                  flops_per_call=_per_element(ops), notes=notes)
+                  flops_per_call=_per_element(ops), notes=notes, families=families)
 
 
-def _binary(task_id, name, ops) -> TaskSpec:
+def _binary(task_id, name, ops, families) -> TaskSpec:
   return TaskSpec(task_id=task_id, name=name, level=1, category="elementwise",
                   inputs=(_x("x"), _x("y")), output=_like_x,
                   tolerance_class=ToleranceClass.EXACT, sizes=_UNARY,
-                  flops_per_call=_per_element(ops), notes="")
+                  flops_per_call=_per_element(ops), notes="", families=families)
 
 
-def _norm(task_id, name, ops, inputs=("x",), level=1, category="normalization", notes=""):
+def _norm(task_id, name, ops, families, inputs=("x",), level=1, category="normalization",
+          notes=""):
   return TaskSpec(task_id=task_id, name=name, level=level, category=category,
                   inputs=tuple(_x(n, ("N", "D")) for n in inputs),
                   output=lambda d: (d["N"], d["D"]),
                   tolerance_class=ToleranceClass.TRANSCENDENTAL, sizes=_NORM,
-                  flops_per_call=lambda d: ops * d["N"] * d["D"], notes=notes)
+                  flops_per_call=lambda d: ops * d["N"] * d["D"], notes=notes, families=families)
 
 
 def _matmul_act(task_id, name, level, act_ops, notes="") -> TaskSpec:
@@ -216,13 +280,13 @@ def _matmul_act(task_id, name, level, act_ops, notes="") -> TaskSpec:
                   output=lambda d: (d["M"], d["N"]), tolerance_class=ToleranceClass.MATMUL,
                   sizes=_MATMUL,
                   flops_per_call=lambda d: 2 * d["M"] * d["N"] * d["K"] + act_ops * d["M"] * d["N"],
-                  notes=notes)
+                  notes=notes, families=_MATMUL_FAMILIES)
 
 
-def _reduce(task_id, name, tol) -> TaskSpec:
+def _reduce(task_id, name, tol, families=_REDUCE_FAMILIES) -> TaskSpec:
   return TaskSpec(task_id=task_id, name=name, level=1, category="reduce", inputs=(_x(),),
                   output=_rows, tolerance_class=tol, sizes=_REDUCE,
-                  flops_per_call=_per_element(1), notes="")
+                  flops_per_call=_per_element(1), notes="", families=families)
 
 
 def _glu(task_id, name, act_ops) -> TaskSpec:
@@ -233,7 +297,7 @@ def _glu(task_id, name, act_ops) -> TaskSpec:
                   sizes=_GLU,
                   flops_per_call=lambda d: 4 * d["M"] * d["N"] * d["K"] + (act_ops + 1) * d["M"] * d["N"],
                   notes="Weights are normal / sqrt(K) so activations keep unit scale (public: "
-                        "standard normal weights).")
+                        "standard normal weights).", families=_GLU_FAMILIES)
 
 
 def _attention_flops(d: Dims) -> int:
@@ -254,13 +318,21 @@ def _triangle_flops(d: Dims) -> int:
 
 
 _L1: Final = (
-    _unary(1, "relu", "activation", ToleranceClass.EXACT, 1),
-    _unary(2, "gelu", "activation", ToleranceClass.TRANSCENDENTAL, 8),
-    _unary(3, "silu", "activation", ToleranceClass.TRANSCENDENTAL, 4),
-    _unary(4, "sigmoid", "activation", ToleranceClass.TRANSCENDENTAL, 3),
-    _unary(5, "tanh", "activation", ToleranceClass.TRANSCENDENTAL, 1),
-    _norm(6, "layernorm", 6),
-    _norm(7, "rmsnorm", 4),
+    _unary(1, "relu", "activation", ToleranceClass.EXACT, 1,
+           (_scaled("scaled", "relu is positively homogeneous", 100.0),)),
+    _unary(2, "gelu", "activation", ToleranceClass.TRANSCENDENTAL, 8, _SATURATED),
+    _unary(3, "silu", "activation", ToleranceClass.TRANSCENDENTAL, 4, _SATURATED),
+    _unary(4, "sigmoid", "activation", ToleranceClass.TRANSCENDENTAL, 3, _SATURATED),
+    _unary(5, "tanh", "activation", ToleranceClass.TRANSCENDENTAL, 1, _SATURATED),
+    _norm(6, "layernorm", 6, (
+        _shifted("shifted", "layernorm is shift-invariant; rows whose mean is 35 standard "
+                            "deviations from zero, where a one-pass variance cancels", 35.0),
+        _scaled("scaled_down", "rows of variance 1e-4, where eps = 1e-5 is not negligible",
+                0.01))),
+    _norm(7, "rmsnorm", 4, (
+        _scaled("scaled_up", "rmsnorm is scale-invariant (up to eps); x^2 near 1e4", 100.0),
+        _scaled("scaled_down", "mean(x^2) near 1e-4, where eps = 1e-5 is not negligible",
+                0.01))),
     _matmul_act(8, "matmul", 1, 0, notes=_WEIGHT_NOTE),
     TaskSpec(task_id=9, name="batched_matmul", level=1, category="matmul",
              inputs=(_x("x", ("B", "M", "K")),
@@ -268,51 +340,64 @@ _L1: Final = (
              output=lambda d: (d["B"], d["M"], d["N"]), tolerance_class=ToleranceClass.MATMUL,
              sizes=_sizes(dict(B=4, M=64, K=64, N=64), dict(B=8, M=256, K=256, N=256),
                           dict(B=16, M=512, K=512, N=512), dict(B=3, M=50, K=70, N=40)),
-             flops_per_call=lambda d: 2 * d["B"] * d["M"] * d["N"] * d["K"], notes=_WEIGHT_NOTE),
+             flops_per_call=lambda d: 2 * d["B"] * d["M"] * d["N"] * d["K"], notes=_WEIGHT_NOTE,
+             families=_MATMUL_FAMILIES),
     TaskSpec(task_id=10, name="outer_product", level=1, category="matmul",
              inputs=(_x("x", ("M",)), _x("y", ("N",))), output=lambda d: (d["M"], d["N"]),
              tolerance_class=ToleranceClass.EXACT,
              sizes=_sizes(dict(M=256, N=256), dict(M=1024, N=1024), dict(M=4096, N=4096),
                           dict(M=300, N=500)),
-             flops_per_call=lambda d: d["M"] * d["N"], notes=""),
+             flops_per_call=lambda d: d["M"] * d["N"], notes="", families=_MATMUL_FAMILIES),
     _reduce(11, "reduce_sum", ToleranceClass.REDUCTION),
-    _reduce(12, "reduce_max", ToleranceClass.EXACT),
+    _reduce(12, "reduce_max", ToleranceClass.EXACT, (
+        _shifted("negative", "every value negative: a max that starts from 0 is wrong", -100.0),)),
     _reduce(13, "reduce_mean", ToleranceClass.REDUCTION),
     TaskSpec(task_id=14, name="softmax", level=1, category="softmax", inputs=(_x(),),
              output=_like_x, tolerance_class=ToleranceClass.REDUCTION, sizes=_SOFTMAX,
-             flops_per_call=_per_element(5), notes=""),
+             flops_per_call=_per_element(5), notes="", families=_SOFTMAX_FAMILIES),
     TaskSpec(task_id=15, name="log_softmax", level=1, category="softmax", inputs=(_x(),),
              output=_like_x, tolerance_class=ToleranceClass.REDUCTION, sizes=_SOFTMAX,
-             flops_per_call=_per_element(4), notes=""),
-    _unary(16, "exp", "elementwise", ToleranceClass.TRANSCENDENTAL, 1),
-    _unary(17, "log", "elementwise", ToleranceClass.TRANSCENDENTAL, 2,
+             flops_per_call=_per_element(4), notes="", families=_SOFTMAX_FAMILIES),
+    _unary(16, "exp", "elementwise", ToleranceClass.TRANSCENDENTAL, 1, (
+        _shifted("shifted_down", "outputs near 1e-13: exp is relatively accurate everywhere",
+                 -30.0),)),
+    _unary(17, "log", "elementwise", ToleranceClass.TRANSCENDENTAL, 2, (
+        _scaled("small", "arguments 1e-5 to 5e-4, where the + 1e-7 shows", 1e-4),),
            dist=Uniform(low=0.1, high=5.0),
            notes="Inputs uniform in [0.1, 5) (the public suite first drew normal inputs, so "
                  "log of negatives gave NaN on both sides)."),
-    _binary(18, "add", 1),
-    _binary(19, "multiply", 1),
-    _unary(20, "rsqrt", "elementwise", ToleranceClass.TRANSCENDENTAL, 2,
+    _binary(18, "add", 1, (_scaled("unbalanced", "an addend a thousand times smaller", 1e-3, "y"),)),
+    _binary(19, "multiply", 1, (_scaled("scaled", "the product is linear in x", 1e3),)),
+    _unary(20, "rsqrt", "elementwise", ToleranceClass.TRANSCENDENTAL, 2, (
+        _scaled("small", "arguments 1e-5 to 5e-4, where the + 1e-5 is of their size", 1e-4),),
            dist=Uniform(low=0.1, high=5.0),
            notes="Inputs uniform in [0.1, 5), as for log."),
-    _unary(21, "clamp", "elementwise", ToleranceClass.EXACT, 2, dist=Normal(scale=2.0),
+    _unary(21, "clamp", "elementwise", ToleranceClass.EXACT, 2,
+           (_scaled("inside", "most values inside [-1, 1]", 0.25),), dist=Normal(scale=2.0),
            notes="Inputs are normal * 2 so that about 60% of them are clipped."),
     TaskSpec(task_id=22, name="cross_entropy", level=1, category="loss",
              inputs=(_x("logits", ("N", "C")), _x("labels", ("N", "C"), SoftmaxRows())),
              output=_rows, tolerance_class=ToleranceClass.REDUCTION,
              sizes=_sizes(dict(N=128, C=64), dict(N=1024, C=512), dict(N=4096, C=2048),
                           dict(N=100, C=300)),
-             flops_per_call=lambda d: 6 * d["N"] * d["C"],
+             flops_per_call=lambda d: 6 * d["N"] * d["C"], families=_LOGITS_FAMILIES,
              notes="(corrected) labels are a probability distribution per row (softmax of "
                    "normal draws); the public suite fed standard-normal labels, which can be "
                    "negative, so its loss could be negative."),
     TaskSpec(task_id=23, name="mse_loss", level=1, category="loss",
              inputs=(_x("pred"), _x("target")), output=_rows,
              tolerance_class=ToleranceClass.REDUCTION, sizes=_ROWLOSS,
-             flops_per_call=_per_element(3), notes=""),
+             flops_per_call=_per_element(3), notes="", families=(
+                 _shifted("offset", "predictions far from their targets", 10.0, "target"),
+                 _scaled("scaled_down", "values near 1e-3, losses near 2e-6: the tolerance "
+                                        "follows the outputs' scale", 1e-3, "pred", "target"))),
     TaskSpec(task_id=24, name="cosine_sim", level=1, category="loss",
              inputs=(_x("x"), _x("y")), output=_rows,
              tolerance_class=ToleranceClass.REDUCTION, sizes=_ROWLOSS,
-             flops_per_call=_per_element(6), notes=""),
+             flops_per_call=_per_element(6), notes="", families=(
+                 _scaled("scaled", "cosine similarity is scale-invariant", 1e3),
+                 _shifted("correlated", "rows sharing an offset (similarities near 0.5)", 1.0,
+                          "x", "y"))),
     TaskSpec(task_id=25, name="embedding_lookup", level=1, category="index",
              inputs=(_x("table", ("V", "D")),
                      InputSpec(name="ids", shape=("S",), dtype=INT32, dist=Integers(high="V"))),
@@ -320,6 +405,8 @@ _L1: Final = (
              sizes=_sizes(dict(V=8000, D=256, S=128), dict(V=32000, D=768, S=512),
                           dict(V=128000, D=1024, S=2048), dict(V=1000, D=300, S=100)),
              flops_per_call=lambda d: 0,
+             families=(_scaled("scaled", "a gather copies values whatever their scale", 1e3,
+                               "table"),),
              touched_bytes=lambda d: 4 * (2 * d["S"] * d["D"] + d["S"]),
              notes="(corrected) ids are uniform over all of [0, V); the public suite drew them "
                    "from [0, S), so only the first S rows of the table were ever read. The "
@@ -347,10 +434,17 @@ _L2: Final = (
     _matmul_act(28, "matmul_relu", 2, 1, notes=_WEIGHT_NOTE),
     _matmul_act(29, "matmul_gelu", 2, 8, notes=_WEIGHT_NOTE),
     _matmul_act(30, "matmul_silu", 2, 4, notes=_WEIGHT_NOTE),
-    _norm(31, "rmsnorm_residual", 5, ("x", "residual"), 2, "norm_residual",
+    _norm(31, "rmsnorm_residual", 5, (
+        _scaled("large_residual", "a residual stream 100 times larger than the branch", 100.0,
+                "residual"),), ("x", "residual"), 2, "norm_residual",
           notes="(corrected) rmsnorm(x + residual): add, then normalise, the fused pattern "
                 "real models use; the public suite normalised x and added the residual after."),
-    _norm(32, "layernorm_residual", 7, ("x", "residual"), 2, "norm_residual",
+    _norm(32, "layernorm_residual", 7, (
+        _shifted("shifted", "layernorm is shift-invariant; sums whose mean is 35 standard "
+                            "deviations from zero, where a one-pass variance cancels", 50.0,
+                 "residual"),
+        _scaled("large_residual", "a residual stream 100 times larger than the branch", 100.0,
+                "residual")), ("x", "residual"), 2, "norm_residual",
           notes="(corrected) layernorm(x + residual), as for rmsnorm_residual."),
     _glu(33, "swiglu", 4),
     _glu(34, "geglu", 8),
@@ -361,28 +455,32 @@ _L2: Final = (
              sizes=_sizes(dict(M=256, K=256, N=512), dict(M=1024, K=1024, N=2048),
                           dict(M=4096, K=4096, N=8192), dict(M=100, K=300, N=200)),
              flops_per_call=lambda d: 2 * d["M"] * d["N"] * d["K"] + 2 * d["M"] * d["N"],
-             notes=""),
+             notes="", families=_MATMUL_FAMILIES),
     TaskSpec(task_id=36, name="qk_softmax", level=2, category="attention_component",
              inputs=(_x("q", ("S", "d")), _x("k", ("S", "d"))), output=lambda d: (d["S"], d["S"]),
              tolerance_class=ToleranceClass.MATMUL,
              sizes=_sizes(dict(S=64, d=32), dict(S=256, d=64), dict(S=1024, d=128),
                           dict(S=100, d=40)),
              flops_per_call=lambda d: 2 * d["S"] * d["S"] * d["d"] + 5 * d["S"] * d["S"],
-             notes=""),
+             notes="", families=(
+                 _scaled("flat", "nearly uniform rows (outputs near 1/S): rtol governs", 0.1,
+                         "q"),)),
     TaskSpec(task_id=37, name="fused_softmax_cross_entropy", level=2, category="loss_fusion",
              inputs=(_x("logits", ("N", "V")),
                      InputSpec(name="labels", shape=("N",), dtype=INT32, dist=Integers(high="V"))),
              output=_rows, tolerance_class=ToleranceClass.REDUCTION,
              sizes=_sizes(dict(N=128, V=512), dict(N=1024, V=4096), dict(N=4096, V=32000),
                           dict(N=100, V=1000)),
-             flops_per_call=lambda d: 4 * d["N"] * d["V"],
+             flops_per_call=lambda d: 4 * d["N"] * d["V"], families=_LOGITS_FAMILIES,
              notes="(corrected) the hard-label LLM loss logsumexp(logits) - logits[label] with "
                    "int labels and a vocabulary that is not a power of two at the large size; "
                    "the public suite duplicated L1 cross_entropy here."),
     TaskSpec(task_id=38, name="sigmoid_bce", level=2, category="loss_fusion",
              inputs=(_x("logits"), _x("targets", dist=Uniform(low=0.0, high=1.0))),
              output=_like_x, tolerance_class=ToleranceClass.TRANSCENDENTAL, sizes=_ROWLOSS,
-             flops_per_call=_per_element(7),
+             flops_per_call=_per_element(7), families=(
+                 _scaled("saturated", "logits out to about +-130, where exp(-z) overflows "
+                                      "float32", 30.0, "logits"),),
              notes="(corrected) elementwise BCE with logits in the stable form max(z,0) - z t + "
                    "log1p(exp(-|z|)) with targets uniform in [0, 1]; the public formula "
                    "returned softplus(-z) - t z + t softplus(-z), and its targets were normal."),
@@ -393,6 +491,7 @@ _L2: Final = (
              sizes=_sizes(dict(L=256, W=8), dict(L=1024, W=12), dict(L=4096, W=16),
                           dict(L=1000, W=7)),
              flops_per_call=lambda d: 8 * (d["L"] - d["W"] + 1) * d["W"],
+             families=(_scaled("scaled", "the scan is linear in the weights", 100.0, "pwm"),),
              notes="(corrected) seq_onehot is a real one-hot encoding of random A/C/G/T; the "
                    "public suite fed standard-normal data."),
     TaskSpec(task_id=40, name="pairwise_distance", level=2, category="genomics",
@@ -401,6 +500,8 @@ _L2: Final = (
              sizes=_sizes(dict(N=64, D=16), dict(N=256, D=32), dict(N=1024, D=64),
                           dict(N=100, D=20)),
              flops_per_call=lambda d: 3 * d["N"] * d["N"] * d["D"] + 2 * d["N"] * d["N"],
+             families=(_shifted("shifted", "distances are shift-invariant; norms through "
+                                           "|x|^2 cancel more", 10.0),),
              notes="The distance through norms and a dot product cancels; kernels need full "
                    "float32 precision there (the diagonal is sqrt(1e-8) = 1e-4)."),
 )
@@ -409,7 +510,7 @@ _L3: Final = (
     TaskSpec(task_id=41, name="flash_attention", level=3, category="attention",
              inputs=(_x("q", ("S", "d")), _x("k", ("S", "d")), _x("v", ("S", "d"))),
              output=lambda d: (d["S"], d["d"]), tolerance_class=ToleranceClass.MATMUL,
-             sizes=_ATTN, flops_per_call=_attention_flops,
+             sizes=_ATTN, flops_per_call=_attention_flops, families=_ATTENTION_FAMILIES,
              notes="(corrected) the GPU kernel is a real flash kernel (online softmax over key "
                    "blocks; the (S, S) scores never exist in memory); the public kernel was "
                    "plain attention over whole K and V."),
@@ -418,7 +519,8 @@ _L3: Final = (
              output=lambda d: (d["H"], d["S"], d["d"]), tolerance_class=ToleranceClass.MATMUL,
              sizes=_sizes(dict(H=4, S=64, d=32), dict(H=8, S=256, d=64),
                           dict(H=16, S=512, d=128), dict(H=3, S=100, d=40)),
-             flops_per_call=lambda d: d["H"] * _attention_flops(d), notes=""),
+             flops_per_call=lambda d: d["H"] * _attention_flops(d), notes="",
+             families=_ATTENTION_FAMILIES),
     TaskSpec(task_id=43, name="gated_mlp", level=3, category="mlp",
              inputs=(_x("x", ("M", "D")), InputSpec(name="w_gate", shape=("D", "F"), dist=_W),
                      InputSpec(name="w_up", shape=("D", "F"), dist=_W),
@@ -427,7 +529,7 @@ _L3: Final = (
              sizes=_sizes(dict(M=64, D=128, F=256), dict(M=256, D=512, F=1024),
                           dict(M=1024, D=2048, F=4096), dict(M=100, D=96, F=200)),
              flops_per_call=lambda d: 6 * d["M"] * d["D"] * d["F"] + 5 * d["M"] * d["F"],
-             notes="Weights are normal / sqrt(fan_in)."),
+             notes="Weights are normal / sqrt(fan_in).", families=_GLU_FAMILIES),
     TaskSpec(task_id=44, name="transformer_block", level=3, category="full_model",
              inputs=(_x("x", ("S", "D")),
                      InputSpec(name="wq", shape=("D", "H", "dh"), dist=_W),
@@ -442,7 +544,9 @@ _L3: Final = (
                           dict(S=128, D=256, H=4, dh=64, F=512),
                           dict(S=512, D=1024, H=8, dh=128, F=2048),
                           dict(S=100, D=96, H=3, dh=32, F=200)),
-             flops_per_call=_transformer_flops,
+             flops_per_call=_transformer_flops, families=(
+                 _scaled("scaled", "a residual stream 10 times larger (rmsnorm makes the "
+                                   "branches scale-free)", 10.0),),
              notes="(corrected) a pre-norm block with multi-head attention (heads read from the "
                    "weight shapes) and a SwiGLU feed-forward; the public task was a single-head "
                    "toy with a relu feed-forward and no down-projection."),
@@ -454,7 +558,9 @@ _L3: Final = (
              output=lambda d: (d["N"], d["N"], d["C"]), tolerance_class=ToleranceClass.MATMUL,
              sizes=_sizes(dict(N=16, C=16), dict(N=64, C=32), dict(N=128, C=64),
                           dict(N=50, C=24)),
-             flops_per_call=_triangle_flops,
+             flops_per_call=_triangle_flops, families=(
+                 _scaled("scaled", "a pair tensor 10 times larger (layernorm makes the update "
+                                   "scale-free)", 10.0, "z"),),
              notes="(corrected) the AlphaFold triangle multiplicative update (outgoing edges: "
                    "layernorm, masked projections, the triangle product, layernorm, output "
                    "projection and sigmoid gate); the public task was a bare masked einsum of "
@@ -469,6 +575,18 @@ def list_tasks(*, levels: tuple[int, ...] | None = None) -> tuple[TaskSpec, ...]
   """All task specs in task-id order, optionally only those of some levels."""
   specs = sorted(TASKS.values(), key=lambda s: s.task_id)
   return tuple(s for s in specs if levels is None or s.level in levels)
+
+
+def input_family_rows() -> tuple[dict[str, str], ...]:
+  """The input families of every task, for the card's table (task, family, inputs); a task
+  whose inputs are all integer codes or ids has none beyond its nominal draw."""
+  rows = []
+  for spec in list_tasks():
+    rows += [{"task": spec.name, "family": f.name, "inputs": f.description} for f in spec.families]
+    if not spec.families:
+      rows.append({"task": spec.name, "family": "-",
+                   "inputs": "the nominal draw only: its inputs are integer codes"})
+  return tuple(rows)
 
 
 def get_task(name: str) -> TaskSpec:

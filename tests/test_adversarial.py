@@ -8,7 +8,8 @@ EXACT status and a reason (or error) substring, with no side effect left behind.
 
 Classes: 1 forging the verdict, 2 reading secrets, 3 timing, 4 escaping the sandbox, 5 blind
 spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant over every
-record (pass iff no reasons; pass implies correct and robust).
+record (pass iff no reasons; pass implies correct and robust), 8 correct on the nominal inputs
+only (caught by the input families, the scaled atol and the edge shape).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -144,6 +145,16 @@ def _cases() -> dict[str, Case]:
       "renice_parent": Case("adv_renice_parent_relu", relu, R, (VIOLATION + "resource.prlimit",)),
       "proc_links": Case("adv_proc_links_relu", relu, None, ("Permission denied",)),
       "scratch_fill": Case("adv_scratch_fill_relu", relu, None, ("Permission denied",)),
+      # 8. Correct on the nominal inputs only (issue #22, finding 4): each passed before the
+      # judge checked input families, scaled atol to the outputs and failed a wrong edge shape.
+      "nomax_softmax": Case("adv_nomax_softmax", "softmax", I,
+                            ("input family shifted (x + 100), seed 11: ",)),
+      "onepass_layernorm": Case("adv_onepass_layernorm", "layernorm", I,
+                                ("input family shifted (x + 35), seed 11: not allclose",)),
+      "fp16_exp_softmax": Case("adv_fp16_exp_softmax", "softmax", I,
+                               ("seed 11: not allclose(rtol=0.0001, atol=",)),
+      "edge_garbage": Case("adv_edge_garbage_relu", relu, I,
+                           ("edge shape {'N': 1000, 'M': 300}, seed 11: ",), options=WITH_EDGE),
   }
 
 
@@ -338,6 +349,22 @@ def test_block_multiple_kernel_passes_without_general_shapes(run):
   assert record.status is Status.PASS and record.reasons == ()
   assert record.general_shapes is False
   assert "ValueError" in record.edge_error and "not a multiple" in record.edge_error
+
+
+def test_nominal_only_kernels_fail_where_they_are_wrong_and_nowhere_else(run):
+  """Class 8: each control passes its nominal seeds (or, for float16 exp, fails only by the
+  scaled atol) and is caught on the family or shape it gets wrong."""
+  nomax, onepass = run.records["nomax_softmax"], run.records["onepass_layernorm"]
+  for record in (nomax, onepass):
+    assert len(record.reasons) == 1 and record.reasons[0].startswith("input family shifted")
+    assert record.input_families[0] == "shifted" and not record.correct
+  assert "NaN/Inf" in nomax.reasons[0]
+  fp16 = run.records["fp16_exp_softmax"]
+  assert [r.split(":")[0] for r in fp16.reasons[:5]] == [f"seed {s}" for s in OPTIONS.seeds]
+  assert fp16.atol_scale == "reference_rms" and fp16.atol_used < 1e-6 < fp16.atol
+  edge = run.records["edge_garbage"]
+  assert edge.general_shapes is False and "NaN/Inf" in edge.edge_error
+  assert len(edge.reasons) == 1 and edge.max_abs_error == 0.0  # exact on the nominal seeds
 
 
 def test_public_seed_lookup_is_right_only_on_the_public_seeds(run):

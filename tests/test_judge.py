@@ -138,7 +138,7 @@ def test_edge_shape_is_compared_and_reported_without_rejecting():
   assert good.general_shapes is True and good.edge_error is None
   _, bad = _verdict(relu, edge=(lambda x: relu(x) + 1.0, edge_dims))
   assert bad.general_shapes is False and "edge shape" in bad.edge_error
-  assert bad.correct and bad.rejections == ()
+  assert not bad.correct and bad.rejections == ()  # wrong there: incorrect, not rejected
 
 
 def test_wrong_output_structure_is_an_output_error():

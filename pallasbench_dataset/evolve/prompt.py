@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.tasks import Size, TaskSpec
+from pallasbench_dataset.tolerance import AtolScale
 
 _STARTS = {
     Variant.GPU: ("The starting program is the project's GPU kernel for this task "
@@ -53,7 +54,8 @@ def _signature(spec: TaskSpec) -> str:
       f"- {size.value}: {', '.join(f'{k}={v}' for k, v in spec.dims(size).items())} -> output "
       f"{spec.output_shape(size)}" for size in Size)
   tol = spec.tolerance
-  check = f"allclose(rtol={tol.rtol:g}, atol={tol.atol:g})"
+  atol = f"{tol.atol:g}" if tol.atol_scale is AtolScale.ABSOLUTE else f"{tol.atol:g} x RMS(reference)"
+  check = f"allclose(rtol={tol.rtol:g}, atol={atol})"
   if tol.max_rel_l2 is not None:
     check += f" and relative Frobenius error <= {tol.max_rel_l2:g}"
   text = (f"Entry point: `kernel({names}, *, interpret: bool = False)`, the inputs in this "
@@ -62,6 +64,9 @@ def _signature(spec: TaskSpec) -> str:
           f"block size: the kernel must accept any shape of the family):\n{sizes}\n"
           f"Tolerance class `{tol.kind.value}`: {check} against the reference; NaN or Inf where "
           "the reference is finite always fails.")
+  if spec.families:
+    text += ("\nBesides the nominal inputs, the judge checks these input families, at the same "
+             f"tolerance: {'; '.join(f.description for f in spec.families)}.")
   return text + (f"\nAbout this task: {spec.notes}" if spec.notes else "")
 
 

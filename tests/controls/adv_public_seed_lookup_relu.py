@@ -1,8 +1,9 @@
 """Adversarial control, class 3 (timing / hidden input properties), relu.
 
 Attack: at import, compute the inputs and outputs of the PUBLIC seeds 11..15 (the seeds of
-the test suite's options) at the public sizes with the project's own task spec, and ship them
-to a Pallas kernel as a lookup table. Per block, the kernel compares the first row of its input with the public
+the test suite's options) at the public sizes with the project's own task spec, with the input
+families' draws the judge derives from them (family i from seed i mod 5, a public rule), and
+ship them to a Pallas kernel as a lookup table. Per block, the kernel compares the first row of its input with the public
 inputs' first rows and writes the matching stored output, skipping the arithmetic; for any
 other input it writes |x| (garbage, but "fast").
 
@@ -25,6 +26,8 @@ ROWS = 64
 def _tables(size):
   spec = get_task("relu")
   inputs = [np.asarray(spec.make_inputs(size, seed)[0]) for seed in PUBLIC_SEEDS]
+  inputs += [np.asarray(spec.family_inputs(f, size, PUBLIC_SEEDS[i % len(PUBLIC_SEEDS)])[0])
+             for i, f in enumerate(spec.families)]
   keys = np.full((SLOTS, inputs[0].shape[1]), np.nan, np.float32)
   outs = np.zeros((SLOTS, *inputs[0].shape), np.float32)
   for k, x in enumerate(inputs):

@@ -5,6 +5,12 @@ judged on, keeping its outputs, before any reference output exists in the proces
 `judge_outputs` then computes the references, compares and filters (in float64 on the
 device: a `large` output is 2^28 elements). Nothing here imports
 or calls candidate Python: `fn` is a compiled `jax.export` artifact.
+
+Correctness is checked on the nominal draw of every seed, on each input family of the task
+(family i on the draw of seed i mod the seed count, mapped as the family says), and on the
+edge shape: a wrong output on any of them makes the kernel incorrect. An edge shape the
+kernel refuses (an error while exporting, compiling or running it) only sets general_shapes
+False.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class CandidateRuns:
   before any reference existed."""
   seeds: tuple[int, ...]
   outputs: tuple[jax.Array, ...]           # one per seed
+  family_outputs: tuple[jax.Array, ...]    # one per spec.families, on family_seed's draw
   impact_outputs: tuple[jax.Array, ...]    # seeds[0]'s inputs with input i redrawn
   mutated: tuple[str, ...]                 # inputs the kernel changed or donated
   unwritten: int | None                    # elements that kept the sentinel (GPU only)
@@ -88,6 +95,11 @@ def _mutations(inputs: Sequence[jax.Array], before: Sequence[jax.Array],
   return changed
 
 
+def family_seed(seeds: Sequence[int], index: int) -> int:
+  """The seed whose nominal draw family `index` maps: the seeds in turn."""
+  return seeds[index % len(seeds)]
+
+
 def impact_inputs(spec: TaskSpec, dims: Dims, seed: int, index: int) -> tuple[jax.Array, ...]:
   """seed's inputs with input `index` redrawn from another seed."""
   inputs = list(spec.make_inputs(dims, seed))
@@ -100,14 +112,19 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   """Every candidate run the verdict needs. Raises OutputError for a wrong output structure;
   anything the kernel raises while running propagates (a runtime error)."""
   names = [i.name for i in spec.inputs]
-  outputs, mutated = [], []
-  for seed in seeds:
-    inputs = spec.make_inputs(dims, seed)
+  mutated: list[str] = []
+
+  def judged(inputs: tuple[jax.Array, ...]) -> jax.Array:
     before = [jnp.copy(x) for x in inputs]
     if on_gpu:
       poison_allocator(spec.output(dims), spec.output_dtype, POISON)
-    outputs.append(_run_once(fn, spec, dims, inputs))
-    mutated += _mutations(inputs, before, names)
+    out = _run_once(fn, spec, dims, inputs)
+    mutated.extend(_mutations(inputs, before, names))
+    return out
+
+  outputs = tuple(judged(spec.make_inputs(dims, seed)) for seed in seeds)
+  family_outputs = tuple(judged(spec.family_inputs(f, dims, family_seed(seeds, i)))
+                         for i, f in enumerate(spec.families))
   impact = tuple(_run_once(fn, spec, dims, impact_inputs(spec, dims, seeds[0], i))
                  for i in range(len(names)))
   unwritten = None
@@ -122,7 +139,8 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
       edge_output = _run_once(edge_fn, spec, edge_dims, spec.make_inputs(edge_dims, seeds[0]))
     except Exception as e:  # a kernel limited to some shapes may fail here in any way
       edge_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
-  return CandidateRuns(seeds=tuple(seeds), outputs=tuple(outputs), impact_outputs=impact,
+  return CandidateRuns(seeds=tuple(seeds), outputs=outputs, family_outputs=family_outputs,
+                       impact_outputs=impact,
                        mutated=tuple(dict.fromkeys(mutated)), unwritten=unwritten,
                        edge_output=edge_output, edge_error=edge_error)
 
@@ -133,15 +151,24 @@ def expected(spec: TaskSpec, inputs: Sequence[jax.Array]) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
-  comparisons: tuple[Comparison, ...]   # one per seed
+  comparisons: tuple[Comparison, ...]   # one per seed, on the nominal draw
   filters: tuple[FilterResult, ...]
   rejections: tuple[str, ...]           # mutation, replay, unwritten, filters
   general_shapes: bool | None
   edge_error: str | None
+  # (what was checked, comparison) beyond the nominal draws: each family, the edge shape
+  other_comparisons: tuple[tuple[str, Comparison], ...] = ()
 
   @property
   def correct(self) -> bool:
-    return all(c.passed for c in self.comparisons)
+    return all(c.passed for c in self.comparisons) and all(
+        c.passed for _, c in self.other_comparisons)
+
+  def failures(self, seeds: Sequence[int]) -> list[str]:
+    """A reason per failed comparison: 'seed 5: ...', 'input family shifted (x + 100), seed 5:
+    ...', 'edge shape {...}, seed 5: ...'."""
+    nominal = [f"seed {s}: {c.reason}" for s, c in zip(seeds, self.comparisons) if not c.passed]
+    return nominal + [f"{what}: {c.reason}" for what, c in self.other_comparisons if not c.passed]
 
   def worst(self, field: str) -> float | None:
     values = [getattr(c, field) for c in self.comparisons if getattr(c, field) is not None]
@@ -169,6 +196,10 @@ def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
                       for out, ref in zip(runs.outputs, refs, strict=True))
   thr = filters.threshold(refs[0])
   del refs
+  others = [(f"input family {f.name} ({f.formula}), seed {family_seed(runs.seeds, i)}",
+             compare(out, expected(spec, spec.family_inputs(f, dims, family_seed(runs.seeds, i))),
+                     spec.tolerance))
+            for i, (f, out) in enumerate(zip(spec.families, runs.family_outputs, strict=True))]
   first_inputs = spec.make_inputs(dims, runs.seeds[0])
   base = runs.outputs[0]
   results = (*filters.output_filters(base, first_inputs, names, thr),
@@ -186,7 +217,8 @@ def judge_outputs(runs: CandidateRuns, spec: TaskSpec, dims: Dims,
       edge = compare(runs.edge_output, expected(spec, spec.make_inputs(edge_dims, runs.seeds[0])),
                      spec.tolerance)
       general, edge_error = edge.passed, edge.reason
+      others.append((f"edge shape {dict(edge_dims)}, seed {runs.seeds[0]}", edge))
     if edge_error:
       edge_error = f"edge shape {dict(edge_dims)}: {edge_error}"
   return Verdict(comparisons=comparisons, filters=results, rejections=tuple(dict.fromkeys(rejections)),
-                 general_shapes=general, edge_error=edge_error)
+                 general_shapes=general, edge_error=edge_error, other_comparisons=tuple(others))

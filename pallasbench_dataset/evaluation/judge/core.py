@@ -360,12 +360,12 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   verdict = checks.judge_outputs(runs, spec, dims, edge[1] if edge else _edge_dims(item, spec))
   state.seconds["checks_s"] = time.perf_counter() - start
   reasons += list(verdict.rejections)
-  failed = [f"seed {s}: {c.reason}" for s, c in zip(seeds, verdict.comparisons) if not c.passed]
+  failed = verdict.failures(seeds)  # nominal seeds, input families, the edge shape
   state.fields.update(
       correct=verdict.correct, robust=not reasons, general_shapes=verdict.general_shapes,
       edge_error=verdict.edge_error, filters=verdict.filters,
       max_abs_error=verdict.worst("max_abs_error"), max_rel_error=verdict.worst("max_rel_error"),
-      rel_l2_error=verdict.worst("rel_l2_error"))
+      rel_l2_error=verdict.worst("rel_l2_error"), atol_used=verdict.worst("atol_used"))
   if reasons:
     state.fields.update(status=Status.REJECTED, reasons=tuple(reasons + failed))
     return
@@ -598,7 +598,9 @@ def _base_fields(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, 
       input_shapes=tuple(_shape_text(s) for s in spec.input_shapes(dims)),
       device=environment.platform, interpret=not on_gpu, kernel_sha256=item.kernel_sha256,
       seeds=seeds, tolerance=spec.tolerance.kind.value, rtol=spec.tolerance.rtol,
-      atol=spec.tolerance.atol, max_rel_l2=spec.tolerance.max_rel_l2, environment=environment)
+      atol=spec.tolerance.atol, max_rel_l2=spec.tolerance.max_rel_l2,
+      atol_scale=spec.tolerance.atol_scale.value,
+      input_families=tuple(f.name for f in spec.families), environment=environment)
 
 
 def _pallas_calls(report: ExportReport | None) -> tuple[PallasCallInfo, ...]:

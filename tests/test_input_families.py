@@ -1,0 +1,243 @@
+"""Input families beyond the nominal draw, and tolerances that follow the outputs' scale.
+
+Every family must be well conditioned where it is used: the float32 XLA baseline passes it on
+this CPU at the task's tolerance against the float64 reference, and so does every fixed kernel
+(interpret mode, `small`). The judge checks every family and names the one that failed; a wrong
+output at the edge shape is incorrect, a refusal there only general_shapes False.
+"""
+
+import dataclasses
+import functools
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pallasbench_dataset import Size, list_tasks
+from pallasbench_dataset.evaluation.judge import checks
+from pallasbench_dataset.families import Affine, InputFamily
+from pallasbench_dataset.kernels import load_kernel
+from pallasbench_dataset.tasks import get_task, input_family_rows
+from pallasbench_dataset.tolerance import (TOLERANCES, AtolScale, Tolerance, ToleranceClass,
+                                           compare)
+
+SPECS = list_tasks()
+FAMILY_CASES = [pytest.param(spec, family, id=f"{spec.name}-{family.name}")
+                for spec in SPECS for family in spec.families]
+SEED = 17
+
+
+def _baseline(spec):
+  """What a user writes: the reference, jitted, float32, JAX's default precision."""
+  return jax.jit(spec.reference)
+
+
+@functools.cache
+def _fixed_kernel(name):
+  """kernels_gpu/<name>.py's entry point, loaded once so that a task's families share its
+  compiled interpret-mode program."""
+  return load_kernel("gpu", name).kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry's families
+
+@pytest.mark.parametrize("spec", SPECS, ids=operator.attrgetter("name"))
+def test_every_task_has_well_formed_families(spec):
+  """Every task with a floating input has a family (one_hot and nucleotide_onehot take only
+  integer codes, whose nominal draw already covers the out-of-range and unknown ones)."""
+  assert bool(spec.families) == any(i.dtype == "float32" for i in spec.inputs), spec.name
+  names = [f.name for f in spec.families]
+  assert len(set(names)) == len(names), names
+  floating = {i.name for i in spec.inputs if i.dtype == "float32"}
+  for family in spec.families:
+    assert family.transforms and {t.input for t in family.transforms} <= floating, family
+    assert family.description.startswith(family.formula + ": ") and len(family.why) > 10
+    assert "\n" not in family.description
+    assert spec.family(family.name) is family
+  with pytest.raises(KeyError, match=f"task {spec.name} has no input family 'nope'"):
+    spec.family("nope")
+
+
+def test_the_card_rows_list_every_family_and_every_task():
+  rows = input_family_rows()
+  assert {r["task"] for r in rows} == {s.name for s in SPECS}
+  assert {"task": "softmax", "family": "shifted", "inputs": get_task("softmax").family(
+      "shifted").description} in rows
+  assert [r["family"] for r in rows if r["task"] == "one_hot"] == ["-"]
+  assert len(rows) == sum(max(1, len(s.families)) for s in SPECS)
+
+
+def test_family_derives_its_inputs_from_the_nominal_draw():
+  spec = get_task("mse_loss")
+  nominal = spec.make_inputs(Size.SMALL, 3)
+  offset = spec.family_inputs(spec.family("offset"), Size.SMALL, 3)
+  np.testing.assert_array_equal(offset[0], nominal[0])                    # pred untouched
+  np.testing.assert_array_equal(offset[1], nominal[1] + np.float32(10.0))  # target + 10
+  scaled = spec.family_inputs(spec.family("scaled_down"), Size.SMALL, 3)
+  for got, x in zip(scaled, nominal):
+    assert got.dtype == jnp.float32
+    np.testing.assert_array_equal(got, x * np.float32(1e-3))
+  assert spec.family("offset").description.startswith("target + 10: ")
+  assert spec.family("scaled_down").formula == "pred * 0.001, target * 0.001"
+
+
+def test_affine_text_and_an_unknown_input():
+  assert Affine(input="x", shift=-30.0).describe() == "x - 30"
+  assert Affine(input="x", scale=2.0, shift=1.0).describe() == "x * 2 + 1"
+  family = InputFamily(name="f", why="w", transforms=(Affine(input="z", scale=2.0),))
+  with pytest.raises(KeyError, match=r"transforms \['z'\], not inputs of the task"):
+    family.derive(get_task("relu").make_inputs(Size.SMALL, 0), get_task("relu").inputs)
+
+
+@pytest.mark.parametrize(("spec", "family"), FAMILY_CASES)
+def test_xla_baseline_and_fixed_kernel_pass_every_family_on_cpu(spec, family):
+  """The check that a family is well conditioned: the float32 XLA baseline, as a user runs it,
+  passes against the float64 reference at the task's own tolerance; and so does the fixed
+  kernel (interpret mode). At `small`, the size the judge runs on a CPU."""
+  inputs = spec.family_inputs(family, Size.SMALL, SEED)
+  assert any(not np.array_equal(x, y) for x, y in zip(inputs, spec.make_inputs(Size.SMALL, SEED)))
+  want = spec.expected(*inputs)
+  result = compare(_baseline(spec)(*inputs), want, spec.tolerance)
+  assert result.passed, f"baseline, {spec.name} {family.name}: {result.reason}"
+  result = compare(_fixed_kernel(spec.name)(*inputs, interpret=True), want, spec.tolerance)
+  assert result.passed, f"kernels_gpu, {spec.name} {family.name}: {result.reason}"
+
+
+def test_the_shifted_layernorm_separates_two_pass_from_one_pass_variance():
+  """x + 35 is well conditioned for a two-pass variance and not for E[x^2] - E[x]^2."""
+  spec = get_task("layernorm")
+
+  def one_pass(x):
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(x * x, axis=-1, keepdims=True) - mean * mean
+    return (x - mean) * jax.lax.rsqrt(var + 1e-5)
+  nominal = spec.make_inputs(Size.SMALL, SEED)
+  shifted = spec.family_inputs(spec.family("shifted"), Size.SMALL, SEED)
+  assert compare(jax.jit(one_pass)(*nominal), spec.expected(*nominal), spec.tolerance).passed
+  assert not compare(jax.jit(one_pass)(*shifted), spec.expected(*shifted), spec.tolerance).passed
+  assert compare(_baseline(spec)(*shifted), spec.expected(*shifted), spec.tolerance).passed
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference and the tolerance rule
+
+def test_expected_is_float64_rounded_to_float32():
+  spec = get_task("layernorm")
+  (x,) = spec.family_inputs(spec.family("shifted"), Size.SMALL, SEED)
+  got = spec.expected(x)
+  xd = np.asarray(x, np.float64)
+  centered = xd - xd.mean(axis=-1, keepdims=True)
+  want = centered / np.sqrt((centered ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+  assert got.dtype == jnp.float32
+  np.testing.assert_array_equal(np.asarray(got), want.astype(np.float32))
+  ids = get_task("one_hot").make_inputs(Size.SMALL, 0)
+  assert get_task("one_hot").expected(*ids).dtype == jnp.float32  # integer inputs as they are
+
+
+def test_task_tolerances_scale_atol_by_the_reference_rms():
+  assert {t.atol_scale for t in TOLERANCES.values()} == {AtolScale.REFERENCE_RMS}
+  tol = TOLERANCES[ToleranceClass.REDUCTION]
+  ref = np.full(64, 4e-3, np.float32)            # a softmax row's outputs
+  off = (ref * (1 + 2.4e-3)).astype(np.float32)  # float16's relative error
+  absolute = dataclasses.replace(tol, atol_scale=AtolScale.ABSOLUTE)
+  assert compare(off, ref, absolute).passed        # 1e-4 absolute is 2.5% of these outputs
+  scaled = compare(off, ref, tol)
+  assert not scaled.passed and scaled.atol_used == pytest.approx(4e-7)
+  assert "atol=4e-07 = 0.0001 x RMS 0.004 of the reference" in scaled.reason
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-3, 1.0, 1e3, 1e6])
+def test_a_scaled_comparison_does_not_depend_on_the_scale(scale):
+  tol = TOLERANCES[ToleranceClass.TRANSCENDENTAL]
+  rng = np.random.default_rng(0)
+  ref = rng.standard_normal(4096)
+  inside = ref + 0.5 * tol.atol * np.sqrt(np.mean(ref ** 2)) * (np.arange(4096) % 7 == 0)
+  outside = ref + 1.5 * (tol.atol * np.sqrt(np.mean(ref ** 2)) + tol.rtol * np.abs(ref)) * (
+      np.arange(4096) == 5)
+  as32 = lambda a: (a * scale).astype(np.float32)  # noqa: E731
+  assert compare(as32(inside), as32(ref), tol).passed
+  assert not compare(as32(outside), as32(ref), tol).passed
+
+
+def test_a_zero_reference_keeps_the_class_atol():
+  tol = TOLERANCES[ToleranceClass.EXACT]
+  zeros = np.zeros(8, np.float32)
+  near = np.full(8, 0.5e-6, np.float32)
+  result = compare(near, zeros, tol)
+  assert result.passed and result.atol_used == tol.atol
+  assert not compare(np.full(8, 2e-6, np.float32), zeros, tol).passed
+
+
+def test_an_absolute_tolerance_is_used_as_it_is():
+  tol = Tolerance(kind=ToleranceClass.EXACT, rtol=0.0, atol=0.25)
+  assert tol.atol_scale is AtolScale.ABSOLUTE
+  result = compare(np.float32([100.0, 0.25]), np.float32([100.0, 0.0]), tol)
+  assert result.passed and result.atol_used == 0.25
+  assert "atol=0.25)" in compare(np.float32([0.0, 0.5]), np.float32([0.0, 0.0]), tol).reason
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge's checks on the families and the edge shape
+
+RELU = get_task("relu")
+SOFTMAX = get_task("softmax")
+TINY = {"N": 8, "M": 16}
+TINY_EDGE = {"N": 3, "M": 5}
+SEEDS = (1, 2)
+
+
+def _no_max_softmax(x):
+  e = jnp.exp(x)
+  return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def test_judge_runs_every_family_on_its_seed_and_names_the_one_that_failed():
+  runs = checks.run_candidate(jax.jit(_no_max_softmax), SOFTMAX, TINY, SEEDS, on_gpu=False,
+                              edge=None)
+  assert len(runs.family_outputs) == len(SOFTMAX.families) == 2
+  verdict = checks.judge_outputs(runs, SOFTMAX, TINY, None)
+  assert all(c.passed for c in verdict.comparisons) and not verdict.correct
+  (failure,) = verdict.failures(SEEDS)
+  assert failure.startswith("input family shifted (x + 100), seed 1: ")
+  assert "NaN/Inf" in failure
+  assert [what for what, _ in verdict.other_comparisons] == [
+      "input family shifted (x + 100), seed 1", "input family peaked (x * 10), seed 2"]
+  honest = checks.run_candidate(jax.jit(SOFTMAX.reference), SOFTMAX, TINY, SEEDS, on_gpu=False,
+                                edge=None)
+  assert checks.judge_outputs(honest, SOFTMAX, TINY, None).correct
+
+
+def test_family_outputs_are_the_kernels_on_the_family_inputs():
+  runs = checks.run_candidate(jax.jit(RELU.reference), RELU, TINY, SEEDS, on_gpu=False, edge=None)
+  (scaled,) = runs.family_outputs
+  want = RELU.reference(*RELU.family_inputs(RELU.family("scaled"), TINY, SEEDS[0]))
+  np.testing.assert_array_equal(scaled, want)
+
+
+def test_wrong_at_the_edge_shape_is_incorrect_a_refusal_is_not():
+  relu = jax.jit(RELU.reference)
+  right = checks.run_candidate(relu, RELU, TINY, SEEDS, on_gpu=False, edge=(relu, TINY_EDGE))
+  good = checks.judge_outputs(right, RELU, TINY, TINY_EDGE)
+  assert good.correct and good.general_shapes is True and good.failures(SEEDS) == []
+
+  garbage = dataclasses.replace(right, edge_output=right.edge_output.at[0].set(jnp.nan))
+  wrong = checks.judge_outputs(garbage, RELU, TINY, TINY_EDGE)
+  assert not wrong.correct and wrong.general_shapes is False and wrong.rejections == ()
+  (failure,) = wrong.failures(SEEDS)
+  assert failure.startswith("edge shape {'N': 3, 'M': 5}, seed 1: 5 of 15 elements are NaN")
+
+  refused = dataclasses.replace(right, edge_output=None, edge_error="ValueError: no")
+  verdict = checks.judge_outputs(refused, RELU, TINY, TINY_EDGE)
+  assert verdict.correct and verdict.general_shapes is False and verdict.failures(SEEDS) == []
+  assert verdict.edge_error == "edge shape {'N': 3, 'M': 5}: ValueError: no"
+
+
+def test_the_agent_prompt_states_the_atol_rule_and_the_families():
+  from pallasbench_dataset.evolve import prompt  # pylint: disable=import-outside-toplevel
+  text = prompt.describe(SOFTMAX, "gpu")
+  assert "allclose(rtol=0.0001, atol=0.0001 x RMS(reference))" in text
+  assert SOFTMAX.family("shifted").description in text
+  assert "input families" not in prompt.describe(get_task("one_hot"), "gpu")
