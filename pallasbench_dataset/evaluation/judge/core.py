@@ -407,6 +407,10 @@ def _edge(report: ExportReport, item: JudgeItem, spec: TaskSpec,
 # its sets are all drawn fresh (a copy of the ids would read the same rows), up to its own cap.
 MAX_DRAWN_SETS: Final = 64
 MAX_GATHER_SETS: Final = 1024
+# Device buffers one rotation may hold (the kernel's and the baseline's are two): on the H200,
+# outer_product at `medium` (two 4 KB inputs, 30720 sets each for the kernel and the baseline)
+# took the judge down with SIGABRT in its timing stage, one_hot's 2 x 32768 buffers did not.
+MAX_SET_BUFFERS: Final = 1 << 14
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -439,20 +443,30 @@ def rotation(spec: TaskSpec, dims: Dims, l2_bytes: int) -> Rotation:
                   per_set_bytes=sum(n for i, n in enumerate(sizes) if i not in shared))
 
 
-def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
-                copies: bool = True) -> list[tuple]:
-  """Input sets, drawn from OS seeds, to rotate through so that the data a call reads is not
-  left in L2 by the calls before it: as many as make the calls read past a multiple of the L2
-  (`timing.input_set_count`), within the memory budget. Up to MAX_DRAWN_SETS are drawn; the
-  others are device copies of them (except a gather's). Without `copies` (a CPU judge, whose
-  interpret-mode timings are not comparable anyway) only the drawn sets."""
+def timing_set_count(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
+                     copies: bool = True) -> int:
+  """How many input sets the timing rotates through: as many as make the calls read past a
+  multiple of the L2 (`timing.input_set_count`), within the memory budget, MAX_SET_BUFFERS,
+  and a gather's cap; without `copies` (a CPU judge, whose interpret-mode timings are not
+  comparable anyway) MAX_DRAWN_SETS. A row whose sets end up inside the L2 says so."""
   rot = rotation(spec, dims, l2_bytes)
   n_sets = timing.input_set_count(rot.read_bytes, l2_bytes, budget_bytes // 2,
                                   per_set_bytes=rot.per_set_bytes)
+  n_sets = min(n_sets, MAX_SET_BUFFERS // max(len(spec.inputs) - len(rot.shared), 1))
   if not copies:
     n_sets = min(n_sets, MAX_DRAWN_SETS)
   if rot.gather:
     n_sets = min(n_sets, MAX_GATHER_SETS)
+  return n_sets
+
+
+def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
+                copies: bool = True) -> list[tuple]:
+  """timing_set_count's input sets, drawn from OS seeds so that the data a call reads is not
+  left in L2 by the calls before it. Up to MAX_DRAWN_SETS are drawn; the others are device
+  copies of them (except a gather's)."""
+  rot = rotation(spec, dims, l2_bytes)
+  n_sets = timing_set_count(spec, dims, l2_bytes, budget_bytes, copies=copies)
   drawn = n_sets if rot.gather else min(n_sets, MAX_DRAWN_SETS)
   first = spec.make_inputs(dims, secrets.randbelow(2**31))
   sets = [first] + [tuple(first[i] if i in rot.shared else spec.make_input(
