@@ -81,6 +81,9 @@ class _CloseStageProcesses(distributed.WorkerPlugin):
   """Closes a worker's compiler and judge processes when the worker stops."""
 
   name = "pallasbench-stage-processes"
+  # Registered by every client that connects: a second registration would tear the first
+  # down, closing judges that a long-lived cluster (the reward function's) keeps warm.
+  idempotent = True
 
   def teardown(self, worker) -> None:
     stages.shutdown()
