@@ -4,9 +4,11 @@
     from trl import GRPOConfig, GRPOTrainer
     from pallasbench_dataset.reward import KernelReward
 
-    with KernelReward() as reward:  # a local Dask cluster on 127.0.0.1, the verdict cache
-      GRPOTrainer(model="Qwen/Qwen2.5-Coder-7B-Instruct", reward_funcs=reward, args=GRPOConfig(),
-                  train_dataset=load_dataset(REPO, "sft", split="train")).train()
+    if __name__ == "__main__":  # the local cluster's workers are spawned processes
+      with KernelReward() as reward:  # a local Dask cluster on 127.0.0.1, the verdict cache
+        GRPOTrainer(model="Qwen/Qwen2.5-Coder-7B-Instruct", reward_funcs=reward,
+                    args=GRPOConfig(), train_dataset=load_dataset("data", "sft", split="train")
+                    ).train()
 
 TRL (1.10.0.dev0, `GRPOTrainer._calculate_rewards`) calls a reward function with the keyword
 arguments `prompts`, `completions`, `completion_ids`, every dataset column but `prompt` and
