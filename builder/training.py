@@ -55,7 +55,8 @@ def held_out(level_tasks: Mapping[int, Sequence[str]]) -> tuple[str, ...]:
   for level in sorted(level_tasks):
     names = level_tasks[level]
     k = round(len(names) * HELD_OUT_SHARE)
-    picked += sorted(names, key=lambda n: hashlib.sha256((HELD_OUT_SALT + n).encode()).hexdigest())[:k]
+    picked += sorted(names, key=lambda n: hashlib.sha256((HELD_OUT_SALT + n).encode()).hexdigest()
+                     )[:k]
   return tuple(sorted(picked, key=lambda n: TASKS[n].task_id))
 
 
@@ -98,10 +99,14 @@ def _release(merged: Merged, headline: str) -> dict[str, dict[str, EvalRecord]]:
   return out
 
 
+def _by_task_id(release: Mapping[str, Mapping[str, EvalRecord]]):
+  return sorted(release.items(), key=lambda item: TASKS[item[0]].task_id)
+
+
 def sft_rows(merged: Merged, trees: KernelTrees, headline: str) -> list[SftRow]:
   """A `write` and a `fix` row per task whose fixed kernel passed at the headline size."""
   rows = []
-  for task, variants in sorted(_release(merged, headline).items(), key=lambda t: TASKS[t[0]].task_id):
+  for task, variants in _by_task_id(_release(merged, headline)):
     fixed, original = variants.get("gpu"), variants.get("tpu")
     if fixed is None or fixed.status is not Status.PASS:
       continue
@@ -155,7 +160,7 @@ def _pair(chosen: Mapping[str, Any], rejected: Mapping[str, Any], *, task: str, 
 def release_pairs(merged: Merged, trees: KernelTrees, headline: str) -> list[PreferenceRow]:
   """The fixed kernel against the original, per task, where one is `better` than the other."""
   rows = []
-  for task, variants in sorted(_release(merged, headline).items(), key=lambda t: TASKS[t[0]].task_id):
+  for task, variants in _by_task_id(_release(merged, headline)):
     if set(variants) < {"gpu", "tpu"}:
       continue
     fixed, original = variants["gpu"], variants["tpu"]

@@ -72,7 +72,8 @@ NO_KERNEL: Final = "no_kernel"  # the feedback status of a completion without a 
 # Per evaluation: the export, and the judge, each get `budget_s`; each compile `compile_budget_s`.
 DEFAULT_BUDGET_S: Final = {"gpu": 60.0, "cpu": 300.0}
 DEFAULT_COMPILE_BUDGET_S: Final = {"gpu": 30.0, "cpu": 120.0}
-_FENCE: Final = re.compile(r"```[ \t]*(python|py)?[ \t]*\r?\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+_FENCE: Final = re.compile(r"```[ \t]*(python|py)?[ \t]*\r?\n(.*?)^[ \t]*```",
+                           re.DOTALL | re.MULTILINE)
 
 
 def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:

@@ -324,7 +324,7 @@ class SftRow:
   task_id: int
   level: int
   category: str
-  prompt_kind: str                 # "write" (from the registry) or "fix" (the original and its fate)
+  prompt_kind: str                 # "write" (the registry) or "fix" (the original and its fate)
   kernel: str                      # the completion's file, e.g. "kernels_gpu/relu.py"
   kernel_sha256: str
   status: str                      # the completion's verdict at `size` on `hardware`: always pass

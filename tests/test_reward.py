@@ -18,11 +18,12 @@ import math
 import pathlib
 import time
 
+import distributed
 import pytest
 
 from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
-from pallasbench_dataset.evaluation.pipeline import suite
+from pallasbench_dataset.evaluation.pipeline import stages, suite
 from pallasbench_dataset.schema import Status
 from pallasbench_dataset.kernels import kernel_path
 
@@ -67,6 +68,17 @@ def _trainer_call(reward, completions, tasks, logged):
                 completion_ids=[[1, 2, 3]] * len(completions), **kwargs)
 
 
+def _judge_pid() -> int | None:
+  """On a Dask worker: the pid of its judge process, if it keeps one."""
+  worker = stages._PROCESSES.get(stages.JUDGE)  # pylint: disable=protected-access
+  return None if worker is None else worker._proc.pid  # pylint: disable=protected-access
+
+
+def _judge_pids(address: str) -> dict[str, int | None]:
+  with distributed.Client(address, timeout="30s") as client:
+    return client.run(_judge_pid)
+
+
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
   root = tmp_path_factory.mktemp("reward")
@@ -78,10 +90,13 @@ def judged(tmp_path_factory):
   plain = _trainer_call(reward, [c for _, c, _ in BATCH], tasks, logged)
   wall_s = time.monotonic() - start
   plain_feedback, evaluations = reward.last_feedback, reward.evaluations
+  judges = [_judge_pids(reward.scheduler)]
   conversational = _trainer_call(
       reward, [[{"role": "assistant", "content": c}] for _, c, _ in BATCH], tasks, {})
+  judges.append(_judge_pids(reward.scheduler))
   yield dict(reward=reward, root=root, plain=plain, conversational=conversational,
-             feedback=plain_feedback, evaluations=evaluations, logged=logged, wall_s=wall_s)
+             feedback=plain_feedback, evaluations=evaluations, logged=logged, wall_s=wall_s,
+             judges=judges)
   reward.close()
 
 
@@ -103,6 +118,13 @@ def test_conversational_completions_get_the_same_rewards_from_the_cache(judged):
   assert judged["conversational"] == judged["plain"]
   assert judged["reward"].evaluations == judged["evaluations"]  # nothing judged again
   assert [f.cached for f in judged["reward"].last_feedback][:4] == [True] * 4
+
+
+def test_the_judge_stays_warm_from_batch_to_batch(judged):
+  """Each batch's run connects to the reward's cluster again: its judges are not restarted."""
+  first, second = judged["judges"]
+  assert [pid for pid in first.values() if pid is not None]  # the judge worker's process
+  assert first == second
 
 
 def test_duplicates_in_a_batch_are_judged_once(judged):

@@ -110,7 +110,8 @@ def test_sft_completions_are_passing_fixed_kernels_with_write_and_fix_prompts(bu
       (t, k): 1 for t in ("relu", "matmul_relu", "flash_attention") for k in ("write", "fix")}
   for r in rows:
     assert r["status"] == "pass" and r["kernel"] == f"kernels_gpu/{r['task']}.py"
-    assert r["completion"][0]["content"] == training.fenced(trees.path("gpu", r["task"]).read_text())
+    fixed = trees.path("gpu", r["task"]).read_text()
+    assert r["completion"][0]["content"] == training.fenced(fixed)
     prompt = r["prompt"][0]["content"]
     assert f"`{r['task']}`" in prompt and "```python\ndef reference" not in prompt
     assert TASKS[r["task"]].reference_source.strip() in prompt

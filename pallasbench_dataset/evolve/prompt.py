@@ -101,8 +101,8 @@ GPU_RULES: Final = (
     "value slices (`x[:k]`), `jnp.take`, `sort`, `round`, `prod`, exact `erf` GELU and most "
     "`concatenate`s do not lower (read slices from refs, gather by ref indexing, use the tanh "
     "GELU); `num_warps` and `num_stages` are set with `pltriton.CompilerParams`.")
-ANSWER: Final = ("Answer with the complete Python module in one fenced ```python code block (the last "
-          "such block of the answer is what the judge evaluates).")
+ANSWER: Final = ("Answer with the complete Python module in one fenced ```python code block "
+                 "(the last such block of the answer is what the judge evaluates).")
 
 
 def _request(spec: TaskSpec) -> str:
