@@ -13,8 +13,10 @@ answers again, the same text or the same kernel after other prose). The batch is
 one call of `KernelReward` with the arguments TRL's GRPOTrainer passes, on a fresh verdict
 cache (DIR/verdicts, which must be empty), so every distinct kernel is judged.
 
-Prints the time to the last reward, completions per GPU-minute (completions / (wall minutes
-x judges)), the evaluations the judges ran, and the rewards by kind. Exit status 0, or 1
+Prints the time to the last reward (from the call, on a cluster started just before: the
+judges start within it, as in a trainer's first step), completions per GPU-minute
+(completions / (wall minutes x judges)), the evaluations the judges ran, and the rewards by
+kind. Exit status 0, or 1
 when a cheat or a broken completion scored above 0 (a hole in the judge), 2 for bad arguments.
 
 On the GPU machine (see benchmarks/population_throughput.py for installing the wheels):
@@ -125,6 +127,9 @@ def run(args, device: str) -> dict:
                        cpu_workers=args.cpu_workers, cache_dir=cache, runs_dir=args.out / "runs",
                        git_commit=args.git_commit) as reward:
     start = time.monotonic()
+    reward.start()
+    cluster_s = time.monotonic() - start
+    start = time.monotonic()
     rewards = reward(prompts=[None] * len(texts), completions=texts, completion_ids=None,
                      task=[task for task, _, _ in completions], trainer_state=None)
     wall_s = time.monotonic() - start
@@ -137,7 +142,8 @@ def run(args, device: str) -> dict:
     if value > 0 and kind.split()[-1] in MUST_SCORE_ZERO:
       above_zero[kind].append(task)
   return {"completions": len(completions), "device": device, "size": reward.size,
-          "judges": judges, "evaluations": evaluations, "wall_s_to_last_reward": round(wall_s, 1),
+          "judges": judges, "evaluations": evaluations, "cluster_start_s": round(cluster_s, 1),
+          "wall_s_to_last_reward": round(wall_s, 1),
           "completions_per_gpu_minute": round(len(completions) / (wall_s / 60 * judges), 2),
           "evaluations_per_gpu_minute": round(evaluations / (wall_s / 60 * judges), 2),
           "mean_reward": {k: round(sum(v for (_, _, kk), v in zip(completions, rewards) if kk == k)
@@ -149,7 +155,8 @@ def run(args, device: str) -> dict:
 def _print(data: dict) -> None:
   print(f"{data['completions']} completions on {data['device']} at {data['size']}, "
         f"{data['judges']} judge(s): {data['evaluations']} evaluations, last reward after "
-        f"{data['wall_s_to_last_reward']:.1f} s")
+        f"{data['wall_s_to_last_reward']:.1f} s (the cluster started in "
+        f"{data['cluster_start_s']:.1f} s before; the judges start within the batch)")
   print(f"  {data['completions_per_gpu_minute']} completions per GPU-minute "
         f"({data['evaluations_per_gpu_minute']} evaluations per GPU-minute)")
   for kind, statuses in data["by_kind"].items():

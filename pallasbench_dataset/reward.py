@@ -213,6 +213,12 @@ class KernelReward:
 
   # -- the cluster -----------------------------------------------------------------------------
 
+  def start(self) -> str:
+    """Starts the local cluster now rather than at the first batch (a no-op with a scheduler
+    or once started); returns the scheduler's address."""
+    self._cluster_options()
+    return self.scheduler
+
   def _cluster_options(self) -> suite.ClusterOptions:
     if self.scheduler is None:
       client = self._stack.enter_context(
