@@ -10,6 +10,8 @@ The folder (exactly what the Hub repo holds):
     runs/train-00000-of-00001.parquet          every EvalRecord (task x variant x size)
     artifacts/train-00000-of-00001.parquet     Artifacts rows (only when a run recorded them)
     candidates/train-00000-of-00001.parquet    CandidateRow rows (only with population runs)
+    sft/{train,test}-00000-of-00001.parquet    SftRow rows, TRL's formats (builder.training)
+    preference/{train,test}-00000-of-00001.parquet   PreferenceRow rows
     sakanaai_pallasbench.json                  the default config as one JSON list
     fix.patch                                  unified diff kernels_tpu -> kernels_gpu
     kernels_tpu/*.py, kernels_gpu/*.py         both kernel trees
@@ -46,7 +48,7 @@ from pallasbench_dataset.population.candidates import CANDIDATES
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
-from builder import card, plots, release, repeats, sections
+from builder import card, plots, release, repeats, sections, training
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
     BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured, key_of,
@@ -347,7 +349,8 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
                   changes: pd.DataFrame | None, headline: str, repo_id: str, rebuild: str,
                   missing, lost_artifacts, populations: Sequence[PopulationRun]) -> None:
   candidates = candidate_rows(populations)
-  configs = _config_rows(merged, rows, candidates)
+  fine_tuning = training.config_rows(merged, trees, headline, candidates)
+  configs = {**_config_rows(merged, rows, candidates), **fine_tuning}
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
@@ -363,7 +366,8 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
                    verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
                    missing=missing, lost_artifacts=lost_artifacts),
-      candidates=card.candidates_stats(populations, candidates))
+      candidates=card.candidates_stats(populations, candidates),
+      training=training.card_stats(fine_tuning) if fine_tuning else None)
   (folder / "README.md").write_text(text)
 
 

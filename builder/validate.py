@@ -17,7 +17,8 @@ from typing import Final
 from pallasbench_dataset import schema
 
 EXPECTED_FEATURES: Final = {"default": schema.SummaryRow, "runs": schema.RunRow,
-                            "artifacts": schema.ArtifactRow, "candidates": schema.CandidateRow}
+                            "artifacts": schema.ArtifactRow, "candidates": schema.CandidateRow,
+                            "sft": schema.SftRow, "preference": schema.PreferenceRow}
 # Failures of the disk the check writes its cache to, not of the folder being checked.
 _DISK_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 

@@ -366,6 +366,60 @@ class CandidateRow:
   measured_at: str
 
 
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+  """One chat message, as TRL's conversational dataset formats hold them."""
+  role: str     # "user" or "assistant"
+  content: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SftRow:
+  """A row of the `sft` config (TRL's conversational prompt-completion type): the task as a
+  user states it, and a fixed kernel that passed the judge as the assistant's answer."""
+  prompt: tuple[Message, ...]      # one user message
+  completion: tuple[Message, ...]  # one assistant message: the kernel in a fenced python block
+  task: str
+  task_id: int
+  level: int
+  category: str
+  prompt_kind: str                 # "write" (the registry) or "fix" (the original and its fate)
+  kernel: str                      # the completion's file, e.g. "kernels_gpu/relu.py"
+  kernel_sha256: str
+  status: str                      # the completion's verdict at `size` on `hardware`: always pass
+  speedup: float | None
+  size: str
+  hardware: str
+  timing_comparable: bool
+  original_status: str | None      # the original TPU kernel's verdict there (the "fix" context)
+  original_speedup: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PreferenceRow:
+  """A row of the `preference` config (TRL's conversational preference type): two judged
+  kernels for one task, size and machine; `chosen` passed, `rejected` did not, or passed and
+  was slower by the build's margin."""
+  prompt: tuple[Message, ...]
+  chosen: tuple[Message, ...]
+  rejected: tuple[Message, ...]
+  task: str
+  task_id: int
+  level: int
+  pair_kind: str                   # "release" (fixed vs original kernel) or "population"
+  size: str
+  hardware: str
+  timing_comparable: bool
+  chosen_kernel: str               # "kernels_gpu/relu.py", or "<run>/<candidate id>"
+  rejected_kernel: str
+  chosen_sha256: str
+  rejected_sha256: str
+  chosen_status: str
+  rejected_status: str
+  chosen_speedup: float | None
+  rejected_speedup: float | None
+
 # ---------------------------------------------------------------------------------------------
 # JSON round trip, strict in both directions.
 
@@ -465,7 +519,8 @@ def _feature(tp: Any):
 
 _LAZY_FEATURES: Final = {
     "FEATURES": EvalRecord, "SUMMARY_FEATURES": SummaryRow, "ARTIFACT_FEATURES": Artifacts,
-    "CANDIDATE_FEATURES": CandidateRow}
+    "CANDIDATE_FEATURES": CandidateRow, "SFT_FEATURES": SftRow,
+    "PREFERENCE_FEATURES": PreferenceRow}
 
 
 def __getattr__(name: str):

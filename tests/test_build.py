@@ -80,6 +80,8 @@ def test_folder_layout(built):
       "README.md", "default/level_1-00000-of-00001.parquet",
       "default/level_2-00000-of-00001.parquet", "default/level_3-00000-of-00001.parquet",
       "runs/train-00000-of-00001.parquet", "artifacts/train-00000-of-00001.parquet",
+      "sft/train-00000-of-00001.parquet", "preference/train-00000-of-00001.parquet",
+      "preference/test-00000-of-00001.parquet",
       "sakanaai_pallasbench.json", "fix.patch", "plots/speedup.png", "plots/roofline.png",
       "results/run-medium/manifest.json", "results/run-medium/records.jsonl",
       "results/run-medium/artifacts.jsonl",
@@ -243,7 +245,7 @@ def test_card_metadata_and_numbers(built):
   assert data["license"] == "apache-2.0"
   assert {"jax", "pallas", "gpu-kernels", "triton", "benchmark"} <= set(data["tags"])
   configs = {c["config_name"]: c for c in data["configs"]}
-  assert set(configs) == {"default", "runs", "artifacts"}
+  assert set(configs) == {"default", "runs", "artifacts", "sft", "preference"}
   assert configs["default"].get("default") is True
   assert [f["split"] for f in configs["default"]["data_files"]] == ["level_1", "level_2",
                                                                      "level_3"]
@@ -303,7 +305,7 @@ def test_rebuild_replaces_folder_and_regenerates_dataset_info(tmp_path, load):
   assert not (out / "results/full").exists()
   infos = DatasetCard.load(out / "README.md").data.to_dict()["dataset_info"]
   assert {i["config_name"]: [s["num_examples"] for s in i["splits"]] for i in infos} == {
-      "default": [2], "runs": [4]}
+      "default": [2], "runs": [4], "sft": [2], "preference": [1, 1]}
   assert load(out)["level_1"].num_rows == 2
 
 
@@ -346,7 +348,7 @@ def test_validate_folder_counts(built):
   counts = validate_folder(built[0].out_dir)
   assert {c: dict(s) for c, s in counts.items()} == {
       "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 8},
-      "artifacts": {"train": 8}}
+      "artifacts": {"train": 8}, "sft": {"train": 6}, "preference": {"train": 3, "test": 1}}
 
 
 def test_reproducibility_from_two_independent_runs(tmp_path, load):

@@ -1377,9 +1377,11 @@ def test_validate_folder_counts_each_config_in_order(folder, monkeypatch):
   assert isinstance(counts, types.MappingProxyType)
   assert {c: dict(s) for c, s in counts.items()} == {
       "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 8},
-      "artifacts": {"train": 8}}
+      "artifacts": {"train": 8}, "sft": {"train": 6},
+      "preference": {"train": 3, "test": 1}}
   assert [(n, c) for n, c, _ in loaded] == [("default", "default"), ("runs", "runs"),
-                                            ("artifacts", "artifacts")]
+                                            ("artifacts", "artifacts"), ("sft", "sft"),
+                                            ("preference", "preference")]
   caches = {cache for *_, cache in loaded}
   (cache,) = caches
   assert cache.name.startswith("pallasbench-validate-") and not cache.exists()
@@ -1387,8 +1389,9 @@ def test_validate_folder_counts_each_config_in_order(folder, monkeypatch):
 
 def test_card_yaml_reads_configs_and_infos(folder):
   configs, infos = validate._card_yaml(folder)
-  assert [c["config_name"] for c in configs] == ["artifacts", "default", "runs"]
-  assert sorted(infos) == ["artifacts", "default", "runs"]
+  assert [c["config_name"] for c in configs] == ["artifacts", "default", "preference", "runs",
+                                                 "sft"]
+  assert sorted(infos) == ["artifacts", "default", "preference", "runs", "sft"]
   assert infos["runs"]["splits"][0]["num_examples"] == 8
 
   def one_info(data):
@@ -1575,7 +1578,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
       hardware="h200", headline="medium")
   assert {c: dict(s) for c, s in summary.rows.items()} == {
       "default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 10},
-      "artifacts": {"train": 8}}  # every record of both runs; artifacts: run a's only
+      "artifacts": {"train": 8}, "sft": {"train": 6},  # runs: every record of both runs
+      "preference": {"train": 3, "test": 1}}
   assert isinstance(summary.reproducibility, types.MappingProxyType)
   assert dict(summary.reproducibility) == {"n": 1, "median": pytest.approx(0.2),
                                            "p90": pytest.approx(0.2), "max": pytest.approx(0.2),
@@ -1585,6 +1589,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
       "plots/roofline.png", "default/level_1-00000-of-00001.parquet",
       "default/level_2-00000-of-00001.parquet", "default/level_3-00000-of-00001.parquet",
       "runs/train-00000-of-00001.parquet", "artifacts/train-00000-of-00001.parquet",
+      "sft/train-00000-of-00001.parquet", "preference/train-00000-of-00001.parquet",
+      "preference/test-00000-of-00001.parquet",
       "results/a/manifest.json", "results/a/records.jsonl", "results/a/artifacts.jsonl",
       "results/b/manifest.json", "results/b/records.jsonl",
       *(f"kernels_{v}/{t}.py" for v in ("tpu", "gpu") for t in rf.TASKS)])
@@ -1649,7 +1655,8 @@ def test_build_with_its_own_repo_id_at_the_first_size_planned(trees, tmp_path):
       "large", None, None)
   assert summary.hardware == "a100-h200"
   assert {c: dict(s) for c, s in summary.rows.items()} == {"default": {"level_1": 2},
-                                                          "runs": {"train": 2}}
+                                                          "runs": {"train": 2},
+                                                          "sft": {"train": 1, "test": 1}}
   assert "artifacts/train-00000-of-00001.parquet" not in summary.files
   text = (tmp_path / "out" / "README.md").read_text()
   assert 'load_dataset("me/pb")' in text and "Headline\nsize: `large`" in text
@@ -2170,7 +2177,7 @@ def test_push_folder_is_one_commit(hub, built_folder, caplog):
       pr_url=None, tag=None, uploaded=tuple(files),
       deleted=("default/x.parquet", "old/stale.parquet"),
       rows={"default": {"level_1": 2, "level_2": 1, "level_3": 1}, "runs": {"train": 8},
-            "artifacts": {"train": 8}})
+            "artifacts": {"train": 8}, "sft": {"train": 6}, "preference": {"train": 3, "test": 1}})
   assert result.describe() == (f"pushed to org/x@main: commit c1 ({len(files)} files, 2 stale "
                                "files deleted)\n  https://hub.test/c1")
   assert [r.getMessage() for r in caplog.records if r.name == push.__name__] == [
@@ -2946,8 +2953,9 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
 
 def test_configs_must_match_the_infos_and_be_known(folder):
   _edit_card(folder, lambda data: data["dataset_info"].remove(_info(data, "artifacts")))
-  assert _folder_error(folder) == (f"{folder}: configs ['artifacts', 'default', 'runs'] but "
-                                   "dataset_info for ['default', 'runs']")
+  assert _folder_error(folder) == (f"{folder}: configs ['artifacts', 'default', 'preference', "
+                                   "'runs', 'sft'] but dataset_info for ['default', "
+                                   "'preference', 'runs', 'sft']")
 
   def extra(data):
     data["configs"].append({"config_name": "extra", "data_files": []})
@@ -2956,7 +2964,8 @@ def test_configs_must_match_the_infos_and_be_known(folder):
   _edit_card(folder, lambda data: data["dataset_info"].append(_info(data, "runs") | {
       "config_name": "artifacts"}))
   assert _folder_error(folder) == (f"{folder}: unexpected configs ['extra']; configs: "
-                                   "['default', 'runs', 'artifacts', 'candidates']")
+                                   "['default', 'runs', 'artifacts', 'candidates', 'sft', "
+                                   "'preference']")
 
 
 def test_run_names_must_differ_and_artifacts_belong_to_a_record(trees, tmp_path):

@@ -19,6 +19,8 @@ import jax
 import numpy as np
 import pytest
 
+from tests.test_release import needs_this_release
+
 from builder import plots
 from builder.build import BuildError, build_dataset
 from builder.trees import KernelTrees
@@ -515,6 +517,7 @@ def test_the_candidates_config_loads_with_every_candidate(runs, suite_run, tmp_p
   assert (tmp_path / "out" / "results" / "run1" / CANDIDATES).is_file()
 
 
+@needs_this_release
 def test_the_release_rebuilds_unchanged_from_its_results(tmp_path):
   """The schema's population fields, the candidates config and the card's Candidates section
   leave a suite build as it was: data/ rebuilds from data/results/ and the kernels it

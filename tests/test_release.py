@@ -39,6 +39,26 @@ from pallasbench_dataset.tasks import TASKS, Size, get_task
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 H200_L2 = 60 << 20
+# The checks of the published folder hold it to this builder's release. Until that release's
+# two H200 runs are built into data/, it holds release 4 as published (the guard test below
+# pins that), and they wait; the builder's side of each is tested on release 4's records
+# rebuilt (`rebuilt`) and on synthetic runs (`small`) meanwhile.
+DATA_IS_THIS_RELEASE = release.NAME in (DATA / "README.md").read_text()
+PENDING = (f"data/ holds release 4 until {release.NAME} is measured on the H200 and built "
+           "(issue #23)")
+needs_this_release = pytest.mark.skipif(not DATA_IS_THIS_RELEASE, reason=PENDING)
+
+
+def test_a_folder_not_of_this_release_is_release_4_as_published():
+  """The pending checks may wait only on the folder release 4 published: its two runs at
+  253a084, all 360 records, its card's rebuild line, and nothing of this builder's."""
+  if DATA_IS_THIS_RELEASE:
+    pytest.skip("data/ holds this builder's release")
+  assert sorted(p.name for p in (DATA / "results").iterdir()) == [
+      "h200-253a084-run1", "h200-253a084-run2"]
+  assert len(_records(DATA)) == 360
+  assert not (DATA / "sft").exists() and not (DATA / "preference").exists()
+  assert "## How to rebuild this folder" not in _card(DATA)
 
 
 def _hashes(folder):
@@ -72,6 +92,8 @@ def rebuilt(tmp_path_factory):
 @pytest.fixture(params=["data", "rebuilt"])
 def folder(request):
   """The published folder, and release 4's records through this builder."""
+  if request.param == "data" and not DATA_IS_THIS_RELEASE:
+    pytest.skip(PENDING)
   return DATA if request.param == "data" else request.getfixturevalue("rebuilt")
 
 
@@ -117,6 +139,8 @@ def small(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["data", "small"])
 def test_data_rebuilds_byte_for_byte_with_the_cards_own_command(which, request, tmp_path):
+  if which == "data" and not DATA_IS_THIS_RELEASE:
+    pytest.skip(PENDING)
   folder = DATA if which == "data" else request.getfixturevalue("small")
   command = rebuild_command(_card(folder))
   clone = tmp_path / "clone"
@@ -363,6 +387,7 @@ def test_an_honest_kernel_as_fast_as_xla_is_not_rejected(monkeypatch):
   assert again.ceiling_gbps_source == "remeasured"
 
 
+@needs_this_release
 def test_data_every_ceiling_has_its_method():
   folder = DATA  # what the records say: release 5's runs
   for run in _runs(folder):
@@ -420,6 +445,7 @@ def test_warm_up_leaves_the_first_timed_sets_cold():
   assert seen == [5, 4, 0, 1]
 
 
+@needs_this_release
 def test_data_rows_say_whether_their_inputs_could_stay_in_l2():
   folder = DATA  # what the records say: release 5's runs
   timed = [r for r in _records(folder) if r.timing_comparable]
@@ -451,6 +477,7 @@ def test_a_verification_failure_leads_with_the_compilers_diagnostic():
   assert errors.headline("killed after 600 s\nstack") == "killed after 600 s"
 
 
+@needs_this_release
 def test_data_reasons_lead_with_a_diagnostic_and_timeouts_name_their_step():
   folder = DATA  # what the records say: release 5's runs
   for r in _records(folder):
@@ -513,6 +540,7 @@ def test_compiles_running_at_once_are_counted(tmp_path):
   assert none() is None
 
 
+@needs_this_release
 def test_data_compile_times_say_how_many_compiles_ran_at_once():
   folder = DATA  # what the records say: release 5's runs
   fixed = [r for r in _records(folder) if r.variant == "gpu" and r.compile.compile_s is not None]
@@ -535,6 +563,7 @@ def test_data_card_has_limitations_provenance_and_contact(folder):
   assert f"https://huggingface.co/datasets/{release.default_repo_id('h200')}/discussions" in text
 
 
+@needs_this_release
 def test_data_card_shows_the_clocks_power_state_and_l2_the_runs_recorded():
   text = _card(DATA)
   table = text[text.index("| run | GPU | L2 MiB |"):].split("\n\n")[0]

@@ -90,6 +90,9 @@ class _CloseStageProcesses(distributed.WorkerPlugin):
   ignored signal) ignore it instead of dying mid-task with a traceback each."""
 
   name = "pallasbench-stage-processes"
+  # Registered by every client that connects: a second registration would tear the first
+  # down, closing judges that a long-lived cluster (the reward function's) keeps warm.
+  idempotent = True
 
   def setup(self, worker) -> None:
     if threading.current_thread() is threading.main_thread():

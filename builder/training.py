@@ -1,0 +1,243 @@
+"""The fine-tuning configs: `sft` and `preference`, in the formats of Hugging Face's TRL trainers.
+
+Column names follow TRL 1.10.0.dev0 (huggingface/trl@f2cd577, docs/source/dataset_formats.md,
+`trl.data_utils.is_conversational`): conversational rows, each message a {"role", "content"}
+dict.
+
+- `sft` (the prompt-completion type, for SFTTrainer; its `prompt` and `task` columns are also
+  a GRPOTrainer dataset for `pallasbench_dataset.reward`): `prompt` is one user message that
+  states the task (`evolve.prompt.task_prompt`: what it computes, the JAX reference, input
+  shapes and dtypes per size, the H200's rules for Pallas kernels), `completion` one assistant
+  message, the fixed kernel (kernels_gpu/) in a fenced python block. Each task whose fixed
+  kernel passed at the headline size has a `write` row and a `fix` row, whose prompt also
+  holds the original TPU kernel and the judge's verdict on it (`repair_prompt`).
+- `preference` (the preference type, for DPOTrainer and the like): `prompt`, `chosen`,
+  `rejected`, from judged kernels of one task, size and machine: the fixed kernel against the
+  original (`release`), and a population's candidates (`population`). `chosen` always passed;
+  `rejected` did not, or passed and was slower by `MIN_SPEEDUP_RATIO` with comparable timings.
+  Both verdicts and speedups are columns.
+
+Both configs have the splits `train` and `test`: `test` holds the tasks of `TEST_TASKS`, and
+no row of theirs is in `train`, so a model trained on `train` is evaluated on tasks it never saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from pallasbench_dataset.evolve.prompt import repair_prompt, task_prompt
+from pallasbench_dataset.schema import (
+    CandidateRow, EvalRecord, Message, PreferenceRow, SftRow, Status, to_json_dict)
+from pallasbench_dataset.tasks import TASKS
+
+from builder.records import Merged
+from builder.trees import KernelTrees
+
+# The held-out tasks: a fifth of each level (5 of 27, 3 of 13, 1 of 5), the tasks whose
+# sha256(HELD_OUT_SALT + name) is lowest in their level. Fixed here, so that a later release's
+# test split holds the same tasks; tests/test_training.py checks the rule still gives them.
+HELD_OUT_SALT: Final = "pallasbench-robust held-out "
+HELD_OUT_SHARE: Final = 0.2
+TEST_TASKS: Final = ("gelu", "tanh", "batched_matmul", "cross_entropy", "mse_loss",
+                     "layernorm_residual", "linear_bias_relu", "sigmoid_bce", "triangle_update")
+SPLITS: Final = ("train", "test")
+# Two passing kernels make a pair only when one is this much faster (run-to-run noise of the
+# release's repeats is a few percent) and both were timed comparably (not CPU interpret mode).
+MIN_SPEEDUP_RATIO: Final = 1.1
+FATE_CHARS: Final = 1200
+
+
+def held_out(level_tasks: Mapping[int, Sequence[str]]) -> tuple[str, ...]:
+  """The rule TEST_TASKS was chosen by, over the tasks of each level (in registry order)."""
+  picked = []
+  for level in sorted(level_tasks):
+    names = level_tasks[level]
+    k = round(len(names) * HELD_OUT_SHARE)
+    picked += sorted(names, key=lambda n: hashlib.sha256((HELD_OUT_SALT + n).encode()).hexdigest()
+                     )[:k]
+  return tuple(sorted(picked, key=lambda n: TASKS[n].task_id))
+
+
+def split_of(task: str) -> str:
+  return "test" if task in TEST_TASKS else "train"
+
+
+def fenced(source: str) -> str:
+  return f"```python\n{source.rstrip()}\n```"
+
+
+def _user(text: str) -> tuple[Message, ...]:
+  return (Message(role="user", content=text),)
+
+
+def _assistant(source: str) -> tuple[Message, ...]:
+  return (Message(role="assistant", content=fenced(source)),)
+
+
+def _fate(record: EvalRecord) -> str:
+  """The judge's verdict on the original: status, speedup, reasons, error (cut to FATE_CHARS)."""
+  speed = "" if record.speedup is None else f", speedup {record.speedup:.3g}x"
+  lines = [f"Verdict on an {record.environment.device_kind} at size {record.size}: "
+           f"{record.status.value}{speed}", *(f"- {reason}" for reason in record.reasons)]
+  if record.error and record.error not in record.reasons:
+    lines.append(f"- error: {record.error}")
+  text = "\n".join(lines)
+  return text if len(text) <= FATE_CHARS else text[:FATE_CHARS - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# The release's kernels at the headline size.
+
+def _release(merged: Merged, headline: str) -> dict[str, dict[str, EvalRecord]]:
+  """task -> variant -> its record at the headline size."""
+  out: dict[str, dict[str, EvalRecord]] = {}
+  for record in merged.records:
+    if record.size == headline:
+      out.setdefault(record.task, {})[record.variant] = record
+  return out
+
+
+def _by_task_id(release: Mapping[str, Mapping[str, EvalRecord]]):
+  return sorted(release.items(), key=lambda item: TASKS[item[0]].task_id)
+
+
+def sft_rows(merged: Merged, trees: KernelTrees, headline: str) -> list[SftRow]:
+  """A `write` and a `fix` row per task whose fixed kernel passed at the headline size."""
+  rows = []
+  for task, variants in _by_task_id(_release(merged, headline)):
+    fixed, original = variants.get("gpu"), variants.get("tpu")
+    if fixed is None or fixed.status is not Status.PASS:
+      continue
+    spec = TASKS[task]
+    prompts = {"write": task_prompt(spec)}
+    if original is not None:
+      prompts["fix"] = repair_prompt(spec, trees.path("tpu", task).read_text(), _fate(original))
+    for kind, text in prompts.items():
+      rows.append(SftRow(
+          prompt=_user(text), completion=_assistant(trees.path("gpu", task).read_text()),
+          task=task, task_id=spec.task_id, level=spec.level, category=spec.category,
+          prompt_kind=kind, kernel=f"kernels_gpu/{task}.py", kernel_sha256=fixed.kernel_sha256,
+          status=fixed.status.value, speedup=fixed.speedup, size=headline,
+          hardware=fixed.environment.device_kind, timing_comparable=fixed.timing_comparable,
+          original_status=None if original is None else original.status.value,
+          original_speedup=None if original is None else original.speedup))
+  return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairs.
+
+def _judged(name: str, source: str, status: str, speedup: float | None, sha: str) -> dict[str, Any]:
+  return {"name": name, "source": source, "status": status, "speedup": speedup, "sha256": sha}
+
+
+def better(a: Mapping[str, Any], b: Mapping[str, Any], comparable: bool) -> bool:
+  """Whether `a` may be `chosen` over `b`: it passed, and `b` did not or (timings comparable)
+  `a` is at least MIN_SPEEDUP_RATIO times faster."""
+  if a["status"] != Status.PASS.value:
+    return False
+  if b["status"] != Status.PASS.value:
+    return True
+  return (comparable and a["speedup"] is not None and b["speedup"] is not None
+          and a["speedup"] >= MIN_SPEEDUP_RATIO * b["speedup"])
+
+
+def _pair(chosen: Mapping[str, Any], rejected: Mapping[str, Any], *, task: str, kind: str,
+          size: str, hardware: str, comparable: bool) -> PreferenceRow:
+  spec = TASKS[task]
+  return PreferenceRow(
+      prompt=_user(task_prompt(spec)), chosen=_assistant(chosen["source"]),
+      rejected=_assistant(rejected["source"]), task=task, task_id=spec.task_id, level=spec.level,
+      pair_kind=kind, size=size, hardware=hardware, timing_comparable=comparable,
+      chosen_kernel=chosen["name"], rejected_kernel=rejected["name"],
+      chosen_sha256=chosen["sha256"], rejected_sha256=rejected["sha256"],
+      chosen_status=chosen["status"], rejected_status=rejected["status"],
+      chosen_speedup=chosen["speedup"], rejected_speedup=rejected["speedup"])
+
+
+def release_pairs(merged: Merged, trees: KernelTrees, headline: str) -> list[PreferenceRow]:
+  """The fixed kernel against the original, per task, where one is `better` than the other."""
+  rows = []
+  for task, variants in _by_task_id(_release(merged, headline)):
+    if set(variants) < {"gpu", "tpu"}:
+      continue
+    fixed, original = variants["gpu"], variants["tpu"]
+    kernels = [_judged(f"kernels_{r.variant}/{task}.py", trees.path(r.variant, task).read_text(),
+                       r.status.value, r.speedup, r.kernel_sha256) for r in (fixed, original)]
+    comparable = fixed.timing_comparable and original.timing_comparable
+    for a, b in (kernels, kernels[::-1]):
+      if better(a, b, comparable):
+        rows.append(_pair(a, b, task=task, kind="release", size=headline,
+                          hardware=fixed.environment.device_kind, comparable=comparable))
+  return rows
+
+
+def population_pairs(candidates: Iterable[CandidateRow]) -> list[PreferenceRow]:
+  """Pairs within each (task, size, machine, run) of the population runs: every distinct
+  source that is not the fastest passing one is `rejected` once, against a passing one that
+  is `better`: the passing candidates in turn (fastest first) for those that failed, the
+  fastest for those that passed slower. Sources judged twice (cached twins) count once."""
+  groups: dict[tuple, list[CandidateRow]] = {}
+  for c in candidates:
+    groups.setdefault((c.task_id, c.task, c.size, c.hardware, c.run), []).append(c)
+  rows = []
+  for (_, task, size, hardware, run), members in sorted(groups.items()):
+    first: dict[str, CandidateRow] = {}
+    for c in sorted(members, key=lambda c: c.candidate):
+      first.setdefault(c.kernel_sha256, c)
+    unique = first.values()
+    comparable = all(c.timing_comparable for c in unique)
+    kernels = [_judged(f"{run}/{c.candidate}", c.source, c.status, c.speedup, c.kernel_sha256)
+               for c in unique]
+    passed = sorted((k for k in kernels if k["status"] == Status.PASS.value),
+                    key=lambda k: (-(k["speedup"] or 0.0), k["name"]))
+    if not passed:
+      continue
+    turn = 0
+    for k in sorted(kernels, key=lambda k: k["name"]):
+      if k is passed[0]:
+        continue
+      if k["status"] == Status.PASS.value:
+        chosen = passed[0]
+      else:
+        chosen, turn = passed[turn % len(passed)], turn + 1
+      if better(chosen, k, comparable):
+        rows.append(_pair(chosen, k, task=task, kind="population", size=size, hardware=hardware,
+                          comparable=comparable))
+  return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# The configs.
+
+def _split(rows: Sequence[SftRow | PreferenceRow]) -> dict[str, list[dict[str, Any]]]:
+  """split -> JSON rows; an empty split is left out (`datasets` cannot load one)."""
+  out = {split: [to_json_dict(r) for r in rows if split_of(r.task) == split] for split in SPLITS}
+  return {split: v for split, v in out.items() if v}
+
+
+def config_rows(merged: Merged, trees: KernelTrees, headline: str,
+                candidates: Sequence[CandidateRow]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+  """config -> split -> JSON rows of the `sft` and `preference` configs (empty ones left out)."""
+  sft = sft_rows(merged, trees, headline)
+  pairs = [*release_pairs(merged, trees, headline), *population_pairs(candidates)]
+  configs = {"sft": _split(sft), "preference": _split(pairs)}
+  return {name: splits for name, splits in configs.items() if splits}
+
+
+def card_stats(configs: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> dict[str, Any]:
+  """The card's section on the fine-tuning configs."""
+  def count(config: str, split: str, key: str | None = None) -> Any:
+    rows = configs.get(config, {}).get(split, [])
+    if key is None:
+      return len(rows)
+    values = sorted({r[key] for r in rows})
+    return ", ".join(f"{v} {sum(r[key] == v for r in rows)}" for v in values) or "none"
+  return {"test_tasks": ", ".join(f"`{t}`" for t in TEST_TASKS),
+          "n_test_tasks": len(TEST_TASKS), "min_ratio": f"{MIN_SPEEDUP_RATIO:g}",
+          "sft": {s: count("sft", s) for s in SPLITS},
+          "sft_kinds": {s: count("sft", s, "prompt_kind") for s in SPLITS},
+          "preference": {s: count("preference", s) for s in SPLITS},
+          "pair_kinds": {s: count("preference", s, "pair_kind") for s in SPLITS}}
