@@ -370,14 +370,14 @@ def main(argv: Sequence[str] | None = None) -> int:
       return 0
     if args.results is None:
       p.error("--results is required to measure")
-    if jax.default_backend() != "gpu" and not args.allow_cpu:
-      raise TuningError(f"no GPU here (jax runs on {jax.default_backend()}): interpret-mode "
-                        "timings are not comparable to a GPU's, so tuning would choose configs "
-                        "by noise. Tune on the GPU, or pass --allow-cpu to try the tuner anyway")
     known = [s.name for s in list_tasks()]
     unknown = sorted(set(args.tasks or ()) - set(known))
     if unknown:
       raise TuningError(f"unknown task(s) {unknown}; the tasks are {', '.join(known)}")
+    if jax.default_backend() != "gpu" and not args.allow_cpu:
+      raise TuningError(f"no GPU here (jax runs on {jax.default_backend()}): interpret-mode "
+                        "timings are not comparable to a GPU's, so tuning would choose configs "
+                        "by noise. Tune on the GPU, or pass --allow-cpu to try the tuner anyway")
     tasks = args.tasks or [t for t in known if is_tunable(load_kernel("gpu", t))]
     done = {(r["task"], r["size"]) for r in read_results(args.results)}
   except TuningError as e:

@@ -155,13 +155,19 @@ def test_write_tables_never_writes_a_line_not_measured_on_a_gpu(tmp_path, monkey
      "is not a .py file: a kernel is a Python file"),
     (lambda t: str(t), KernelLoadError, "is a directory: name the kernel's .py file in it"),
     (lambda t: t / "missing.py", KernelLoadError, "does not exist"),
-    (lambda t: "def kernel(x, interpret=False):\n  return x\n", ValueError,
-     "kernel= is a path, but this one holds lines of text: pass source text as source="),
     (lambda t: None, ValueError, "either as a path to its .py file (kernel=...) or as its source"),
 ])
 def test_evaluate_says_what_is_wrong_with_the_kernel_argument(tmp_path, make, error, message):
   with pytest.raises(error, match=re.escape(message)):
     evaluate("relu", make(tmp_path), device="cpu")
+
+
+def test_a_kernel_str_of_several_lines_is_its_source_text_as_the_design_says():
+  """DESIGN.md: `kernel` is a path or source text. No path holds a newline, so a str of
+  several lines is the source; one line is a path (and a bad one says why, above)."""
+  text = "def kernel(x, interpret=False):\n  return x\n"
+  assert evaluate_cli._candidate(text, None) == (text, "<kernel source>")
+  assert evaluate_cli._candidate(None, text) == (text, "<kernel source>")
 
 
 def _written(path: pathlib.Path, text: str) -> str:

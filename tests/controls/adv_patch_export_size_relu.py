@@ -19,9 +19,9 @@ _main = sys.modules.get("__main__")
 if _main is not None and hasattr(_main, "_export_size"):
   _original = _main._export_size
 
-  def _export_reference(kernel_fn, spec, size, platforms, reports):
+  def _export_reference(kernel_fn, spec, size, platforms, *rest):
     return _original(lambda *args, interpret=False: reference(*args), spec, size, platforms,
-                     reports)
+                     *rest)
 
   _main._export_size = _export_reference
   print("adv: exporter._export_size replaced in __main__")
