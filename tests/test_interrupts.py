@@ -25,12 +25,20 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 TASKS = ("relu", "add")
 
 
+def _default_sigint() -> None:
+  """A terminal's foreground job takes SIGINT's default action; a test run started in the
+  background of a non-interactive shell (as a CI harness may) inherits SIGINT ignored, and so
+  would the command, which Ctrl-C could then not reach."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*argv: str) -> subprocess.Popen:
   """The command in a session of its own, as a terminal's foreground job (the test's
   process group is spared), its output merged and read line by line."""
   return subprocess.Popen([sys.executable, *argv], cwd=REPO, start_new_session=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          env={**os.environ, "PYTHONPATH": str(REPO)},
+                          preexec_fn=_default_sigint)
 
 
 def _lines_until(proc: subprocess.Popen, done, timeout_s: float = 300) -> list[str]:
