@@ -98,8 +98,6 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int) -> dict[str, A
   from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.kernels import KernelLoadError, load_module  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
-  import base64  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-  import json  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.evaluation.errors  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.jaxpr_analysis  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.lowering  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
