@@ -146,6 +146,7 @@ class _FakeProcess:
 
   def __init__(self, config, answers):
     self.config, self.answers, self.sent, self.closed = config, list(answers), [], False
+    self.dump_folder = None
     self.environment = runfixtures.ENV
     self.ceilings = {"copy_gbps": 4000.0, "read_gbps": 4500.0, "matmul_tflops": 400.0,
                      "bandwidth_gbps": 4500.0, "method": "cupti"}

@@ -508,15 +508,43 @@ def test_a_compile_timeout_names_the_step_it_hung_in(tmp_path, files, step):
 
 def test_the_compile_stage_timeout_message_reads_the_killed_compilers_dump(tmp_path):
   class Killed:
-    pid = 4242
+    dump_folder = tmp_path / "judge-4242"
   (tmp_path / "judge-4242").mkdir()
   (tmp_path / "judge-4242" / "m.before_optimizations.txt").write_text("")
-  settings = stages.RunSettings(
-      device="gpu", limits=None, compile_budget_s=60.0, command="c", run_id="r",
-      judge=stages.JudgeConfig(device="gpu", git_commit=None, dump_dir=tmp_path))
-  assert stages._timeout_message(60.0, Killed(), settings) == (
+  assert stages._timeout_message(60.0, Killed()) == (
       "the compile did not finish within the 60 s compile budget (XLA had written the HLO "
       "before optimization: it hung in XLA's HLO passes); it was killed")
+
+
+def test_the_dump_flags_write_no_per_pass_snapshots(tmp_path):
+  """Emitter dumps snapshot the Triton MLIR after every pass: 3 GB a minute from one hung
+  compile on the H200, and 15 of them filled its disk mid-run (session 10)."""
+  flags = compile_profile.xla_dump_flags(tmp_path).split()
+  assert not [f for f in flags if f.startswith("--xla_dump_emitter_re")
+              or f.startswith("--xla_dump_hlo_pass_re")], flags
+  assert f"--xla_dump_to={tmp_path}" in flags and "--xla_gpu_dump_llvmir" in flags
+
+
+def test_a_closed_process_takes_its_dump_folder_with_it(tmp_path):
+  """A compile killed for its budget leaves what XLA had dumped; closing the process (as the
+  compile stage does after reading where it hung) removes the folder, so dead compiles do
+  not pile up over a run."""
+  import socket  # pylint: disable=import-outside-toplevel
+  from multiprocessing.connection import Connection  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.process import JudgeWorker  # pylint: disable=import-outside-toplevel
+  worker = JudgeWorker.__new__(JudgeWorker)
+  worker._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # pylint: disable=protected-access
+  ours, _theirs = socket.socketpair()
+  worker._conn = Connection(ours.detach())  # pylint: disable=protected-access
+  worker._dump_dir = tmp_path  # pylint: disable=protected-access
+  folder = tmp_path / f"judge-{worker.pid}"
+  (folder / "sub").mkdir(parents=True)
+  (folder / "sub" / "m.triton-to-llvm.txt").write_text("x" * 1000)
+  other = tmp_path / "judge-1"
+  other.mkdir()
+  assert worker.dump_folder == folder
+  worker.close(grace_s=0)
+  assert not folder.exists() and other.is_dir() and worker._proc.returncode is not None  # pylint: disable=protected-access
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,8 +32,12 @@ jax.monitoring.register_event_listener(_count_cache_hits)
 
 
 def xla_dump_flags(dump_dir: pathlib.Path) -> str:
-  """XLA flags that dump PTX and LLVM IR of the candidate's modules only."""
-  return (f"--xla_dump_to={dump_dir} --xla_gpu_dump_llvmir --xla_dump_emitter_re=.* "
+  """XLA flags that dump PTX and LLVM IR of the candidate's modules only.
+
+  No emitter dumps (`--xla_dump_emitter_re`): they snapshot the Triton kernel's MLIR after
+  every pass, and a compile that hangs in those passes wrote 3 GB of them in a minute on the
+  H200 (15 such compiles at once filled its 64 GB disk mid-run); nothing reads them."""
+  return (f"--xla_dump_to={dump_dir} --xla_gpu_dump_llvmir "
           f"--xla_dump_hlo_module_re=.*{ENTRY_NAME}.*")
 
 

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -176,6 +177,7 @@ class JudgeWorker:
   """One judge process and the socket to it."""
 
   def __init__(self, config: JudgeConfig):
+    self._dump_dir = config.dump_dir if config.device == "gpu" else None
     parent_sock, child_sock = socket.socketpair()
     env = dict(os.environ)
     # In the environment, not set by the judge itself: importing the package imports jax,
@@ -228,8 +230,12 @@ class JudgeWorker:
 
   @property
   def pid(self) -> int:
-    """The process id (its XLA dump folder is `judge-<pid>` under the config's dump_dir)."""
     return self._proc.pid
+
+  @property
+  def dump_folder(self) -> pathlib.Path | None:
+    """Where this process's XLA dumps go (`judge-<pid>` under the config's dump_dir)."""
+    return None if self._dump_dir is None else self._dump_dir / f"judge-{self.pid}"
 
   def run(self, item, limits: Limits) -> tuple[str, Any]:
     """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or
@@ -276,6 +282,8 @@ class JudgeWorker:
       self._proc.kill()
     self._proc.wait(timeout=10)
     self._conn.close()
+    if self.dump_folder is not None:  # a killed compile leaves what it had dumped
+      shutil.rmtree(self.dump_folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -137,20 +137,20 @@ def compile_stage(item: driver.WorkItem, exported: ExportOutcome,
     if kind == "result":
       notes[size] = dataclasses.replace(payload, wall_s=wall_s, concurrent=concurrent())
       continue
-    _retire(COMPILE)
     if kind == "timeout":
       notes[size] = Precompiled(outcome="timeout", wall_s=wall_s, concurrent=concurrent(),
-                                message=_timeout_message(budget.timeout_s, compiler, settings))
+                                message=_timeout_message(budget.timeout_s, compiler))
     else:  # the compiler died or broke: the judge compiles it itself, within its own limit
       notes[size] = Precompiled(outcome="skipped", wall_s=wall_s, message=str(payload))
+    _retire(COMPILE)  # after the message: retiring removes the compiler's dump folder
   return notes
 
 
-def _timeout_message(budget_s: float, compiler: JudgeWorker, settings: RunSettings) -> str:
+def _timeout_message(budget_s: float, compiler: JudgeWorker) -> str:
   """Which step of the compile ran out of the budget, read from what the killed compiler's
   XLA dump folder holds."""
-  dump = settings.judge.dump_dir
-  where = compile_progress(dump / f"judge-{compiler.pid}") if dump is not None else None
+  folder = compiler.dump_folder
+  where = compile_progress(folder) if folder is not None else None
   return (f"the compile did not finish within the {budget_s:.0f} s compile budget"
           f"{f' ({where})' if where else ''}; it was killed")
 
