@@ -41,60 +41,109 @@ def _finite(x) -> jax.Array:
   return jnp.where(jnp.isfinite(x), x, jnp.nan)
 
 
+# The arithmetic of each group of filters is one compiled function: op by op, the filters of
+# one evaluation compiled about 25 small XLA modules for its shapes (each task has its own),
+# a large share of the judge's checks on a GPU, where every compile costs tens of ms.
+@jax.jit
+def _max_abs(x) -> jax.Array:
+  return jnp.nanmax(jnp.abs(_finite(x)))
+
+
+@jax.jit
+def _output_statistics(out, copies: tuple) -> dict:
+  """Every figure of the one-output filters; `copies`: the inputs of the output's shape."""
+  fin = _finite(out)
+  return {"range": jnp.nanmax(fin) - jnp.nanmin(fin), "std": jnp.nanstd(fin),
+          "axes": tuple(jnp.nanmax(jnp.nanstd(fin, axis=a)) for a in range(out.ndim)),
+          "max_abs": jnp.nanmax(jnp.abs(fin)),
+          "copies": tuple(jnp.nanmax(jnp.abs(fin - _finite(x.astype(out.dtype)))) for x in copies)}
+
+
+@jax.jit
+def _changes(base, outputs: tuple) -> tuple:
+  base_fin = _finite(base)
+  return tuple(jnp.nanmax(jnp.abs(_finite(o) - base_fin)) for o in outputs)
+
+
+def _figures(out, inputs: Sequence = ()) -> dict:
+  """_output_statistics as floats, with `copies` keyed by the index of each input of the
+  output's shape; an empty output has every figure 0."""
+  out = jnp.asarray(out)
+  same = [i for i, x in enumerate(inputs) if x.shape == out.shape]
+  if not out.size:
+    return {"range": 0.0, "std": 0.0, "axes": [0.0] * out.ndim, "max_abs": 0.0,
+            "copies": dict.fromkeys(same, 0.0)}
+  stats = jax.device_get(_output_statistics(out, tuple(jnp.asarray(inputs[i]) for i in same)))
+  return {"range": float(stats["range"]), "std": float(stats["std"]),
+          "axes": [float(v) for v in stats["axes"]], "max_abs": float(stats["max_abs"]),
+          "copies": {i: float(v) for i, v in zip(same, stats["copies"])}}
+
+
 @_x64
 def threshold(reference) -> float:
   """Smallest meaningful variation for outputs like `reference`: 64 eps * max(1, max |ref|)."""
-  scale = float(jnp.nanmax(jnp.abs(_finite(reference)))) if reference.size else 1.0
+  scale = float(_max_abs(reference)) if reference.size else 1.0
   return EPS_MULTIPLE * float(np.finfo(reference.dtype).eps) * max(1.0, scale)
 
 
-@_x64
-def output_range(out, thr: float, finite=None) -> FilterResult:
-  """`finite`: _finite(out) when the caller already has it (one float64 pass fewer)."""
-  fin = _finite(out) if finite is None else finite
-  value = float(jnp.nanmax(fin) - jnp.nanmin(fin)) if out.size else 0.0
+def _range(stats: dict, thr: float) -> FilterResult:
+  value = stats["range"]
   return FilterResult(name="output_range", passed=bool(math.isfinite(value) and value > thr),
                       value=value, threshold=thr, detail=f"max - min = {value:.3g}")
 
 
-@_x64
-def output_std(out, thr: float, finite=None) -> FilterResult:
-  value = float(jnp.nanstd(_finite(out) if finite is None else finite)) if out.size else 0.0
+def _std(stats: dict, thr: float) -> FilterResult:
+  value = stats["std"]
   return FilterResult(name="output_std", passed=bool(math.isfinite(value) and value > thr),
                       value=value, threshold=thr, detail=f"std = {value:.3g}")
 
 
-@_x64
-def axes_variation(out, thr: float, finite=None) -> FilterResult:
+def _axes(stats: dict, thr: float) -> FilterResult:
   """The output varies along every axis: some fiber along each axis has std above thr."""
-  fin = _finite(out) if finite is None else finite
-  flat = []
-  for axis in range(out.ndim):
-    flat.append(float(jnp.nanmax(jnp.nanstd(fin, axis=axis))) if out.size else 0.0)
+  flat = stats["axes"]
   weakest = min(flat) if flat else 0.0
   dead = [a for a, v in enumerate(flat) if not v > thr]
   return FilterResult(
-      name="axes_variation", passed=not dead and out.ndim > 0, value=weakest, threshold=thr,
+      name="axes_variation", passed=not dead and len(flat) > 0, value=weakest, threshold=thr,
       detail=f"constant along axes {dead}" if dead else f"max std per axis {[f'{v:.3g}' for v in flat]}")
 
 
-@_x64
-def not_zeros(out, thr: float, finite=None) -> FilterResult:
-  value = float(jnp.nanmax(jnp.abs(_finite(out) if finite is None else finite))) if out.size else 0.0
+def _zeros(stats: dict, thr: float) -> FilterResult:
+  value = stats["max_abs"]
   return FilterResult(name="not_zeros", passed=value > thr, value=value, threshold=thr,
                       detail=f"max |out| = {value:.3g}")
 
 
-@_x64
-def not_input_copy(out, inputs: Sequence, names: Sequence[str], thr: float,
-                   finite=None) -> FilterResult:
+def _copy(stats: dict, names: Sequence[str], thr: float) -> FilterResult:
   """The output is not (numerically) one of the inputs passed through."""
-  fin = _finite(out) if finite is None else finite
-  copies = [n for x, n in zip(inputs, names)
-            if x.shape == out.shape
-            and float(jnp.nanmax(jnp.abs(fin - _finite(jnp.asarray(x).astype(out.dtype))))) <= thr]
+  copies = [names[i] for i, v in stats["copies"].items() if v <= thr]
   return FilterResult(name="not_input_copy", passed=not copies, value=None, threshold=thr,
                       detail=f"output equals input(s) {copies}" if copies else "differs from every input")
+
+
+@_x64
+def output_range(out, thr: float) -> FilterResult:
+  return _range(_figures(out), thr)
+
+
+@_x64
+def output_std(out, thr: float) -> FilterResult:
+  return _std(_figures(out), thr)
+
+
+@_x64
+def axes_variation(out, thr: float) -> FilterResult:
+  return _axes(_figures(out), thr)
+
+
+@_x64
+def not_zeros(out, thr: float) -> FilterResult:
+  return _zeros(_figures(out), thr)
+
+
+@_x64
+def not_input_copy(out, inputs: Sequence, names: Sequence[str], thr: float) -> FilterResult:
+  return _copy(_figures(out, inputs), names, thr)
 
 
 @_x64
@@ -103,14 +152,15 @@ def input_impact(outputs: Sequence, names: Sequence[str], base, thr: float) -> F
 
   `outputs[i]` is the output with input i replaced; `base` is the output on the inputs.
   """
-  changes, dead = [], []
-  base_fin = _finite(base)
-  for out, name in zip(outputs, names, strict=True):
-    change = (float(jnp.nanmax(jnp.abs(_finite(out) - base_fin)))
-              if out.shape == base.shape else float("inf"))
-    changes.append(change)
-    if not change > thr:
-      dead.append(name)
+  if len(outputs) != len(names):
+    raise ValueError(f"{len(outputs)} outputs for {len(names)} inputs: one output per input")
+  base = jnp.asarray(base)
+  same = [i for i, o in enumerate(outputs) if o.shape == base.shape]
+  measured = (jax.device_get(_changes(base, tuple(jnp.asarray(outputs[i]) for i in same)))
+              if same and base.size else [0.0] * len(same))
+  by_index = {i: float(v) for i, v in zip(same, measured)}
+  changes = [by_index.get(i, float("inf")) for i in range(len(outputs))]
+  dead = [name for name, change in zip(names, changes) if not change > thr]
   weakest = min(changes) if changes else 0.0
   return FilterResult(
       name="input_impact", passed=not dead, value=weakest, threshold=thr,
@@ -122,7 +172,7 @@ def input_impact(outputs: Sequence, names: Sequence[str], base, thr: float) -> F
 @_x64
 def output_filters(out, inputs: Sequence, names: Sequence[str],
                    thr: float) -> tuple[FilterResult, ...]:
-  """The filters that need only one output: range, std, axes, zeros, input copy."""
-  fin = _finite(out)
-  return (output_range(out, thr, fin), output_std(out, thr, fin), axes_variation(out, thr, fin),
-          not_zeros(out, thr, fin), not_input_copy(out, inputs, names, thr, fin))
+  """The filters that need only one output: range, std, axes, zeros, input copy (one pass)."""
+  stats = _figures(out, inputs)
+  return (_range(stats, thr), _std(stats, thr), _axes(stats, thr), _zeros(stats, thr),
+          _copy(stats, names, thr))
