@@ -7,14 +7,21 @@ bfloat16 (float8 e4m3, a truncated mantissa) fails them, and a float32 task answ
 bfloat16 fails the float32 classes.
 """
 
+import dataclasses
+import json
 import operator
+import pathlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallasbench_dataset import Size, get_task, list_tasks
+from pallasbench_dataset import Size, get_task, list_tasks, schema
+from pallasbench_dataset.evaluate import evaluate, main as evaluate_main
+from pallasbench_dataset.evaluation.protocol import ExportRequest
+from pallasbench_dataset.kernels import load_kernel
+from pallasbench_dataset.task_info import precision_table
 from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS, check_precision
 from pallasbench_dataset.tolerance import (BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare,
                                            tolerance_for)
@@ -176,3 +183,65 @@ def test_the_bfloat16_classes_are_at_least_one_ulp_and_looser_than_float32():
     assert tol.kind is kind and tol.atol_scale is f32.atol_scale
     assert one_ulp <= tol.rtol < 4 * one_ulp and tol.rtol >= f32.rtol and tol.atol >= f32.atol
     assert (tol.max_rel_l2 is None) == (f32.max_rel_l2 is None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluation path carries the precision
+
+RELEASED_RECORDS = sorted(pathlib.Path(__file__).resolve().parents[1].glob(
+    "data/results/*/records.jsonl"))
+
+
+def test_requests_and_records_without_a_precision_read_as_float32():
+  request = ExportRequest(task="relu", source="", filename="k.py", exports=(("small", ("cpu",)),))
+  old = json.loads(request.to_json())
+  del old["precision"]
+  assert ExportRequest.from_json(json.dumps(old)).precision == FLOAT32
+  low = dataclasses.replace(request, precision=BFLOAT16)
+  assert ExportRequest.from_json(low.to_json()) == low
+  assert RELEASED_RECORDS, "no released run in data/results"
+  line = json.loads(RELEASED_RECORDS[0].read_text().splitlines()[0])
+  assert "precision" not in line
+  record = schema.from_json_dict(schema.EvalRecord, line)
+  assert record.precision == FLOAT32
+  assert "precision" not in schema.config_row(record)  # a float32 build keeps its columns
+  assert schema.to_json_dict(record)["precision"] == FLOAT32
+
+
+def test_evaluate_refuses_an_unknown_precision_before_anything_runs():
+  with pytest.raises(ValueError, match="valid precisions: float32, bfloat16"):
+    evaluate("relu", source="def kernel(x, interpret=False): return x", precision="fp8",
+             device="cpu")
+
+
+def test_the_cli_evaluates_a_fixed_kernel_at_bfloat16(capsys):
+  kernel = pathlib.Path(__file__).resolve().parents[1] / "kernels_gpu" / "softmax.py"
+  code = evaluate_main(["--task", "softmax", "--kernel", str(kernel), "--device", "cpu",
+                        "--precision", "bfloat16", "--seeds", "1", "2", "--json"])
+  record = json.loads(capsys.readouterr().out)
+  assert code == 0 and record["status"] == "pass", record["reasons"]
+  assert record["precision"] == BFLOAT16 and record["rtol"] == 1.6e-2
+  assert record["input_shapes"] == ["(256, 256)"] and record["input_families"] == [
+      "shifted", "peaked"]
+
+
+def test_the_precision_table_is_generated_from_the_registry_and_in_the_docs():
+  table = precision_table()
+  rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+  assert len(rows) == len(SPECS)
+  float32_rows = {row.split(" | ")[1] for row in rows if " | float32 | " in row}
+  assert float32_rows == FLOAT32_OUTPUTS
+  assert "| 6 | layernorm | x | - | bfloat16 |" in table and "| shifted |" in table
+  docs = pathlib.Path(__file__).resolve().parents[1] / "docs" / "precisions.md"
+  assert docs.read_text().rstrip().endswith(table), "regenerate docs/precisions.md's table"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_a_kernels_configs_are_per_precision(spec):
+  """shape_class names the floating dtype where it is not float32: a float32 table entry never
+  configures a bfloat16 call (and float32's classes are today's)."""
+  module = load_kernel("gpu", spec.name)
+  wide = module.shape_class(*spec.input_structs(Size.MEDIUM))
+  low = module.shape_class(*spec.at_precision(BFLOAT16).input_structs(Size.MEDIUM))
+  assert ":" not in wide
+  assert low == (wide if spec.name in {"one_hot", "nucleotide_onehot"} else wide + ":bfloat16")
