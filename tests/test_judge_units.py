@@ -394,6 +394,11 @@ def test_run_candidate_counts_the_sentinel_only_on_a_gpu():
   assert _runs(three_unwritten, on_gpu=True).unwritten == 3
   assert _runs(three_unwritten, on_gpu=False).unwritten is None
   assert _runs(on_gpu=True).unwritten == 0
+  low = RELU.at_precision("bfloat16")  # the sentinel in the output's dtype, not float32's
+
+  def three_unwritten_bf16(x):
+    return jnp.maximum(x, 0).at[0, :3].set(jnp.asarray(checks.SENTINEL, jnp.bfloat16))
+  assert _runs(jax.jit(three_unwritten_bf16), on_gpu=True, spec=low).unwritten == 3
 
 
 def test_run_candidate_poisons_before_every_seed_and_the_sentinel_run(monkeypatch):
