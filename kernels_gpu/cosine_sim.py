@@ -63,15 +63,15 @@ def _cosine_sim_kernel(x_ref, y_ref, o_ref, *, block_rows: int, block_cols: int)
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < m)
     idx = (pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols))
-    x = pltriton.load(x_ref.at[idx], mask=mask, other=0.0)
-    y = pltriton.load(y_ref.at[idx], mask=mask, other=0.0)
+    x = pltriton.load(x_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32)
+    y = pltriton.load(y_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32)
     return (xy + jnp.sum(x * y, axis=1), xx + jnp.sum(x * x, axis=1),
             yy + jnp.sum(y * y, axis=1))
 
   zeros = jnp.zeros(block_rows, jnp.float32)
   xy, xx, yy = jax.lax.fori_loop(0, pl.cdiv(m, block_cols), body, (zeros, zeros, zeros))
-  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], xy / (jnp.sqrt(xx) * jnp.sqrt(yy) + EPS),
-                 mask=rows < n)
+  pltriton.store(o_ref.at[pl.ds(row0, block_rows)],
+                 (xy / (jnp.sqrt(xx) * jnp.sqrt(yy) + EPS)).astype(o_ref.dtype), mask=rows < n)
 
 
 def config_ok(config) -> bool:
@@ -99,8 +99,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '2048x1024,2048x1024'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '2048x1024,2048x1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, y) -> dict:
@@ -123,6 +126,6 @@ def _cosine_sim(x, y, *, interpret: bool, block_rows: int, block_cols: int, num_
   return pl.pallas_call(
       functools.partial(_cosine_sim_kernel, block_rows=block_rows, block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n,), x.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x, y)

@@ -66,8 +66,8 @@ def _cross_entropy_kernel(z_ref, p_ref, o_ref, *, block_rows: int, block_cols: i
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < c)
     idx = (pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols))
-    z = pltriton.load(z_ref.at[idx], mask=mask, other=0.0)
-    p = pltriton.load(p_ref.at[idx], mask=mask, other=0.0)
+    z = pltriton.load(z_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32)
+    p = pltriton.load(p_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32)
     z_inf = jnp.where(mask, z, -jnp.inf)  # masked logits add exp(-inf) = 0 to the sum
     new_max = jnp.maximum(row_max, jnp.max(z_inf, axis=1))
     row_sum = (row_sum * jnp.exp(row_max - new_max)
@@ -79,7 +79,8 @@ def _cross_entropy_kernel(z_ref, p_ref, o_ref, *, block_rows: int, block_cols: i
       0, pl.cdiv(c, block_cols), body,
       (jnp.full(block_rows, -jnp.inf, jnp.float32), zeros, zeros, zeros))
   lse = row_max + jnp.log(row_sum)
-  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], lse * p_sum - pz_sum, mask=rows < n)
+  pltriton.store(o_ref.at[pl.ds(row0, block_rows)],
+                 (lse * p_sum - pz_sum).astype(o_ref.dtype), mask=rows < n)
 
 
 def config_ok(config) -> bool:
@@ -107,8 +108,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '1024x512,1024x512'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '1024x512,1024x512',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(logits, labels) -> dict:
@@ -132,6 +136,6 @@ def _cross_entropy(logits, labels, *, interpret: bool, block_rows: int, block_co
   return pl.pallas_call(
       functools.partial(_cross_entropy_kernel, block_rows=block_rows, block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n,), logits.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(logits, labels)

@@ -72,8 +72,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(table, ids) -> dict:
@@ -96,6 +99,6 @@ def _embedding_lookup(table, ids, *, interpret: bool, block_s: int, block_d: int
       functools.partial(_embedding_lookup_kernel, v=v, d=d, s=s, block_s=block_s,
                         block_d=block_d),
       grid=(pl.cdiv(s, block_s), pl.cdiv(d, block_d)),
-      out_shape=jax.ShapeDtypeStruct((s, d), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((s, d), table.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
       interpret=interpret, name=TASK_NAME)(table, ids)

@@ -66,7 +66,8 @@ def _fused_softmax_cross_entropy_kernel(z_ref, labels_ref, o_ref, *, block_rows:
     row_max, row_sum = carry
     cols = j * block_cols + jnp.arange(block_cols)
     z = pltriton.load(z_ref.at[pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols)],
-                      mask=row_ok[:, None] & (cols[None, :] < v), other=-jnp.inf)
+                      mask=row_ok[:, None] & (cols[None, :] < v),
+                      other=-jnp.inf).astype(jnp.float32)
     new_max = jnp.maximum(row_max, jnp.max(z, axis=1))
     row_sum = (row_sum * jnp.exp(row_max - new_max)
                + jnp.sum(jnp.exp(z - new_max[:, None]), axis=1))
@@ -77,9 +78,9 @@ def _fused_softmax_cross_entropy_kernel(z_ref, labels_ref, o_ref, *, block_rows:
       (jnp.full(block_rows, -jnp.inf, jnp.float32), jnp.zeros(block_rows, jnp.float32)))
   labels = pltriton.load(labels_ref.at[pl.ds(row0, block_rows)], mask=row_ok, other=0)
   target = pltriton.load(z_ref.at[rows, labels], mask=row_ok & (labels >= 0) & (labels < v),
-                         other=jnp.nan)
-  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], row_max + jnp.log(row_sum) - target,
-                 mask=row_ok)
+                         other=jnp.nan).astype(jnp.float32)
+  pltriton.store(o_ref.at[pl.ds(row0, block_rows)],
+                 (row_max + jnp.log(row_sum) - target).astype(o_ref.dtype), mask=row_ok)
 
 
 def config_ok(config) -> bool:
@@ -106,8 +107,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '1024x4096,1024'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '1024x4096,1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(logits, labels) -> dict:
@@ -133,6 +137,6 @@ def _fused_softmax_cross_entropy(logits, labels, *, interpret: bool, block_rows:
       functools.partial(_fused_softmax_cross_entropy_kernel, block_rows=block_rows,
                         block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n,), logits.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(logits, labels)

@@ -63,7 +63,7 @@ def _layernorm_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < d)
     idx = (pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols))
-    return pltriton.load(x_ref.at[idx], mask=mask, other=0.0), idx, mask
+    return pltriton.load(x_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32), idx, mask
 
   def stats(j, carry):
     mean, m2 = carry
@@ -86,7 +86,8 @@ def _layernorm_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
   @pl.loop(0, num_tiles)
   def _(j):
     x, idx, mask = load_x(j)
-    pltriton.store(o_ref.at[idx], (x - mean[:, None]) * rstd[:, None], mask=mask)
+    pltriton.store(o_ref.at[idx],
+                   ((x - mean[:, None]) * rstd[:, None]).astype(o_ref.dtype), mask=mask)
 
 
 def config_ok(config) -> bool:
@@ -113,8 +114,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '2048x1024'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '2048x1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x) -> dict:
@@ -135,6 +139,6 @@ def _layernorm(x, *, interpret: bool, block_rows: int, block_cols: int, num_warp
   return pl.pallas_call(
       functools.partial(_layernorm_kernel, block_rows=block_rows, block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n, d), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n, d), x.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x)

@@ -64,8 +64,8 @@ def _layernorm_residual_kernel(x_ref, r_ref, o_ref, *, block_rows: int, block_co
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < d)
     idx = (pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols))
-    h = (pltriton.load(x_ref.at[idx], mask=mask, other=0.0)
-         + pltriton.load(r_ref.at[idx], mask=mask, other=0.0))
+    h = (pltriton.load(x_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32)
+         + pltriton.load(r_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32))
     return h, idx, mask
 
   def stats(j, carry):
@@ -89,7 +89,8 @@ def _layernorm_residual_kernel(x_ref, r_ref, o_ref, *, block_rows: int, block_co
   @pl.loop(0, num_tiles)
   def _(j):
     h, idx, mask = load_h(j)
-    pltriton.store(o_ref.at[idx], (h - mean[:, None]) * rstd[:, None], mask=mask)
+    pltriton.store(o_ref.at[idx],
+                   ((h - mean[:, None]) * rstd[:, None]).astype(o_ref.dtype), mask=mask)
 
 
 def config_ok(config) -> bool:
@@ -117,8 +118,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '2048x1024,2048x1024'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '2048x1024,2048x1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, residual) -> dict:
@@ -143,6 +147,6 @@ def _layernorm_residual(x, residual, *, interpret: bool, block_rows: int, block_
       functools.partial(_layernorm_residual_kernel, block_rows=block_rows,
                         block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n, d), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n, d), x.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x, residual)

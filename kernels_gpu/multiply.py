@@ -37,9 +37,9 @@ TUNED_CONFIGS: Final = {
 def _multiply_kernel(x_ref, y_ref, o_ref, *, n: int, block: int):
   start = pl.program_id(0) * block
   mask = start + jnp.arange(block) < n
-  x = pltriton.load(x_ref.at[pl.ds(start, block)], mask=mask, other=0.0)
-  y = pltriton.load(y_ref.at[pl.ds(start, block)], mask=mask, other=0.0)
-  pltriton.store(o_ref.at[pl.ds(start, block)], x * y, mask=mask)
+  x = pltriton.load(x_ref.at[pl.ds(start, block)], mask=mask, other=0.0).astype(jnp.float32)
+  y = pltriton.load(y_ref.at[pl.ds(start, block)], mask=mask, other=0.0).astype(jnp.float32)
+  pltriton.store(o_ref.at[pl.ds(start, block)], (x * y).astype(o_ref.dtype), mask=mask)
 
 
 def config_ok(config) -> bool:
@@ -59,8 +59,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, y) -> dict:
@@ -81,7 +84,7 @@ def _multiply(x, y, *, interpret: bool, block: int, num_warps: int):
   n = x.size
   out = pl.pallas_call(
       functools.partial(_multiply_kernel, n=n, block=block), grid=(pl.cdiv(n, block),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n,), x.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
       interpret=interpret, name=TASK_NAME)(x.reshape(-1), y.reshape(-1))
   return out.reshape(x.shape)

@@ -43,9 +43,10 @@ def _outer_product_kernel(x_ref, y_ref, o_ref, *, m: int, n: int, block_m: int, 
   c0 = pl.program_id(1) * block_n
   row_ok = r0 + jnp.arange(block_m) < m
   col_ok = c0 + jnp.arange(block_n) < n
-  x = pltriton.load(x_ref.at[pl.ds(r0, block_m)], mask=row_ok, other=0.0)
-  y = pltriton.load(y_ref.at[pl.ds(c0, block_n)], mask=col_ok, other=0.0)
-  pltriton.store(o_ref.at[pl.ds(r0, block_m), pl.ds(c0, block_n)], x[:, None] * y[None, :],
+  x = pltriton.load(x_ref.at[pl.ds(r0, block_m)], mask=row_ok, other=0.0).astype(jnp.float32)
+  y = pltriton.load(y_ref.at[pl.ds(c0, block_n)], mask=col_ok, other=0.0).astype(jnp.float32)
+  pltriton.store(o_ref.at[pl.ds(r0, block_m), pl.ds(c0, block_n)],
+                 (x[:, None] * y[None, :]).astype(o_ref.dtype),
                  mask=row_ok[:, None] & col_ok[None, :])
 
 
@@ -66,8 +67,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, y) -> dict:
@@ -87,6 +91,6 @@ def _outer_product(x, y, *, interpret: bool, block_m: int, block_n: int, num_war
   return pl.pallas_call(
       functools.partial(_outer_product_kernel, m=m, n=n, block_m=block_m, block_n=block_n),
       grid=(pl.cdiv(m, block_m), pl.cdiv(n, block_n)),
-      out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
       interpret=interpret, name=TASK_NAME)(x, y)

@@ -60,12 +60,12 @@ def _reduce_mean_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < m)
     x = pltriton.load(x_ref.at[pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols)],
-                      mask=mask, other=0.0)
+                      mask=mask, other=0.0).astype(jnp.float32)
     return acc + jnp.sum(x, axis=1)
 
   total = jax.lax.fori_loop(0, pl.cdiv(m, block_cols), body,
                             jnp.zeros(block_rows, jnp.float32))
-  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], total / m, mask=rows < n)
+  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], (total / m).astype(o_ref.dtype), mask=rows < n)
 
 
 def config_ok(config) -> bool:
@@ -92,8 +92,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '4096x2048'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '4096x2048',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x) -> dict:
@@ -114,6 +117,6 @@ def _reduce_mean(x, *, interpret: bool, block_rows: int, block_cols: int, num_wa
   return pl.pallas_call(
       functools.partial(_reduce_mean_kernel, block_rows=block_rows, block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n,), x.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x)

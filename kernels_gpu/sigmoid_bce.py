@@ -38,11 +38,11 @@ TUNED_CONFIGS: Final = {
 def _sigmoid_bce_kernel(z_ref, t_ref, o_ref, *, n: int, block: int):
   start = pl.program_id(0) * block
   mask = start + jnp.arange(block) < n
-  z = pltriton.load(z_ref.at[pl.ds(start, block)], mask=mask, other=0.0)
-  t = pltriton.load(t_ref.at[pl.ds(start, block)], mask=mask, other=0.0)
+  z = pltriton.load(z_ref.at[pl.ds(start, block)], mask=mask, other=0.0).astype(jnp.float32)
+  t = pltriton.load(t_ref.at[pl.ds(start, block)], mask=mask, other=0.0).astype(jnp.float32)
   # exp(-|z|) <= 1 never overflows, and log1p keeps precision where it is tiny.
   loss = jnp.maximum(z, 0.0) - z * t + jnp.log1p(jnp.exp(-jnp.abs(z)))
-  pltriton.store(o_ref.at[pl.ds(start, block)], loss, mask=mask)
+  pltriton.store(o_ref.at[pl.ds(start, block)], loss.astype(o_ref.dtype), mask=mask)
 
 
 def config_ok(config) -> bool:
@@ -62,8 +62,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(logits, targets) -> dict:
@@ -85,7 +88,7 @@ def _sigmoid_bce(logits, targets, *, interpret: bool, block: int, num_warps: int
   n = logits.size
   out = pl.pallas_call(
       functools.partial(_sigmoid_bce_kernel, n=n, block=block), grid=(pl.cdiv(n, block),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n,), logits.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
       interpret=interpret, name=TASK_NAME)(logits.reshape(-1), targets.reshape(-1))
   return out.reshape(logits.shape)

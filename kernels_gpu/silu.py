@@ -37,8 +37,9 @@ TUNED_CONFIGS: Final = {
 def _silu_kernel(x_ref, o_ref, *, n: int, block: int):
   start = pl.program_id(0) * block
   mask = start + jnp.arange(block) < n
-  x = pltriton.load(x_ref.at[pl.ds(start, block)], mask=mask, other=0.0)
-  pltriton.store(o_ref.at[pl.ds(start, block)], x / (1.0 + jnp.exp(-x)), mask=mask)
+  x = pltriton.load(x_ref.at[pl.ds(start, block)], mask=mask, other=0.0).astype(jnp.float32)
+  pltriton.store(o_ref.at[pl.ds(start, block)],
+                 (x / (1.0 + jnp.exp(-x))).astype(o_ref.dtype), mask=mask)
 
 
 def config_ok(config) -> bool:
@@ -58,8 +59,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x) -> dict:
@@ -79,7 +83,7 @@ def _silu(x, *, interpret: bool, block: int, num_warps: int):
   n = flat.size
   out = pl.pallas_call(
       functools.partial(_silu_kernel, n=n, block=block), grid=(pl.cdiv(n, block),),
-      out_shape=jax.ShapeDtypeStruct(flat.shape, jnp.float32),
+      out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
       interpret=interpret, name=TASK_NAME)(flat)
   return out.reshape(x.shape)

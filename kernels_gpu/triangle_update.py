@@ -76,12 +76,13 @@ def _project_kernel(z_ref, mask_ref, wa_ref, wb_ref, a_ref, b_ref, *, c_pad: int
   row_ok = r0 + jnp.arange(block_r) < rows
   col_ok = jnp.arange(c_pad) < c
   z = pltriton.load(z_ref.at[pl.ds(r0, block_r), pl.ds(0, c_pad)],
-                    mask=row_ok[:, None] & col_ok[None, :], other=0.0)
+                    mask=row_ok[:, None] & col_ok[None, :], other=0.0).astype(jnp.float32)
   x = _layernorm(z, col_ok[None, :], c)
-  keep = pltriton.load(mask_ref.at[pl.ds(r0, block_r)], mask=row_ok, other=0.0)[:, None]
+  keep = pltriton.load(mask_ref.at[pl.ds(r0, block_r)], mask=row_ok,
+                       other=0.0).astype(jnp.float32)[:, None]
   for w_ref, o_ref in ((wa_ref, a_ref), (wb_ref, b_ref)):
     w = pltriton.load(w_ref.at[pl.ds(0, c_pad), pl.ds(0, c_pad)],
-                      mask=col_ok[:, None] & col_ok[None, :], other=0.0)
+                      mask=col_ok[:, None] & col_ok[None, :], other=0.0).astype(jnp.float32)
     y = jnp.dot(x, w, preferred_element_type=jnp.float32) * keep
     pltriton.store(o_ref.at[pl.ds(0, c_pad), pl.ds(r0, block_r)], y.T,
                    mask=col_ok[:, None] & row_ok[None, :])
@@ -111,10 +112,13 @@ def _output_kernel(z_ref, t_ref, wg_ref, wo_ref, o_ref, *, c_pad: int, block_r: 
   col_ok = jnp.arange(c_pad) < c
   tile_mask = row_ok[:, None] & col_ok[None, :]
   w_mask = col_ok[:, None] & col_ok[None, :]
-  z = pltriton.load(z_ref.at[pl.ds(r0, block_r), pl.ds(0, c_pad)], mask=tile_mask, other=0.0)
+  z = pltriton.load(z_ref.at[pl.ds(r0, block_r), pl.ds(0, c_pad)], mask=tile_mask,
+                    other=0.0).astype(jnp.float32)
   t = pltriton.load(t_ref.at[pl.ds(0, c_pad), pl.ds(r0, block_r)], mask=tile_mask.T, other=0.0).T
-  w_g = pltriton.load(wg_ref.at[pl.ds(0, c_pad), pl.ds(0, c_pad)], mask=w_mask, other=0.0)
-  w_o = pltriton.load(wo_ref.at[pl.ds(0, c_pad), pl.ds(0, c_pad)], mask=w_mask, other=0.0)
+  w_g = pltriton.load(wg_ref.at[pl.ds(0, c_pad), pl.ds(0, c_pad)], mask=w_mask,
+                      other=0.0).astype(jnp.float32)
+  w_o = pltriton.load(wo_ref.at[pl.ds(0, c_pad), pl.ds(0, c_pad)], mask=w_mask,
+                      other=0.0).astype(jnp.float32)
   gate = jax.nn.sigmoid(jnp.dot(_layernorm(z, col_ok[None, :], c), w_g,
                                 preferred_element_type=jnp.float32))
   update = jnp.dot(_layernorm(t, col_ok[None, :], c), w_o, preferred_element_type=jnp.float32)
@@ -147,8 +151,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(z, mask, w_a, w_b, w_g, w_o) -> dict:
@@ -160,7 +167,8 @@ def config_for(z, mask, w_a, w_b, w_g, w_o) -> dict:
 def kernel(z, mask, w_a, w_b, w_g, w_o, *, interpret: bool = False, config=None):
   """The triangle update of z; `config` (keys of CONFIG_SPACE) overrides the tuned one."""
   config = {**config_for(z, mask, w_a, w_b, w_g, w_o), **(config or {})}
-  return _triangle_update(z, mask, w_a, w_b, w_g, w_o, interpret=interpret, **config)
+  out = _triangle_update(z, mask, w_a, w_b, w_g, w_o, interpret=interpret, **config)
+  return out.astype(z.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))

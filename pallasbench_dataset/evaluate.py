@@ -27,6 +27,7 @@ from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import (
     JudgeConfig, Limits, default_memory_limit, make_dump_dir)
 from pallasbench_dataset.kernels import KernelLoadError, Variant, read_source
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.schema import EvalRecord, Status, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
 
@@ -78,7 +79,8 @@ def default_options(device: str) -> EvalOptions:
 
 def evaluate(task: str, kernel: str | pathlib.Path | None = None, *, source: str | None = None,
              size: str | None = None, device: str = "auto", timeout_s: float | None = None,
-             options: EvalOptions | None = None) -> EvalRecord:
+             options: EvalOptions | None = None,
+             precision: str = DEFAULT_PRECISION) -> EvalRecord:
   """Evaluates a candidate defining `kernel(*inputs, interpret=False)`: the file `kernel` (a
   `pathlib.Path`, or a one-line str, to a .py file), or its source text (`source=`, or a
   `kernel` str of several lines, as DESIGN.md's contract has it: no path holds a newline).
@@ -88,15 +90,19 @@ def evaluate(task: str, kernel: str | pathlib.Path | None = None, *, source: str
   limit on each. Works from a plain script (the processes are started as programs). The
   kernel's failures come back as the record's status (`pass`, `incorrect`, `rejected`,
   `error`, `timeout`), never as exceptions. `size` defaults to medium on a GPU, small on the
-  CPU. Raises only for bad arguments (unknown task or size, a path that is not a .py file).
+  CPU. `precision` poses the task at float32 (the default) or bfloat16: its floating inputs in
+  that dtype, its output as its reference returns it on them, the tolerances of that output's
+  dtype (`TaskSpec.at_precision`); the record says which. Raises only for bad arguments
+  (unknown task, size or precision, a path that is not a .py file).
   """
-  spec = get_task(task)
+  spec = get_task(task).at_precision(precision)
   if size is not None:
     Size(size)
   text, filename = _candidate(kernel, source)
   device = resolve_device(device)
   item = WorkItem(task=spec.name, variant=Variant.CANDIDATE.value, size=size or DEFAULT_SIZE[device],
-                  source=text, filename=filename, options=options or default_options(device))
+                  source=text, filename=filename, options=options or default_options(device),
+                  precision=spec.precision)
   limits = Limits(timeout_s=timeout_s or DEFAULT_TIMEOUT_S[device],
                   memory_bytes=default_memory_limit())
   records: list[EvalRecord] = []
@@ -122,7 +128,9 @@ def _candidate(kernel: str | pathlib.Path | None, source: str | None) -> tuple[s
 def summary_text(record: EvalRecord) -> str:
   def ms(v):
     return "-" if v is None else f"{v:.4g} ms"
-  lines = [f"{record.task} [{record.size}, {record.device}]: {record.status.value}",
+  where = ", ".join([record.size] + [record.precision] * (record.precision != DEFAULT_PRECISION)
+                    + [record.device])
+  lines = [f"{record.task} [{where}]: {record.status.value}",
            f"  correct={record.correct} robust={record.robust} "
            f"general_shapes={record.general_shapes} max_abs_error={record.max_abs_error}",
            f"  kernel {ms(record.runtime_ms)}  baseline {ms(record.baseline_ms)}  "
@@ -151,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--size", choices=[s.value for s in Size],
                       help="default: medium on a GPU, small on the CPU")
   parser.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+  parser.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
+                      help="the dtype of the task's floating inputs (default float32)")
   parser.add_argument("--timeout", type=float, default=None, help="seconds (default 300 GPU, 900 CPU)")
   parser.add_argument("--seeds", type=int, nargs="+", default=None,
                       help="fixed seeds (default: 5 fresh random seeds)")
@@ -167,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seeds:
       options = dataclasses.replace(options, seeds=tuple(args.seeds))
     record = evaluate(args.task, args.kernel, size=args.size, device=device,
-                      timeout_s=args.timeout, options=options)
+                      timeout_s=args.timeout, options=options, precision=args.precision)
   except (KeyError, ValueError, RuntimeError, KernelLoadError) as e:
     print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
     return 2

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from pallasbench_dataset.inputs import InputSpec
+from pallasbench_dataset.precision import PRECISIONS
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +44,9 @@ class InputFamily:
   name: str                       # short, unique within the task: "shifted"
   why: str                        # what the family tests, in TASKS.md terms
   transforms: tuple[Affine, ...]
+  # The precisions at which the family is well conditioned (the XLA baseline at that
+  # precision passes it); a task at another precision leaves it out.
+  precisions: tuple[str, ...] = PRECISIONS
 
   @property
   def formula(self) -> str:

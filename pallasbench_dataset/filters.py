@@ -81,9 +81,14 @@ def _figures(out, inputs: Sequence = ()) -> dict:
 
 @_x64
 def threshold(reference) -> float:
-  """Smallest meaningful variation for outputs like `reference`: 64 eps * max(1, max |ref|)."""
+  """Smallest meaningful variation for outputs like `reference`: 64 eps * max(1, max |ref|),
+  eps of the output's dtype or of float32, whichever is finer. A bfloat16 output is measured
+  at float32's resolution: 64 of its own ulps are half its scale (a bfloat16 softmax would
+  count as constant), and a degenerate output (constant, zero, blind to an input) varies by
+  exactly nothing in any dtype."""
   scale = float(_max_abs(reference)) if reference.size else 1.0
-  return EPS_MULTIPLE * float(np.finfo(reference.dtype).eps) * max(1.0, scale)
+  eps = jnp.finfo(jnp.promote_types(reference.dtype, jnp.float32)).eps
+  return EPS_MULTIPLE * float(eps) * max(1.0, scale)
 
 
 def _range(stats: dict, thr: float) -> FilterResult:

@@ -2,6 +2,7 @@
 
     python -m pallasbench_dataset.tasks            # the 45 tasks, one a line
     python -m pallasbench_dataset.tasks softmax    # one task: inputs per size, tolerance, reference
+    python -m pallasbench_dataset.tasks --precisions   # per task, its dtypes at bfloat16 (Markdown)
 
 Exit status 0, or 2 for an unknown task name.
 """
@@ -12,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from pallasbench_dataset.precision import BFLOAT16, FLOAT32
 from pallasbench_dataset.tasks import HEADLINE_SIZE, Size, TaskSpec, get_task, list_tasks
 
 
@@ -47,12 +49,48 @@ def describe(spec: TaskSpec) -> str:
   return "\n".join(lines)
 
 
+def _tolerance_text(spec: TaskSpec) -> str:
+  tol = spec.tolerance
+  bound = f", L2 {tol.max_rel_l2:g}" if tol.max_rel_l2 is not None else ""
+  return f"{spec.tolerance_class.value} (rtol {tol.rtol:g}, atol {tol.atol:g}{bound})"
+
+
+def _output_why(spec: TaskSpec, low: TaskSpec) -> str:
+  if low.output_dtype == FLOAT32 and all(i.dtype != BFLOAT16 for i in low.inputs):
+    return "integer inputs only: the task is its float32 one (the reference's float32 one-hot)"
+  if low.output_dtype == FLOAT32:
+    return "the reference returns float32 on bfloat16 inputs (it accumulates into float32)"
+  return "as the reference returns it"
+
+
+def precision_table() -> str:
+  """Markdown, one row per task: what changes at bfloat16 (TaskSpec.at_precision). Floating
+  inputs become bfloat16 and integer ones stay; the output takes the dtype the reference
+  returns on them, and the tolerance follows the output's dtype (tolerance.py)."""
+  lines = ["| # | task | bfloat16 inputs | integer inputs | output | why | tolerance at bfloat16 "
+           "| families left out |", "|---|---|---|---|---|---|---|---|"]
+  for spec in list_tasks():
+    low = spec.at_precision(BFLOAT16)
+    floats = [i.name for i in low.inputs if i.dtype == BFLOAT16]
+    ints = [f"{i.name} ({i.dtype})" for i in low.inputs if i.dtype != BFLOAT16]
+    dropped = sorted({f.name for f in spec.families} - {f.name for f in low.families})
+    lines.append(f"| {spec.task_id} | {spec.name} | {', '.join(floats) or '-'} | "
+                 f"{', '.join(ints) or '-'} | {low.output_dtype} | {_output_why(spec, low)} | "
+                 f"{_tolerance_text(low)} | {', '.join(dropped) or '-'} |")
+  return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m pallasbench_dataset.tasks",
                                    description=__doc__.split("\n\n")[0],
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("name", nargs="?", help="a task to show (default: list them all)")
+  parser.add_argument("--precisions", action="store_true",
+                      help="print, per task, its dtypes and tolerance at bfloat16 (Markdown)")
   args = parser.parse_args(argv)
+  if args.precisions:
+    print(precision_table())
+    return 0
   if args.name is None:
     print(listing())
     return 0

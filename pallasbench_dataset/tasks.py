@@ -23,10 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallasbench_dataset.families import Affine, InputFamily
+from pallasbench_dataset.precision import DEFAULT_PRECISION, FLOAT32, check_precision
 from pallasbench_dataset.inputs import (
     INT32, BinaryMask, Dims, DNACodes, FanInNormal, InputSpec, Integers, Normal, OneHotDNA,
     SoftmaxRows, Uniform)
-from pallasbench_dataset.tolerance import TOLERANCES, Tolerance, ToleranceClass
+from pallasbench_dataset.tolerance import Tolerance, ToleranceClass, tolerance_for
 
 
 class Size(enum.StrEnum):
@@ -61,13 +62,39 @@ class TaskSpec:
   sizes: Mapping[Size, Dims]
   flops_per_call: Callable[[Dims], int]
   notes: str
-  touched_bytes: Callable[[Dims], int] | None = None  # for gathers: bytes a kernel must move
+  # For gathers: the bytes a kernel must move, from the dims and the bytes of one floating
+  # element (4 at float32, 2 at bfloat16).
+  touched_bytes: Callable[[Dims, int], int] | None = None
   output_dtype: str = "float32"
   families: tuple[InputFamily, ...] = ()  # inputs beyond the nominal draw, checked like it
+  precision: str = DEFAULT_PRECISION      # the dtype of the floating inputs (precision.py)
 
   @property
   def tolerance(self) -> Tolerance:
-    return TOLERANCES[self.tolerance_class]
+    """The task's class at the output's dtype: an output that stays float32 at bfloat16
+    (one_hot's, pwm_scan's) is judged as at float32."""
+    return tolerance_for(self.tolerance_class, self.output_dtype)
+
+  def at_precision(self, precision: str) -> TaskSpec:
+    """This task at `precision` (precision.PRECISIONS), made from its float32 spec (the
+    registry's): its floating inputs in that dtype,
+    drawn from the same distributions and keys, then rounded (integer inputs unchanged), and
+    the output dtype the reference returns on them; the input families that are well
+    conditioned there (InputFamily.precisions). At the task's own precision, the spec itself
+    (float32: today's spec, the same inputs bit for bit)."""
+    if check_precision(precision) == self.precision:
+      return self
+    base = self if self.precision == FLOAT32 else TASKS[self.name]
+    if precision == FLOAT32:
+      return base
+    inputs = tuple(dataclasses.replace(i, dtype=precision) if _floating(i.dtype) else i
+                   for i in base.inputs)
+    dims = base.dims(Size.SMALL)
+    structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in inputs]
+    output_dtype = str(jax.eval_shape(base.reference, *structs).dtype)
+    families = tuple(f for f in base.families if precision in f.precisions)
+    return dataclasses.replace(base, inputs=inputs, output_dtype=output_dtype,
+                               families=families, precision=precision)
 
   @property
   def split(self) -> str:
@@ -156,8 +183,12 @@ class TaskSpec:
   def min_bytes(self, size: Size | str | Dims) -> int:
     """The fewest bytes a kernel must move: `io_bytes`, except for gathers (rows touched)."""
     if self.touched_bytes is not None:
-      return int(self.touched_bytes(self.dims(size)))
+      return int(self.touched_bytes(self.dims(size), np.dtype(self.precision).itemsize))
     return self.io_bytes(size)
+
+
+def _floating(dtype: str) -> bool:
+  return bool(jnp.issubdtype(jnp.dtype(dtype), jnp.floating))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,6 +235,16 @@ def _scaled(name: str, why: str, scale: float, *inputs: str) -> InputFamily:
 
 def _shifted(name: str, why: str, shift: float, *inputs: str) -> InputFamily:
   return _family(name, why, *(Affine(input=i, shift=shift) for i in inputs or ("x",)))
+
+
+def _float32_only(family: InputFamily) -> InputFamily:
+  """A family that bfloat16 inputs make ill conditioned: the bfloat16 XLA baseline fails it
+  (tests/test_precision.py shows each), so a task at bfloat16 leaves it out. Offsets of 35 to
+  100 standard deviations leave bfloat16 (8 significant bits) a resolution of 0.25 to 0.5,
+  about the spread: a layer norm's mean rounded to bfloat16 is off by up to 0.125 standard
+  deviations, a loss near 5 moves in steps of 0.25 (one bfloat16 ulp at 100), and the
+  saturated BCE's max(z, 0) - z t cancels in bfloat16."""
+  return dataclasses.replace(family, precisions=(FLOAT32,))
 
 
 # Input families (see InputFamily). Each is well conditioned for float32 at the task's
@@ -325,8 +366,9 @@ _L1: Final = (
     _unary(4, "sigmoid", "activation", ToleranceClass.TRANSCENDENTAL, 3, _SATURATED),
     _unary(5, "tanh", "activation", ToleranceClass.TRANSCENDENTAL, 1, _SATURATED),
     _norm(6, "layernorm", 6, (
-        _shifted("shifted", "layernorm is shift-invariant; rows whose mean is 35 standard "
-                            "deviations from zero, where a one-pass variance cancels", 35.0),
+        _float32_only(_shifted("shifted", "layernorm is shift-invariant; rows whose mean is 35 "
+                                          "standard deviations from zero, where a one-pass "
+                                          "variance cancels", 35.0)),
         _scaled("scaled_down", "rows of variance 1e-4, where eps = 1e-5 is not negligible",
                 0.01))),
     _norm(7, "rmsnorm", 4, (
@@ -407,7 +449,7 @@ _L1: Final = (
              flops_per_call=lambda d: 0,
              families=(_scaled("scaled", "a gather copies values whatever their scale", 1e3,
                                "table"),),
-             touched_bytes=lambda d: 4 * (2 * d["S"] * d["D"] + d["S"]),
+             touched_bytes=lambda d, f: f * 2 * d["S"] * d["D"] + 4 * d["S"],
              notes="(corrected) ids are uniform over all of [0, V); the public suite drew them "
                    "from [0, S), so only the first S rows of the table were ever read. The "
                    "roofline counts the rows touched, not the whole table."),
@@ -440,9 +482,9 @@ _L2: Final = (
           notes="(corrected) rmsnorm(x + residual): add, then normalise, the fused pattern "
                 "real models use; the public suite normalised x and added the residual after."),
     _norm(32, "layernorm_residual", 7, (
-        _shifted("shifted", "layernorm is shift-invariant; sums whose mean is 35 standard "
-                            "deviations from zero, where a one-pass variance cancels", 50.0,
-                 "residual"),
+        _float32_only(_shifted("shifted", "layernorm is shift-invariant; sums whose mean is 35 "
+                                          "standard deviations from zero, where a one-pass "
+                                          "variance cancels", 50.0, "residual")),
         _scaled("large_residual", "a residual stream 100 times larger than the branch", 100.0,
                 "residual")), ("x", "residual"), 2, "norm_residual",
           notes="(corrected) layernorm(x + residual), as for rmsnorm_residual."),
@@ -471,7 +513,8 @@ _L2: Final = (
              output=_rows, tolerance_class=ToleranceClass.REDUCTION,
              sizes=_sizes(dict(N=128, V=512), dict(N=1024, V=4096), dict(N=4096, V=32000),
                           dict(N=100, V=1000)),
-             flops_per_call=lambda d: 4 * d["N"] * d["V"], families=_LOGITS_FAMILIES,
+             flops_per_call=lambda d: 4 * d["N"] * d["V"],
+             families=(_float32_only(_LOGITS_FAMILIES[0]), *_LOGITS_FAMILIES[1:]),
              notes="(corrected) the hard-label LLM loss logsumexp(logits) - logits[label] with "
                    "int labels and a vocabulary that is not a power of two at the large size; "
                    "the public suite duplicated L1 cross_entropy here."),
@@ -479,8 +522,8 @@ _L2: Final = (
              inputs=(_x("logits"), _x("targets", dist=Uniform(low=0.0, high=1.0))),
              output=_like_x, tolerance_class=ToleranceClass.TRANSCENDENTAL, sizes=_ROWLOSS,
              flops_per_call=_per_element(7), families=(
-                 _scaled("saturated", "logits out to about +-130, where exp(-z) overflows "
-                                      "float32", 30.0, "logits"),),
+                 _float32_only(_scaled("saturated", "logits out to about +-130, where exp(-z) "
+                                                    "overflows float32", 30.0, "logits")),),
              notes="(corrected) elementwise BCE with logits in the stable form max(z,0) - z t + "
                    "log1p(exp(-|z|)) with targets uniform in [0, 1]; the public formula "
                    "returned softplus(-z) - t z + t softplus(-z), and its targets were normal."),

@@ -9,7 +9,8 @@ EXACT status and a reason (or error) substring, with no side effect left behind.
 Classes: 1 forging the verdict, 2 reading secrets, 3 timing, 4 escaping the sandbox, 5 blind
 spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant over every
 record (pass iff no reasons; pass implies correct and robust), 8 correct on the nominal inputs
-only (caught by the input families, the scaled atol and the edge shape).
+only (caught by the input families, the scaled atol and the edge shape), 9 below the task's
+precision (float8 in a bfloat16 task, bfloat16 in a float32 one).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -73,6 +74,7 @@ class Case:
   status: Status | None          # None: anything but pass (see the control's docstring)
   detail: tuple[str, ...] = ()   # one of these substrings in some reason (or the error)
   options: EvalOptions = OPTIONS
+  precision: str = "float32"      # the task's precision (precision.PRECISIONS)
 
 
 def _cases() -> dict[str, Case]:
@@ -155,6 +157,17 @@ def _cases() -> dict[str, Case]:
                                ("seed 11: not allclose(rtol=0.0001, atol=",)),
       "edge_garbage": Case("adv_edge_garbage_relu", relu, I,
                            ("edge shape {'N': 1000, 'M': 300}, seed 11: ",), options=WITH_EDGE),
+      # 9. Below the task's precision (issue #25): a bfloat16 task computed in float8, and a
+      # float32 task answered in bfloat16; an honest bfloat16 kernel passes.
+      "fp8_output_softmax": Case("adv_fp8_output_softmax", "softmax", I,
+                                 ("seed 11: not allclose(rtol=0.016, atol=",),
+                                 precision="bfloat16"),
+      "fp8_inputs_matmul": Case("adv_fp8_inputs_matmul", "matmul", I,
+                                ("seed 11: not allclose(rtol=0.016, atol=",
+                                 "seed 11: relative L2 error"), precision="bfloat16"),
+      "bf16_answer_layernorm": Case("adv_bf16_answer_layernorm", "layernorm", I,
+                                    ("seed 11: not allclose(rtol=0.0001, atol=",)),
+      "pos_bf16_softmax": Case("adv_pos_bf16_softmax", "softmax", P, precision="bfloat16"),
   }
 
 
@@ -234,7 +247,7 @@ def run() -> Run:
   names = sorted(CASES, key=lambda n: CASES[n].task)  # one judge process per task
   items = [WorkItem(task=CASES[n].task, variant="candidate", size="small",
                     source=_source(CASES[n], port), filename=f"{CASES[n].file}.py",
-                    options=CASES[n].options) for n in names]
+                    options=CASES[n].options, precision=CASES[n].precision) for n in names]
   records: list[EvalRecord] = []
   scratch: list[pathlib.Path] = []
   path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), PATH_MARK) if p)
@@ -275,6 +288,7 @@ def test_control_gets_its_exact_status(run, name):
   if case.detail:
     texts = [*record.reasons, record.error or ""]
     assert any(d in t for d in case.detail for t in texts), summary
+  assert record.precision == case.precision, summary
   if record.status is Status.PASS:
     assert record.correct and record.robust and record.reasons == (), summary
     assert record.runtime_ms > 0 and record.baseline_ms > 0 and record.timed_outputs_checked == 2

@@ -60,7 +60,7 @@ def records(request):
   for name, case in adv.CASES.items():
     items[name] = WorkItem(task=case.task, variant="candidate", size="small",
                            source=adv._source(case, port), filename=f"{case.file}.py",
-                           options=case.options)
+                           options=case.options, precision=case.precision)
   items["split_interpret"] = WorkItem(
       task="relu", variant="candidate", size="small", filename="adv_split_interpret_relu.py",
       source=(adv.CONTROLS / "adv_split_interpret_relu.py").read_text(), options=adv.OPTIONS)

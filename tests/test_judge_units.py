@@ -394,6 +394,11 @@ def test_run_candidate_counts_the_sentinel_only_on_a_gpu():
   assert _runs(three_unwritten, on_gpu=True).unwritten == 3
   assert _runs(three_unwritten, on_gpu=False).unwritten is None
   assert _runs(on_gpu=True).unwritten == 0
+  low = RELU.at_precision("bfloat16")  # the sentinel in the output's dtype, not float32's
+
+  def three_unwritten_bf16(x):
+    return jnp.maximum(x, 0).at[0, :3].set(jnp.asarray(checks.SENTINEL, jnp.bfloat16))
+  assert _runs(jax.jit(three_unwritten_bf16), on_gpu=True, spec=low).unwritten == 3
 
 
 def test_run_candidate_poisons_before_every_seed_and_the_sentinel_run(monkeypatch):
@@ -1210,7 +1215,11 @@ def test_base_fields_describe_the_task_and_where_it_ran():
       input_shapes=("(256, 256)", "(256, 256)"), device="cpu", interpret=True,
       kernel_sha256="0" * 64, seeds=(1, 2), tolerance="matmul", rtol=1e-2, atol=1e-2,
       max_rel_l2=2e-3, atol_scale="reference_rms", input_families=("scaled",),
-      environment=CPU_ENV)
+      environment=CPU_ENV, precision="float32")
+  low = dataclasses.replace(item, task="matmul", precision="bfloat16")
+  at_bf16 = judge._base_fields(low, low.spec, matmul.dims("small"), (1, 2), CPU_ENV)  # pylint: disable=protected-access
+  assert (at_bf16["precision"], at_bf16["rtol"], at_bf16["atol"], at_bf16["max_rel_l2"]) == (
+      "bfloat16", 1.6e-2, 1e-1, 1e-2)
   on_gpu = judge._base_fields(_item(), RELU, SMALL, (1,), GPU_ENV)  # pylint: disable=protected-access
   assert (on_gpu["device"], on_gpu["interpret"]) == ("gpu", False)
 

@@ -17,6 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pallasbench_dataset.precision import DEFAULT_PRECISION
+
 MAX_RESULT_BYTES: Final = 256 << 20
 MAX_ARTIFACT_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 4 << 20
@@ -37,6 +39,7 @@ class ExportRequest:
   filename: str
   exports: tuple[tuple[str, tuple[str, ...]], ...]  # (size, platforms); the first is evaluated
   reports: bool = True              # also jaxpr, Triton IR and the TPU lowering check
+  precision: str = DEFAULT_PRECISION  # the task's precision: the dtypes traced
 
   def platforms(self, size: str) -> tuple[str, ...]:
     return dict(self.exports).get(size, ())
@@ -49,7 +52,8 @@ class ExportRequest:
     data = json.loads(text)
     return cls(task=data["task"], source=data["source"], filename=data["filename"],
                exports=tuple((s, tuple(p)) for s, p in data["exports"]),
-               reports=bool(data["reports"]))
+               reports=bool(data["reports"]),
+               precision=data.get("precision", DEFAULT_PRECISION))
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -102,7 +102,7 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int) -> dict[str, A
   import pallasbench_dataset.jaxpr_analysis  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.lowering  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   request = protocol.ExportRequest.from_json(request_text)
-  spec = get_task(request.task)
+  spec = get_task(request.task).at_precision(request.precision)
   from pallasbench_dataset.evaluation.sandbox import tripwire  # pylint: disable=import-outside-toplevel
   tripwire.arm(str(scratch), report_fd)
   reports: dict[str, Any] = {}

@@ -136,8 +136,8 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   unwritten = None
   if on_gpu:
     poison_allocator(spec.output(dims), spec.output_dtype, SENTINEL)
-    unwritten = int(jnp.count_nonzero(_run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
-                                      == np.float32(SENTINEL)))
+    out = _run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
+    unwritten = int(jnp.count_nonzero(out == jnp.asarray(SENTINEL, out.dtype)))
   edge_output = edge_error = None
   if edge is not None:
     edge_fn, edge_dims = edge

@@ -31,6 +31,7 @@ from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as m
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
 from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
+from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
     Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, PallasCallInfo, Roofline,
     StageTimes, Status, from_json_dict)
@@ -91,6 +92,7 @@ class CompileItem:
   task: str
   size: str
   blob: bytes
+  precision: str = DEFAULT_PRECISION
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +106,11 @@ class JudgeItem:
   options: EvalOptions = EvalOptions()
   precompiled: dict[str, Precompiled] = dataclasses.field(default_factory=dict)  # by size
   candidate: str | None = None  # a population's candidate id, copied to the record
+  precision: str = DEFAULT_PRECISION  # the task's precision: the inputs drawn, the tolerance
+
+  @property
+  def spec(self) -> TaskSpec:
+    return get_task(self.task).at_precision(self.precision)
 
 
 def _shared_analyser() -> ModuleAnalyser:
@@ -271,7 +278,7 @@ def precompile(item: CompileItem, dump_dir: pathlib.Path | None) -> Precompiled:
   deserialize or does not match the task is "skipped": the judge says why in the record.
   """
   start = time.perf_counter()
-  spec = get_task(item.task)
+  spec = get_task(item.task).at_precision(item.precision)
   dims = spec.dims(item.size)
   platform = "cuda" if jax.default_backend() == "gpu" else "cpu"
   try:
@@ -305,7 +312,7 @@ def _artifact_blob(report: ExportReport, size: str, platform: str) -> bytes:
 def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifacts]:
   """The verdict on one exported kernel; never raises for the kernel's faults."""
   start = time.perf_counter()
-  spec = get_task(item.task)
+  spec = item.spec
   dims = spec.dims(item.size)
   opts = item.options
   seeds = opts.seeds or tuple(secrets.randbelow(2**31) for _ in range(opts.num_seeds))
@@ -614,7 +621,8 @@ def _base_fields(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, 
       seeds=seeds, tolerance=spec.tolerance.kind.value, rtol=spec.tolerance.rtol,
       atol=spec.tolerance.atol, max_rel_l2=spec.tolerance.max_rel_l2,
       atol_scale=spec.tolerance.atol_scale.value,
-      input_families=tuple(f.name for f in spec.families), environment=environment)
+      input_families=tuple(f.name for f in spec.families), environment=environment,
+      precision=spec.precision)
 
 
 def _pallas_calls(report: ExportReport | None) -> tuple[PallasCallInfo, ...]:
@@ -649,7 +657,7 @@ def _compile_profile(item: JudgeItem, state: _State) -> CompileProfile:
 def failure_record(item: JudgeItem, environment: Environment, status: Status,
                    error_type: ErrorType, message: str) -> EvalRecord:
   """The record of an evaluation whose judge never reported back (timeout, crash, memory)."""
-  spec = get_task(item.task)
+  spec = item.spec
   state = _State(fields=_base_fields(item, spec, spec.dims(item.size), item.options.seeds,
                                      environment))
   state.fields.update(status=status, error_type=error_type, error=short_error(message),

@@ -19,6 +19,7 @@ from pallasbench_dataset.evaluation import protocol, sandbox
 from pallasbench_dataset.evaluation.judge.core import EvalOptions, JudgeItem, Precompiled, failure_record as judge_failure
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, death_message
 from pallasbench_dataset.kernels import sha256
+from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
 from pallasbench_dataset.tasks import Size
 
@@ -36,6 +37,7 @@ class WorkItem:
   filename: str
   options: EvalOptions = EvalOptions()
   candidate: str | None = None  # a population's candidate id: part of the run's key
+  precision: str = DEFAULT_PRECISION  # the task's precision (precision.PRECISIONS)
 
 
 def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
@@ -47,7 +49,8 @@ def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
   if item.options.checks_edge(item.size):
     exports.append((Size.EDGE.value, ("cuda",) if device == "gpu" else ("cpu",)))
   return protocol.ExportRequest(task=item.task, source=item.source, filename=item.filename,
-                                exports=tuple(exports), reports=item.options.capture_artifacts)
+                                exports=tuple(exports), reports=item.options.capture_artifacts,
+                                precision=item.precision)
 
 
 def _printed(run: sandbox.SandboxRun) -> str:
@@ -107,7 +110,8 @@ def judge_item(item: WorkItem, export: protocol.ExportOutcome,
                precompiled: dict[str, Precompiled] | None = None) -> JudgeItem:
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
                    kernel_sha256=sha256(item.source), export=export, options=item.options,
-                   precompiled=precompiled or {}, candidate=item.candidate)
+                   precompiled=precompiled or {}, candidate=item.candidate,
+                   precision=item.precision)
 
 
 def empty_artifacts(item: WorkItem) -> Artifacts:

@@ -132,7 +132,8 @@ def compile_stage(item: driver.WorkItem, exported: ExportOutcome,
     start = time.monotonic()
     compiler = _process(COMPILE, settings.judge)
     with _counted(_compiling_folder(settings)) as concurrent:
-      kind, payload = compiler.run(CompileItem(task=item.task, size=size, blob=blob), budget)
+      kind, payload = compiler.run(CompileItem(task=item.task, size=size, blob=blob,
+                                                 precision=item.precision), budget)
     wall_s = time.monotonic() - start
     if kind == "result":
       notes[size] = dataclasses.replace(payload, wall_s=wall_s, concurrent=concurrent())

@@ -1,0 +1,247 @@
+"""Precision as a dimension of every task: the registry at bfloat16 and its tolerances.
+
+A task at bfloat16 draws its floating inputs as at float32 and rounds them, returns what its
+reference returns on them, and is judged by the bfloat16 class of its output's dtype. The
+checks that the classes are right: the bfloat16 XLA baseline passes them, computing below
+bfloat16 (float8 e4m3, a truncated mantissa) fails them, and a float32 task answered in
+bfloat16 fails the float32 classes.
+"""
+
+import dataclasses
+import json
+import operator
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pallasbench_dataset import Size, get_task, list_tasks, schema
+from pallasbench_dataset.evaluate import evaluate, main as evaluate_main
+from pallasbench_dataset.evaluation.protocol import ExportRequest
+from pallasbench_dataset.kernels import load_kernel
+from pallasbench_dataset.task_info import precision_table
+from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS, check_precision
+from pallasbench_dataset.tolerance import (BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare,
+                                           tolerance_for)
+from tests.test_tasks import _degeneracy_failures
+
+SPECS = list_tasks()
+BF16_SPECS = [s.at_precision(BFLOAT16) for s in SPECS]
+IDS = operator.attrgetter("name")
+SEED = 3
+# The tasks whose output stays float32 at bfloat16, because their reference returns float32
+# on bfloat16 inputs: one-hots of integer codes (jax.nn.one_hot's float32) and pwm_scan (its
+# reference accumulates into float32 zeros).
+FLOAT32_OUTPUTS = {"one_hot", "nucleotide_onehot", "pwm_scan"}
+# Families the bfloat16 baseline fails, left out at bfloat16 (tasks._float32_only).
+FLOAT32_ONLY_FAMILIES = {("layernorm", "shifted"), ("layernorm_residual", "shifted"),
+                         ("fused_softmax_cross_entropy", "shifted"), ("sigmoid_bce", "saturated")}
+# One task or more of every tolerance class, for the checks that compute extra references.
+CHEAT_TASKS = ("relu", "add", "gelu", "layernorm", "rmsnorm", "softmax", "reduce_sum",
+               "log_softmax", "matmul", "swiglu", "flash_attention", "triangle_update")
+# Outputs insensitive to their inputs' rounding (tolerance.py's docstring): losses dominated by
+# log C, distances summed over D. Computed from float8 e4m3 inputs, they pass; the output
+# cheats fail them as the others.
+INSENSITIVE = ("cross_entropy", "fused_softmax_cross_entropy", "pairwise_distance")
+
+
+def _floating(x) -> bool:
+  return bool(jnp.issubdtype(x.dtype, jnp.floating))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks at a precision
+
+def test_the_precisions_are_named_once_and_unknown_ones_are_refused():
+  assert PRECISIONS == (FLOAT32, BFLOAT16) == ("float32", "bfloat16")
+  assert check_precision("bfloat16") == "bfloat16"
+  with pytest.raises(ValueError, match="unknown precision 'float16'; valid precisions: "
+                                       "float32, bfloat16"):
+    get_task("relu").at_precision("float16")
+  with pytest.raises(ValueError, match="no tolerances for 'float16' outputs"):
+    tolerance_for(ToleranceClass.EXACT, "float16")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_float32_is_todays_spec_and_bfloat16_rounds_the_same_draws(spec):
+  assert spec.precision == FLOAT32 and spec.at_precision(FLOAT32) is spec
+  low = spec.at_precision(BFLOAT16)
+  assert low.precision == BFLOAT16 and low.at_precision(FLOAT32) is spec
+  assert low.at_precision(BFLOAT16) is low
+  for x, y, inp in zip(spec.make_inputs(Size.SMALL, SEED), low.make_inputs(Size.SMALL, SEED),
+                       low.inputs, strict=True):
+    assert y.dtype == jnp.dtype(inp.dtype)
+    if _floating(x):
+      assert x.dtype == jnp.float32 and y.dtype == jnp.bfloat16
+      np.testing.assert_array_equal(np.asarray(y), np.asarray(x.astype(jnp.bfloat16)))
+    else:
+      assert y.dtype == x.dtype
+      np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+  want = FLOAT32 if spec.name in FLOAT32_OUTPUTS else BFLOAT16
+  assert low.output_dtype == want
+  assert low.tolerance == (TOLERANCES if want == FLOAT32 else BF16_TOLERANCES)[spec.tolerance_class]
+  assert {f.name for f in spec.families} - {f.name for f in low.families} == {
+      name for task, name in FLOAT32_ONLY_FAMILIES if task == spec.name}
+
+
+def test_bytes_follow_the_precision():
+  matmul, gather = get_task("matmul"), get_task("embedding_lookup")
+  assert matmul.at_precision(BFLOAT16).io_bytes(Size.SMALL) * 2 == matmul.io_bytes(Size.SMALL)
+  d = gather.dims(Size.SMALL)
+  assert gather.min_bytes(Size.SMALL) == 4 * 2 * d["S"] * d["D"] + 4 * d["S"]
+  assert gather.at_precision(BFLOAT16).min_bytes(Size.SMALL) == 2 * 2 * d["S"] * d["D"] + 4 * d["S"]
+
+
+def test_expected_is_the_float64_reference_on_the_bfloat16_inputs_rounded():
+  spec = get_task("layernorm").at_precision(BFLOAT16)
+  (x,) = spec.make_inputs(Size.SMALL, SEED)
+  xd = np.asarray(x.astype(jnp.float32), np.float64)
+  centered = xd - xd.mean(axis=-1, keepdims=True)
+  want = centered / np.sqrt((centered ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+  got = spec.expected(x)
+  assert got.dtype == jnp.bfloat16
+  np.testing.assert_array_equal(np.asarray(got.astype(jnp.float32)),
+                                want.astype(jnp.bfloat16).astype(np.float32))
+
+
+@pytest.mark.parametrize("spec", BF16_SPECS, ids=IDS)
+def test_the_bfloat16_reference_is_a_sound_non_degenerate_oracle(spec):
+  out = jax.jit(spec.reference)(*spec.make_inputs(Size.SMALL, 0))
+  assert out.dtype == jnp.dtype(spec.output_dtype)
+  assert np.all(np.isfinite(np.asarray(out, np.float32)))
+  assert _degeneracy_failures(spec, jax.jit(spec.reference)) == []
+  shape = spec.output_shape(Size.SMALL)
+  assert _degeneracy_failures(spec, lambda *a: np.zeros(shape, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# The bfloat16 tolerances: what passes, what fails
+
+@pytest.mark.parametrize(("spec", "family"), [
+    pytest.param(get_task(t), get_task(t).family(f), id=f"{t}-{f}")
+    for t, f in sorted(FLOAT32_ONLY_FAMILIES)])
+def test_the_families_left_out_at_bfloat16_are_the_ones_its_baseline_fails(spec, family):
+  """The evidence for tasks._float32_only: at bfloat16 the XLA baseline fails these, while
+  it passes at float32 (tests/test_input_families.py)."""
+  low = spec.at_precision(BFLOAT16)
+  inputs = low.family_inputs(family, Size.SMALL, SEED)
+  assert not compare(jax.jit(low.reference)(*inputs), low.expected(*inputs), low.tolerance).passed
+
+
+def _e4m3(x):
+  return x.astype(jnp.float8_e4m3fn).astype(x.dtype)
+
+
+def _truncated(x, kept_bits=4):
+  """x in bfloat16 with all but `kept_bits` of its 7 stored mantissa bits cut off."""
+  bits = jax.lax.bitcast_convert_type(x.astype(jnp.bfloat16), jnp.uint16)
+  mask = jnp.uint16((0xFFFF << (7 - kept_bits)) & 0xFFFF)
+  return jax.lax.bitcast_convert_type(bits & mask, jnp.bfloat16)
+
+
+def _in_float32(spec, inputs, transform=lambda x: x):
+  """The float32 reference on `inputs` (floating ones through `transform`, widened), rounded
+  to the task's output dtype: a kernel computing in float32 inside."""
+  wide = [transform(x).astype(jnp.float32) if _floating(x) else x for x in inputs]
+  return jax.jit(get_task(spec.name).reference)(*wide).astype(spec.output_dtype)
+
+
+@pytest.mark.parametrize("name", [*CHEAT_TASKS, *INSENSITIVE])
+def test_bfloat16_passes_float32_inside_and_fails_computing_below_bfloat16(name):
+  spec = get_task(name).at_precision(BFLOAT16)
+  inputs = spec.make_inputs(Size.SMALL, SEED)
+  want = spec.expected(*inputs)
+  assert compare(_in_float32(spec, inputs), want, spec.tolerance).passed
+  cheats = {"float8 e4m3 output": _e4m3(want.astype(jnp.float32)).astype(jnp.bfloat16),
+            "4-bit mantissa output": _truncated(want)}
+  for what, out in cheats.items():
+    result = compare(out, want, spec.tolerance)
+    assert not result.passed, f"{name} with a {what} passed the bfloat16 tolerance"
+  low_inputs = compare(_in_float32(spec, inputs, _e4m3), want, spec.tolerance)
+  assert low_inputs.passed == (name in INSENSITIVE), (name, low_inputs)
+
+
+@pytest.mark.parametrize("name", [*CHEAT_TASKS, "pwm_scan"])
+def test_a_float32_task_answered_in_bfloat16_fails_the_float32_tolerance(name):
+  """The bfloat16 task's answer (the XLA baseline on the rounded inputs) given to the float32
+  task, widened back to float32."""
+  spec = get_task(name)
+  inputs = spec.make_inputs(Size.SMALL, SEED)
+  low = spec.at_precision(BFLOAT16)
+  rounded = [x.astype(jnp.bfloat16) if _floating(x) else x for x in inputs]
+  answer = jax.jit(low.reference)(*rounded).astype(jnp.float32)
+  result = compare(answer, spec.expected(*inputs), spec.tolerance)
+  assert not result.passed, f"{name}: a bfloat16 answer passed the float32 tolerance"
+
+
+def test_the_bfloat16_classes_are_at_least_one_ulp_and_looser_than_float32():
+  one_ulp = 2.0 ** -7
+  for kind, tol in BF16_TOLERANCES.items():
+    f32 = TOLERANCES[kind]
+    assert tol.kind is kind and tol.atol_scale is f32.atol_scale
+    assert one_ulp <= tol.rtol < 4 * one_ulp and tol.rtol >= f32.rtol and tol.atol >= f32.atol
+    assert (tol.max_rel_l2 is None) == (f32.max_rel_l2 is None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluation path carries the precision
+
+RELEASED_RECORDS = sorted(pathlib.Path(__file__).resolve().parents[1].glob(
+    "data/results/*/records.jsonl"))
+
+
+def test_requests_and_records_without_a_precision_read_as_float32():
+  request = ExportRequest(task="relu", source="", filename="k.py", exports=(("small", ("cpu",)),))
+  old = json.loads(request.to_json())
+  del old["precision"]
+  assert ExportRequest.from_json(json.dumps(old)).precision == FLOAT32
+  low = dataclasses.replace(request, precision=BFLOAT16)
+  assert ExportRequest.from_json(low.to_json()) == low
+  assert RELEASED_RECORDS, "no released run in data/results"
+  line = json.loads(RELEASED_RECORDS[0].read_text().splitlines()[0])
+  assert "precision" not in line
+  record = schema.from_json_dict(schema.EvalRecord, line)
+  assert record.precision == FLOAT32
+  assert "precision" not in schema.config_row(record)  # a float32 build keeps its columns
+  assert schema.to_json_dict(record)["precision"] == FLOAT32
+
+
+def test_evaluate_refuses_an_unknown_precision_before_anything_runs():
+  with pytest.raises(ValueError, match="valid precisions: float32, bfloat16"):
+    evaluate("relu", source="def kernel(x, interpret=False): return x", precision="fp8",
+             device="cpu")
+
+
+def test_the_cli_evaluates_a_fixed_kernel_at_bfloat16(capsys):
+  kernel = pathlib.Path(__file__).resolve().parents[1] / "kernels_gpu" / "softmax.py"
+  code = evaluate_main(["--task", "softmax", "--kernel", str(kernel), "--device", "cpu",
+                        "--precision", "bfloat16", "--seeds", "1", "2", "--json"])
+  record = json.loads(capsys.readouterr().out)
+  assert code == 0 and record["status"] == "pass", record["reasons"]
+  assert record["precision"] == BFLOAT16 and record["rtol"] == 1.6e-2
+  assert record["input_shapes"] == ["(256, 256)"] and record["input_families"] == [
+      "shifted", "peaked"]
+
+
+def test_the_precision_table_is_generated_from_the_registry_and_in_the_docs():
+  table = precision_table()
+  rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+  assert len(rows) == len(SPECS)
+  float32_rows = {row.split(" | ")[1] for row in rows if " | float32 | " in row}
+  assert float32_rows == FLOAT32_OUTPUTS
+  assert "| 6 | layernorm | x | - | bfloat16 |" in table and "| shifted |" in table
+  docs = pathlib.Path(__file__).resolve().parents[1] / "docs" / "precisions.md"
+  assert docs.read_text().rstrip().endswith(table), "regenerate docs/precisions.md's table"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_a_kernels_configs_are_per_precision(spec):
+  """shape_class names the floating dtype where it is not float32: a float32 table entry never
+  configures a bfloat16 call (and float32's classes are today's)."""
+  module = load_kernel("gpu", spec.name)
+  wide = module.shape_class(*spec.input_structs(Size.MEDIUM))
+  low = module.shape_class(*spec.at_precision(BFLOAT16).input_structs(Size.MEDIUM))
+  assert ":" not in wide
+  assert low == (wide if spec.name in {"one_hot", "nucleotide_onehot"} else wide + ":bfloat16")
