@@ -21,7 +21,6 @@ from typing import Final
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from pallasbench_dataset import filters
 from pallasbench_dataset.schema import FilterResult
