@@ -845,3 +845,48 @@ def test_exporter_dies_with_the_process_that_started_it():
   for pid in left:
     os.kill(pid, signal.SIGKILL)
   assert not left, "the exporter outlived the process that started it"
+
+
+class _RecordingLibc:
+  """A libc whose unshare succeeds without doing anything and whose mount only records."""
+
+  def __init__(self):
+    self.mounts = []
+
+  def unshare(self, _flags):
+    return 0
+
+  def mount(self, source, target, kind, flags, data):
+    self.mounts.append((source, target, kind, flags.value, data))
+    return 0
+
+
+def test_shared_mounts_are_read_from_mountinfo():
+  info = ("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+          "23 22 0:5 / /dev rw,nosuid master:2 - devtmpfs udev rw\n"
+          "24 22 0:21 / /proc rw,nosuid - proc proc rw\n"
+          "25 22 0:22 / /run rw shared:7 master:3 - tmpfs tmpfs rw\n")
+  assert walls._shared_mounts(info) == ["/", "/run"]  # pylint: disable=protected-access
+  assert walls._shared_mounts("") == []  # pylint: disable=protected-access
+
+
+def test_the_veil_mounts_nothing_while_in_the_parents_mount_namespace(monkeypatch, tmp_path):
+  """An unshare that left the process in its parent's namespace (a bug, a kernel that ignored
+  the flag): the veil refuses before its first mount, so nothing reaches the host's mounts."""
+  libc = _RecordingLibc()
+  monkeypatch.setattr(walls, "_libc", lambda: (__import__("ctypes"), libc))
+  with pytest.raises(sandbox.WallsUnavailable, match="still in the parent's mount namespace"):
+    walls._veil([(str(tmp_path), [str(tmp_path / "inside")])])  # pylint: disable=protected-access
+  assert libc.mounts == []
+
+
+def test_the_veil_mounts_nothing_below_a_mount_that_still_propagates(monkeypatch, tmp_path):
+  """In a namespace of its own but with a mount still in a peer group (the propagation change
+  failed or was skipped), a tmpfs would show in the host's namespace: refused before it."""
+  libc = _RecordingLibc()
+  monkeypatch.setattr(walls, "_libc", lambda: (__import__("ctypes"), libc))
+  monkeypatch.setattr(walls, "_check_own_namespace", lambda host: None)
+  monkeypatch.setattr(walls, "_shared_mounts", lambda info: ["/"])
+  with pytest.raises(sandbox.WallsUnavailable, match="still propagate"):
+    walls._veil([(str(tmp_path), [str(tmp_path / "inside")])])  # pylint: disable=protected-access
+  assert [m[1] for m in libc.mounts] == [b"/"]  # only the propagation change itself

@@ -33,6 +33,7 @@ only detects and ends the process, the walls here are what hold.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib.util
 import json
 import logging
@@ -240,6 +241,33 @@ def _checked(result: int) -> int:
   return result
 
 
+def _shared_mounts(mountinfo: str) -> list[str]:
+  """The mount points of /proc/self/mountinfo text whose optional fields join a peer group
+  (`shared:N`): a mount made below one of them shows in every namespace of its group."""
+  shared = []
+  for line in mountinfo.splitlines():
+    fields = line.split(" - ")[0].split()
+    if any(f.startswith("shared:") for f in fields[6:]):
+      shared.append(fields[4])
+  return shared
+
+
+# The veil's mounts must never reach the host's namespace, whatever went wrong before them
+# (once, a veil put up on the host hid /root from every process there): it checks that it is
+# in a mount namespace of its own before it changes any mount, and that none of its mounts
+# propagates before it mounts anything.
+def _check_own_namespace(host_namespace: int) -> None:
+  if os.stat("/proc/self/ns/mnt").st_ino == host_namespace:
+    raise OSError(errno.EPERM, "still in the parent's mount namespace")
+
+
+def _check_nothing_propagates() -> None:
+  with open("/proc/self/mountinfo", encoding="utf-8") as f:
+    shared = _shared_mounts(f.read())
+  if shared:
+    raise OSError(errno.EPERM, f"mounts still propagate to other namespaces: {shared[:3]}")
+
+
 def _veil(plan: Sequence[tuple[str, Sequence[str]]]) -> None:
   """A private mount namespace; each covered folder a read-only tmpfs showing only its paths."""
   ctypes, libc = _libc()
@@ -249,8 +277,11 @@ def _veil(plan: Sequence[tuple[str, Sequence[str]]]) -> None:
                         ctypes.c_ulong(flags), data and data.encode()))
 
   try:
+    host = os.stat("/proc/self/ns/mnt").st_ino
     _checked(libc.unshare(ctypes.c_int(_CLONE_NEWNS)))
+    _check_own_namespace(host)
     mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _check_nothing_propagates()
     for folder, paths in plan:
       originals = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in paths]
       flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
