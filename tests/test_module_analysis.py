@@ -17,6 +17,7 @@ import random
 import re
 import resource
 import signal
+import sys
 import time
 import types
 
@@ -813,6 +814,10 @@ def test_analysis_process_refuses_what_it_cannot_read_and_keeps_serving():
       analyser.analyse(b"\x00not a module")
     report, text = analyser.analyse(HONEST_SERIALIZED())
     assert report.outside_flops == 8 * 128 and "stablehlo.maximum" in text
+    walls = {"dies-with-parent", "rlimits"} | ({"unprivileged"} if os.geteuid() == 0 else set())
+    if sys.platform == "linux":
+      walls |= {"landlock", "seccomp"}
+    assert walls <= set(analyser.layers), analyser.layers
   finally:
     analyser.close()
 
@@ -849,7 +854,7 @@ def test_an_unanalysable_artifact_is_a_cached_rejection(tmp_path):
   ctx = types.SimpleNamespace(analyser=ModuleAnalyser(), stage=lambda _: None, run_platform="cpu")
   try:
     with pytest.raises(core.Unanalysable) as caught:
-      core._compile(hostile.serialize(), spec, dims, ctx, None)  # pylint: disable=protected-access
+      core._admit(hostile.serialize(), spec, dims, ctx)  # pylint: disable=protected-access
   finally:
     ctx.analyser.close()
   assert (caught.value.status, caught.value.error_type) == (Status.REJECTED, None)

@@ -9,6 +9,7 @@ candidate starts and from an XLA worker thread (a host callback queued behind a 
 a wall tested only from the main thread is not a wall.
 """
 
+import dataclasses
 import dis
 import functools
 import json
@@ -125,9 +126,9 @@ def secret():
 # The walls, from every thread.
 
 # Runs `attempts` (name -> a function of no argument) from the main thread, from a thread it
-# starts and from an XLA worker thread, and prints {context: {name: outcome}} with outcome
-# "allowed" or what was raised (the errno's name for an OSError).
-CONTEXTS = textwrap.dedent("""
+# starts and from an XLA worker thread, into `results` {context: {name: outcome}} with outcome
+# "allowed" or what was raised (the errno's name for an OSError); CONTEXTS prints them.
+PROBED = textwrap.dedent("""
     import threading
     import jax, jax.numpy as jnp
     main_thread, results = threading.get_native_id(), {}
@@ -148,8 +149,8 @@ CONTEXTS = textwrap.dedent("""
       if results.get("xla_thread", main_thread) != main_thread:
         break
     results["main_thread"] = main_thread
-    print(json.dumps(results))
     """)
+CONTEXTS = PROBED + "print(json.dumps(results))\n"
 
 # Every capability the walls deny, as the candidate would try it without the tripwire; probe()
 # gives {name: outcome}, the outcome "allowed" or what was raised (an OSError's errno name).
@@ -226,6 +227,17 @@ REFUSALS = {"EPERM", "EACCES", "ENOENT", "ValueError"}
 NOT_ROOT_ONLY = {"readlink_parent_cwd", "list_root_home"}  # denied by the change of user
 
 
+def _assert_denied_everywhere(results: dict) -> None:
+  """Every attempt of WALL_ATTEMPTS refused, from every context of PROBED."""
+  assert results["xla_thread"] != results["main_thread"], "the callback ran on the main thread"
+  for context in ("main", "thread", "xla"):
+    outcomes = results[context]
+    if not ROOT:
+      outcomes = {k: v for k, v in outcomes.items() if k not in NOT_ROOT_ONLY}
+    allowed = {name: outcome for name, outcome in outcomes.items() if outcome not in REFUSALS}
+    assert not allowed, (context, allowed)
+
+
 @pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
 def test_walls_deny_every_capability_from_every_thread(target, secret):
   action = (WALL_ATTEMPTS.replace('job["secret"]', repr(str(secret))) + CONTEXTS)
@@ -235,14 +247,60 @@ def test_walls_deny_every_capability_from_every_thread(target, secret):
     assert {"landlock", "seccomp"} | ({"unprivileged"} if ROOT else set()) <= set(run.layers)
     results = json.loads(run.stdout.splitlines()[0])
   assert secret.read_text() not in run.stdout + run.stderr
-  assert results["xla_thread"] != results["main_thread"], "the callback ran on the main thread"
-  for context in ("main", "thread", "xla"):
-    outcomes = results[context]
-    if not ROOT:
-      outcomes = {k: v for k, v in outcomes.items() if k not in NOT_ROOT_ONLY}
-    allowed = {name: outcome for name, outcome in outcomes.items() if outcome not in REFUSALS}
-    assert not allowed, (context, allowed)
+  _assert_denied_everywhere(results)
   assert not os.path.lexists(target)
+
+
+# The judge's analysis helper as an exploit of MLIR's parser would leave it: its own program,
+# but its answer to a request is the wall probes' results (as a refusal, the one answer that
+# carries text back), made from its main thread, a thread and an XLA worker thread.
+SUBVERTED_ANALYSER = textwrap.dedent("""
+    import json, os, sys
+    from pallasbench_dataset.evaluation.judge import analysis_process
+    job = {{"secret": {secret!r}}}
+    target = {target!r}
+    PROBES = {probes!r}
+    def answer(_request):
+      namespace = dict(globals())
+      exec(PROBES, namespace)
+      return json.dumps({{"refused": json.dumps(namespace["results"])}}).encode()
+    analysis_process._answer = answer
+    sys.exit(analysis_process.serve())
+    """)
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_the_judges_analysis_helper_is_behind_the_same_walls(monkeypatch, target, secret):
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.module_analysis import ModuleAnalysisError  # pylint: disable=import-outside-toplevel
+  code = SUBVERTED_ANALYSER.format(secret=str(secret), target=str(target),
+                                   probes=WALL_ATTEMPTS + PROBED)
+  monkeypatch.setattr(analysis_process, "_PROGRAM", (sys.executable, "-c", code))
+  analyser = analysis_process.ModuleAnalyser(timeout_s=120)
+  try:
+    with pytest.raises(ModuleAnalysisError) as answered:
+      analyser.analyse(b"any module")
+  finally:
+    analyser.close()
+  assert {"landlock", "seccomp", "rlimits", "dies-with-parent"} | (
+      {"unprivileged"} if ROOT else set()) <= set(analyser.layers), analyser.layers
+  assert secret.read_text() not in str(answered.value)
+  _assert_denied_everywhere(json.loads(str(answered.value)))
+  assert not os.path.lexists(target)
+
+
+@pytest.mark.skipif(not ROOT, reason="only a child of root can fail to leave root")
+def test_an_analysis_helper_that_cannot_be_walled_parses_nothing(monkeypatch):
+  """A helper whose walls fail in the child (here: no identity to take) reports so and exits
+  before its program's first line; the analyser raises WallsUnavailable, it never answers."""
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.sandbox import launch  # pylint: disable=import-outside-toplevel
+  config = launch._config  # pylint: disable=protected-access
+  monkeypatch.setattr(launch, "_config", lambda *a: dataclasses.replace(config(*a), uid=None))
+  analyser = analysis_process.ModuleAnalyser()
+  with pytest.raises(WallsUnavailable, match="started as root with no identity to take"):
+    analyser.analyse(b"any module")
+  assert analyser.layers == () and analyser._child is None  # pylint: disable=protected-access
 
 
 @pytest.mark.skipif(not ROOT, reason="only a child of root changes user")
