@@ -800,6 +800,96 @@ def test_memory_limit_kills_a_growing_child():
     assert "allocated" not in run.stdout
 
 
+def _in_fork(fn):
+  """fn() in a forked copy of this process (its limits change there, not here); its JSON."""
+  read_fd, write_fd = os.pipe()
+  pid = os.fork()
+  if pid == 0:  # the copy: only the standard library runs here
+    code = 0
+    try:
+      os.write(write_fd, json.dumps(fn()).encode())
+    except BaseException:  # pylint: disable=broad-except
+      code = 1
+    os._exit(code)
+  os.close(write_fd)
+  with os.fdopen(read_fd, "rb") as f:
+    data = f.read()
+  assert os.waitpid(pid, 0)[1] == 0, data
+  return json.loads(data)
+
+
+def test_resource_limits_are_the_documented_ones_and_never_above_the_hard_limits():
+  import resource  # pylint: disable=import-outside-toplevel
+  kinds = {"core": resource.RLIMIT_CORE, "fsize": resource.RLIMIT_FSIZE,
+           "nofile": resource.RLIMIT_NOFILE, "as": resource.RLIMIT_AS}
+
+  def limited(lower_nofile=None):
+    if lower_nofile is not None:
+      resource.setrlimit(resource.RLIMIT_NOFILE, (lower_nofile, lower_nofile))
+    held = walls.limit_resources(600 << 20)
+    return held, {name: resource.getrlimit(kind) for name, kind in kinds.items()}
+
+  held, limits = _in_fork(limited)
+  address_space = 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert held is True
+  assert limits == {"core": [0, 0], "fsize": [0, 0], "nofile": [1024, 1024],
+                    "as": [address_space, address_space]}
+  assert _in_fork(lambda: limited(lower_nofile=100))[1]["nofile"] == [100, 100]
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
+  """confine() as boot.py runs it, in a forked copy of this process (one thread, like a fresh
+  child): the walls it reports hold there."""
+  from pallasbench_dataset.evaluation.sandbox import launch  # pylint: disable=import-outside-toplevel
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  try:
+    config = launch._config(scratch, 600 << 20, ALL_WALLS)  # pylint: disable=protected-access
+
+    def confined():
+      import ctypes, errno, resource  # pylint: disable=import-outside-toplevel,multiple-imports
+      layers = walls.confine(config)
+      found = {"layers": list(layers), "uid": os.getresuid(), "gid": os.getresgid(),
+               "as": resource.getrlimit(resource.RLIMIT_AS)[0]}
+      death = ctypes.c_int(0)
+      ctypes.CDLL(None).prctl(2, ctypes.byref(death), 0, 0, 0)
+      found["death_signal"] = death.value
+      attempts = {"socket": socket.socket, "write_outside": lambda: open(target, "w"),
+                  "write_scratch": lambda: open("inside", "w"), "read_secret": secret.read_text,
+                  "fork": os.fork, "kill_parent": lambda: os.kill(os.getppid(), 0)}
+      for name, attempt in attempts.items():
+        try:
+          attempt()
+          found[name] = "allowed"
+        except OSError as e:
+          found[name] = errno.errorcode.get(e.errno, str(e.errno))
+      found["read_scratch"] = os.listdir(config.scratch)
+      return found
+
+    found = _in_fork(confined)
+  finally:
+    shutil.rmtree(scratch)
+  wanted = ["dies-with-parent", "rlimits", "landlock", "seccomp"]
+  if ROOT:
+    wanted = ["veil"] * bool(config.veil) + ["unprivileged"] + wanted
+    assert found["uid"] == found["gid"] == [walls.NOBODY] * 3
+  assert found["layers"] == wanted
+  assert found["as"] == 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert found["death_signal"] == signal.SIGKILL and found["read_scratch"] == []
+  assert {name: found[name] for name in ("socket", "fork", "kill_parent")} == dict.fromkeys(
+      ("socket", "fork", "kill_parent"), "EPERM")
+  assert {found["write_outside"], found["write_scratch"], found["read_secret"]} <= {"EACCES"}
+  assert not os.path.lexists(target)
+
+
+def test_die_with_parent_exits_when_its_parent_is_not_the_one_named():
+  pid = os.fork()
+  if pid == 0:
+    walls.die_with_parent(os.getppid() + 1)
+    os._exit(0)
+  assert os.waitpid(pid, 0)[1] == 1 << 8
+
+
 def test_address_space_limit_refuses_mappings_beyond_the_memory_limit():
   """Shared anonymous memory never touched is in no process' RSS: the rlimit refuses more
   address space than twice the memory limit and the headroom."""
