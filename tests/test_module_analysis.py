@@ -384,7 +384,8 @@ def test_where_and_gathers_count_as_data_dependent_moves():
 
 
 # Counted loops in the shapes a hand-written lax.while_loop takes: (start, condition, step),
-# each running 64 times.
+# each running 64 times. Starts are numpy scalars: a jnp value at import would start a JAX
+# backend, which mutmut's forked workers cannot use.
 COUNTED_LOOPS = {
     "up_from_zero": (0, lambda i: i < 64, lambda i: i + 1),
     "down_by_two": (128, lambda i: i > 0, lambda i: i - 2),
@@ -392,7 +393,7 @@ COUNTED_LOOPS = {
     "bound_on_the_left": (0, lambda i: 64 > i, lambda i: i + 1),
     "not_equal": (0, lambda i: i != 128, lambda i: i + 2),
     "crossing_zero": (-32, lambda i: i < 32, lambda i: i + 1),
-    "unsigned_counter": (jnp.uint32(0), lambda i: i < jnp.uint32(64), lambda i: i + jnp.uint32(1)),
+    "unsigned_counter": (np.uint32(0), lambda i: i < jnp.uint32(64), lambda i: i + jnp.uint32(1)),
     "narrowed_in_the_condition": (NARROW_START, lambda i: i.astype(jnp.int16) < -32768 + 64,
                                   lambda i: i + 1),  # int16 reads -32768, -32767, ...
 }
@@ -401,11 +402,11 @@ COUNTED_LOOPS = {
 WRAPPING_LOOPS = {
     # int8 wraps from 127 to -128 before it reaches 200: it runs forever, not 200 times.
     "counter_overflows_before_a_wider_bound": (
-        jnp.int8(0), lambda i: i.astype(jnp.int32) < 200, lambda i: i + jnp.int8(1)),
+        np.int8(0), lambda i: i.astype(jnp.int32) < 200, lambda i: i + jnp.int8(1)),
     # 0, 3, ..., 129: int8(129) is -127 < 127, so it does not stop after 43 trips.
     "narrowed_view_wraps_past_the_bound": (0, lambda i: i.astype(jnp.int8) < 127, lambda i: i + 3),
     # uint32 64, 63, ..., 0, 2^32 - 1, ...: always >= 0, not 65 trips.
-    "unsigned_counter_below_zero": (jnp.uint32(64), lambda i: i >= 0, lambda i: i - jnp.uint32(1)),
+    "unsigned_counter_below_zero": (np.uint32(64), lambda i: i >= 0, lambda i: i - jnp.uint32(1)),
 }
 
 

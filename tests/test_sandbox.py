@@ -890,6 +890,37 @@ def test_die_with_parent_exits_when_its_parent_is_not_the_one_named():
   assert os.waitpid(pid, 0)[1] == 1 << 8
 
 
+def test_resource_limits_arithmetic():
+  import resource  # pylint: disable=import-outside-toplevel
+  names = {resource.RLIMIT_CORE: "core", resource.RLIMIT_FSIZE: "fsize",
+           resource.RLIMIT_NOFILE: "nofile", resource.RLIMIT_AS: "as"}
+  address_space = 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  unlimited = walls.resource_limits(600 << 20, lambda _: resource.RLIM_INFINITY)
+  assert {names[k]: v for k, v in unlimited} == {"core": 0, "fsize": 0, "nofile": 1024,
+                                                 "as": address_space}
+  assert [k for k, _ in unlimited] == list(names)
+  lower = walls.resource_limits(600 << 20, lambda k: 100 if k == resource.RLIMIT_NOFILE
+                                else address_space + 1)
+  assert {names[k]: v for k, v in lower} == {"core": 0, "fsize": 0, "nofile": 100,
+                                             "as": address_space}
+  at = walls.resource_limits(600 << 20, lambda k: 1024 if k == resource.RLIMIT_NOFILE
+                             else address_space - 1)
+  assert dict(at)[resource.RLIMIT_NOFILE] == 1024 and dict(at)[resource.RLIMIT_AS] == address_space - 1
+
+
+def test_landlock_ruleset_handles_every_right_of_each_abi():
+  def words(attr):
+    return list(struct.unpack(f"={len(attr) // 8}Q", attr))
+  fs_v1 = 0x1FF2 | 0x4 | 0x8 | 0x1   # the changes, read file, read dir, execute
+  assert words(walls.landlock_ruleset_attr(1)) == [fs_v1]
+  assert words(walls.landlock_ruleset_attr(2)) == [fs_v1 | 0x2000]
+  assert words(walls.landlock_ruleset_attr(3)) == [fs_v1 | 0x6000]
+  assert words(walls.landlock_ruleset_attr(4)) == [fs_v1 | 0x6000, 0x3]
+  assert words(walls.landlock_ruleset_attr(5)) == [fs_v1 | 0xE000, 0x3]
+  assert words(walls.landlock_ruleset_attr(6)) == [fs_v1 | 0xE000, 0x3, 0x3]
+  assert words(walls.landlock_ruleset_attr(7)) == [fs_v1 | 0xE000, 0x3, 0x3]
+
+
 def test_address_space_limit_refuses_mappings_beyond_the_memory_limit():
   """Shared anonymous memory never touched is in no process' RSS: the rlimit refuses more
   address space than twice the memory limit and the headroom."""
