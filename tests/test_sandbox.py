@@ -595,6 +595,43 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret():
       os.path.realpath(p) for p in sys.path if os.path.isfile(p)}
 
 
+def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp_path):
+  """Each source of the allow-list on a made-up sys.path: folders that exist and neither lie
+  in scratch nor contain it, the project's packages wherever they are, zip files on sys.path
+  and the system's files, none listed twice (a file within an allowed folder) and nothing
+  that does not exist."""
+  scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+  (scratch / "fakepkg").mkdir(parents=True)
+  (scratch / "fakepkg" / "__init__.py").write_text("")
+  (outside / "lib").mkdir(parents=True)
+  for zipped in (outside / "lib.zip", outside / "lib" / "inner.zip", scratch / "inner.zip"):
+    zipped.write_bytes(b"PK")
+  project = os.path.realpath(os.path.dirname(sandbox.__file__).rsplit("/evaluation", 1)[0])
+  monkeypatch.setattr(sys, "path", [
+      "", "/", str(outside / "lib"), str(outside / "lib.zip"), str(outside / "lib" / "inner.zip"),
+      str(tmp_path / "missing"), str(tmp_path / "missing.zip"), str(scratch),
+      str(scratch / "inner.zip"), str(tmp_path)])
+  monkeypatch.setattr(walls, "_PROJECT_PACKAGES", ("no_such_parent.child", "pallasbench_dataset",
+                                                   "fakepkg"))
+  root = os.path.realpath(scratch)
+  prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                            sys.base_exec_prefix)}
+  assert set(walls.trusted_roots(root)) == {os.path.realpath(outside / "lib")} | prefixes
+  allowed = walls.read_allow_list(root)
+  assert os.path.realpath(outside / "lib") in allowed.folders and project in allowed.folders
+  assert not any(walls.is_within(f, root) or walls.is_within(root, f) for f in allowed.folders)
+  system = {os.path.realpath(f) for f in walls._SYSTEM_READ_FILES if os.path.exists(f)}  # pylint: disable=protected-access
+  system -= {f for f in system if any(walls.is_within(f, g) for g in allowed.folders)}
+  assert "/dev/null" in system  # /etc/localtime's zone file is within /usr
+  assert set(allowed.files) == system | {os.path.realpath(outside / "lib.zip")}
+
+
+def test_is_within_is_a_prefix_of_whole_path_components():
+  assert walls.is_within("/a/bX", "/a/bX") and walls.is_within("/a/bX/c", "/a/bX")
+  assert walls.is_within("/a/b/c", "/a/b/") and walls.is_within("/a", "/")
+  assert not walls.is_within("/a/bc", "/a/b") and not walls.is_within("/a", "/a/b")
+
+
 def _filter(program: bytes, arch: int, nr: int, *args: int) -> int:
   """Runs a classic-BPF seccomp program on one syscall, as the kernel would; its action."""
   padded = [a & 0xFFFFFFFFFFFFFFFF for a in args] + [0] * (6 - len(args))
@@ -635,6 +672,8 @@ def test_seccomp_program_decides_like_the_table(machine):
   assert decide(nrs["setpriority"], 0, 0) == decide(nrs["setpriority"], 0, 4321) == allow
   assert decide(nrs["setpriority"], 0, 1) == decide(nrs["setpriority"], 2, 0) == eperm
   assert decide(nrs["setpriority"], 1, 4321) == eperm              # PRIO_PGRP
+  assert decide(nrs["setpriority"], -4321, 0) == eperm             # no other `which`
+  assert decide(nrs["prlimit64"], 0, 7) == decide(nrs["kill"], 0, 9) == allow  # its own limits
   for command in walls.DENIED_FCNTL:
     assert decide(nrs["fcntl"], 3, command) == eperm, command
   assert decide(nrs["fcntl"], 3, 3) == decide(nrs["fcntl"], 3, 1030) == allow  # GETFL, DUPFD
@@ -653,6 +692,46 @@ def test_plan_veil_covers_the_highest_closed_folder_and_binds_back_only_what_is_
     _check_veil_plan(base)
   finally:
     shutil.rmtree(base)
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can hand folders to user nobody")
+def test_searchable_reads_the_bits_that_apply_to_nobody(tmp_path):
+  """The owner's bits when nobody owns the folder, else the group's when its group is
+  nobody's, else the others' bits: each class alone decides, as the kernel checks."""
+  cases = [((walls.NOBODY, 0), 0o100, True), ((walls.NOBODY, 0), 0o077, False),
+           ((0, walls.NOBODY), 0o010, True), ((0, walls.NOBODY), 0o701, False),
+           ((0, 0), 0o001, True), ((0, 0), 0o770, False)]
+  for (uid, gid), mode, searchable in cases:
+    folder = tmp_path / f"{uid}-{gid}-{mode:o}"
+    folder.mkdir()
+    os.chown(folder, uid, gid)
+    folder.chmod(mode)
+    assert walls._searchable(str(folder), walls.NOBODY) is searchable, (uid, gid, oct(mode))  # pylint: disable=protected-access
+
+
+def test_plan_veil_covers_each_closed_folder_apart_and_refuses_a_closed_root(monkeypatch):
+  base = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-veil-"))
+  base.chmod(0o755)
+  try:
+    _check_separate_covers(monkeypatch, base)
+  finally:
+    shutil.rmtree(base)
+
+
+def _check_separate_covers(monkeypatch, tmp_path: pathlib.Path) -> None:
+  for name in ("a", "b"):
+    (tmp_path / name / "inside").mkdir(parents=True)
+    (tmp_path / name).chmod(0o700)
+  plan = walls.plan_veil([str(tmp_path / "b" / "inside"), str(tmp_path / "a" / "inside")],
+                         walls.NOBODY)
+  assert plan == ((str(tmp_path / "a"), (str(tmp_path / "a" / "inside"),)),
+                  (str(tmp_path / "b"), (str(tmp_path / "b" / "inside"),)))
+  if ROOT:  # a closed folder nobody owns is open to nobody
+    os.chown(tmp_path / "a", walls.NOBODY, walls.NOBODY)
+    assert walls.plan_veil([str(tmp_path / "a" / "inside")], walls.NOBODY) == ()
+  monkeypatch.setattr(walls, "_searchable", lambda folder, uid: folder != "/")
+  with pytest.raises(WallsUnavailable, match="user 65534 may not search '/'"):
+    walls.plan_veil([str(tmp_path)], walls.NOBODY)
 
 
 def _check_veil_plan(base: pathlib.Path) -> None:
