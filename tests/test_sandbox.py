@@ -961,6 +961,17 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
   assert not os.path.lexists(target)
 
 
+def test_walls_config_crosses_to_the_child_unchanged():
+  config = walls.WallsConfig(
+      scratch="/tmp/s", readable=walls.ReadAllowList(folders=("/usr", "/opt/py"), files=("/f",)),
+      parent_pid=4321, memory_bytes=600 << 20, walls=("rlimits", "seccomp"), uid=walls.NOBODY,
+      veil=(("/root", ("/root/py", "/root/lib")), ("/home", ("/home/x",))))
+  assert walls.WallsConfig.from_json(config.to_json()) == config
+  bare = walls.WallsConfig(scratch="/tmp/s", readable=walls.ReadAllowList(folders=(), files=()),
+                           parent_pid=1, memory_bytes=1)
+  assert walls.WallsConfig.from_json(bare.to_json()) == bare
+
+
 def test_die_with_parent_exits_when_its_parent_is_not_the_one_named():
   pid = os.fork()
   if pid == 0:
