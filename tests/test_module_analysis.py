@@ -970,6 +970,50 @@ def test_linear_trip_counts_match_the_loop_run_by_hand():
       assert trips is None or type(trips) is int  # pylint: disable=unidiomatic-typecheck
 
 
+def _hardware_trips(start: int, step: int, bound: int, direction: str, counter, view,
+                    cap: int = 300) -> tuple[int | None, set[int]]:
+  """The loop as an int8 counter runs it, compared through `view` (a narrowing convert) or
+  as it is: its trips (None where it overflows the counter or runs past `cap`), and the
+  offsets the view put on the values it compared and the next one (one: the view did not
+  wrap in between)."""
+  holds = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+           "EQ": operator.eq, "NE": operator.ne}[direction]
+
+  def seen(value):
+    return value if view is None else (value - view[0]) % (view[1] - view[0] + 1) + view[0]
+
+  value, trips, offsets = start, 0, set()
+  while offsets.add(seen(value) - value) or holds(seen(value), bound):
+    value, trips = value + step, trips + 1
+    if trips > cap or not counter[0] <= value <= counter[1]:
+      return None, offsets
+  offsets.add(seen(value + step) - value - step)  # the analysis allows a step past the end
+  return trips, offsets
+
+
+def test_interval_trip_counts_are_the_longest_run_and_never_fewer():
+  """Over starts and bounds given as intervals: a count, when there is one, is the longest run
+  the counter makes (never fewer, which would let work hide in a loop); where every run ends
+  and the view never wraps in between, there is one (EQ and NE only for a fixed start and
+  bound)."""
+  from pallasbench_dataset.evaluation.judge.module_analysis import _iterations  # pylint: disable=import-outside-toplevel
+  int8 = (-128, 127)
+  for direction, step, view, start, bound in itertools.product(
+      ("LT", "LE", "GT", "GE", "EQ", "NE"), (-3, -1, 1, 2), (None, (-8, 7)),
+      ((0, 0), (-3, -3), (-2, 1), (9, 10), (20, 20)), ((5, 5), (3, 6), (-4, -4), (-6, -2))):
+    found = _iterations(start, step, bound, direction, counter=int8, view=view, compared=int8)
+    runs = [_hardware_trips(s, step, b, direction, int8, view)
+            for s in range(start[0], start[1] + 1) for b in range(bound[0], bound[1] + 1)]
+    trips = [t for t, _ in runs]
+    linear = len(set().union(*(o for _, o in runs))) == 1
+    case = (direction, step, view, start, bound, found, trips)
+    if found is not None:
+      assert None not in trips and found == max(trips), case
+    elif linear and None not in trips and (
+        direction not in ("EQ", "NE") or (start[0] == start[1] and bound[0] == bound[1])):
+      pytest.fail(f"no count for a loop that runs {max(trips)} times at most: {case}")
+
+
 def test_an_interval_is_kept_where_it_fits_its_type_and_wrapped_only_as_one_value():
   from pallasbench_dataset.evaluation.judge.module_analysis import _fit  # pylint: disable=import-outside-toplevel
   int4 = (-8, 7)
