@@ -587,7 +587,7 @@ def test_judge_outputs_edge_shape():
 # ---------------------------------------------------------------------------------------------
 # judge: artifacts, the steps of a verdict, timing and the record
 
-from pallasbench_dataset.evaluation import protocol  # noqa: E402
+from pallasbench_dataset.evaluation import protocol, sandbox  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
 from pallasbench_dataset.evaluation.judge import analysis_process, module_analysis, timing  # noqa: E402
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
@@ -829,22 +829,27 @@ def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
   assert judge._analyze(exported, _ctx()) == ("report of", b"mod")  # pylint: disable=protected-access
 
 
-def test_compile_refuses_disallowed_custom_calls(analysis):
+def _compile(blob, ctx, note):
+  """The judge's steps for one artifact: admitted, then compiled."""
+  return judge._compile(judge._admit(blob, RELU, TINY, ctx), RELU, TINY, ctx, note)  # pylint: disable=protected-access
+
+
+def test_admission_refuses_disallowed_custom_calls(analysis):
   analysis.disallowed = ("zeta_call", "alpha_call")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), None) == (  # pylint: disable=protected-access
+  assert _failure(judge._admit, _blob(), RELU, TINY, _ctx()) == (  # pylint: disable=protected-access
       Status.REJECTED, None, "the artifact calls ['alpha_call', 'zeta_call']: custom calls other "
       "than Pallas kernels are not allowed")
 
 
-def test_compile_refuses_stateful_ops(analysis):
+def test_admission_refuses_stateful_ops(analysis):
   analysis.stateful = ("stablehlo.rng", "stablehlo.infeed")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), None) == (  # pylint: disable=protected-access
+  assert _failure(judge._admit, _blob(), RELU, TINY, _ctx()) == (  # pylint: disable=protected-access
       Status.REJECTED, None, "stateful ops ['stablehlo.infeed', 'stablehlo.rng'] in the artifact: "
       "an exported kernel must be a pure function of its inputs")
 
 
-def test_compile_loads_for_the_run_platform(analysis):  # pylint: disable=unused-argument
-  status, _, message = _failure(judge._compile, _blob(), RELU, TINY, _ctx(GPU_ENV), None)  # pylint: disable=protected-access
+def test_admission_loads_for_the_run_platform(analysis):  # pylint: disable=unused-argument
+  status, _, message = _failure(judge._admit, _blob(), RELU, TINY, _ctx(GPU_ENV))  # pylint: disable=protected-access
   assert status is Status.REJECTED and "not cuda" in message
 
 
@@ -856,7 +861,7 @@ def test_compile_compiles_the_artifact_for_the_task(analysis, monkeypatch, tmp_p
     seen.append((exported.in_avals, structs, dump_dir))
     return real(exported, structs, dump_dir)
   monkeypatch.setattr(judge, "compile_exported", spy)
-  compiled = judge._compile(_blob(), RELU, TINY, _ctx(dump_dir=tmp_path), None)  # pylint: disable=protected-access
+  compiled = _compile(_blob(), _ctx(dump_dir=tmp_path), None)
   x = RELU.make_inputs(TINY, 3)[0]
   np.testing.assert_array_equal(compiled.executable(x), np.maximum(np.asarray(x), 0))
   assert compiled.compile_s > 0 and len(analysis.texts) == 1
@@ -869,24 +874,24 @@ def test_compile_failures_are_compile_errors(analysis, monkeypatch, error, error
   def refuse(*_):
     raise RuntimeError(error)
   monkeypatch.setattr(judge, "compile_exported", refuse)
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), None) == (  # pylint: disable=protected-access
+  assert _failure(_compile, _blob(), _ctx(), None) == (
       Status.ERROR, error_type, f"RuntimeError: {error}")
 
 
 def test_compile_stage_failures_are_not_tried_again(analysis, monkeypatch):  # pylint: disable=unused-argument
   monkeypatch.setattr(judge, "compile_exported", lambda *_: pytest.fail("compiled again"))
   failed = judge.Precompiled(outcome="failed", message="ptxas fatal: too big\nmore")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), failed) == (  # pylint: disable=protected-access
+  assert _failure(_compile, _blob(), _ctx(), failed) == (
       Status.ERROR, ErrorType.COMPILE, "ptxas fatal: too big\nmore")
   ran_out = judge.Precompiled(outcome="timeout", message="not within the 60 s budget")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), ran_out) == (  # pylint: disable=protected-access
+  assert _failure(_compile, _blob(), _ctx(), ran_out) == (
       Status.TIMEOUT, ErrorType.TIMEOUT, "compile stage: not within the 60 s budget")
 
 
 def test_compile_stage_checks_still_come_first(analysis):
   analysis.stateful = ("stablehlo.rng",)
   note = judge.Precompiled(outcome="timeout", message="ran out")
-  assert _failure(judge._compile, _blob(), RELU, TINY, _ctx(), note)[0] is Status.REJECTED  # pylint: disable=protected-access
+  assert _failure(_compile, _blob(), _ctx(), note)[0] is Status.REJECTED
 
 
 @pytest.mark.parametrize("outcome", ["compiled", "skipped"])
@@ -894,7 +899,7 @@ def test_compile_keeps_the_compile_stage_figures(analysis, monkeypatch, outcome)
   monkeypatch.setattr(judge, "compile_exported", lambda *_: CompiledArtifact(
       executable="exe", compile_s=0.01, ptx=(), cache_hit=True))
   note = judge.Precompiled(outcome=outcome, compile_s=7.5, ptx=("ptx text",))
-  compiled = judge._compile(_blob(), RELU, TINY, _ctx(), note)  # pylint: disable=protected-access
+  compiled = _compile(_blob(), _ctx(), note)
   assert compiled.executable == "exe" and compiled.cache_hit
   assert (compiled.compile_s, compiled.ptx) == (
       (7.5, ("ptx text",)) if outcome == "compiled" else (0.01, ()))
@@ -959,6 +964,12 @@ def test_stage_times_add_up_to_the_evaluation_wall_time():
   assert bare.stages.compile_s is None and bare.eval_wall_s == 4.5
 
 
+def _edge(report, item):
+  """The judge's steps for the edge artifact: admitted, then compiled."""
+  ctx = _ctx()
+  return judge._edge(judge._admitted_edge(report, item, RELU, ctx), item, RELU, ctx)  # pylint: disable=protected-access
+
+
 def test_edge_dims_follow_the_option_and_the_size():
   assert judge._edge_dims(_item(check_edge=True), RELU) == RELU.dims(Size.EDGE)  # pylint: disable=protected-access
   assert judge._edge_dims(_item(check_edge=False), RELU) is None  # pylint: disable=protected-access
@@ -969,11 +980,11 @@ def test_edge_compiles_the_edge_artifact(analysis):  # pylint: disable=unused-ar
   edge_dims = RELU.dims(Size.EDGE)
   shape = RELU.output(edge_dims)
   report = _report(_entry(), _entry("edge", artifacts={"cpu": _blob(shape=shape)}))
-  fn, dims = judge._edge(report, _item(check_edge=True), RELU, _ctx())  # pylint: disable=protected-access
+  fn, dims = _edge(report, _item(check_edge=True))
   assert dims == edge_dims
   x = RELU.make_inputs(edge_dims, 1)[0]
   np.testing.assert_array_equal(fn(x), np.maximum(np.asarray(x), 0))
-  assert judge._edge(report, _item(check_edge=False), RELU, _ctx()) is None  # pylint: disable=protected-access
+  assert _edge(report, _item(check_edge=False)) is None
 
 
 def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
@@ -984,7 +995,7 @@ def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
   monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", refuse)
   shape = RELU.output(RELU.dims(Size.EDGE))
   report = _report(_entry(), _entry("edge", artifacts={"cpu": _blob(shape=shape)}))
-  assert _failure(judge._edge, report, _item(check_edge=True), RELU, _ctx()) == (  # pylint: disable=protected-access
+  assert _failure(_edge, report, _item(check_edge=True)) == (
       Status.REJECTED, None, "the exported module cannot be analysed: nested deeper than 256 brackets")
 
 
@@ -994,7 +1005,7 @@ def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
     ((_entry("edge", errors={"cpu": ""}),), "no artifact"),
 ])
 def test_edge_that_cannot_export_fails_when_run(entries, message):
-  fn, dims = judge._edge(_report(_entry(), *entries), _item(check_edge=True), RELU, _ctx())  # pylint: disable=protected-access
+  fn, dims = _edge(_report(_entry(), *entries), _item(check_edge=True))
   assert dims == RELU.dims(Size.EDGE)
   with pytest.raises(RuntimeError) as e:
     fn(np.zeros(3))
@@ -1349,13 +1360,73 @@ def test_evaluate_keeps_the_ptx_of_the_compiled_artifact(analysis, monkeypatch):
   assert saved.ptx == "p1\n\np2" and record.compile.ptx_bytes == 4 and saved.triton_ir is None
 
 
-def test_evaluate_rejects_on_structure_and_the_exporters_input_writes(analysis):
+def _never(monkeypatch, *names):
+  """Each of the judge's steps `names` (compile, correctness runs, timing) fails the test."""
+  steps = {"compile": (judge, "compile_exported"), "run": (checks, "run_candidate"),
+           "timing": (timing, "time_interleaved")}
+  for name in names:
+    monkeypatch.setattr(*steps[name], lambda *_, name=name, **__: pytest.fail(f"{name} reached"))
+
+
+def test_evaluate_rejects_on_structure_and_the_exporters_input_writes(analysis, monkeypatch):
+  """What the analysis rejects ends the evaluation there: nothing of the artifact is compiled,
+  run or timed, and the record says why."""
   analysis.reasons = ["two kernels"]
-  record, _ = _evaluate(_report(_entry(artifacts=_artifacts()), input_writes=("k0: input 0", "k1: input 1")))
+  _never(monkeypatch, "compile", "run", "timing")
+  stages = []
+  ctx = dataclasses.replace(_ctx(), stage=stages.append)
+  item = _item(_outcome(_report(_entry(artifacts=_artifacts()),
+                                input_writes=("k0: input 0", "k1: input 1"))))
+  record, saved = judge.evaluate_artifact(item, ctx)
   assert (record.status, record.error_type, record.error) == (Status.REJECTED, None, None)
   assert record.reasons == ("two kernels", "the kernel writes to its input refs (k0: input 0; "
                             "k1: input 1): inputs mutated in place")
-  assert (record.correct, record.robust, record.runtime_ms) == (True, False, None)
+  assert (record.correct, record.robust, record.runtime_ms, record.general_shapes) == (
+      False, False, None, None)
+  assert stages == ["module analysis"] * 2 and len(analysis.texts) == 2  # structure, run artifact
+  assert (record.compile.compile_s, record.stages.compile_cache_hit, record.stages.checks_s) == (
+      None, None, None)
+  assert saved.stablehlo == analysis.texts[0] and saved.ptx is None
+
+
+def test_an_edge_artifact_the_analysis_refuses_leaves_nothing_compiled(monkeypatch):
+  """Every artifact of the kernel is analysed before any is compiled: an unreadable edge
+  module rejects the kernel before its evaluated size reaches the compiler."""
+  def analyse(_, serialized):
+    if serialized == edge_module:
+      raise module_analysis.ModuleAnalysisError("nested deeper than 256 brackets")
+    return types.SimpleNamespace(disallowed_custom_calls=(), stateful_ops=(), kernels=[]), "text"
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", analyse)
+  monkeypatch.setattr(module_analysis, "module_reasons", lambda *_, **__: [])
+  _never(monkeypatch, "compile", "run", "timing")
+  edge_blob = _blob(shape=RELU.output(RELU.dims(Size.EDGE)))
+  edge_module = jax.export.deserialize(bytearray(edge_blob)).mlir_module_serialized
+  report = _report(_entry(artifacts=_artifacts()), _entry("edge", artifacts={"cpu": edge_blob}))
+  record, _ = _evaluate(report, check_edge=True)
+  assert (record.status, record.reasons) == (Status.REJECTED, (
+      "the exported module cannot be analysed: nested deeper than 256 brackets",))
+
+
+def test_an_analysis_that_cannot_be_walled_is_a_harness_error(monkeypatch):
+  """No module is read by a helper without its walls: the evaluation is the judge's error
+  (not cached as the kernel's verdict), and nothing is compiled."""
+  def unavailable(*_):
+    raise sandbox.WallsUnavailable("could not become user 65534")
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", unavailable)
+  _never(monkeypatch, "compile", "run", "timing")
+  record, _ = _evaluate(_report(_entry(artifacts=_artifacts())))
+  assert (record.status, record.error_type) == (Status.ERROR, ErrorType.HARNESS)
+  assert record.reasons == ("the module analysis cannot run behind its walls here, so no "
+                            "module is read: could not become user 65534",)
+
+
+@pytest.mark.parametrize("reasons, writes", [(["two kernels"], ()), ([], ("k0: input 0",))])
+def test_either_rejection_before_compiling_ends_the_evaluation(analysis, monkeypatch, reasons,
+                                                               writes):
+  analysis.reasons = reasons
+  _never(monkeypatch, "compile")
+  record, _ = _evaluate(_report(_entry(artifacts=_artifacts()), input_writes=writes))
+  assert record.status is Status.REJECTED and len(record.reasons) == 1
 
 
 def test_evaluate_reports_a_wrong_kernel_as_incorrect_per_seed(analysis):  # pylint: disable=unused-argument
@@ -1370,12 +1441,11 @@ def test_evaluate_reports_a_wrong_kernel_as_incorrect_per_seed(analysis):  # pyl
   assert record.rel_l2_error > 1.0
 
 
-def test_evaluate_puts_rejections_before_failed_seeds(analysis):
-  analysis.reasons = ["two kernels"]
+def test_evaluate_puts_rejections_before_failed_seeds(analysis):  # pylint: disable=unused-argument
   record, _ = _evaluate(_report(_entry(artifacts=_artifacts(lambda x: x * 1.0))))
   assert record.status is Status.REJECTED and (record.correct, record.robust) == (False, False)
-  assert record.reasons[:2] == ("two kernels", "not_input_copy: output equals input(s) ['x']")
-  assert [r.split(":")[0] for r in record.reasons[2:]] == [
+  assert record.reasons[0] == "not_input_copy: output equals input(s) ['x']"
+  assert [r.split(":")[0] for r in record.reasons[1:]] == [
       "seed 1", "seed 2", "input family scaled (x * 100), seed 1"]
 
 
@@ -1393,16 +1463,15 @@ def test_evaluate_reports_an_export_failure():
   assert (saved.jaxpr, saved.triton_ir, saved.stablehlo) == (None, None, None)
 
 
-def test_evaluate_keeps_earlier_reasons_when_compiling_fails(analysis, monkeypatch):
-  analysis.reasons = ["two kernels"]
-
+def test_evaluate_reports_a_failed_compile(analysis, monkeypatch):  # pylint: disable=unused-argument
   def refuse(*_):
     raise RuntimeError("ptxas died\nat line 3")
   monkeypatch.setattr(judge, "compile_exported", refuse)
+  _never(monkeypatch, "run", "timing")
   record, _ = _evaluate(_report(_entry(artifacts=_artifacts())))
   assert (record.status, record.error_type, record.error, record.reasons) == (
       Status.ERROR, ErrorType.COMPILE, "RuntimeError: ptxas died\nat line 3",
-      ("two kernels", "RuntimeError: ptxas died"))
+      ("RuntimeError: ptxas died",))
 
 
 @pytest.mark.parametrize("error, error_type, text", [

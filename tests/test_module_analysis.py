@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import itertools
 import math
 import multiprocessing
 import operator
@@ -17,6 +18,7 @@ import random
 import re
 import resource
 import signal
+import sys
 import time
 import types
 
@@ -383,7 +385,8 @@ def test_where_and_gathers_count_as_data_dependent_moves():
 
 
 # Counted loops in the shapes a hand-written lax.while_loop takes: (start, condition, step),
-# each running 64 times.
+# each running 64 times. Starts are numpy scalars: a jnp value at import would start a JAX
+# backend, which mutmut's forked workers cannot use.
 COUNTED_LOOPS = {
     "up_from_zero": (0, lambda i: i < 64, lambda i: i + 1),
     "down_by_two": (128, lambda i: i > 0, lambda i: i - 2),
@@ -391,7 +394,7 @@ COUNTED_LOOPS = {
     "bound_on_the_left": (0, lambda i: 64 > i, lambda i: i + 1),
     "not_equal": (0, lambda i: i != 128, lambda i: i + 2),
     "crossing_zero": (-32, lambda i: i < 32, lambda i: i + 1),
-    "unsigned_counter": (jnp.uint32(0), lambda i: i < jnp.uint32(64), lambda i: i + jnp.uint32(1)),
+    "unsigned_counter": (np.uint32(0), lambda i: i < jnp.uint32(64), lambda i: i + jnp.uint32(1)),
     "narrowed_in_the_condition": (NARROW_START, lambda i: i.astype(jnp.int16) < -32768 + 64,
                                   lambda i: i + 1),  # int16 reads -32768, -32767, ...
 }
@@ -400,11 +403,11 @@ COUNTED_LOOPS = {
 WRAPPING_LOOPS = {
     # int8 wraps from 127 to -128 before it reaches 200: it runs forever, not 200 times.
     "counter_overflows_before_a_wider_bound": (
-        jnp.int8(0), lambda i: i.astype(jnp.int32) < 200, lambda i: i + jnp.int8(1)),
+        np.int8(0), lambda i: i.astype(jnp.int32) < 200, lambda i: i + jnp.int8(1)),
     # 0, 3, ..., 129: int8(129) is -127 < 127, so it does not stop after 43 trips.
     "narrowed_view_wraps_past_the_bound": (0, lambda i: i.astype(jnp.int8) < 127, lambda i: i + 3),
     # uint32 64, 63, ..., 0, 2^32 - 1, ...: always >= 0, not 65 trips.
-    "unsigned_counter_below_zero": (jnp.uint32(64), lambda i: i >= 0, lambda i: i - jnp.uint32(1)),
+    "unsigned_counter_below_zero": (np.uint32(64), lambda i: i >= 0, lambda i: i - jnp.uint32(1)),
 }
 
 
@@ -598,6 +601,38 @@ def test_unknown_custom_call_is_disallowed():
   assert any("xla_ffi_python_gpu_callback" in r for r in _reasons(report, "relu"))
   allowed = analyze_module(forged, allowed_custom_calls=frozenset({"xla_ffi_python_gpu_callback"}))
   assert allowed.disallowed_custom_calls == ()
+
+
+def _findings_in_one_branch(costly_first: bool):
+  """Two branches, one of which runs: one has a relu over the whole input, an unmodelled
+  composite, a loop bounded by data, a buffer allocation (forged below into a call back to
+  Python) and a kernel; the other touches one row."""
+  def costly(v):
+    w = jnp.maximum(v, 0.0) + lax.empty(v.shape, v.dtype)
+    w = lax.composite(lambda a: a * 2.0, name="test.unmodelled", version=1)(w)
+    return _copy(lax.while_loop(lambda c: c[0] < v[0, 0], lambda c: (c[0] + 1.0, c[1] * 1.0),
+                                (0.0, w))[1])
+
+  def cheap(v):
+    return v.at[:1].set(jnp.maximum(v[:1], 0.0))
+
+  branches = (costly, cheap) if costly_first else (cheap, costly)
+  return lambda x: _copy(lax.switch((x[0, 0] > 0).astype(jnp.int32), branches, x))
+
+
+@pytest.mark.parametrize("costly_first", [True, False])
+def test_every_finding_of_every_branch_is_kept(costly_first):
+  """A branch's costs are charged at their highest over the branches, each op's apart, and
+  what it is refused for (unmodelled ops, unbounded loops, disallowed calls) whichever branch
+  it is in: the last branch must not overwrite the others."""
+  text = _export(_findings_in_one_branch(costly_first), "relu")
+  report = analyze_module(text.replace("@AllocateBuffer", "@xla_ffi_python_gpu_callback"))
+  elements = math.prod(get_task("relu").input_shapes(Size.SMALL)[0])
+  assert dict(report.top_ops)["stablehlo.maximum"] == elements
+  assert report.unknown_ops == ('stablehlo.composite "test.unmodelled"',)
+  assert report.unbounded_loops == 1
+  assert report.disallowed_custom_calls == ("xla_ffi_python_gpu_callback",)
+  assert [(k.name, k.launches) for k in report.kernels] == [("copy", 2)]  # the branch's, the last
 
 
 def test_stateful_ops_are_rejected():
@@ -813,6 +848,10 @@ def test_analysis_process_refuses_what_it_cannot_read_and_keeps_serving():
       analyser.analyse(b"\x00not a module")
     report, text = analyser.analyse(HONEST_SERIALIZED())
     assert report.outside_flops == 8 * 128 and "stablehlo.maximum" in text
+    walls = {"dies-with-parent", "rlimits"} | ({"unprivileged"} if os.geteuid() == 0 else set())
+    if sys.platform == "linux":
+      walls |= {"landlock", "seccomp"}
+    assert walls <= set(analyser.layers), analyser.layers
   finally:
     analyser.close()
 
@@ -849,7 +888,7 @@ def test_an_unanalysable_artifact_is_a_cached_rejection(tmp_path):
   ctx = types.SimpleNamespace(analyser=ModuleAnalyser(), stage=lambda _: None, run_platform="cpu")
   try:
     with pytest.raises(core.Unanalysable) as caught:
-      core._compile(hostile.serialize(), spec, dims, ctx, None)  # pylint: disable=protected-access
+      core._admit(hostile.serialize(), spec, dims, ctx)  # pylint: disable=protected-access
   finally:
     ctx.analyser.close()
   assert (caught.value.status, caught.value.error_type) == (Status.REJECTED, None)
@@ -910,6 +949,79 @@ def test_fuzzed_artifact_bytes_are_refused_by_the_analysis_process():
     analyser.close()
 
 
+def _trips(start: int, step: int, bound: int, direction: str, cap: int = 100) -> int | None:
+  """The loop run by hand: how often `counter <direction> bound` holds, None past `cap`."""
+  holds = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+           "EQ": operator.eq, "NE": operator.ne}[direction]
+  counter, trips = start, 0
+  while holds(counter, bound):
+    if trips == cap:
+      return None
+    counter, trips = counter + step, trips + 1
+  return trips
+
+
+def test_linear_trip_counts_match_the_loop_run_by_hand():
+  from pallasbench_dataset.evaluation.judge.module_analysis import _linear_iterations  # pylint: disable=import-outside-toplevel
+  for direction in ("LT", "LE", "GT", "GE", "EQ", "NE"):
+    for start, step, bound in itertools.product(range(-6, 7), range(-3, 4), range(-6, 7)):
+      trips = _linear_iterations(start, step, bound, direction)
+      assert trips == _trips(start, step, bound, direction), (start, step, bound, direction)
+      assert trips is None or type(trips) is int  # pylint: disable=unidiomatic-typecheck
+
+
+def _hardware_trips(start: int, step: int, bound: int, direction: str, counter, view,
+                    cap: int = 300) -> tuple[int | None, set[int]]:
+  """The loop as an int8 counter runs it, compared through `view` (a narrowing convert) or
+  as it is: its trips (None where it overflows the counter or runs past `cap`), and the
+  offsets the view put on the values it compared and the next one (one: the view did not
+  wrap in between)."""
+  holds = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+           "EQ": operator.eq, "NE": operator.ne}[direction]
+
+  def seen(value):
+    return value if view is None else (value - view[0]) % (view[1] - view[0] + 1) + view[0]
+
+  value, trips, offsets = start, 0, set()
+  while offsets.add(seen(value) - value) or holds(seen(value), bound):
+    value, trips = value + step, trips + 1
+    if trips > cap or not counter[0] <= value <= counter[1]:
+      return None, offsets
+  offsets.add(seen(value + step) - value - step)  # the analysis allows a step past the end
+  return trips, offsets
+
+
+def test_interval_trip_counts_are_the_longest_run_and_never_fewer():
+  """Over starts and bounds given as intervals: a count, when there is one, is the longest run
+  the counter makes (never fewer, which would let work hide in a loop); where every run ends
+  and the view never wraps in between, there is one (EQ and NE only for a fixed start and
+  bound)."""
+  from pallasbench_dataset.evaluation.judge.module_analysis import _iterations  # pylint: disable=import-outside-toplevel
+  int8 = (-128, 127)
+  for direction, step, view, start, bound in itertools.product(
+      ("LT", "LE", "GT", "GE", "EQ", "NE"), (-3, -1, 1, 2), (None, (-8, 7)),
+      ((0, 0), (-3, -3), (-2, 1), (9, 10), (20, 20)), ((5, 5), (3, 6), (-4, -4), (-6, -2))):
+    found = _iterations(start, step, bound, direction, counter=int8, view=view, compared=int8)
+    runs = [_hardware_trips(s, step, b, direction, int8, view)
+            for s in range(start[0], start[1] + 1) for b in range(bound[0], bound[1] + 1)]
+    trips = [t for t, _ in runs]
+    linear = len(set().union(*(o for _, o in runs))) == 1
+    case = (direction, step, view, start, bound, found, trips)
+    if found is not None:
+      assert None not in trips and found == max(trips), case
+    elif linear and None not in trips and (
+        direction not in ("EQ", "NE") or (start[0] == start[1] and bound[0] == bound[1])):
+      pytest.fail(f"no count for a loop that runs {max(trips)} times at most: {case}")
+
+
+def test_an_interval_is_kept_where_it_fits_its_type_and_wrapped_only_as_one_value():
+  from pallasbench_dataset.evaluation.judge.module_analysis import _fit  # pylint: disable=import-outside-toplevel
+  int4 = (-8, 7)
+  assert _fit(0, 5, int4) == (0, 5) and _fit(-8, 7, int4) == (-8, 7)
+  assert _fit(9, 9, int4) == (-7, -7) and _fit(-9, -9, int4) == (7, 7)  # as int4 arithmetic
+  assert _fit(5, 9, int4) is None and _fit(-9, 0, int4) is None  # some values would wrap
+
+
 def test_loop_bounded_by_an_outer_counter_charges_its_longest_run():
   """`for j in range(i)` under `for i in range(8)`: the inner body runs 28 times in all; the
   interval of i, [0, 7], bounds each inner run by 7 (56 charged: sound, never fewer)."""
@@ -935,6 +1047,54 @@ def _chain_of_adds(length: int) -> str:
           for i in range(1, length)]
   return ("module { func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {" + "\n".join(ops)
           + f'\n"func.return"(%v{length - 1}) : (tensor<f32>) -> () }} }}')
+
+
+def _chain_of_calls(length: int) -> str:
+  """main calls f1, which calls f2, ... f`length`, which adds: `length` calls deep."""
+  def call(i):
+    return (f"func.func private @f{i}(%arg0: tensor<f32>) -> tensor<f32> {{ %0 = func.call "
+            f"@f{i + 1}(%arg0) : (tensor<f32>) -> tensor<f32>\n func.return %0 : tensor<f32> }}")
+  last = (f"func.func private @f{length}(%arg0: tensor<f32>) -> tensor<f32> {{ %0 = "
+          '"stablehlo.add"(%arg0, %arg0) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n'
+          " func.return %0 : tensor<f32> }")
+  text = "\n".join([call(i) for i in range(length)] + [last])
+  return "module {" + text.replace("func.func private @f0", "func.func public @main") + "}"
+
+
+@pytest.mark.parametrize("length", [3, 6])
+def test_the_nesting_limit_counts_each_call_and_refuses_one_past_it(length):
+  """main and `length` calls: `length` + 1 levels, allowed at that limit, refused below it."""
+  text = _chain_of_calls(length)
+  assert analyze_module(text, limits=AnalysisLimits(nesting=length + 1)).outside_flops == 1
+  with pytest.raises(ModuleAnalysisError) as refused:
+    analyze_module(text, limits=AnalysisLimits(nesting=length))
+  assert str(refused.value) == f"calls and regions nested deeper than {length}"
+
+
+@pytest.mark.parametrize("length", [10, 20])
+def test_the_op_budget_is_linear_in_the_module_and_refuses_one_visit_past_it(length):
+  """A flat chain of `length` additions costs 5 visits an op and 4 more (flow, then cost):
+  allowed with exactly that budget, refused with one visit less."""
+  needed = 5 * length + 4
+  text = _chain_of_adds(length)
+  assert analyze_module(text, limits=AnalysisLimits(op_visits=needed)).outside_flops == length
+  with pytest.raises(ModuleAnalysisError) as refused:
+    analyze_module(text, limits=AnalysisLimits(op_visits=needed - 1))
+  assert str(refused.value) == (f"the analysis ran out of its budget of {needed - 1} op visits: "
+                                "the module is too large or too convoluted to be costed")
+
+
+def test_the_bracket_limit_refuses_one_bracket_past_it():
+  from pallasbench_dataset.evaluation.judge.module_analysis import _check_nesting  # pylint: disable=import-outside-toplevel
+  text = '{ "}}}}" ( [ <x> ] ) -> }'  # 4 deep; brackets in a string and "->" do not count
+  _check_nesting(text, 4)
+  with pytest.raises(ModuleAnalysisError) as refused:
+    _check_nesting(text, 3)
+  assert str(refused.value) == ("the module's text is nested deeper than 3 brackets (regions, "
+                                "types or attributes inside one another)")
+  _check_nesting("{{{}}}{{{}}}", 3)  # each closing bracket closes one
+  with pytest.raises(ModuleAnalysisError):
+    _check_nesting("{{{}}}{{{{}}}}", 3)
 
 
 def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():

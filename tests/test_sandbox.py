@@ -9,6 +9,7 @@ candidate starts and from an XLA worker thread (a host callback queued behind a 
 a wall tested only from the main thread is not a wall.
 """
 
+import dataclasses
 import dis
 import functools
 import json
@@ -125,9 +126,9 @@ def secret():
 # The walls, from every thread.
 
 # Runs `attempts` (name -> a function of no argument) from the main thread, from a thread it
-# starts and from an XLA worker thread, and prints {context: {name: outcome}} with outcome
-# "allowed" or what was raised (the errno's name for an OSError).
-CONTEXTS = textwrap.dedent("""
+# starts and from an XLA worker thread, into `results` {context: {name: outcome}} with outcome
+# "allowed" or what was raised (the errno's name for an OSError); CONTEXTS prints them.
+PROBED = textwrap.dedent("""
     import threading
     import jax, jax.numpy as jnp
     main_thread, results = threading.get_native_id(), {}
@@ -148,8 +149,8 @@ CONTEXTS = textwrap.dedent("""
       if results.get("xla_thread", main_thread) != main_thread:
         break
     results["main_thread"] = main_thread
-    print(json.dumps(results))
     """)
+CONTEXTS = PROBED + "print(json.dumps(results))\n"
 
 # Every capability the walls deny, as the candidate would try it without the tripwire; probe()
 # gives {name: outcome}, the outcome "allowed" or what was raised (an OSError's errno name).
@@ -226,6 +227,17 @@ REFUSALS = {"EPERM", "EACCES", "ENOENT", "ValueError"}
 NOT_ROOT_ONLY = {"readlink_parent_cwd", "list_root_home"}  # denied by the change of user
 
 
+def _assert_denied_everywhere(results: dict) -> None:
+  """Every attempt of WALL_ATTEMPTS refused, from every context of PROBED."""
+  assert results["xla_thread"] != results["main_thread"], "the callback ran on the main thread"
+  for context in ("main", "thread", "xla"):
+    outcomes = results[context]
+    if not ROOT:
+      outcomes = {k: v for k, v in outcomes.items() if k not in NOT_ROOT_ONLY}
+    allowed = {name: outcome for name, outcome in outcomes.items() if outcome not in REFUSALS}
+    assert not allowed, (context, allowed)
+
+
 @pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
 def test_walls_deny_every_capability_from_every_thread(target, secret):
   action = (WALL_ATTEMPTS.replace('job["secret"]', repr(str(secret))) + CONTEXTS)
@@ -235,14 +247,60 @@ def test_walls_deny_every_capability_from_every_thread(target, secret):
     assert {"landlock", "seccomp"} | ({"unprivileged"} if ROOT else set()) <= set(run.layers)
     results = json.loads(run.stdout.splitlines()[0])
   assert secret.read_text() not in run.stdout + run.stderr
-  assert results["xla_thread"] != results["main_thread"], "the callback ran on the main thread"
-  for context in ("main", "thread", "xla"):
-    outcomes = results[context]
-    if not ROOT:
-      outcomes = {k: v for k, v in outcomes.items() if k not in NOT_ROOT_ONLY}
-    allowed = {name: outcome for name, outcome in outcomes.items() if outcome not in REFUSALS}
-    assert not allowed, (context, allowed)
+  _assert_denied_everywhere(results)
   assert not os.path.lexists(target)
+
+
+# The judge's analysis helper as an exploit of MLIR's parser would leave it: its own program,
+# but its answer to a request is the wall probes' results (as a refusal, the one answer that
+# carries text back), made from its main thread, a thread and an XLA worker thread.
+SUBVERTED_ANALYSER = textwrap.dedent("""
+    import json, os, sys
+    from pallasbench_dataset.evaluation.judge import analysis_process
+    job = {{"secret": {secret!r}}}
+    target = {target!r}
+    PROBES = {probes!r}
+    def answer(_request):
+      namespace = dict(globals())
+      exec(PROBES, namespace)
+      return json.dumps({{"refused": json.dumps(namespace["results"])}}).encode()
+    analysis_process._answer = answer
+    sys.exit(analysis_process.serve())
+    """)
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_the_judges_analysis_helper_is_behind_the_same_walls(monkeypatch, target, secret):
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.module_analysis import ModuleAnalysisError  # pylint: disable=import-outside-toplevel
+  code = SUBVERTED_ANALYSER.format(secret=str(secret), target=str(target),
+                                   probes=WALL_ATTEMPTS + PROBED)
+  monkeypatch.setattr(analysis_process, "_PROGRAM", (sys.executable, "-c", code))
+  analyser = analysis_process.ModuleAnalyser(timeout_s=120)
+  try:
+    with pytest.raises(ModuleAnalysisError) as answered:
+      analyser.analyse(b"any module")
+  finally:
+    analyser.close()
+  assert {"landlock", "seccomp", "rlimits", "dies-with-parent"} | (
+      {"unprivileged"} if ROOT else set()) <= set(analyser.layers), analyser.layers
+  assert secret.read_text() not in str(answered.value)
+  _assert_denied_everywhere(json.loads(str(answered.value)))
+  assert not os.path.lexists(target)
+
+
+@pytest.mark.skipif(not ROOT, reason="only a child of root can fail to leave root")
+def test_an_analysis_helper_that_cannot_be_walled_parses_nothing(monkeypatch):
+  """A helper whose walls fail in the child (here: no identity to take) reports so and exits
+  before its program's first line; the analyser raises WallsUnavailable, it never answers."""
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.sandbox import launch  # pylint: disable=import-outside-toplevel
+  config = launch._config  # pylint: disable=protected-access
+  monkeypatch.setattr(launch, "_config", lambda *a: dataclasses.replace(config(*a), uid=None))
+  analyser = analysis_process.ModuleAnalyser()
+  with pytest.raises(WallsUnavailable, match="started as root with no identity to take"):
+    analyser.analyse(b"any module")
+  assert analyser.layers == () and analyser._child is None  # pylint: disable=protected-access
 
 
 @pytest.mark.skipif(not ROOT, reason="only a child of root changes user")
@@ -537,6 +595,43 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret():
       os.path.realpath(p) for p in sys.path if os.path.isfile(p)}
 
 
+def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp_path):
+  """Each source of the allow-list on a made-up sys.path: folders that exist and neither lie
+  in scratch nor contain it, the project's packages wherever they are, zip files on sys.path
+  and the system's files, none listed twice (a file within an allowed folder) and nothing
+  that does not exist."""
+  scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+  (scratch / "fakepkg").mkdir(parents=True)
+  (scratch / "fakepkg" / "__init__.py").write_text("")
+  (outside / "lib").mkdir(parents=True)
+  for zipped in (outside / "lib.zip", outside / "lib" / "inner.zip", scratch / "inner.zip"):
+    zipped.write_bytes(b"PK")
+  project = os.path.realpath(os.path.dirname(sandbox.__file__).rsplit("/evaluation", 1)[0])
+  monkeypatch.setattr(sys, "path", [
+      "", "/", str(outside / "lib"), str(outside / "lib.zip"), str(outside / "lib" / "inner.zip"),
+      str(tmp_path / "missing"), str(tmp_path / "missing.zip"), str(scratch),
+      str(scratch / "inner.zip"), str(tmp_path)])
+  monkeypatch.setattr(walls, "_PROJECT_PACKAGES", ("no_such_parent.child", "pallasbench_dataset",
+                                                   "fakepkg"))
+  root = os.path.realpath(scratch)
+  prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                            sys.base_exec_prefix)}
+  assert set(walls.trusted_roots(root)) == {os.path.realpath(outside / "lib")} | prefixes
+  allowed = walls.read_allow_list(root)
+  assert os.path.realpath(outside / "lib") in allowed.folders and project in allowed.folders
+  assert not any(walls.is_within(f, root) or walls.is_within(root, f) for f in allowed.folders)
+  system = {os.path.realpath(f) for f in walls._SYSTEM_READ_FILES if os.path.exists(f)}  # pylint: disable=protected-access
+  system -= {f for f in system if any(walls.is_within(f, g) for g in allowed.folders)}
+  assert "/dev/null" in system  # /etc/localtime's zone file is within /usr
+  assert set(allowed.files) == system | {os.path.realpath(outside / "lib.zip")}
+
+
+def test_is_within_is_a_prefix_of_whole_path_components():
+  assert walls.is_within("/a/bX", "/a/bX") and walls.is_within("/a/bX/c", "/a/bX")
+  assert walls.is_within("/a/b/c", "/a/b/") and walls.is_within("/a", "/")
+  assert not walls.is_within("/a/bc", "/a/b") and not walls.is_within("/a", "/a/b")
+
+
 def _filter(program: bytes, arch: int, nr: int, *args: int) -> int:
   """Runs a classic-BPF seccomp program on one syscall, as the kernel would; its action."""
   padded = [a & 0xFFFFFFFFFFFFFFFF for a in args] + [0] * (6 - len(args))
@@ -577,6 +672,8 @@ def test_seccomp_program_decides_like_the_table(machine):
   assert decide(nrs["setpriority"], 0, 0) == decide(nrs["setpriority"], 0, 4321) == allow
   assert decide(nrs["setpriority"], 0, 1) == decide(nrs["setpriority"], 2, 0) == eperm
   assert decide(nrs["setpriority"], 1, 4321) == eperm              # PRIO_PGRP
+  assert decide(nrs["setpriority"], -4321, 0) == eperm             # no other `which`
+  assert decide(nrs["prlimit64"], 0, 7) == decide(nrs["kill"], 0, 9) == allow  # its own limits
   for command in walls.DENIED_FCNTL:
     assert decide(nrs["fcntl"], 3, command) == eperm, command
   assert decide(nrs["fcntl"], 3, 3) == decide(nrs["fcntl"], 3, 1030) == allow  # GETFL, DUPFD
@@ -595,6 +692,46 @@ def test_plan_veil_covers_the_highest_closed_folder_and_binds_back_only_what_is_
     _check_veil_plan(base)
   finally:
     shutil.rmtree(base)
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can hand folders to user nobody")
+def test_searchable_reads_the_bits_that_apply_to_nobody(tmp_path):
+  """The owner's bits when nobody owns the folder, else the group's when its group is
+  nobody's, else the others' bits: each class alone decides, as the kernel checks."""
+  cases = [((walls.NOBODY, 0), 0o100, True), ((walls.NOBODY, 0), 0o077, False),
+           ((0, walls.NOBODY), 0o010, True), ((0, walls.NOBODY), 0o701, False),
+           ((0, 0), 0o001, True), ((0, 0), 0o770, False)]
+  for (uid, gid), mode, searchable in cases:
+    folder = tmp_path / f"{uid}-{gid}-{mode:o}"
+    folder.mkdir()
+    os.chown(folder, uid, gid)
+    folder.chmod(mode)
+    assert walls._searchable(str(folder), walls.NOBODY) is searchable, (uid, gid, oct(mode))  # pylint: disable=protected-access
+
+
+def test_plan_veil_covers_each_closed_folder_apart_and_refuses_a_closed_root(monkeypatch):
+  base = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-veil-"))
+  base.chmod(0o755)
+  try:
+    _check_separate_covers(monkeypatch, base)
+  finally:
+    shutil.rmtree(base)
+
+
+def _check_separate_covers(monkeypatch, tmp_path: pathlib.Path) -> None:
+  for name in ("a", "b"):
+    (tmp_path / name / "inside").mkdir(parents=True)
+    (tmp_path / name).chmod(0o700)
+  plan = walls.plan_veil([str(tmp_path / "b" / "inside"), str(tmp_path / "a" / "inside")],
+                         walls.NOBODY)
+  assert plan == ((str(tmp_path / "a"), (str(tmp_path / "a" / "inside"),)),
+                  (str(tmp_path / "b"), (str(tmp_path / "b" / "inside"),)))
+  if ROOT:  # a closed folder nobody owns is open to nobody
+    os.chown(tmp_path / "a", walls.NOBODY, walls.NOBODY)
+    assert walls.plan_veil([str(tmp_path / "a" / "inside")], walls.NOBODY) == ()
+  monkeypatch.setattr(walls, "_searchable", lambda folder, uid: folder != "/")
+  with pytest.raises(WallsUnavailable, match="user 65534 may not search '/'"):
+    walls.plan_veil([str(tmp_path)], walls.NOBODY)
 
 
 def _check_veil_plan(base: pathlib.Path) -> None:
@@ -740,6 +877,138 @@ def test_memory_limit_kills_a_growing_child():
   with run_child(action, walls_=BARE, tripwire_=False, memory_bytes=300 << 20) as run:
     assert run.out_of_memory and not run.timed_out and run.returncode == -9
     assert "allocated" not in run.stdout
+
+
+def _in_fork(fn):
+  """fn() in a forked copy of this process (its limits change there, not here); its JSON."""
+  read_fd, write_fd = os.pipe()
+  pid = os.fork()
+  if pid == 0:  # the copy: only the standard library runs here
+    code = 0
+    try:
+      os.write(write_fd, json.dumps(fn()).encode())
+    except BaseException:  # pylint: disable=broad-except
+      code = 1
+    os._exit(code)
+  os.close(write_fd)
+  with os.fdopen(read_fd, "rb") as f:
+    data = f.read()
+  assert os.waitpid(pid, 0)[1] == 0, data
+  return json.loads(data)
+
+
+def test_resource_limits_are_the_documented_ones_and_never_above_the_hard_limits():
+  import resource  # pylint: disable=import-outside-toplevel
+  kinds = {"core": resource.RLIMIT_CORE, "fsize": resource.RLIMIT_FSIZE,
+           "nofile": resource.RLIMIT_NOFILE, "as": resource.RLIMIT_AS}
+
+  def limited(lower_nofile=None):
+    if lower_nofile is not None:
+      resource.setrlimit(resource.RLIMIT_NOFILE, (lower_nofile, lower_nofile))
+    held = walls.limit_resources(600 << 20)
+    return held, {name: resource.getrlimit(kind) for name, kind in kinds.items()}
+
+  held, limits = _in_fork(limited)
+  address_space = 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert held is True
+  assert limits == {"core": [0, 0], "fsize": [0, 0], "nofile": [1024, 1024],
+                    "as": [address_space, address_space]}
+  assert _in_fork(lambda: limited(lower_nofile=100))[1]["nofile"] == [100, 100]
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
+  """confine() as boot.py runs it, in a forked copy of this process (one thread, like a fresh
+  child): the walls it reports hold there."""
+  from pallasbench_dataset.evaluation.sandbox import launch  # pylint: disable=import-outside-toplevel
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  try:
+    config = launch._config(scratch, 600 << 20, ALL_WALLS)  # pylint: disable=protected-access
+
+    def confined():
+      import ctypes, errno, resource  # pylint: disable=import-outside-toplevel,multiple-imports
+      layers = walls.confine(config)
+      found = {"layers": list(layers), "uid": os.getresuid(), "gid": os.getresgid(),
+               "as": resource.getrlimit(resource.RLIMIT_AS)[0]}
+      death = ctypes.c_int(0)
+      ctypes.CDLL(None).prctl(2, ctypes.byref(death), 0, 0, 0)
+      found["death_signal"] = death.value
+      attempts = {"socket": socket.socket, "write_outside": lambda: open(target, "w"),
+                  "write_scratch": lambda: open("inside", "w"), "read_secret": secret.read_text,
+                  "fork": os.fork, "kill_parent": lambda: os.kill(os.getppid(), 0)}
+      for name, attempt in attempts.items():
+        try:
+          attempt()
+          found[name] = "allowed"
+        except OSError as e:
+          found[name] = errno.errorcode.get(e.errno, str(e.errno))
+      found["read_scratch"] = os.listdir(config.scratch)
+      return found
+
+    found = _in_fork(confined)
+  finally:
+    shutil.rmtree(scratch)
+  wanted = ["dies-with-parent", "rlimits", "landlock", "seccomp"]
+  if ROOT:
+    wanted = ["veil"] * bool(config.veil) + ["unprivileged"] + wanted
+    assert found["uid"] == found["gid"] == [walls.NOBODY] * 3
+  assert found["layers"] == wanted
+  assert found["as"] == 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert found["death_signal"] == signal.SIGKILL and found["read_scratch"] == []
+  assert {name: found[name] for name in ("socket", "fork", "kill_parent")} == dict.fromkeys(
+      ("socket", "fork", "kill_parent"), "EPERM")
+  assert {found["write_outside"], found["write_scratch"], found["read_secret"]} <= {"EACCES"}
+  assert not os.path.lexists(target)
+
+
+def test_walls_config_crosses_to_the_child_unchanged():
+  config = walls.WallsConfig(
+      scratch="/tmp/s", readable=walls.ReadAllowList(folders=("/usr", "/opt/py"), files=("/f",)),
+      parent_pid=4321, memory_bytes=600 << 20, walls=("rlimits", "seccomp"), uid=walls.NOBODY,
+      veil=(("/root", ("/root/py", "/root/lib")), ("/home", ("/home/x",))))
+  assert walls.WallsConfig.from_json(config.to_json()) == config
+  bare = walls.WallsConfig(scratch="/tmp/s", readable=walls.ReadAllowList(folders=(), files=()),
+                           parent_pid=1, memory_bytes=1)
+  assert walls.WallsConfig.from_json(bare.to_json()) == bare
+
+
+def test_die_with_parent_exits_when_its_parent_is_not_the_one_named():
+  pid = os.fork()
+  if pid == 0:
+    walls.die_with_parent(os.getppid() + 1)
+    os._exit(0)
+  assert os.waitpid(pid, 0)[1] == 1 << 8
+
+
+def test_resource_limits_arithmetic():
+  import resource  # pylint: disable=import-outside-toplevel
+  names = {resource.RLIMIT_CORE: "core", resource.RLIMIT_FSIZE: "fsize",
+           resource.RLIMIT_NOFILE: "nofile", resource.RLIMIT_AS: "as"}
+  address_space = 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  unlimited = walls.resource_limits(600 << 20, lambda _: resource.RLIM_INFINITY)
+  assert {names[k]: v for k, v in unlimited} == {"core": 0, "fsize": 0, "nofile": 1024,
+                                                 "as": address_space}
+  assert [k for k, _ in unlimited] == list(names)
+  lower = walls.resource_limits(600 << 20, lambda k: 100 if k == resource.RLIMIT_NOFILE
+                                else address_space + 1)
+  assert {names[k]: v for k, v in lower} == {"core": 0, "fsize": 0, "nofile": 100,
+                                             "as": address_space}
+  at = walls.resource_limits(600 << 20, lambda k: 1024 if k == resource.RLIMIT_NOFILE
+                             else address_space - 1)
+  assert dict(at)[resource.RLIMIT_NOFILE] == 1024 and dict(at)[resource.RLIMIT_AS] == address_space - 1
+
+
+def test_landlock_ruleset_handles_every_right_of_each_abi():
+  def words(attr):
+    return list(struct.unpack(f"={len(attr) // 8}Q", attr))
+  fs_v1 = 0x1FF2 | 0x4 | 0x8 | 0x1   # the changes, read file, read dir, execute
+  assert words(walls.landlock_ruleset_attr(1)) == [fs_v1]
+  assert words(walls.landlock_ruleset_attr(2)) == [fs_v1 | 0x2000]
+  assert words(walls.landlock_ruleset_attr(3)) == [fs_v1 | 0x6000]
+  assert words(walls.landlock_ruleset_attr(4)) == [fs_v1 | 0x6000, 0x3]
+  assert words(walls.landlock_ruleset_attr(5)) == [fs_v1 | 0xE000, 0x3]
+  assert words(walls.landlock_ruleset_attr(6)) == [fs_v1 | 0xE000, 0x3, 0x3]
+  assert words(walls.landlock_ruleset_attr(7)) == [fs_v1 | 0xE000, 0x3, 0x3]
 
 
 def test_address_space_limit_refuses_mappings_beyond_the_memory_limit():

@@ -1,6 +1,6 @@
 """The module analysis in a process of its own, where hostile bytes cannot take the judge down.
 
-    python -m pallasbench_dataset.evaluation.judge.analysis_process --fd N --parent PID
+    python -m pallasbench_dataset.evaluation.judge.analysis_process --fd N   (behind the walls)
 
 An artifact's module is the candidate's bytes. MLIR's C++ reader, printer and parser recurse
 over its nesting, and a module built for it overflows their stack (a SIGSEGV, which no Python
@@ -9,10 +9,17 @@ this helper, which deserializes it, prints it, checks its nesting, parses and an
 (`module_analysis.analyze_module`), and answers with the report and the text, as JSON (never
 a pickle: a helper subverted by what it parsed must not run code in the judge).
 
-The helper runs under the sandbox's own-process layers (dies with the judge, resource limits,
-seccomp) and is killed when it dies, runs out of time or outgrows its memory; the artifact is
-then refused with a `ModuleAnalysisError` saying which, a `rejected` verdict like any other
-(cached, never re-measured), and the next artifact gets a fresh helper.
+Native code parses the attacker's bytes here, so the helper is started behind the exporter's
+walls (`sandbox.start_sandboxed`, the walls up before its first line): user nobody, no file
+written and only the interpreter's and the system's files read (Landlock), no process,
+socket or signal to another process (seccomp), resource limits, killed when the judge dies.
+An exploit of the parser lands in a process that can do nothing but answer. Where the walls
+cannot be put up the helper does not run and the judge analyses nothing
+(`sandbox.WallsUnavailable`, an error of the judge, never a module parsed unwalled).
+
+The judge kills the helper when it dies, runs out of time or outgrows its memory; the
+artifact is then refused with a `ModuleAnalysisError` saying which, a `rejected` verdict like
+any other (cached, never re-measured), and the next artifact gets a fresh helper.
 """
 
 from __future__ import annotations
@@ -23,9 +30,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -87,13 +92,8 @@ def _answer(request: bytes) -> bytes:
 def serve(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog=" ".join(_PROGRAM[1:]))
   p.add_argument("--fd", type=int, required=True)
-  p.add_argument("--parent", type=int, required=True)
   args = p.parse_args(argv)
-  sandbox.die_with_parent(args.parent)
   conn = Connection(args.fd)
-  mlir.make_ir_context()  # loads the dialects before seccomp is in force
-  sandbox.limit_resources(MEMORY_BYTES)
-  sandbox.install_seccomp()
   conn.send_bytes(b"ready")
   while True:
     try:
@@ -109,13 +109,15 @@ class ModuleAnalyser:
   def __init__(self, limits: AnalysisLimits = AnalysisLimits(), *,
                timeout_s: float = ANALYSIS_TIMEOUT_S, memory_bytes: int = MEMORY_BYTES):
     self.limits, self._timeout_s, self._memory_bytes = limits, timeout_s, memory_bytes
-    self._proc: subprocess.Popen | None = None
+    self._child: sandbox.SandboxedProcess | None = None
     self._conn: Connection | None = None
     self._answers: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+    self.layers: tuple[str, ...] = ()  # the walls the current (or last) helper reported up
 
   def analyse(self, serialized: bytes) -> tuple[ModuleReport, str]:
     """The report on a serialized module (`Exported.mlir_module_serialized`) and its text;
-    ModuleAnalysisError when it is refused, or when it killed or exhausted the helper."""
+    ModuleAnalysisError when it is refused, or when it killed or exhausted the helper;
+    sandbox.WallsUnavailable when no helper can run behind its walls here."""
     request = json.dumps(dataclasses.asdict(self.limits)).encode() + b"\n" + serialized
     key = hashlib.sha256(request).hexdigest()
     answer = self._answers.pop(key, None) or self._exchange(request)
@@ -134,57 +136,63 @@ class ModuleAnalyser:
     return found
 
   def _exchange(self, request: bytes) -> bytes:
-    if self._proc is None or self._proc.poll() is not None:
+    if self._child is None or self._child.process.poll() is not None:
       self._start()
     self._conn.send_bytes(request)
     answer, failure = self._wait("analysing the module", self._timeout_s)
     if failure is not None:
+      self.close()
       raise ModuleAnalysisError(f"{failure}: the artifact's module cannot be read safely")
     return answer
 
   def _start(self) -> None:
     self.close()
     parent_sock, child_sock = socket.socketpair()
-    self._proc = subprocess.Popen(
-        [*_PROGRAM, "--fd", str(child_sock.fileno()), "--parent", str(os.getpid())],
-        pass_fds=(child_sock.fileno(),), env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    child_sock.close()
+    try:
+      self._child = sandbox.start_sandboxed(
+          [*_PROGRAM, "--fd", str(child_sock.fileno())], memory_bytes=self._memory_bytes,
+          pass_fds=(child_sock.fileno(),))
+    except BaseException:
+      parent_sock.close()
+      raise
+    finally:
+      child_sock.close()
     self._conn = Connection(parent_sock.detach())
     answer, failure = self._wait("starting", STARTUP_TIMEOUT_S)
-    if answer != b"ready":  # no artifact's fault: the judge cannot judge
+    self.layers, unavailable = self._child.walls()
+    if answer != b"ready":
+      self.close()
+      if unavailable is not None:
+        raise sandbox.WallsUnavailable(f"the module analysis process: {unavailable}")
+      # no artifact's fault: the judge cannot judge
       raise RuntimeError(f"the module analysis process did not start: {failure or answer!r}")
 
   def _wait(self, doing: str, timeout_s: float) -> tuple[bytes | None, str | None]:
     """The helper's next message, or why there is none: it died, ran past `timeout_s` or
-    outgrew its memory first (then it is killed)."""
+    outgrew its memory first."""
     deadline = time.monotonic() + timeout_s
-    failure = None
-    while failure is None:
+    proc = self._child.process
+    while True:
       try:
         if self._conn.poll(POLL_S):
           return self._conn.recv_bytes(), None
       except (EOFError, OSError):
         pass  # it died: the closed socket reads as readable
-      if self._proc.poll() is not None:
-        failure = f"{death_message(self._proc.returncode, 'the module analysis process')} while {doing}"
-      elif time.monotonic() > deadline:
-        failure = f"the module analysis took longer than {timeout_s:g} s while {doing}"
-      elif (rss := process_rss_bytes(self._proc.pid)) > self._memory_bytes:
-        failure = (f"the module analysis outgrew {self._memory_bytes / 2**30:.1f} GiB "
-                   f"({rss / 2**30:.1f} GiB) while {doing}")
-    self.close()
-    return None, failure
+      if proc.poll() is not None:
+        return None, f"{death_message(proc.returncode, 'the module analysis process')} while {doing}"
+      if time.monotonic() > deadline:
+        return None, f"the module analysis took longer than {timeout_s:g} s while {doing}"
+      if (rss := process_rss_bytes(proc.pid)) > self._memory_bytes:
+        return None, (f"the module analysis outgrew {self._memory_bytes / 2**30:.1f} GiB "
+                      f"({rss / 2**30:.1f} GiB) while {doing}")
 
   def close(self) -> None:
     if self._conn is not None:
       self._conn.close()
       self._conn = None
-    if self._proc is not None:
-      if self._proc.poll() is None:
-        self._proc.kill()
-      self._proc.wait(timeout=10)
-      self._proc = None
+    if self._child is not None:
+      self._child.close()
+      self._child = None
 
 
 @functools.cache

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import jax
 import numpy as np
 
+from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import checks, module_analysis, timing
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
@@ -241,13 +242,14 @@ def _analyze(exported: jax.export.Exported, ctx: Context) -> tuple[module_analys
     return ctx.analyser.analyse(exported.mlir_module_serialized)
   except module_analysis.ModuleAnalysisError as e:
     raise Unanalysable(e) from None
+  except sandbox.WallsUnavailable as e:  # no artifact's fault: this host cannot judge
+    raise Failure(Status.ERROR, ErrorType.HARNESS, f"the module analysis cannot run behind "
+                  f"its walls here, so no module is read: {e}") from None
 
 
-def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context,
-             note: Precompiled | None) -> CompiledArtifact:
-  """Compiles the artifact, after the checks no compiled program needs to pass: what the
-  compile stage could not compile fails here without a second try on the device, and what
-  it compiled comes from the persistent cache (its cold compile time and PTX are kept)."""
+def _admit(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> jax.export.Exported:
+  """The artifact this device runs, loaded and analysed: the checks no compiled program needs
+  to pass, made before anything of the candidate's is compiled."""
   exported = load_artifact(blob, spec, dims, ctx.run_platform)
   found, _ = _analyze(exported, ctx)
   if found.disallowed_custom_calls:
@@ -256,6 +258,14 @@ def _compile(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context,
   if found.stateful_ops:
     raise Failure(Status.REJECTED, None, f"stateful ops {sorted(found.stateful_ops)} in the "
                   "artifact: an exported kernel must be a pure function of its inputs")
+  return exported
+
+
+def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Context,
+             note: Precompiled | None) -> CompiledArtifact:
+  """Compiles an admitted artifact (`_admit`): what the compile stage could not compile fails
+  here without a second try on the device, and what it compiled comes from the persistent
+  cache (its cold compile time and PTX are kept)."""
   if note is not None and note.outcome == "failed":
     raise Failure(Status.ERROR, classify(note.message or "", "compile"),
                   short_error(note.message or "compile failed"))
@@ -356,10 +366,15 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   if report.input_writes:  # the exporter's own reading of its jaxpr: it can only add
     reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
                    "inputs mutated in place")
-  state.fields["reasons"] = tuple(reasons)  # kept should a later step end the evaluation
-  state.compiled = _compile(state.run_blob, spec, dims, ctx, item.precompiled.get(item.size))
+  state.fields["reasons"] = tuple(reasons)  # kept should the admission refuse the artifact
+  exported = _admit(state.run_blob, spec, dims, ctx)
+  admitted_edge = _admitted_edge(report, item, spec, ctx)
+  if reasons:  # rejected on what the kernel exported: nothing of it is compiled, run or timed
+    state.fields["status"] = Status.REJECTED
+    return
+  state.compiled = _compile(exported, spec, dims, ctx, item.precompiled.get(item.size))
   state.cache_hit = state.compiled.cache_hit
-  edge = _edge(report, item, spec, ctx)
+  edge = _edge(admitted_edge, item, spec, ctx)
   start = time.perf_counter()
   ctx.stage("correctness runs")
   runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,
@@ -373,7 +388,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
       edge_error=verdict.edge_error, filters=verdict.filters,
       max_abs_error=verdict.worst("max_abs_error"), max_rel_error=verdict.worst("max_rel_error"),
       rel_l2_error=verdict.worst("rel_l2_error"), atol_used=verdict.worst("atol_used"))
-  if reasons:
+  if reasons:  # the correctness runs' own rejections (filters)
     state.fields.update(status=Status.REJECTED, reasons=tuple(reasons + failed))
     return
   if failed:
@@ -388,25 +403,44 @@ def _edge_dims(item: JudgeItem, spec: TaskSpec) -> Dims | None:
   return spec.dims(Size.EDGE)
 
 
-def _edge(report: ExportReport, item: JudgeItem, spec: TaskSpec,
-          ctx: Context) -> tuple[Any, Dims] | None:
-  """The compiled edge-shape artifact; a kernel that cannot export or compile it still runs
-  the evaluated size (general_shapes is then False, with the reason)."""
+def _admitted_edge(report: ExportReport, item: JudgeItem, spec: TaskSpec, ctx: Context
+                   ) -> tuple[jax.export.Exported | str, Dims] | None:
+  """The edge-shape artifact admitted (`_admit`), or why the kernel has none that may run (it
+  did not export it, or the admission refused it): the kernel still runs the evaluated size,
+  general_shapes is then False with that reason. A module the analysis cannot read rejects."""
   edge_dims = _edge_dims(item, spec)
   if edge_dims is None:
     return None
   try:
-    blob = _artifact_blob(report, Size.EDGE.value, ctx.run_platform)
-    note = item.precompiled.get(Size.EDGE.value)
-    return _compile(blob, spec, edge_dims, ctx, note).executable, edge_dims
+    return _admit(_artifact_blob(report, Size.EDGE.value, ctx.run_platform), spec, edge_dims,
+                  ctx), edge_dims
   except Unanalysable:
     raise
   except Failure as e:
-    message = str(e).splitlines()[0] if str(e) else "no artifact"
+    return _first_line(e), edge_dims
 
-    def failing(*_):
-      raise RuntimeError(message)
-    return failing, edge_dims
+
+def _edge(admitted: tuple[jax.export.Exported | str, Dims] | None, item: JudgeItem,
+          spec: TaskSpec, ctx: Context) -> tuple[Callable[..., Any], Dims] | None:
+  """The admitted edge-shape artifact compiled; one that cannot run (or compile) raises its
+  reason when run."""
+  if admitted is None:
+    return None
+  exported, edge_dims = admitted
+  if not isinstance(exported, str):
+    try:
+      note = item.precompiled.get(Size.EDGE.value)
+      return _compile(exported, spec, edge_dims, ctx, note).executable, edge_dims
+    except Failure as e:
+      exported = _first_line(e)
+
+  def failing(*_):
+    raise RuntimeError(exported)
+  return failing, edge_dims
+
+
+def _first_line(failure: Failure) -> str:
+  return str(failure).splitlines()[0] if str(failure) else "no artifact"
 
 
 # Input sets drawn fresh for the timing; more sets (a task whose call reads little) are device

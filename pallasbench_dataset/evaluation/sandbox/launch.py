@@ -8,6 +8,10 @@ child runs in a new session with a scrubbed environment, under a wall-clock limi
 resident-memory limit and CPU and core rlimits; every process of the run is killed when it
 returns. The child's answer comes back through a pipe (the result), never as a file: the
 child can write no file at all. The result is a context manager that removes scratch on exit.
+
+`start_sandboxed(argv, ...)` starts a child the same way, behind the same walls, and leaves it
+running: a helper that serves requests over descriptors it was passed (the judge's analysis
+helper, which parses the artifact's bytes with native code). Its caller watches it and ends it.
 """
 
 from __future__ import annotations
@@ -87,10 +91,72 @@ def run_sandboxed(argv: Sequence[str], *, stdin: bytes, timeout_s: float, memory
   scratch folder is removed. Raises WallsUnavailable, before starting anything, where this
   host cannot run the child unprivileged.
   """
+  scratch, config = _prepare(memory_bytes, walls)
+  try:
+    return _run(list(argv), config, stdin, timeout_s, extra_env, result_cap)
+  except BaseException:
+    _remove_tree(scratch)
+    raise
+
+
+def start_sandboxed(argv: Sequence[str], *, memory_bytes: int, pass_fds: Sequence[int] = (),
+                    extra_env: Mapping[str, str] = _NO_ENV, walls: Sequence[str] = ALL_WALLS
+                    ) -> SandboxedProcess:
+  """Starts `argv` as run_sandboxed does, behind the same walls, but leaves it running: a
+  helper that serves requests over the descriptors `pass_fds` (its stdin, stdout and stderr
+  are /dev/null). The caller watches it; close() ends it. Raises WallsUnavailable as
+  run_sandboxed does.
+  """
+  scratch, config = _prepare(memory_bytes, walls)
+  try:
+    proc, report = _spawn(list(argv), config, _child_env(scratch, extra_env), tuple(pass_fds),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  except BaseException:
+    _remove_tree(scratch)
+    raise
+  return SandboxedProcess(proc, report, scratch)
+
+
+class SandboxedProcess:
+  """A child of start_sandboxed: its process, what its walls reported, and its end."""
+
+  def __init__(self, process: subprocess.Popen, report_fd: int, scratch: pathlib.Path):
+    self.process, self.scratch = process, scratch
+    self._report_fd = report_fd
+    self._report = _Capture(cap=OUTPUT_CAP)
+    os.set_blocking(report_fd, False)
+
+  def walls(self) -> tuple[tuple[str, ...], str | None]:
+    """(the walls the child reported up, why they could not be put up or None), from what its
+    report pipe holds now: the walls report before the program's first line, so a child that
+    answered, or died, has reported."""
+    while self._report_fd >= 0:
+      try:
+        data = os.read(self._report_fd, 65536)
+      except BlockingIOError:
+        break
+      if not data:
+        break
+      self._report.feed(data)
+    return _boot_report(self._report.text().splitlines(), self.process.poll())
+
+  def close(self) -> None:
+    """Kills the child and everything it started, and removes its scratch folder."""
+    if self._report_fd < 0:
+      return
+    _Watch(self.process.pid).kill_all()
+    self.process.wait()
+    os.close(self._report_fd)
+    self._report_fd = -1
+    _remove_tree(self.scratch)
+
+
+def _prepare(memory_bytes: int, walls: Sequence[str]) -> tuple[pathlib.Path, WallsConfig]:
+  """A fresh scratch folder and the walls of the child that will use it."""
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
   try:
-    config = _config(scratch, memory_bytes, tuple(walls))
-    return _run(list(argv), config, stdin, timeout_s, extra_env, result_cap)
+    return scratch, _config(scratch, memory_bytes, tuple(walls))
   except BaseException:
     _remove_tree(scratch)
     raise
@@ -114,27 +180,50 @@ def _config(scratch: pathlib.Path, memory_bytes: int, walls: tuple[str, ...]) ->
                      memory_bytes=memory_bytes, walls=walls, uid=uid, veil=veil)
 
 
+def _spawn(argv: list[str], config: WallsConfig, env: dict[str, str], pass_fds: tuple[int, ...],
+           **streams) -> tuple[subprocess.Popen, int]:
+  """Starts `argv` through boot.py in a new session, in scratch; returns the process and the
+  read end of its report pipe (where boot.py says which walls are up)."""
+  report_read, report_write = os.pipe()
+  env = {**env, CONFIG_ENV: config.to_json(), REPORT_FD_ENV: str(report_write)}
+  try:
+    proc = subprocess.Popen(  # pylint: disable=consider-using-with  (the caller waits for it)
+        [argv[0], "-m", BOOT_MODULE, *argv[1:]], cwd=config.scratch, env=env,
+        start_new_session=True, pass_fds=(report_write, *pass_fds), **streams)
+  except BaseException:
+    os.close(report_read)
+    raise
+  finally:
+    os.close(report_write)
+  return proc, report_read
+
+
+def _boot_report(lines: Sequence[str], returncode: int | None
+                 ) -> tuple[tuple[str, ...], str | None]:
+  """The walls a child's boot.py reported up, and why it could not put them up (it then
+  exited with UNAVAILABLE_EXIT and ran nothing) or None."""
+  layers = tuple(name for line in lines if line.startswith("layers ")
+                 for name in line.removeprefix("layers ").split(",") if name)
+  first = lines[0] if lines else ""
+  unavailable = first.removeprefix("unavailable ") if (
+      returncode == UNAVAILABLE_EXIT and first.startswith("unavailable ")) else None
+  return layers, unavailable
+
+
 def _run(argv: list[str], config: WallsConfig, stdin: bytes, timeout_s: float,
          extra_env: Mapping[str, str], result_cap: int) -> SandboxRun:
   scratch = pathlib.Path(config.scratch)
   layers = ["new-session", "scrubbed-env"]
-  report_read, report_write = os.pipe()
   result_read, result_write = os.pipe()
-  env = _child_env(scratch, extra_env)
-  env.update({CONFIG_ENV: config.to_json(), REPORT_FD_ENV: str(report_write),
-              RESULT_FD_ENV: str(result_write)})
+  env = {**_child_env(scratch, extra_env), RESULT_FD_ENV: str(result_write)}
   start = time.monotonic()
   try:
-    proc = subprocess.Popen(  # pylint: disable=consider-using-with  (waited for below)
-        [argv[0], "-m", BOOT_MODULE, *argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, cwd=scratch, env=env, start_new_session=True,
-        pass_fds=(report_write, result_write))
+    proc, report_read = _spawn(argv, config, env, (result_write,), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
   except BaseException:
-    os.close(report_read)
     os.close(result_read)
     raise
   finally:
-    os.close(report_write)
     os.close(result_write)
   watch, pipes = _Watch(proc.pid), None
   try:
@@ -153,18 +242,13 @@ def _run(argv: list[str], config: WallsConfig, stdin: bytes, timeout_s: float,
     else:
       pipes.drain(DRAIN_S)
   report = pipes.report.text().splitlines()
-  first = report[0] if report else ""
-  child_layers = [name for line in report if line.startswith("layers ")
-                  for name in line.removeprefix("layers ").split(",")]
-  unavailable = first.removeprefix("unavailable ") if (
-      proc.returncode == UNAVAILABLE_EXIT and first.startswith("unavailable ")) else None
+  child_layers, unavailable = _boot_report(report, proc.returncode)
   return SandboxRun(
       returncode=proc.returncode, stdout=pipes.stdout.text(), stderr=pipes.stderr.text(),
       result=bytes(pipes.result.kept), result_cut=bool(pipes.result.cut),
       violations=tuple(line for line in report if line.startswith("refused ")),
       unavailable=unavailable, timed_out=timed_out, out_of_memory=out_of_memory,
-      wall_s=wall_s, layers=tuple(layers + [name for name in child_layers if name]),
-      scratch=scratch)
+      wall_s=wall_s, layers=(*layers, *child_layers), scratch=scratch)
 
 
 def _supervise(pid: int, pipes: _Pipes, watch: _Watch, deadline: float, memory_bytes: int

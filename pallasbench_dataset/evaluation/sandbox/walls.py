@@ -43,7 +43,7 @@ import stat
 import struct
 import sys
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 logger = logging.getLogger(__name__)
@@ -334,16 +334,26 @@ def die_with_parent(parent: int) -> bool:
   return True
 
 
+def resource_limits(memory_bytes: int, hard_limit: Callable[[int], int]
+                    ) -> tuple[tuple[int, int], ...]:
+  """(rlimit, value) of each limit limit_resources sets: core 0, file size 0, MAX_OPEN_FILES
+  descriptors, the address space of the module docstring; none above its present hard limit
+  (`hard_limit(rlimit)`, resource.RLIM_INFINITY for none)."""
+  import resource  # pylint: disable=import-outside-toplevel
+  limits = []
+  for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 0),
+                      (resource.RLIMIT_NOFILE, MAX_OPEN_FILES),
+                      (resource.RLIMIT_AS, 2 * memory_bytes + ADDRESS_SPACE_HEADROOM)):
+    hard = hard_limit(kind)
+    limits.append((kind, value if hard == resource.RLIM_INFINITY else min(hard, value)))
+  return tuple(limits)
+
+
 def limit_resources(memory_bytes: int) -> bool:
-  """Core 0, file size 0, MAX_OPEN_FILES descriptors, the address space of the module
-  docstring; soft = hard, never raised above what the parent had."""
+  """Sets resource_limits(), soft = hard (so never raised again); False where it cannot."""
   import resource  # pylint: disable=import-outside-toplevel
   try:
-    for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 0),
-                        (resource.RLIMIT_NOFILE, MAX_OPEN_FILES),
-                        (resource.RLIMIT_AS, 2 * memory_bytes + ADDRESS_SPACE_HEADROOM)):
-      _, hard = resource.getrlimit(kind)
-      value = value if hard == resource.RLIM_INFINITY else min(hard, value)
+    for kind, value in resource_limits(memory_bytes, lambda k: resource.getrlimit(k)[1]):
       resource.setrlimit(kind, (value, value))
   except (OSError, ValueError) as e:
     logger.warning("resource limits not set: %s", e)
@@ -382,6 +392,18 @@ _LANDLOCK_SCOPES: Final = 0x3      # ABI 6: abstract unix sockets, signals
 _PINNED_FDS: list[int] = []
 
 
+def landlock_ruleset_attr(abi: int) -> bytes:
+  """struct landlock_ruleset_attr for Landlock ABI `abi`: every right it knows is handled
+  (so denied unless a rule grants it): each change of the file system, reads, execution,
+  then TCP bind and connect (ABI 4) and the scopes (ABI 6)."""
+  change_rights = sum(bit for version, bit in _LANDLOCK_FS_RIGHTS if abi >= version)
+  attr = struct.pack("=Q", change_rights | _LANDLOCK_READ_FILE | _LANDLOCK_READ_DIR
+                     | _LANDLOCK_EXECUTE)
+  attr += struct.pack("=Q", _LANDLOCK_NET_TCP) if abi >= 4 else b""
+  attr += struct.pack("=Q", _LANDLOCK_SCOPES) if abi >= 6 else b""
+  return attr
+
+
 def install_landlock(scratch: str, readable: ReadAllowList) -> bool:
   """Confines the file-system access of this thread and every thread it starts later: no
   change anywhere, reads only of `scratch`, `readable` and this process' /proc entry, no
@@ -394,11 +416,8 @@ def install_landlock(scratch: str, readable: ReadAllowList) -> bool:
                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
     if abi < 1:
       raise OSError(ctypes.get_errno(), "Landlock is not available")
-    change_rights = sum(bit for version, bit in _LANDLOCK_FS_RIGHTS if abi >= version)
     read_rights = _LANDLOCK_READ_FILE | _LANDLOCK_READ_DIR
-    attr = struct.pack("=Q", change_rights | read_rights | _LANDLOCK_EXECUTE)
-    attr += struct.pack("=Q", _LANDLOCK_NET_TCP) if abi >= 4 else b""
-    attr += struct.pack("=Q", _LANDLOCK_SCOPES) if abi >= 6 else b""
+    attr = landlock_ruleset_attr(abi)
     ruleset = _checked(libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), attr,
                                     ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)))
     rules = [(scratch, True), (f"/proc/{os.getpid()}", True)]
