@@ -879,6 +879,17 @@ def test_memory_limit_kills_a_growing_child():
     assert "allocated" not in run.stdout
 
 
+def _throwaway_mount_namespace() -> None:
+  """Puts this (forked) process in a private mount namespace of its own before the code under
+  test mounts anything: a wrong veil (a bug, a mutant under mutation testing) then mounts
+  there, never in the host's namespace (once one hid /root from the whole machine)."""
+  import ctypes  # pylint: disable=import-outside-toplevel
+  libc = ctypes.CDLL(None, use_errno=True)
+  if libc.unshare(0x20000) != 0 or libc.mount(None, b"/", None, ctypes.c_ulong(0x4000 | 0x40000),
+                                             None) != 0:
+    raise OSError(ctypes.get_errno(), "no throwaway mount namespace")
+
+
 def _in_fork(fn):
   """fn() in a forked copy of this process (its limits change there, not here); its JSON."""
   read_fd, write_fd = os.pipe()
@@ -927,6 +938,8 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
 
     def confined():
       import ctypes, errno, resource  # pylint: disable=import-outside-toplevel,multiple-imports
+      if ROOT:
+        _throwaway_mount_namespace()
       layers = walls.confine(config)
       found = {"layers": list(layers), "uid": os.getresuid(), "gid": os.getresgid(),
                "as": resource.getrlimit(resource.RLIMIT_AS)[0]}
