@@ -62,6 +62,12 @@ class JudgeConfig:
   cache_dir: pathlib.Path | None = None  # JAX's persistent compilation cache, shared by a run
 
 
+def dump_folder(dump_dir: pathlib.Path, pid: int) -> pathlib.Path:
+  """The XLA dump folder of judge or compiler process `pid`: XLA numbers dumped modules per
+  process, so each process has a folder of its own."""
+  return dump_dir / f"judge-{pid}"
+
+
 def make_dump_dir(device: str) -> pathlib.Path | None:
   return pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-xla-")) if device == "gpu" else None
 
@@ -84,7 +90,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
   if config.device == "gpu" and config.dump_dir is not None:
     from pallasbench_dataset.evaluation.judge.compile_profile import dump_environment  # pylint: disable=import-outside-toplevel
     # XLA numbers dumped modules per process: a folder per judge keeps names from colliding.
-    dump_dir = config.dump_dir / f"judge-{os.getpid()}"
+    dump_dir = dump_folder(config.dump_dir, os.getpid())
     os.environ.update(dump_environment(dump_dir, os.environ.get("XLA_FLAGS", "")))
   import warnings  # pylint: disable=import-outside-toplevel
   warnings.filterwarnings("ignore", message="The Pallas Triton backend is deprecated")
@@ -235,7 +241,7 @@ class JudgeWorker:
   @property
   def dump_folder(self) -> pathlib.Path | None:
     """Where this process's XLA dumps go (`judge-<pid>` under the config's dump_dir)."""
-    return None if self._dump_dir is None else self._dump_dir / f"judge-{self.pid}"
+    return None if self._dump_dir is None else dump_folder(self._dump_dir, self.pid)
 
   def run(self, item, limits: Limits) -> tuple[str, Any]:
     """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or
