@@ -905,21 +905,42 @@ def test_compile_keeps_the_compile_stage_figures(analysis, monkeypatch, outcome)
       (7.5, ("ptx text",)) if outcome == "compiled" else (0.01, ()))
 
 
-def test_precompile_compiles_skips_and_fails():
+def test_precompile_compiles_skips_and_fails(analysis):  # pylint: disable=unused-argument
   item = judge.CompileItem(task="relu", size="small", blob=_blob(shape=(8, 16)))
-  skipped = judge.precompile(item, None)  # (8, 16) is not relu's small shape
+  skipped = judge.precompile(item, _ctx())  # (8, 16) is not relu's small shape
   assert skipped.outcome == "skipped" and "interface" in skipped.message
   good = judge.CompileItem(task="relu", size="small", blob=_blob(shape=RELU.input_shapes(SMALL)[0]))
-  compiled = judge.precompile(good, None)
+  compiled = judge.precompile(good, _ctx())
   assert compiled.outcome == "compiled" and compiled.compile_s > 0 and compiled.wall_s >= compiled.compile_s
 
 
-def test_precompile_reports_the_compilers_message(monkeypatch):
+@pytest.mark.parametrize("refusal", ["disallowed", "stateful", "unanalysable"])
+def test_the_compile_stage_compiles_nothing_the_analysis_refuses(analysis, monkeypatch, refusal):
+  """The compile stage runs on the hostile bytes first: it admits them as the judge does, so a
+  module the analysis refuses never reaches XLA's compiler in any process."""
+  compiled, stages = [], []
+  monkeypatch.setattr(judge, "compile_exported", lambda *a: compiled.append(a))
+  if refusal == "unanalysable":
+    def crash(*_):
+      raise module_analysis.ModuleAnalysisError("the analysis helper died with SIGSEGV")
+    monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", crash)
+  else:
+    setattr(analysis, refusal, ("stablehlo.rng",))
+  ctx = dataclasses.replace(_ctx(), stage=stages.append)
+  item = judge.CompileItem(task="relu", size="small", blob=_blob(shape=RELU.input_shapes(SMALL)[0]))
+  note = judge.precompile(item, ctx)
+  assert note.outcome == "skipped" and compiled == [] and stages == ["module analysis"]
+  assert note.message.startswith({"disallowed": "the artifact calls ['stablehlo.rng']",
+                                  "stateful": "stateful ops ['stablehlo.rng']",
+                                  "unanalysable": "the exported module cannot be analysed"}[refusal])
+
+
+def test_precompile_reports_the_compilers_message(analysis, monkeypatch):  # pylint: disable=unused-argument
   def refuse(*_):
     raise RuntimeError("Shared memory size limit exceeded")
   monkeypatch.setattr(judge, "compile_exported", refuse)
   item = judge.CompileItem(task="relu", size="small", blob=_blob(shape=RELU.input_shapes(SMALL)[0]))
-  assert (judge.precompile(item, None).outcome, judge.precompile(item, None).message) == (
+  assert (judge.precompile(item, _ctx()).outcome, judge.precompile(item, _ctx()).message) == (
       "failed", "Shared memory size limit exceeded")
 
 

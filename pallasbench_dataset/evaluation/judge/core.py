@@ -281,22 +281,24 @@ def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Con
   return compiled
 
 
-def precompile(item: CompileItem, dump_dir: pathlib.Path | None) -> Precompiled:
+def precompile(item: CompileItem, ctx: Context) -> Precompiled:
   """The compile stage: compiles one artifact into the persistent cache that the judges read.
 
-  Runs in a process of its own, killed when the budget runs out. An artifact that does not
-  deserialize or does not match the task is "skipped": the judge says why in the record.
+  Runs in a process of its own, killed when the budget runs out. The artifact is admitted
+  first (`_admit`: loaded, and analysed in the walled helper), so nothing the analysis refuses
+  is ever compiled, here or on the device. One that does not deserialize, does not match the
+  task or is refused is "skipped": the judge, admitting it again, says why in the record.
   """
   start = time.perf_counter()
   spec = get_task(item.task).at_precision(item.precision)
   dims = spec.dims(item.size)
-  platform = "cuda" if jax.default_backend() == "gpu" else "cpu"
   try:
-    exported = load_artifact(item.blob, spec, dims, platform)
-  except Failure as e:
+    exported = _admit(item.blob, spec, dims, ctx)
+  except Failure as e:  # Unanalysable included
     return Precompiled(outcome="skipped", message=str(e), wall_s=time.perf_counter() - start)
+  ctx.stage("compile")
   try:
-    compiled = compile_exported(exported, spec.input_structs(dims), dump_dir)
+    compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
     return Precompiled(outcome="failed", message=str(e), wall_s=time.perf_counter() - start)
   return Precompiled(outcome="compiled", compile_s=compiled.compile_s, ptx=compiled.ptx,

@@ -123,8 +123,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
   while (item := conn.recv()) is not None:
     try:
       if isinstance(item, CompileItem):
-        conn.send(("stage", "compile"))
-        conn.send(("compiled", precompile(item, dump_dir)))
+        conn.send(("compiled", precompile(item, ctx)))
       else:
         record, artifacts = evaluate_artifact(item, ctx)
         conn.send(("result", to_json_dict(record), to_json_dict(artifacts)))
