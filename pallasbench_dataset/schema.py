@@ -244,8 +244,9 @@ class RunInfo:
   gpu_index: int | None        # CUDA device index of the judge that measured it (None on CPU)
   ceiling_copy_gbps: float | None  # the ceilings measured in this run, on this GPU
   ceiling_read_gbps: float | None
-  ceiling_matmul_tflops: float | None
+  ceiling_matmul_tflops: float | None  # float32 (TF32)
   ceiling_method: str | None = None  # how those ceilings were measured
+  ceiling_matmul_bf16_tflops: float | None = None  # bfloat16 (runs from release 6 on)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -1228,6 +1228,24 @@ def test_a_rate_above_a_ceiling_measures_the_hardware_again_before_rejecting(mon
   assert measured == []  # a rate within the ceilings never costs a measurement
 
 
+def test_each_precision_is_held_against_its_own_matmul_rate():
+  """A bfloat16 contraction is held against the bfloat16 rate (about twice TF32 on an H200):
+  against TF32 it would be "impossible" at parity with XLA. A run that did not measure it
+  (before release 6) leaves the bfloat16 task with no compute ceiling, never the TF32 one."""
+  matmul = get_task("matmul")
+  dims = matmul.dims("small")
+  ceilings = Ceilings(copy_gbps=None, read_gbps=None, matmul_tflops=1e-3, method="t",
+                      matmul_bf16_tflops=2e-3)
+  at32 = judge._roofline(matmul, dims, 1.0, ceilings)  # pylint: disable=protected-access
+  at16 = judge._roofline(matmul.at_precision("bfloat16"), dims, 1.0, ceilings)  # pylint: disable=protected-access
+  assert (at32.ceiling_tflops, at16.ceiling_tflops) == (1e-3, 2e-3)
+  assert at16.frac_compute == at32.frac_compute / 2
+  older = dataclasses.replace(ceilings, matmul_bf16_tflops=None)
+  assert judge._roofline(matmul.at_precision("bfloat16"), dims, 1.0, older).ceiling_tflops is None  # pylint: disable=protected-access
+  assert ceilings.raised(dataclasses.replace(ceilings, matmul_bf16_tflops=3e-3)).matmul_bf16_tflops == 3e-3
+  assert ceilings.to_json()["matmul_bf16_tflops"] == 2e-3
+
+
 def test_time_and_roofline_at_exactly_the_ceiling_passes(monkeypatch):
   _fake_timing(monkeypatch, [1.0] * 4, [1.0] * 4)
   at = judge._roofline(RELU, TINY, 1.0, NOT_MEASURED)  # pylint: disable=protected-access

@@ -349,7 +349,7 @@ def test_manifest_records_each_gpu_once_and_how_the_run_ended(tmp_path):
   data = json.loads((tmp_path / suite.MANIFEST).read_text())
   assert [d["device"] for d in data["per_device"]] == ["1", "0"]
   assert data["ceilings"] == {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0,
-                              "method": None}
+                              "matmul_bf16_tflops": None, "method": None}
   assert data["environment"]["hardware"] == "h200"
   assert data["finished_at"] is None and data["interrupted_at"]
   assert data["pipeline"] == {"evaluations": 3}
@@ -977,7 +977,8 @@ def test_run_suite_writes_each_record_with_its_artifacts_and_the_manifest(
   manifest = json.loads((run_dir / suite.MANIFEST).read_text())
   started, finished, pipeline = (manifest.pop(k) for k in ("started_at", "finished_at", "pipeline"))
   assert _STAMP.match(started) and _STAMP.match(finished) and started <= finished
-  ceilings = {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0, "method": None}
+  ceilings = {"copy_gbps": 1.0, "read_gbps": 2.0, "matmul_tflops": 3.0,
+              "matmul_bf16_tflops": None, "method": None}
   assert manifest == {
       "command": "regen --test", "git_commit": "abc1234", "device": "cpu",
       "sizes": ["large", "medium"], "variants": ["gpu", "tpu"], "tasks": ["relu", "gelu"],

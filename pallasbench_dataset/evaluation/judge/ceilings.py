@@ -1,9 +1,12 @@
-"""Hardware ceilings measured in the same run: memory bandwidth and float32 matmul rate.
+"""Hardware ceilings measured in the same run: memory bandwidth and the matmul rate per precision.
 
 Bandwidth is the larger of a 1 GiB device copy (bytes read + written) and a 1 GiB read-only
 reduction, so read-mostly kernels are not judged against a copy's lower rate. The matmul
-rate is XLA's float32 8192^3 product at default precision (TF32 on NVIDIA GPUs), the same
-precision a Pallas `jnp.dot` gets. A kernel above either ceiling is a measurement error, once
+rate is XLA's 8192^3 product at default precision, once in float32 (TF32 on NVIDIA GPUs, the
+same precision a Pallas `jnp.dot` gets) and once in bfloat16 (tensor cores at about twice the
+rate): a task is held against the rate of its own precision (`matmul_for`), since a bfloat16
+contraction held against the TF32 rate would be "impossible" at parity with XLA. A kernel
+above either ceiling is a measurement error, once
 the judge has measured the ceilings again (`Ceilings.raised`): one measurement can read low (the
 matmul ceiling once read 331 TFLOP/s against 415-419 in every other run on the same GPU kind).
 """
@@ -17,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from pallasbench_dataset.evaluation.judge.timing import TimingMethod, time_interleaved
+from pallasbench_dataset.precision import BFLOAT16
 
 COPY_ELEMENTS: Final = 1 << 28   # 1 GiB of float32
 MATMUL_N: Final = 8192
@@ -28,16 +32,22 @@ class Ceilings:
   read_gbps: float | None
   matmul_tflops: float | None
   method: str
+  matmul_bf16_tflops: float | None = None  # absent from runs before bfloat16 was measured
 
   @property
   def bandwidth_gbps(self) -> float | None:
     rates = [r for r in (self.copy_gbps, self.read_gbps) if r is not None]
     return max(rates) if rates else None
 
+  def matmul_for(self, precision: str) -> float | None:
+    """The matmul rate a task at `precision` is held against (None: not measured, so no
+    compute ceiling; never the other precision's rate)."""
+    return self.matmul_bf16_tflops if precision == BFLOAT16 else self.matmul_tflops
+
   def to_json(self) -> dict:
     return {"copy_gbps": self.copy_gbps, "read_gbps": self.read_gbps,
-            "matmul_tflops": self.matmul_tflops, "bandwidth_gbps": self.bandwidth_gbps,
-            "method": self.method}
+            "matmul_tflops": self.matmul_tflops, "matmul_bf16_tflops": self.matmul_bf16_tflops,
+            "bandwidth_gbps": self.bandwidth_gbps, "method": self.method}
 
   def raised(self, other: Ceilings) -> Ceilings:
     """Each ceiling the higher of the two measurements: a measured rate is a lower bound on
@@ -47,6 +57,7 @@ class Ceilings:
     return Ceilings(copy_gbps=higher(self.copy_gbps, other.copy_gbps),
                     read_gbps=higher(self.read_gbps, other.read_gbps),
                     matmul_tflops=higher(self.matmul_tflops, other.matmul_tflops),
+                    matmul_bf16_tflops=higher(self.matmul_bf16_tflops, other.matmul_bf16_tflops),
                     method=self.method)
 
 
@@ -60,17 +71,21 @@ def measure(method: TimingMethod) -> Ceilings:
     return NOT_MEASURED
   x = jax.random.normal(jax.random.key(0), (COPY_ELEMENTS,), jnp.float32)
   a, b = (jax.random.normal(jax.random.key(i), (MATMUL_N, MATMUL_N), jnp.float32) for i in (1, 2))
+  a16, b16 = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
   copy = jax.jit(lambda v: v * 1.5 + 0.5)
   read = jax.jit(jnp.sum)
   matmul = jax.jit(jnp.matmul)
   copy_t, read_t = (t.samples for t in time_interleaved(
       [copy, read], [[(x,)], [(x,)]], iterations=10, rounds=2, warmup=2, method=method))
-  (matmul_t,) = (t.samples for t in time_interleaved(
-      [matmul], [[(a, b)]], iterations=10, rounds=1, warmup=2, method=method))
+  # One precision at a time, as the float32 rate was always measured: alone on the GPU.
+  matmul_t, matmul16_t = (time_interleaved([matmul], [[args]], iterations=10, rounds=1, warmup=2,
+                                           method=method)[0].samples
+                          for args in ((a, b), (a16, b16)))
   nbytes = COPY_ELEMENTS * 4
   return Ceilings(
       copy_gbps=2 * nbytes / copy_t.median_ms / 1e6,
       read_gbps=nbytes / read_t.median_ms / 1e6,
       matmul_tflops=2 * MATMUL_N**3 / matmul_t.median_ms / 1e9,
-      method=f"{method.value}: 1 GiB copy and read-only sum, {MATMUL_N}^3 float32 XLA matmul "
-             "at default precision, median of 10")
+      matmul_bf16_tflops=2 * MATMUL_N**3 / matmul16_t.median_ms / 1e9,
+      method=f"{method.value}: 1 GiB copy and read-only sum, {MATMUL_N}^3 float32 and "
+             "bfloat16 XLA matmuls at default precision, median of 10")

@@ -549,7 +549,8 @@ def _roofline(spec: TaskSpec, dims: Dims, runtime_ms: float, ceilings: Ceilings,
   own, when `ceilings` were measured again), raised to the baseline's rates in this evaluation."""
   tflops, gbps = _rates(spec, dims, runtime_ms)
   base_tflops, base_gbps = _rates(spec, dims, baseline_ms)
-  mm, mm_source = _limit(ceilings.matmul_tflops, first and first.matmul_tflops, base_tflops)
+  mm, mm_source = _limit(ceilings.matmul_for(spec.precision),
+                         first and first.matmul_for(spec.precision), base_tflops)
   bw, bw_source = _limit(ceilings.bandwidth_gbps, first and first.bandwidth_gbps, base_gbps)
   return Roofline(flops=spec.flops(dims), bytes=spec.min_bytes(dims), achieved_tflops=tflops,
                   achieved_gbps=gbps, ceiling_tflops=mm, ceiling_gbps=bw,

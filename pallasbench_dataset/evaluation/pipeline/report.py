@@ -55,6 +55,13 @@ def table(records: Sequence[EvalRecord]) -> str:
   return "\n".join(lines)
 
 
+def _matmul_rates(ceilings: dict) -> str:
+  """'410.3 TFLOP/s', with the bfloat16 rate where the run measured it."""
+  text = f"{ceilings.get('matmul_tflops') or 0:.1f} TFLOP/s"
+  bf16 = ceilings.get("matmul_bf16_tflops")
+  return f"{text} (bfloat16 {bf16:.1f})" if bf16 else text
+
+
 def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
   counts = collections.Counter((r.variant, r.size, r.status.value) for r in records)
   lines = [f"{v} {s}: " + ", ".join(f"{st} {n}" for (vv, ss, st), n in sorted(counts.items())
@@ -64,7 +71,7 @@ def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
   copy = ceilings.get("copy_gbps")
   if copy:
     lines.append(f"ceilings: copy {copy:.0f} GB/s, read {ceilings.get('read_gbps') or 0:.0f} GB/s, "
-                 f"matmul {ceilings.get('matmul_tflops') or 0:.1f} TFLOP/s")
+                 f"matmul {_matmul_rates(ceilings)}")
     bound = [r for r in records if r.category in MEMORY_BOUND_CATEGORIES and r.level == 1
              and r.runtime_ms is not None and r.roofline is not None]
     for r in sorted(bound, key=lambda r: (r.variant, r.size, r.task_id)):
@@ -75,7 +82,7 @@ def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
     c = entry.get("ceilings") or {}
     if c.get("copy_gbps"):
       lines.append(f"  device {entry['device']}: copy {c['copy_gbps']:.0f} GB/s, read "
-                   f"{c.get('read_gbps') or 0:.0f} GB/s, matmul {c.get('matmul_tflops') or 0:.1f} TFLOP/s")
+                   f"{c.get('read_gbps') or 0:.0f} GB/s, matmul {_matmul_rates(c)}")
   for segment in [manifest or {}, *((manifest or {}).get("resumes") or ())]:
     if segment.get("pipeline"):
       lines.append(f"pipeline: {json.dumps(segment['pipeline'], sort_keys=True)}")

@@ -181,6 +181,7 @@ def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str,
                 ceiling_copy_gbps=ceilings.get("copy_gbps"),
                 ceiling_read_gbps=ceilings.get("read_gbps"),
                 ceiling_matmul_tflops=ceilings.get("matmul_tflops"),
+                ceiling_matmul_bf16_tflops=ceilings.get("matmul_bf16_tflops"),
                 ceiling_method=ceilings.get("method"))
   return dataclasses.replace(record, run=run), artifacts
 

@@ -267,7 +267,8 @@ class _Manifest:
     self._seen.add(gpu)
     ceilings = None if run is None else {
         "copy_gbps": run.ceiling_copy_gbps, "read_gbps": run.ceiling_read_gbps,
-        "matmul_tflops": run.ceiling_matmul_tflops, "method": run.ceiling_method}
+        "matmul_tflops": run.ceiling_matmul_tflops,
+        "matmul_bf16_tflops": run.ceiling_matmul_bf16_tflops, "method": run.ceiling_method}
     entry = {"device": "cpu" if gpu is None else str(gpu),
              "environment": to_json_dict(record.environment), "ceilings": ceilings}
     self._segment.setdefault("per_device", []).append(entry)
