@@ -270,6 +270,9 @@ class Artifacts:
   stablehlo: str | None
   triton_ir: str | None
   ptx: str | None
+  # The precision of the evaluation whose IR this is (its record's); lines from before it was
+  # noted are float32.
+  precision: str = "float32"
   candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
 
 

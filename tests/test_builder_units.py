@@ -2348,7 +2348,7 @@ def test_regenerate_parser_defaults_and_types():
   assert parser.formatter_class is argparse.RawDescriptionHelpFormatter
   assert vars(parser.parse_args([])) == {
       "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": ["tpu", "gpu"],
-      "out": pathlib.Path("build/dataset"), "results": None, "resume": False, "new_run": False,
+      "precisions": ["float32"], "out": pathlib.Path("build/dataset"), "results": None, "resume": False, "new_run": False,
       "from_results": None, "candidates": (), "kernel_trees": None, "measure_only": False,
       "headline_size": None, "allow_partial": False, "timeout": None, "compile_budget": None,
       "scheduler": None, "gpus": None, "cpu_workers": None, "compile_cache": None,
@@ -2364,7 +2364,8 @@ def test_regenerate_parser_defaults_and_types():
       "--create-pr", "--tag", "v2"])
   assert vars(args) == {
       "device": "gpu", "sizes": ["medium", "edge"], "tasks": ["relu", "gelu"], "levels": [1, 3],
-      "variants": ["gpu"], "out": pathlib.Path("o"), "results": pathlib.Path("r"), "resume": True,
+      "variants": ["gpu"], "precisions": ["float32"], "out": pathlib.Path("o"),
+      "results": pathlib.Path("r"), "resume": True,
       "new_run": False,
       "from_results": [pathlib.Path("a"), pathlib.Path("b")],
       "candidates": [pathlib.Path("p"), pathlib.Path("q")], "kernel_trees": pathlib.Path("k"),
@@ -2392,7 +2393,7 @@ def test_measure_plans_the_run_and_hands_it_to_the_suite(measured, caplog):
   with caplog.at_level(logging.INFO, logger="builder.regenerate"):
     run_dir = _measure(["--tasks", "gelu", "relu", "--variants", " gpu, tpu ,", "--out", "x/ds"])
   assert [r.getMessage() for r in caplog.records if r.name == "builder.regenerate"] == [
-      "4 evaluations planned (2 tasks x ('small',) x ['gpu', 'tpu']) on cpu into "
+      "4 evaluations planned (2 tasks x ('small',) x ['gpu', 'tpu'] x ['float32']) on cpu into "
       "x/ds.runs/cpu-19710101T010101Z"]
   assert run_dir == pathlib.Path("x/ds.runs/cpu-19710101T010101Z")
   ((items, got_dir, kwargs),) = measured.runs
