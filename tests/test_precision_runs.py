@@ -21,7 +21,7 @@ from builder import regenerate
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.pipeline import driver, stages, suite, verdicts
 from pallasbench_dataset.kernels import sha256
-from pallasbench_dataset.schema import Artifacts, EvalRecord, from_json_dict, to_json_dict
+from pallasbench_dataset.schema import Artifacts, EvalRecord, Status, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import get_task
 
 from tests import runfixtures as rf
@@ -269,3 +269,26 @@ def test_run_items_gives_the_judges_artifacts_the_items_precision(monkeypatch):
   driver.run_items([_item("bfloat16")], types.SimpleNamespace(device="cpu"), None,
                    on_result=lambda record, artifacts: got.append(artifacts.precision))
   assert got == ["bfloat16"]
+
+# ---------------------------------------------------------------------------------------------
+# What reads a run folder: the report, and the speed goals (float32's).
+
+
+def test_the_report_names_a_rows_precision_and_counts_each_apart(tmp_path, capsys):
+  from pallasbench_dataset.evaluation.pipeline import report  # pylint: disable=import-outside-toplevel
+  records = [_record(), _record("bfloat16", status=Status.INCORRECT, correct=False)]
+  table = report.table(records).splitlines()
+  assert " gpu medium pass " in " ".join(table[2].split()) and "medium/bfloat16" in table[3]
+  assert report.summary(records, None).splitlines() == ["gpu medium: pass 1",
+                                                        "gpu medium/bfloat16: incorrect 1"]
+  _write(tmp_path, [_line(r) for r in records], [])
+  assert report.main([str(tmp_path), "--precisions", "bfloat16"]) == 0
+  printed = capsys.readouterr().out
+  assert "medium/bfloat16" in printed and "gpu medium: pass" not in printed
+
+
+def test_the_speed_goals_read_the_float32_records_of_a_run(tmp_path):
+  from benchmarks import speed_goals  # pylint: disable=import-outside-toplevel
+  slower = dataclasses.replace(_record("bfloat16"), speedup=0.25)
+  _write(tmp_path, [_old_line(_record()), _line(slower)], [])
+  assert speed_goals.speedups(tmp_path) == {("relu", "medium"): 2.0}
