@@ -2,7 +2,7 @@
 
     python -m builder.regenerate                      # CPU: small size, interpret mode
     python -m builder.regenerate --device gpu --measure-only --results R   # all GPUs, local Dask
-    python -m builder.regenerate --device gpu --measure-only --precisions float32 bfloat16 --results R
+    python -m builder.regenerate --device gpu --precisions float32,bfloat16 --results R
     python -m builder.regenerate --device gpu --scheduler tcp://HOST:8786 --results R
     python -m builder.regenerate --from-results R1 R2 --out data
     python -m builder.regenerate --from-results R --candidates POPULATION_RUN --out data

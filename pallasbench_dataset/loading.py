@@ -44,7 +44,8 @@ def _source(path_or_repo: str | os.PathLike[str], revision: str | None) -> str:
 def load(path_or_repo: str | os.PathLike[str], config: str = "default", *,
          revision: str | None = None) -> datasets.DatasetDict:
   """One config of the dataset as a DatasetDict (default, and bf16 where bfloat16 was measured:
-  splits level_1..3; runs, artifacts and candidates: split train). `revision` (a tag, branch or commit) pins a Hub version."""
+  splits level_1..3; runs, artifacts and candidates: split train). `revision` (a tag, branch
+  or commit) pins a Hub version."""
   import datasets  # pylint: disable=import-outside-toplevel,redefined-outer-name
   if config not in CONFIGS:
     raise ValueError(f"unknown config {config!r}; configs: {', '.join(CONFIGS)}")

@@ -844,7 +844,8 @@ def test_tolerance_and_filters_tables(trees):
   assert card._tolerance_table(records) == (
       "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
       "|---|---|---|---|---|---|\n"
-      "| float32 | exact | 1e-05 | 1e-06 | – | 2 |\n| float32 | matmul | 0.01 | 0.01 | 0.002 | 1 |\n"
+      "| float32 | exact | 1e-05 | 1e-06 | – | 2 |\n"
+      "| float32 | matmul | 0.01 | 0.01 | 0.002 | 1 |\n"
       "| float32 | transcendental | 0.0001 | 1e-05 | – | 1 |")
   assert card._filters_table(records) == (
       "| filter | evaluations | failed |\n|---|---|---|\n| input_impact | 1 | 0 |\n"
@@ -1062,7 +1063,8 @@ def test_stats_gather_every_section(trees, tmp_path):
       "marker": card.MARKER, "repo_id": "org/pb", "headline": "medium",
       "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": "v5",
       "release": "Release 5", "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
-      "precisions": {"headline": "float32", "measured": "float32", "n_bf16": 0}, "n_runs": 1, "n_published": 8, "runs_table": card._runs_table([resumed]),
+      "precisions": {"headline": "float32", "measured": "float32", "n_bf16": 0},
+      "n_runs": 1, "n_published": 8, "runs_table": card._runs_table([resumed]),
       "commands": [("run-a", run.manifest.command), ("run-a", "regen --resume")],
       "n_missing": 1, "missing_table": card._missing_table(missing),
       "n_lost": 1, "lost_table": card._lost_table(lost),
@@ -2358,7 +2360,8 @@ def test_regenerate_parser_defaults_and_types():
   assert parser.formatter_class is argparse.RawDescriptionHelpFormatter
   assert vars(parser.parse_args([])) == {
       "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": ["tpu", "gpu"],
-      "precisions": ["float32"], "out": pathlib.Path("build/dataset"), "results": None, "resume": False, "new_run": False,
+      "precisions": ["float32"], "out": pathlib.Path("build/dataset"), "results": None,
+      "resume": False, "new_run": False,
       "from_results": None, "candidates": (), "kernel_trees": None, "measure_only": False,
       "headline_size": None, "allow_partial": False, "timeout": None, "compile_budget": None,
       "scheduler": None, "gpus": None, "cpu_workers": None, "compile_cache": None,

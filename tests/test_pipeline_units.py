@@ -981,7 +981,8 @@ def test_run_suite_writes_each_record_with_its_artifacts_and_the_manifest(
   assert manifest == {
       "command": "regen --test", "git_commit": "abc1234", "device": "cpu",
       "sizes": ["large", "medium"], "variants": ["gpu", "tpu"], "tasks": ["relu", "gelu"],
-      "precisions": ["float32"], "scheduler": dask_cluster.scheduler_address, "gpus": [], "cpu_workers": 2,
+      "precisions": ["float32"], "scheduler": dask_cluster.scheduler_address, "gpus": [],
+      "cpu_workers": 2,
       "compile_budget_s": 30.0, "timeout_s": 120, "resumed_with": 0, "candidates": 0,
       "verdict_cache": None, "environment": to_json_dict(runfixtures.ENV), "ceilings": ceilings,
       "per_device": [{"device": "0", "environment": to_json_dict(runfixtures.ENV),

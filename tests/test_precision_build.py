@@ -49,7 +49,8 @@ def _bfloat16(records):
   out = []
   for r in records:
     runtime = None if r.runtime_ms is None else r.runtime_ms * 1.5
-    ratio = lambda baseline: None if runtime is None or baseline is None else baseline / runtime  # noqa: E731
+    def ratio(baseline, runtime=runtime):
+      return None if runtime is None or baseline is None else baseline / runtime
     out.append(dataclasses.replace(r, precision="bfloat16", runtime_ms=runtime,
                                    speedup=ratio(r.baseline_ms),
                                    speedup_eager=ratio(r.eager_baseline_ms)))
@@ -65,9 +66,8 @@ def two(tmp_path_factory):
   records = rf.standard_records(trees)
   old = _write_old_run(root / "run-a", records, rf.artifacts_for(records))
   half = _bfloat16(records)
-  bf16 = rf.write_run(root / "run-b", half,
-                      [dataclasses.replace(a, precision="bfloat16") for a in rf.artifacts_for(half)],
-                      precisions=["bfloat16"])
+  artifacts = [dataclasses.replace(a, precision="bfloat16") for a in rf.artifacts_for(half)]
+  bf16 = rf.write_run(root / "run-b", half, artifacts, precisions=["bfloat16"])
   float32 = build_dataset([old], root / "float32", kernel_trees=trees, repo_id="org/pb").out_dir
   both = build_dataset([old, bf16], root / "both", kernel_trees=trees, repo_id="org/pb").out_dir
   return types.SimpleNamespace(float32=float32, both=both, records=records, half=half)

@@ -7,7 +7,6 @@ and the release script to the plan and the manifest."""
 
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import pathlib
@@ -17,9 +16,10 @@ import types
 
 import pytest
 
+from benchmarks import speed_goals
 from builder import regenerate
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
-from pallasbench_dataset.evaluation.pipeline import driver, stages, suite, verdicts
+from pallasbench_dataset.evaluation.pipeline import driver, report, stages, suite, verdicts
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import Artifacts, EvalRecord, Status, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import get_task
@@ -275,7 +275,6 @@ def test_run_items_gives_the_judges_artifacts_the_items_precision(monkeypatch):
 
 
 def test_the_report_names_a_rows_precision_and_counts_each_apart(tmp_path, capsys):
-  from pallasbench_dataset.evaluation.pipeline import report  # pylint: disable=import-outside-toplevel
   records = [_record(), _record("bfloat16", status=Status.INCORRECT, correct=False)]
   table = report.table(records).splitlines()
   assert " gpu medium pass " in " ".join(table[2].split()) and "medium/bfloat16" in table[3]
@@ -288,7 +287,6 @@ def test_the_report_names_a_rows_precision_and_counts_each_apart(tmp_path, capsy
 
 
 def test_the_speed_goals_read_the_float32_records_of_a_run(tmp_path):
-  from benchmarks import speed_goals  # pylint: disable=import-outside-toplevel
   slower = dataclasses.replace(_record("bfloat16"), speedup=0.25)
   _write(tmp_path, [_old_line(_record()), _line(slower)], [])
   assert speed_goals.speedups(tmp_path) == {("relu", "medium"): 2.0}

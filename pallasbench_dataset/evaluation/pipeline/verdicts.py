@@ -1,7 +1,7 @@
 """The verdict cache: a kernel source judged once is not judged again on the same machine.
 
-A verdict depends on the kernel's source, the task, size and precision, how it was judged (the judge's
-version and the evaluation options) and where (platform, device kind, jax and jaxlib). Those
+A verdict depends on the kernel's source, the task, size and precision, how it was judged (the
+judge's version and the evaluation options) and where (platform, device kind, jax and jaxlib). Those
 name one JSON file in the cache folder holding the record and its artifacts; a later
 evaluation with the same key reuses them, marked `cached`. Records that are no verdict on the
 kernel (a killed process, a harness bug: `driver.has_verdict`) are never stored.
@@ -80,7 +80,8 @@ def _options(options: EvalOptions) -> str:
 
 def _key(item: WorkItem, judge_version: str, environment: Environment) -> VerdictKey:
   return VerdictKey(kernel_sha256=sha256(item.source), task=item.task, size=str(item.size),
-                    precision=item.precision, judge_version=judge_version, options=_options(item.options),
+                    precision=item.precision, judge_version=judge_version,
+                    options=_options(item.options),
                     platform=environment.platform, device_kind=environment.device_kind,
                     jax=environment.jax, jaxlib=environment.jaxlib)
 
