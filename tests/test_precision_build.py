@@ -187,12 +187,15 @@ def test_the_45_row_default_stays_float32_beside_bfloat16_records(tmp_path, load
   kernels beside it: the default config is the same 45 float32 rows, byte for byte."""
   first = rec.read_run(_first_run_of_data())
   float32 = [r for r in first.records if r.precision == "float32"]
+  plan = {"tasks": first.manifest.tasks, "sizes": first.manifest.sizes,
+          "variants": first.manifest.variants}
+  run = rf.write_run(tmp_path / "float32-run", float32, **plan)  # whatever else data/ holds
   half = _bfloat16([r for r in float32 if r.variant == "gpu" and r.size == "medium"])
   bf16 = rf.write_run(tmp_path / "bf16-run", half, precisions=["bfloat16"], sizes=["medium"],
                       variants=["gpu"], tasks=sorted({r.task for r in half}))
   trees = KernelTrees.within(ROOT / "data")
-  alone = build_dataset([first.path], tmp_path / "alone", kernel_trees=trees).out_dir
-  both = build_dataset([first.path, bf16], tmp_path / "both", kernel_trees=trees).out_dir
+  alone = build_dataset([run], tmp_path / "alone", kernel_trees=trees).out_dir
+  both = build_dataset([run, bf16], tmp_path / "both", kernel_trees=trees).out_dir
   assert _hashes(both, "default") == _hashes(alone, "default")
   default = pd.concat([d.to_pandas() for d in load(both, "default").values()])
   assert len(default) == 45 and sorted(default["Pallas_Runtime"].dropna()) == sorted(
