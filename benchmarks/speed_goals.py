@@ -30,11 +30,14 @@ RUN_TO_RUN: Final = 0.05  # relative speedup change still read as "not slower"
 
 
 def speedups(run: pathlib.Path) -> dict[tuple[str, str], float | None]:
-  """(task, size) -> speedup over XLA of the GPU-fixed kernel, None where it did not pass."""
+  """(task, size) -> speedup over XLA of the GPU-fixed kernel at float32 (a record without a
+  precision is float32; a run's bfloat16 records are not these goals'), None where it did not
+  pass."""
   out = {}
   for line in (run / "records.jsonl").read_text().splitlines():
     record = json.loads(line)
-    if record["variant"] == "gpu" and record["size"] in SIZES:
+    float32 = record.get("precision", "float32") == "float32"
+    if record["variant"] == "gpu" and record["size"] in SIZES and float32:
       ok = record["status"] == "pass" and record["speedup"]
       out[record["task"], record["size"]] = float(record["speedup"]) if ok else None
   return out

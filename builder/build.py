@@ -7,6 +7,8 @@ The folder (exactly what the Hub repo holds):
 
     README.md                                  the generated card
     default/level_{1,2,3}-00000-of-00001.parquet   one SummaryRow per task at the headline size
+                                                 (float32)
+    bf16/level_{1,2,3}-00000-of-00001.parquet      the same at bfloat16 (only when measured)
     runs/train-00000-of-00001.parquet          every EvalRecord (task x variant x size)
     artifacts/train-00000-of-00001.parquet     Artifacts rows (only when a run recorded them)
     candidates/train-00000-of-00001.parquet    CandidateRow rows (only with population runs)
@@ -45,6 +47,7 @@ import pandas as pd
 
 from pallasbench_dataset import analysis, schema
 from pallasbench_dataset.population.candidates import CANDIDATES
+from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
@@ -52,7 +55,7 @@ from builder import card, plots, release, repeats, sections, training
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
     BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured, key_of,
-    merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
+    make_key, merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
 from builder.rows import summary_rows
 from builder.trees import KernelTrees, check_sha256, fix_patch
 from builder.validate import EXPECTED_FEATURES, validate_folder
@@ -147,8 +150,10 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   check_headline(missing, headline, allow_partial=allow_partial)
   lost = missing_artifacts(runs)
   check_artifacts(lost, allow_partial=allow_partial)
+  headline_view = merged.at_precision(DEFAULT_PRECISION)  # the card's sections, the plots
   rows = summary_rows(merged, trees, headline)
-  repro, changes = repeats.pairs(merged), _verdict_changes(merged)
+  bf16_rows = summary_rows(merged, trees, headline, BFLOAT16)
+  repro, changes = repeats.pairs(headline_view), _verdict_changes(headline_view)
   repo_id = repo_id or release.default_repo_id(_hardware(merged))
   rebuild = sections.rebuild_command(
       [run.name for run in runs], [pop.name for pop in populations], repo_id=repo_id,
@@ -158,9 +163,9 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   out_dir.parent.mkdir(parents=True, exist_ok=True)
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
-    _write_folder(staging, runs=runs, merged=merged, rows=rows, trees=trees, repro=repro,
-                  changes=changes, headline=headline, repo_id=repo_id, rebuild=rebuild,
-                  missing=missing, lost_artifacts=lost, populations=populations)
+    _write_folder(staging, runs=runs, merged=merged, rows=rows, bf16_rows=bf16_rows, trees=trees,
+                  repro=repro, changes=changes, headline=headline, repo_id=repo_id,
+                  rebuild=rebuild, missing=missing, lost_artifacts=lost, populations=populations)
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
@@ -242,8 +247,9 @@ def _against_repeats(merged: Merged, compare: Callable[[pd.DataFrame, pd.DataFra
   tables = []
   for name, repeated in merged.repeats:
     table = compare(rows_df, pd.DataFrame([to_json_dict(r) for r in repeated]))
-    table.insert(3, "run_a", [merged.source_run[k] for k in
-                              zip(table["task"], table["variant"], table["size"])])
+    precision = table.pop("precision")  # one precision: the card's section says which
+    table.insert(3, "run_a", [merged.source_run[make_key(*k)] for k in zip(
+        table["task"], table["variant"], table["size"], precision)])
     table.insert(4, "run_b", name)
     tables.append(table)
   return pd.concat(tables, ignore_index=True)
@@ -257,13 +263,20 @@ def _verdict_changes(merged: Merged) -> pd.DataFrame | None:
 # ---------------------------------------------------------------------------------------------
 # Writing the folder.
 
+def _by_level(rows: Sequence[schema.SummaryRow]) -> dict[str, list[dict[str, Any]]]:
+  """The headline table's splits (level_1..3), empty ones left out."""
+  splits = {split: [to_json_dict(r) for r in rows if r.Level_ID == level]
+            for level, split in sorted(LEVEL_SPLITS.items())}
+  return {s: v for s, v in splits.items() if v}
+
+
 def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow],
+                 bf16_rows: Sequence[schema.SummaryRow],
                  candidates: Sequence[schema.CandidateRow]
                  ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-  """config -> split -> JSON rows; empty splits and configs are left out."""
-  default = {split: [to_json_dict(r) for r in rows if r.Level_ID == level]
-             for level, split in sorted(LEVEL_SPLITS.items())}
-  configs = {"default": {s: v for s, v in default.items() if v},
+  """config -> split -> JSON rows; empty splits and configs are left out (a float32 build has
+  no `bf16` config)."""
+  configs = {"default": _by_level(rows), "bf16": _by_level(bf16_rows),
              "runs": {"train": _published(merged, merged.published, schema.RunRow)},
              "artifacts": {"train": _published(merged, merged.published_artifacts,
                                                schema.ArtifactRow)},
@@ -344,19 +357,20 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
         shutil.copyfile(run.path / name, dest / name)
 
 
-def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows,
+def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows, bf16_rows,
                   trees: KernelTrees, repro: pd.DataFrame | None,
                   changes: pd.DataFrame | None, headline: str, repo_id: str, rebuild: str,
                   missing, lost_artifacts, populations: Sequence[PopulationRun]) -> None:
   candidates = candidate_rows(populations)
-  fine_tuning = training.config_rows(merged, trees, headline, candidates)
-  configs = {**_config_rows(merged, rows, candidates), **fine_tuning}
+  headline_view = merged.at_precision(DEFAULT_PRECISION)  # the prompts pose float32 tasks
+  fine_tuning = training.config_rows(headline_view, trees, headline, candidates)
+  configs = {**_config_rows(merged, rows, bf16_rows, candidates), **fine_tuning}
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
   (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(
-      rows, comparable=plots.comparable(merged.records, headline)))
-  (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(merged.records))
+      rows, comparable=plots.comparable(headline_view.records, headline)))
+  (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(headline_view.records))
   if populations:
     (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
   counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}

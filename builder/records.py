@@ -2,8 +2,9 @@
 
 A run folder holds `manifest.json`, `records.jsonl` (one `EvalRecord` a line) and optionally
 `artifacts.jsonl` (one `Artifacts` a line). Several runs merge into one set of rows: the
-FIRST run given that holds a (task, variant, size) provides its row; the same key in a
-later run is a repeat that only feeds the reproducibility table.
+FIRST run given that holds a (task, variant, size, precision) provides its row; the same key
+in a later run is a repeat that only feeds the reproducibility table. A record or artifacts
+line without a precision (runs before it was noted) is float32.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from typing import Any, Final
 
 from pallasbench_dataset import schema
 from pallasbench_dataset.kernels import Variant
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, key_part
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord
 from pallasbench_dataset.tasks import TASKS, Size
 
 log = logging.getLogger(__name__)
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
-Key = tuple[str, str, str]  # (task, variant, size)
+# (task, variant, size), and the precision where it is not float32 (`precision.key_part`, as
+# the run folder's keys): a float32 record's key is what it was before precisions existed.
+Key = tuple[str, ...]
 # Records written by the driver when the judge never reported back: they have no artifacts.
 NO_ARTIFACTS: Final = frozenset({ErrorType.TIMEOUT, ErrorType.CRASH, ErrorType.OUT_OF_MEMORY,
                                  ErrorType.HARNESS})
@@ -70,6 +74,7 @@ class Resume:
   variants: tuple[str, ...]
   tasks: tuple[str, ...]
   per_device: tuple[DeviceCeilings, ...] = ()
+  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 in runs from before they were noted
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,11 +92,12 @@ class Manifest:
   tasks: tuple[str, ...]
   resumes: tuple[Resume, ...] = ()
   per_device: tuple[DeviceCeilings, ...] = ()
+  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 in runs from before they were noted
 
   def planned(self) -> set[Key]:
-    """Every (task, variant, size) the run's commands set out to measure."""
-    return {(t, v, s) for seg in (self, *self.resumes)
-            for t in seg.tasks for v in seg.variants for s in seg.sizes}
+    """Every (task, variant, size, precision) the run's commands set out to measure."""
+    return {make_key(t, v, s, p) for seg in (self, *self.resumes)
+            for t in seg.tasks for v in seg.variants for s in seg.sizes for p in seg.precisions}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,13 +123,46 @@ class Merged:
   published: tuple[tuple[str, EvalRecord], ...] = ()
   published_artifacts: tuple[tuple[str, Artifacts], ...] = ()
 
+  def at_precision(self, precision: str) -> Merged:
+    """The rows, repeats and published items of one precision (the default config and the
+    card's sections read float32's, the `bf16` config bfloat16's)."""
+    def keep(items):
+      return tuple(item for item in items if item.precision == precision)
+
+    def keep_tagged(tagged):
+      return tuple((name, item) for name, item in tagged if item.precision == precision)
+    repeats = tuple((name, keep(records)) for name, records in self.repeats)
+    return Merged(records=keep(self.records), artifacts=keep(self.artifacts),
+                  source_run={k: v for k, v in self.source_run.items()
+                              if precision_of(k) == precision},
+                  repeats=tuple((name, records) for name, records in repeats if records),
+                  published=keep_tagged(self.published),
+                  published_artifacts=keep_tagged(self.published_artifacts))
+
+  def precisions(self) -> tuple[str, ...]:
+    """The precisions measured, in PRECISIONS order."""
+    return tuple(p for p in PRECISIONS if any(r.precision == p for r in self.records))
+
 
 def key_of(item: EvalRecord | Artifacts) -> Key:
-  return (item.task, item.variant, item.size)
+  return make_key(item.task, item.variant, item.size, item.precision)
 
 
-def sort_key(item: EvalRecord | Artifacts) -> tuple[int, str, str]:
-  return (TASKS[item.task].task_id, item.variant, item.size)
+def make_key(task: str, variant: str, size: str, precision: str) -> Key:
+  return (task, variant, size, *key_part(precision))
+
+
+def precision_of(key: Key) -> str:
+  return key[3] if len(key) > 3 else DEFAULT_PRECISION
+
+
+def label(key: Key) -> str:
+  """A key as messages name it: task/variant/size, and the precision unless float32."""
+  return "/".join(key)
+
+
+def sort_key(item: EvalRecord | Artifacts) -> tuple[int, str, str, int]:
+  return (TASKS[item.task].task_id, item.variant, item.size, PRECISIONS.index(item.precision))
 
 
 def read_run(path: pathlib.Path) -> Run:
@@ -139,7 +178,8 @@ def read_run(path: pathlib.Path) -> Run:
   artifacts_path = path / "artifacts.jsonl"
   artifacts = tuple(read_jsonl(artifacts_path, Artifacts)) if artifacts_path.is_file() else ()
   for item, where in [(r, records_path) for r in records] + [(a, artifacts_path) for a in artifacts]:
-    _check_known(item.task, item.variant, item.size, f"{where} ({'/'.join(key_of(item))})")
+    _check_known(item.task, item.variant, item.size, item.precision,
+                 f"{where} ({label(key_of(item))})")
   for r in records:
     check_record(r, records_path)
   _check_unique(records, records_path)
@@ -151,7 +191,7 @@ def read_run(path: pathlib.Path) -> Run:
 def read_manifest(path: pathlib.Path) -> Manifest:
   data = _load_json(path)
   names = [f.name for f in dataclasses.fields(Manifest)]
-  missing = sorted(set(names) - set(data) - {"resumes"})
+  missing = sorted(set(names) - set(data) - {"resumes", "precisions"})
   if missing:
     raise BuildError(f"{path} lacks the keys {missing}; it must be written by the evaluator")
   picked = {k: data[k] for k in names if k in data}  # other keys (devices, ...) stay raw
@@ -162,8 +202,8 @@ def read_manifest(path: pathlib.Path) -> Manifest:
     manifest = schema.from_json_dict(Manifest, picked)
   except (ValueError, TypeError) as e:
     raise BuildError(f"{path} is not a valid run manifest: {e}") from None
-  for task, variant, size in manifest.planned():
-    _check_known(task, variant, size, str(path))
+  for key in manifest.planned():
+    _check_known(*key[:3], precision_of(key), str(path))
   return manifest
 
 
@@ -187,7 +227,9 @@ def _pick_segment(data: Any) -> Any:
   if not isinstance(data, dict):
     return data
   picked = {f.name: data.get(f.name) for f in dataclasses.fields(Resume)
-            if f.name != "per_device"}
+            if f.name not in ("per_device", "precisions")}
+  if "precisions" in data:
+    picked["precisions"] = data["precisions"]
   picked["per_device"] = _pick_devices(data.get("per_device", []))
   return picked
 
@@ -224,10 +266,12 @@ def read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
       raise BuildError(f"{path}:{lineno}: not a valid {cls.__name__}: {e}") from None
 
 
-def _check_known(task: str, variant: str, size: str, where: str) -> None:
+def _check_known(task: str, variant: str, size: str, precision: str, where: str) -> None:
   _check_task(task, where)
   _check_variant(variant, where)
   _check_size(size, where)
+  if precision not in PRECISIONS:
+    raise BuildError(f"{where}: unknown precision {precision!r}; precisions: {list(PRECISIONS)}")
 
 
 def _check_task(task: str, where: str) -> None:
@@ -268,11 +312,11 @@ def _check_speedup(record: EvalRecord, path: pathlib.Path) -> None:
     if speedup is None:
       continue
     if record.runtime_ms is None or baseline is None or record.runtime_ms <= 0:
-      raise BuildError(f"{path}: {'/'.join(key_of(record))} has a {name} but no {base} or "
+      raise BuildError(f"{path}: {label(key_of(record))} has a {name} but no {base} or "
                        "runtime_ms")
     expected = baseline / record.runtime_ms
     if abs(speedup - expected) > 1e-6 * abs(expected):
-      raise BuildError(f"{path}: {'/'.join(key_of(record))} {name} {speedup!r} is not "
+      raise BuildError(f"{path}: {label(key_of(record))} {name} {speedup!r} is not "
                        f"{base} / runtime_ms = {expected!r}; fix the evaluator")
 
 
@@ -280,8 +324,9 @@ def _check_unique(items: Sequence[EvalRecord | Artifacts], path: pathlib.Path) -
   seen: set[Key] = set()
   for item in items:
     if key_of(item) in seen:
-      raise BuildError(f"{path}: {'/'.join(key_of(item))} appears twice; a run holds one "
-                       "evaluation per (task, variant, size): remove the stale line")
+      raise BuildError(f"{path}: {label(key_of(item))} appears twice; a run holds one "
+                       "evaluation per (task, variant, size) at each precision: remove the stale "
+                       "line")
     seen.add(key_of(item))
 
 
@@ -319,7 +364,7 @@ def _merge_artifacts(runs: Sequence[Run], source: Mapping[Key, str]) -> tuple[Ar
     measured = {key_of(r) for r in run.records}
     for a in run.artifacts:
       if key_of(a) not in measured:
-        raise BuildError(f"{run.path / 'artifacts.jsonl'}: {'/'.join(key_of(a))} has no record "
+        raise BuildError(f"{run.path / 'artifacts.jsonl'}: {label(key_of(a))} has no record "
                          "in its run; artifacts must belong to a measured evaluation")
       if source[key_of(a)] == run.name:
         chosen[key_of(a)] = a
@@ -347,20 +392,27 @@ def check_artifacts(missing: Sequence[tuple[str, Key]], *, allow_partial: bool) 
   """Refuses a build whose records lost their artifacts (each one named), unless allowed."""
   if not missing or allow_partial:
     return
-  listed = some([f"{run}: {'/'.join(key)}" for run, key in missing])
+  listed = some([f"{run}: {label(key)}" for run, key in missing])
   raise BuildError(f"{len(missing)} record(s) have no line in their run's artifacts.jsonl: "
                    f"{listed}. Re-measure them (remove their lines from records.jsonl, then "
                    "regenerate --resume --results RUN), or build with --allow-partial (the card "
                    "then lists every missing artifact)")
 
 
+def _headline_sizes(merged: Merged) -> set[str]:
+  """The sizes at which fixed kernels were measured at float32 (the default config's)."""
+  return {r.size for r in merged.records
+          if r.variant == Variant.GPU.value and r.precision == DEFAULT_PRECISION}
+
+
 def pick_headline(runs: Sequence[Run], merged: Merged) -> str:
-  """`medium` when the fixed kernels were measured there, else the first size the runs planned
-  (in their manifests' order) that has a fixed-kernel record."""
-  measured = {r.size for r in merged.records if r.variant == Variant.GPU.value}
+  """`medium` when the fixed kernels were measured there at float32, else the first size the
+  runs planned (in their manifests' order) that has a float32 fixed-kernel record."""
+  measured = _headline_sizes(merged)
   if not measured:
-    raise BuildError("the runs hold no record of the fixed kernels (variant gpu) at any size: "
-                     "nothing to build; measure with --variants gpu (or tpu,gpu)")
+    raise BuildError("the runs hold no record of the fixed kernels (variant gpu) at float32 at "
+                     "any size: nothing to build (the default config is float32); measure with "
+                     "--variants gpu (or tpu,gpu) at float32 (--precisions float32, the default)")
   if Size.MEDIUM.value in measured:
     return Size.MEDIUM.value
   order = [s for run in runs for seg in (run.manifest, *run.manifest.resumes) for s in seg.sizes]
@@ -369,8 +421,7 @@ def pick_headline(runs: Sequence[Run], merged: Merged) -> str:
 
 def check_headline_measured(merged: Merged, headline: str) -> None:
   """Refuses a headline size at which no fixed kernel was measured, naming the sizes that were."""
-  measured = sorted({r.size for r in merged.records if r.variant == Variant.GPU.value},
-                    key=[s.value for s in Size].index)
+  measured = sorted(_headline_sizes(merged), key=[s.value for s in Size].index)
   if headline not in measured:
     raise BuildError(f"the headline size {headline!r} lacks records for every task: the runs "
                      f"measured the fixed kernels at {', '.join(measured) or 'no size'}; pass "
@@ -379,19 +430,22 @@ def check_headline_measured(merged: Merged, headline: str) -> None:
 
 
 def unmeasured(runs: Sequence[Run], merged: Merged, headline: str) -> list[Key]:
-  """Planned evaluations without a record, plus any task lacking its GPU-kernel headline row."""
+  """Planned evaluations without a record, plus any task lacking its GPU-kernel headline row
+  (float32: the default config's)."""
   have = set(merged.source_run)
   tasks = {r.task for r in merged.records} | {k[0] for run in runs for k in run.manifest.planned()}
-  wanted = {(t, Variant.GPU.value, headline) for t in tasks}
+  wanted = {make_key(t, Variant.GPU.value, headline, DEFAULT_PRECISION) for t in tasks}
   wanted |= {k for run in runs for k in run.manifest.planned()}
-  return sorted(wanted - have, key=lambda k: (k[2] != headline, k[2], TASKS[k[0]].task_id, k[1]))
+  return sorted(wanted - have, key=lambda k: (k[2] != headline, k[2],
+                                               PRECISIONS.index(precision_of(k)),
+                                               TASKS[k[0]].task_id, k[1]))
 
 
 def check_headline(missing: Sequence[Key], headline: str, *, allow_partial: bool) -> None:
   """Refuses a build with evaluations missing at the headline size, unless allowed."""
   at_headline = [k for k in missing if k[2] == headline]
   if at_headline and not allow_partial:
-    listed = some([f"{t} ({v})" for t, v, _ in at_headline])
+    listed = some([f"{k[0]} ({', '.join((k[1], *k[3:]))})" for k in at_headline])
     raise BuildError(f"the headline size {headline!r} lacks records for {len(at_headline)} "
                      f"evaluation(s): {listed}. To build what was measured, pass --allow-partial "
                      "(the card then lists every evaluation that was not measured); or finish "

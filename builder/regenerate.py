@@ -2,6 +2,7 @@
 
     python -m builder.regenerate                      # CPU: small size, interpret mode
     python -m builder.regenerate --device gpu --measure-only --results R   # all GPUs, local Dask
+    python -m builder.regenerate --device gpu --precisions float32,bfloat16 --results R
     python -m builder.regenerate --device gpu --scheduler tcp://HOST:8786 --results R
     python -m builder.regenerate --from-results R1 R2 --out data
     python -m builder.regenerate --from-results R --candidates POPULATION_RUN --out data
@@ -27,6 +28,7 @@ from pallasbench_dataset.evaluation.pipeline import run_options
 from pallasbench_dataset.evaluation.judge.environment import git_commit, gpu_name, hardware_slug
 from pallasbench_dataset.evaluation.pipeline.suite import (
     Interrupted, plan, read_records, run_suite, unfinished_run)
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 
 logger = logging.getLogger("builder.regenerate")
@@ -50,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                  help="only the tasks of these levels (1 single ops, 2 fused, 3 architectures)")
   p.add_argument("--variants", action=ListOption, choices=["tpu", "gpu"],
                  default=["tpu", "gpu"], help="tpu (original), gpu (fixed); default both")
+  p.add_argument("--precisions", action=ListOption, choices=PRECISIONS,
+                 default=[DEFAULT_PRECISION],
+                 help="the precisions to pose each task at, each the same tasks x variants x "
+                      f"sizes (default {DEFAULT_PRECISION}; bfloat16 builds the `bf16` config)")
   p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="dataset folder to build")
   p.add_argument("--results", type=pathlib.Path,
                  help="run folder for the records (default: a new <out>.runs/<device>-<time>)")
@@ -90,7 +96,7 @@ def _measure(args, device: str, argv: Sequence[str]) -> pathlib.Path:
   specs = [get_task(t) for t in args.tasks] if args.tasks else list_tasks(
       levels=tuple(args.levels) if args.levels else None)
   sizes = args.sizes or DEFAULT_SIZES[device]
-  items = plan(specs, args.variants, sizes, default_options(device))
+  items = plan(specs, args.variants, sizes, default_options(device), args.precisions)
   run_dir, resume = args.results, args.resume
   if run_dir is None:
     runs = args.out.with_name(args.out.name + ".runs")
@@ -103,8 +109,8 @@ def _measure(args, device: str, argv: Sequence[str]) -> pathlib.Path:
       run_dir = runs / f"{device}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
   if run_dir.exists() and not run_dir.is_dir():
     raise ValueError(f"--results {run_dir} is a file, not a run folder: name a folder")
-  logger.info("%d evaluations planned (%d tasks x %s x %s) on %s into %s", len(items),
-              len(specs), sizes, args.variants, device, run_dir)
+  logger.info("%d evaluations planned (%d tasks x %s x %s x %s) on %s into %s", len(items),
+              len(specs), sizes, args.variants, args.precisions, device, run_dir)
   return run_suite(items, run_dir, device=device, limits=run_options.limits(args, device),
                    git_commit=args.git_commit or git_commit(),
                    command=shlex.join([*PROG, *argv]),

@@ -1,4 +1,5 @@
-"""The rows of the default config: one `SummaryRow` per task at the headline size."""
+"""The rows of the default config: one `SummaryRow` per task at the headline size, at float32;
+and of the `bf16` config: the same table at bfloat16."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pallasbench_dataset import inputs
+from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import EvalRecord, SummaryRow
 from pallasbench_dataset.tasks import TASKS, TaskSpec
 
-from builder.records import Key, Merged
+from builder.records import Key, Merged, key_of, make_key
 from builder.trees import KernelTrees, gpu_fix
 
 NOT_MEASURED = "not_measured"  # Original_Status when the run did not measure the original kernel
@@ -109,7 +111,7 @@ def _original(tpu: EvalRecord | None, field: Callable[[EvalRecord], Any]) -> Any
 
 
 def summary_row(gpu: EvalRecord, tpu: EvalRecord | None, trees: KernelTrees) -> SummaryRow:
-  spec = TASKS[gpu.task]
+  spec = TASKS[gpu.task].at_precision(gpu.precision)  # the inputs JAX_Code_Functional draws
   fix_applied, fix_reason = gpu_fix(trees, gpu.task)
   env = gpu.environment
   return SummaryRow(
@@ -137,9 +139,12 @@ def summary_row(gpu: EvalRecord, tpu: EvalRecord | None, trees: KernelTrees) -> 
       JAX_Version=env.jax, Measured_At=gpu.measured_at)
 
 
-def summary_rows(merged: Merged, trees: KernelTrees, headline: str) -> tuple[SummaryRow, ...]:
-  """One row per task that has a GPU-kernel record at the headline size, in task-id order."""
-  by_key: Mapping[Key, EvalRecord] = {(r.task, r.variant, r.size): r for r in merged.records}
-  rows = [summary_row(r, by_key.get((r.task, "tpu", headline)), trees)
-          for r in merged.records if r.variant == "gpu" and r.size == headline]
+def summary_rows(merged: Merged, trees: KernelTrees, headline: str,
+                 precision: str = DEFAULT_PRECISION) -> tuple[SummaryRow, ...]:
+  """One row per task that has a GPU-kernel record at the headline size and `precision`, in
+  task-id order; its original's record is the one at the same size and precision."""
+  by_key: Mapping[Key, EvalRecord] = {key_of(r): r for r in merged.records}
+  rows = [summary_row(r, by_key.get(make_key(r.task, "tpu", headline, precision)), trees)
+          for r in merged.records
+          if r.variant == "gpu" and r.size == headline and r.precision == precision]
   return tuple(sorted(rows, key=lambda row: row.Task_ID))

@@ -25,10 +25,23 @@ LEVEL_FORMATS: Final = {"fast_0": ".0%", "fast_1": ".0%", "fast_2": ".0%",
 
 
 def sizes_of(merged: Merged, headline: str) -> list[str]:
-  """The sizes the fixed kernels were measured at: the headline first, then in size order."""
+  """The sizes the fixed kernels were measured at: the headline first (where measured), then
+  in size order."""
   measured = {r.size for r in merged.records if r.variant == "gpu"}
   order = [s.value for s in Size]
-  return [headline] + sorted(measured - {headline}, key=order.index)
+  return [headline] * (headline in measured) + sorted(measured - {headline}, key=order.index)
+
+
+def results(merged: Merged, headline: str, table) -> list[dict[str, Any]]:
+  """`results_by_size` for each precision measured (PRECISIONS order: float32 first), each
+  entry naming its precision."""
+  out = []
+  for precision in merged.precisions():
+    view = merged.at_precision(precision)
+    runs_df = pd.DataFrame([to_json_dict(r) for r in view.records])
+    out += [{"precision": precision, **entry}
+            for entry in results_by_size(runs_df, sizes_of(view, headline), table)]
+  return out
 
 
 def results_by_size(runs_df: pd.DataFrame, sizes: Sequence[str], table) -> list[dict[str, Any]]:

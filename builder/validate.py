@@ -16,7 +16,8 @@ from typing import Final
 
 from pallasbench_dataset import schema
 
-EXPECTED_FEATURES: Final = {"default": schema.SummaryRow, "runs": schema.RunRow,
+EXPECTED_FEATURES: Final = {"default": schema.SummaryRow, "bf16": schema.SummaryRow,
+                            "runs": schema.RunRow,
                             "artifacts": schema.ArtifactRow, "candidates": schema.CandidateRow,
                             "sft": schema.SftRow, "preference": schema.PreferenceRow}
 # Failures of the disk the check writes its cache to, not of the folder being checked.

@@ -4,10 +4,12 @@ They accept either config, as `to_pandas()` or `load(...)[split].to_pandas()` gi
 
 - the default config (one row per task): columns `Op_Name`, `Level_ID`, `Correct`, `Status`,
   `Pallas_Speedup`, `Error`;
-- the `runs` config (one row per task, variant and size): columns `task`, `level`, `correct`,
-  `status`, `speedup`, `error` (and `variant`, `size`, `error_type`, `reasons` where shown);
-  filter it to one variant and size first (`df[(df.variant == "gpu") & (df["size"] == "medium")]`)
-  unless you mean to pool them.
+- the `runs` config (one row per task, variant, size and precision): columns `task`, `level`,
+  `correct`, `status`, `speedup`, `error` (and `variant`, `size`, `precision`, `error_type`,
+  `reasons` where shown); filter it to one variant, size and precision first
+  (`df[(df.variant == "gpu") & (df["size"] == "medium") & (df.precision == "float32")]`)
+  unless you mean to pool them. The functions that pair two runs' rows pair them by task,
+  variant, size and, where both frames have the column, precision.
 
 A row PASSES when it is correct and, where a status column exists, its status is `pass`
 (correct and robust: a kernel the anti-gaming filters rejected does not count, however
@@ -38,6 +40,12 @@ _COLUMNS: Final = {  # meaning -> (default-config name, runs-config name)
     "error": ("Error", "error"),
 }
 _KEY: Final = ("task", "variant", "size")
+
+
+def _key(*frames: pd.DataFrame) -> list[str]:
+  """What pairs rows of `frames`: task, variant, size, and the precision where every frame
+  has it (a `runs` frame of a release before the column existed is float32 throughout)."""
+  return [*_KEY, *(["precision"] if all("precision" in df.columns for df in frames) else [])]
 
 
 def _col(df: pd.DataFrame, meaning: str, *, required: bool = True) -> str | None:
@@ -149,39 +157,42 @@ def reproducibility(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
 
   Both frames are runs-config rows (`task`, `variant`, `size`, `runtime_ms`, and optionally
   `timing_comparable`). Only evaluations timed comparably in both runs with a positive
-  runtime count. Columns: task, variant, size, runtime_a_ms, runtime_b_ms,
+  runtime count. Columns: task, variant, size (precision where both frames have it),
+  runtime_a_ms, runtime_b_ms,
   rel_diff = |b - a| / a, above_threshold (rel_diff > threshold); in key order.
   """
-  keep = [*_KEY, "runtime_ms"]
-  a = _timed(runs_a)[keep].rename(columns={"runtime_ms": "runtime_a_ms"})
-  b = _timed(runs_b)[keep].rename(columns={"runtime_ms": "runtime_b_ms"})
-  out = a.merge(b, on=list(_KEY), how="inner")
+  key = _key(runs_a, runs_b)
+  a = _timed(runs_a, key).rename(columns={"runtime_ms": "runtime_a_ms"})
+  b = _timed(runs_b, key).rename(columns={"runtime_ms": "runtime_b_ms"})
+  out = a.merge(b, on=key, how="inner")
   out["rel_diff"] = (out["runtime_b_ms"] - out["runtime_a_ms"]).abs() / out["runtime_a_ms"]
   out["above_threshold"] = out["rel_diff"] > threshold
-  return out.sort_values(list(_KEY), kind="stable").reset_index(drop=True)
+  return out.sort_values(key, kind="stable").reset_index(drop=True)
 
 
 def verdict_changes(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> pd.DataFrame:
   """The evaluations two runs share whose status differs: the verdicts a single run would
   have got by luck. Columns: task, variant, size, status_a, status_b, error_a, error_b
-  (an absent error is None), in key order."""
+  (an absent error is None), in key order; precision after size where both frames have it."""
+  key = _key(runs_a, runs_b)
+
   def side(df: pd.DataFrame, tag: str) -> pd.DataFrame:
-    out = df[[*_KEY, "status"]].rename(columns={"status": f"status_{tag}"})
+    out = df[[*key, "status"]].rename(columns={"status": f"status_{tag}"})
     out[f"error_{tag}"] = df["error"] if "error" in df.columns else None
     return out
-  both = side(runs_a, "a").merge(side(runs_b, "b"), on=list(_KEY), how="inner")
+  both = side(runs_a, "a").merge(side(runs_b, "b"), on=key, how="inner")
   changed = both[both["status_a"] != both["status_b"]]
-  columns = [*_KEY, "status_a", "status_b", "error_a", "error_b"]
+  columns = [*key, "status_a", "status_b", "error_a", "error_b"]
   return (changed[columns].astype(object).where(changed[columns].notna(), None)
-          .sort_values(list(_KEY), kind="stable").reset_index(drop=True))
+          .sort_values(key, kind="stable").reset_index(drop=True))
 
 
-def _timed(df: pd.DataFrame) -> pd.DataFrame:
+def _timed(df: pd.DataFrame, key: Sequence[str]) -> pd.DataFrame:
   runtime = pd.to_numeric(df["runtime_ms"], errors="coerce")
   ok = runtime.notna() & (runtime > 0)
   if "timing_comparable" in df.columns:
     ok = ok & df["timing_comparable"].fillna(False).astype(bool)
-  out = df.loc[ok, list(_KEY)].copy()
+  out = df.loc[ok, list(key)].copy()
   out["runtime_ms"] = runtime[ok].astype(float)
   return out
 

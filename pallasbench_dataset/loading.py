@@ -21,7 +21,7 @@ if TYPE_CHECKING:
   import datasets
   import pandas as pd
 
-CONFIGS: Final = ("default", "runs", "artifacts", "candidates")
+CONFIGS: Final = ("default", "bf16", "runs", "artifacts", "candidates")
 _REPO_ID: Final = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 _HUB_PREFIX: Final = "hf://datasets/"
 
@@ -43,8 +43,9 @@ def _source(path_or_repo: str | os.PathLike[str], revision: str | None) -> str:
 
 def load(path_or_repo: str | os.PathLike[str], config: str = "default", *,
          revision: str | None = None) -> datasets.DatasetDict:
-  """One config of the dataset as a DatasetDict (default: splits level_1..3; runs, artifacts
-  and candidates: split train). `revision` (a tag, branch or commit) pins a Hub version."""
+  """One config of the dataset as a DatasetDict (default, and bf16 where bfloat16 was measured:
+  splits level_1..3; runs, artifacts and candidates: split train). `revision` (a tag, branch
+  or commit) pins a Hub version."""
   import datasets  # pylint: disable=import-outside-toplevel,redefined-outer-name
   if config not in CONFIGS:
     raise ValueError(f"unknown config {config!r}; configs: {', '.join(CONFIGS)}")

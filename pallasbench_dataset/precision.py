@@ -21,3 +21,10 @@ def check_precision(precision: str) -> str:
   if precision not in PRECISIONS:
     raise ValueError(f"unknown precision {precision!r}; valid precisions: {', '.join(PRECISIONS)}")
   return precision
+
+
+def key_part(precision: str) -> tuple[str, ...]:
+  """What an evaluation's key adds for its precision: nothing at float32, `(precision,)` at any
+  other. A float32 evaluation, and a record from before the precision was noted (absent means
+  float32), keeps the key it always had, so that older runs resume and match as they did."""
+  return () if precision == DEFAULT_PRECISION else (precision,)

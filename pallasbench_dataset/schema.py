@@ -21,10 +21,6 @@ from typing import Any, Final
 # `artifacts` configs hold the suite's evaluations, so they leave these columns out: a suite
 # build has the same columns whether or not the schema knows about populations.
 POPULATION_ONLY: Final = types.MappingProxyType({"population_only": True})
-# Marks the fields that the records carry and the configs do not publish yet: `precision`,
-# while every published run is float32 (the bfloat16 views come with the first release that
-# measures them, issue #25), so that a float32 build keeps its columns.
-RECORD_ONLY: Final = types.MappingProxyType({"record_only": True})
 
 
 class Status(enum.StrEnum):
@@ -228,7 +224,7 @@ class EvalRecord:
   input_families: tuple[str, ...] = ()
   # The precision the task was posed at (precision.PRECISIONS): the dtype of its floating
   # inputs. Records from before it was noted are float32.
-  precision: str = dataclasses.field(default="float32", metadata=RECORD_ONLY)
+  precision: str = "float32"
   # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
   # was reused from the verdict cache (an earlier evaluation of the same source) instead of
   # measured in this run; `run` then names the run that measured it.
@@ -271,6 +267,9 @@ class Artifacts:
   stablehlo: str | None
   triton_ir: str | None
   ptx: str | None
+  # The precision of the evaluation whose IR this is (its record's); lines from before it was
+  # noted are float32.
+  precision: str = "float32"
   candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
 
 
@@ -494,19 +493,18 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
 
 def _config_fields(cls: type) -> list[dataclasses.Field]:
   return [f for f in dataclasses.fields(cls)
-          if not (f.metadata.get("population_only") or f.metadata.get("record_only"))]
+          if not f.metadata.get("population_only")]
 
 
 def features_of(cls: type):
   """The `datasets.Features` of a row dataclass (str -> string, int -> int64, and so on),
-  without the population-only and record-only fields."""
+  without the population-only fields."""
   import datasets  # pylint: disable=import-outside-toplevel
   return datasets.Features({f.name: _feature(_hints(cls)[f.name]) for f in _config_fields(cls)})
 
 
 def config_row(obj: Any) -> dict[str, Any]:
-  """A record as a row of its config: its JSON values less the population-only and
-  record-only fields."""
+  """A record as a row of its config: its JSON values less the population-only fields."""
   row = to_json_dict(obj)
   return {f.name: row[f.name] for f in _config_fields(type(obj))}
 

@@ -151,11 +151,12 @@ def test_read_run_names_the_item_and_file_at_fault(trees, tmp_path):
           rec.read_run, path)
   _write_lines(where, records + [records[4]])
   _raises(f"{where}: matmul_relu/gpu/medium appears twice; a run holds one evaluation per "
-          "(task, variant, size): remove the stale line", rec.read_run, path)
+          "(task, variant, size) at each precision: remove the stale line", rec.read_run, path)
   _write_lines(where, records)
   _write_lines(path / "artifacts.jsonl", rf.artifacts_for(records) + rf.artifacts_for(records[7:]))
   _raises(f"{path / 'artifacts.jsonl'}: flash_attention/tpu/medium appears twice; a run holds "
-          "one evaluation per (task, variant, size): remove the stale line", rec.read_run, path)
+          "one evaluation per (task, variant, size) at each precision: remove the stale line",
+          rec.read_run, path)
 
 
 def test_read_run_checks_both_speedups(trees, tmp_path):
@@ -402,9 +403,13 @@ def test_pick_headline(trees, tmp_path):
   assert rec.pick_headline(resumed, rec.merge_runs(resumed)) == "large"
   unplanned = runs([gpu("large"), gpu("edge"), gpu("medium", "tpu")], planned=[("small",)])
   assert rec.pick_headline(unplanned, rec.merge_runs(unplanned)) == "large"
+  bfloat16 = runs([gpu("large"), dataclasses.replace(gpu("medium"), precision="bfloat16")],
+                  planned=[("large", "medium")])
+  assert rec.pick_headline(bfloat16, rec.merge_runs(bfloat16)) == "large"  # the default's: float32
   originals = runs([gpu("medium", "tpu")])
-  _raises("the runs hold no record of the fixed kernels (variant gpu) at any size: nothing to "
-          "build; measure with --variants gpu (or tpu,gpu)", rec.pick_headline, originals,
+  _raises("the runs hold no record of the fixed kernels (variant gpu) at float32 at any size: "
+          "nothing to build (the default config is float32); measure with --variants gpu (or "
+          "tpu,gpu) at float32 (--precisions float32, the default)", rec.pick_headline, originals,
           rec.merge_runs(originals))
 
 
@@ -837,9 +842,11 @@ def test_tolerance_and_filters_tables(trees):
                  FilterResult(name="input_impact", passed=True, value=1.0, threshold=0.5,
                               detail="ok")))]
   assert card._tolerance_table(records) == (
-      "| class | rtol | atol | max relative L2 | evaluations |\n|---|---|---|---|---|\n"
-      "| exact | 1e-05 | 1e-06 | – | 2 |\n| matmul | 0.01 | 0.01 | 0.002 | 1 |\n"
-      "| transcendental | 0.0001 | 1e-05 | – | 1 |")
+      "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
+      "|---|---|---|---|---|---|\n"
+      "| float32 | exact | 1e-05 | 1e-06 | – | 2 |\n"
+      "| float32 | matmul | 0.01 | 0.01 | 0.002 | 1 |\n"
+      "| float32 | transcendental | 0.0001 | 1e-05 | – | 1 |")
   assert card._filters_table(records) == (
       "| filter | evaluations | failed |\n|---|---|---|\n| input_impact | 1 | 0 |\n"
       "| output_std | 4 | 1 |")
@@ -854,8 +861,9 @@ def test_tolerance_table_of_unusual_tolerances(trees):
              dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=2.5e-05),
              dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=2.5e-05)]
   assert card._tolerance_table(records) == (
-      "| class | rtol | atol | max relative L2 | evaluations |\n|---|---|---|---|---|\n"
-      "| exact | 2.5625e-05 | 1e-06 | 2.5e-05 | 2 |\n| exact | 2.5625e-05 | 1e-06 | – | 1 |")
+      "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
+      "|---|---|---|---|---|---|\n| float32 | exact | 2.5625e-05 | 1e-06 | 2.5e-05 | 2 |\n"
+      "| float32 | exact | 2.5625e-05 | 1e-06 | – | 1 |")
 
 
 def test_timing_facts_and_judge_text(trees):
@@ -1016,10 +1024,12 @@ def test_corrections_missing_lost_and_citation(trees, tmp_path):
       f"**{name}** (task {get_task(name).task_id}): {note}" for name, note in notes.items() if note]
   assert card._corrections([dataclasses.replace(summary[0], Corrections="")]) == []
   assert card._missing_table([]) == "" and card._lost_table([]) == ""
-  assert card._missing_table([("relu", "tpu", "large"), ("gelu", "gpu", "medium")]) == (
-      "| task | variant | size |\n|---|---|---|\n| relu | tpu | large |\n| gelu | gpu | medium |")
+  assert card._missing_table([("relu", "tpu", "large"), ("gelu", "gpu", "medium", "bfloat16")]) == (
+      "| task | variant | size | precision |\n|---|---|---|---|\n| relu | tpu | large | float32 |\n"
+      "| gelu | gpu | medium | bfloat16 |")
   assert card._lost_table([("run-a", ("relu", "tpu", "large"))]) == (
-      "| run | task | variant | size |\n|---|---|---|---|\n| run-a | relu | tpu | large |")
+      "| run | task | variant | size | precision |\n|---|---|---|---|---|\n"
+      "| run-a | relu | tpu | large | float32 |")
   records = list(merged.records)
   records[0] = dataclasses.replace(records[0], measured_at="2027-01-02T00:00:00+00:00")
   records[2] = dataclasses.replace(records[2], environment=dataclasses.replace(
@@ -1053,6 +1063,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       "marker": card.MARKER, "repo_id": "org/pb", "headline": "medium",
       "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": "v5",
       "release": "Release 5", "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
+      "precisions": {"headline": "float32", "measured": "float32", "n_bf16": 0},
       "n_runs": 1, "n_published": 8, "runs_table": card._runs_table([resumed]),
       "commands": [("run-a", run.manifest.command), ("run-a", "regen --resume")],
       "n_missing": 1, "missing_table": card._missing_table(missing),
@@ -1065,7 +1076,8 @@ def test_stats_gather_every_section(trees, tmp_path):
       "filters_table": card._filters_table(merged.records),
       **card._timing_facts(merged.records),
       "l2": {**l2, "table": card.md_table(l2["table"])},
-      "sizes": sections.results_by_size(runs_df, ["medium"], card.md_table),
+      "sizes": [{"precision": "float32", **entry}
+                for entry in sections.results_by_size(runs_df, ["medium"], card.md_table)],
       "artifacts_table": card.md_table(coverage["table"]), "no_ptx": [],
       "compile_table": card._compile_table(runs_df),
       "compile_conditions": sections.compile_conditions(merged),
@@ -2348,7 +2360,8 @@ def test_regenerate_parser_defaults_and_types():
   assert parser.formatter_class is argparse.RawDescriptionHelpFormatter
   assert vars(parser.parse_args([])) == {
       "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": ["tpu", "gpu"],
-      "out": pathlib.Path("build/dataset"), "results": None, "resume": False, "new_run": False,
+      "precisions": ["float32"], "out": pathlib.Path("build/dataset"), "results": None,
+      "resume": False, "new_run": False,
       "from_results": None, "candidates": (), "kernel_trees": None, "measure_only": False,
       "headline_size": None, "allow_partial": False, "timeout": None, "compile_budget": None,
       "scheduler": None, "gpus": None, "cpu_workers": None, "compile_cache": None,
@@ -2364,7 +2377,8 @@ def test_regenerate_parser_defaults_and_types():
       "--create-pr", "--tag", "v2"])
   assert vars(args) == {
       "device": "gpu", "sizes": ["medium", "edge"], "tasks": ["relu", "gelu"], "levels": [1, 3],
-      "variants": ["gpu"], "out": pathlib.Path("o"), "results": pathlib.Path("r"), "resume": True,
+      "variants": ["gpu"], "precisions": ["float32"], "out": pathlib.Path("o"),
+      "results": pathlib.Path("r"), "resume": True,
       "new_run": False,
       "from_results": [pathlib.Path("a"), pathlib.Path("b")],
       "candidates": [pathlib.Path("p"), pathlib.Path("q")], "kernel_trees": pathlib.Path("k"),
@@ -2392,7 +2406,7 @@ def test_measure_plans_the_run_and_hands_it_to_the_suite(measured, caplog):
   with caplog.at_level(logging.INFO, logger="builder.regenerate"):
     run_dir = _measure(["--tasks", "gelu", "relu", "--variants", " gpu, tpu ,", "--out", "x/ds"])
   assert [r.getMessage() for r in caplog.records if r.name == "builder.regenerate"] == [
-      "4 evaluations planned (2 tasks x ('small',) x ['gpu', 'tpu']) on cpu into "
+      "4 evaluations planned (2 tasks x ('small',) x ['gpu', 'tpu'] x ['float32']) on cpu into "
       "x/ds.runs/cpu-19710101T010101Z"]
   assert run_dir == pathlib.Path("x/ds.runs/cpu-19710101T010101Z")
   ((items, got_dir, kwargs),) = measured.runs
@@ -2934,7 +2948,7 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
              rf.record(trees, "relu", "tpu")]
   merged = rec.merge_runs([_card_run(trees, tmp_path, "a", records)])
   summary = rows.summary_rows(merged, trees, "medium")
-  configs = build._config_rows(merged, summary, ())
+  configs = build._config_rows(merged, summary, (), ())
   assert list(configs) == ["default", "runs"]
   assert {s: [r["Op_Name"] for r in v] for s, v in configs["default"].items()} == {
       "level_1": ["relu"], "level_3": ["flash_attention"]}
@@ -2943,7 +2957,7 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
   with_artifacts = dataclasses.replace(merged, published_artifacts=tuple(
       ("a", a) for a in rf.artifacts_for(records[:1])))
   candidate = _candidate_row("a")
-  configs = build._config_rows(with_artifacts, summary, [candidate])
+  configs = build._config_rows(with_artifacts, summary, (), [candidate])
   assert list(configs) == ["default", "runs", "artifacts", "candidates"]
   assert configs["artifacts"] == {"train": [
       {**schema.config_row(a), "run_name": "a", "primary": True}
@@ -2964,8 +2978,8 @@ def test_configs_must_match_the_infos_and_be_known(folder):
   _edit_card(folder, lambda data: data["dataset_info"].append(_info(data, "runs") | {
       "config_name": "artifacts"}))
   assert _folder_error(folder) == (f"{folder}: unexpected configs ['extra']; configs: "
-                                   "['default', 'runs', 'artifacts', 'candidates', 'sft', "
-                                   "'preference']")
+                                   "['default', 'bf16', 'runs', 'artifacts', 'candidates', "
+                                   "'sft', 'preference']")
 
 
 def test_run_names_must_differ_and_artifacts_belong_to_a_record(trees, tmp_path):

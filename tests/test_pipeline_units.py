@@ -230,7 +230,7 @@ def test_judge_stage_adds_the_run_and_keeps_a_healthy_judge(processes, monkeypat
   artifacts = driver.empty_artifacts(ITEM)
   processes.answers += [("result", (_record(), artifacts))]
   record, got = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
-  assert got is artifacts
+  assert got == artifacts
   assert record.run == RunInfo(command="regen", run_id="run-1", gpu_index=1,
                                ceiling_copy_gbps=4000.0, ceiling_read_gbps=4500.0,
                                ceiling_matmul_tflops=400.0, ceiling_method="cupti")
@@ -982,7 +982,8 @@ def test_run_suite_writes_each_record_with_its_artifacts_and_the_manifest(
   assert manifest == {
       "command": "regen --test", "git_commit": "abc1234", "device": "cpu",
       "sizes": ["large", "medium"], "variants": ["gpu", "tpu"], "tasks": ["relu", "gelu"],
-      "scheduler": dask_cluster.scheduler_address, "gpus": [], "cpu_workers": 2,
+      "precisions": ["float32"], "scheduler": dask_cluster.scheduler_address, "gpus": [],
+      "cpu_workers": 2,
       "compile_budget_s": 30.0, "timeout_s": 120, "resumed_with": 0, "candidates": 0,
       "verdict_cache": None, "environment": to_json_dict(runfixtures.ENV), "ceilings": ceilings,
       "per_device": [{"device": "0", "environment": to_json_dict(runfixtures.ENV),

@@ -204,7 +204,7 @@ def test_requests_and_records_without_a_precision_read_as_float32():
   assert "precision" not in line
   record = schema.from_json_dict(schema.EvalRecord, line)
   assert record.precision == FLOAT32
-  assert "precision" not in schema.config_row(record)  # a float32 build keeps its columns
+  assert schema.config_row(record)["precision"] == FLOAT32  # `runs` says float32 where absent
   assert schema.to_json_dict(record)["precision"] == FLOAT32
 
 

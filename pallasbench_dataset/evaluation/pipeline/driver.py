@@ -118,7 +118,14 @@ def empty_artifacts(item: WorkItem) -> Artifacts:
   """The artifacts line of an evaluation whose judge never reported back: every record has
   exactly one, so a missing line always means a lost write."""
   return Artifacts(task=item.task, variant=item.variant, size=item.size, jaxpr=None,
-                   stablehlo=None, triton_ir=None, ptx=None, candidate=item.candidate)
+                   stablehlo=None, triton_ir=None, ptx=None, candidate=item.candidate,
+                   precision=item.precision)
+
+
+def judged_artifacts(item: WorkItem, artifacts: Artifacts) -> Artifacts:
+  """The judge's artifacts of `item`, with the item's precision: the line shares its record's
+  key (task, variant, size, precision) in the run folder."""
+  return dataclasses.replace(artifacts, precision=item.precision)
 
 
 def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,
@@ -165,7 +172,7 @@ def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
         worker = JudgeWorker(config)
       kind, payload = worker.run(judge_item(item, exported), limits)
       if kind == "result":
-        record, artifacts = payload
+        record, artifacts = payload[0], judged_artifacts(item, payload[1])
       else:
         record = failure_record(item, worker.environment, kind, payload,
                                 time.monotonic() - start + exported.wall_s)

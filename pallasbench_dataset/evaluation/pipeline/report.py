@@ -1,6 +1,9 @@
 """A plain-text table of a run folder: outcome, error, time, rate and share of the ceilings.
 
     python -m pallasbench_dataset.evaluation.pipeline.report RUN_DIR [--variants gpu] [--sizes medium]
+        [--precisions bfloat16]
+
+A row's size names its precision where it is not float32 (`medium/bfloat16`).
 
 Needs only the standard library and the project: it runs on the GPU machine right after a
 measurement, so the command's output already holds the table.
@@ -16,9 +19,15 @@ import sys
 from collections.abc import Sequence
 
 from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, read_records
+from pallasbench_dataset.precision import PRECISIONS, key_part
 from pallasbench_dataset.schema import EvalRecord
 
 MEMORY_BOUND_CATEGORIES = ("activation", "elementwise")
+
+
+def _size(r: EvalRecord) -> str:
+  """The record's size, and its precision unless float32 (the run folder's key)."""
+  return "/".join((r.size, *key_part(r.precision)))
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -41,11 +50,12 @@ def table(records: Sequence[EvalRecord]) -> str:
             f"{'kernel ms':>10} {'xla ms':>9} {'speedup':>7} {'eager ms':>9} {'vs eager':>8} "
             f"{'compile s':>9} {'gpu':>3}  rate (share of ceiling)")
   lines = [header, "-" * len(header)]
-  for r in sorted(records, key=lambda r: (r.task_id, r.size, r.variant)):
+  for r in sorted(records, key=lambda r: (r.task_id, PRECISIONS.index(r.precision), r.size,
+                                          r.variant)):
     compile_s = r.compile.compile_s if r.compile else None
     gpu = r.run.gpu_index if r.run else None
     lines.append(
-        f"{r.task_id:>2} {r.task:<28} {r.variant:<3} {r.size:<6} {r.status.value:<9} "
+        f"{r.task_id:>2} {r.task:<28} {r.variant:<3} {_size(r):<6} {r.status.value:<9} "
         f"{_num(r.rel_l2_error, '8.1e')} {_num(r.runtime_ms, '10.4f')} {_num(r.baseline_ms, '9.4f')} "
         f"{_num(r.speedup, '7.2f')} {_num(r.eager_baseline_ms, '9.4f')} {_num(r.speedup_eager, '8.2f')} "
         f"{_num(compile_s, '9.2f')} {'-' if gpu is None else gpu:>3}  {_rate(r)}")
@@ -63,10 +73,10 @@ def _matmul_rates(ceilings: dict) -> str:
 
 
 def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
-  counts = collections.Counter((r.variant, r.size, r.status.value) for r in records)
+  counts = collections.Counter((r.variant, _size(r), r.status.value) for r in records)
   lines = [f"{v} {s}: " + ", ".join(f"{st} {n}" for (vv, ss, st), n in sorted(counts.items())
                                     if (vv, ss) == (v, s))
-           for v, s in sorted({(r.variant, r.size) for r in records})]
+           for v, s in sorted({(r.variant, _size(r)) for r in records})]
   ceilings = (manifest or {}).get("ceilings") or {}
   copy = ceilings.get("copy_gbps")
   if copy:
@@ -74,9 +84,9 @@ def summary(records: Sequence[EvalRecord], manifest: dict | None) -> str:
                  f"matmul {_matmul_rates(ceilings)}")
     bound = [r for r in records if r.category in MEMORY_BOUND_CATEGORIES and r.level == 1
              and r.runtime_ms is not None and r.roofline is not None]
-    for r in sorted(bound, key=lambda r: (r.variant, r.size, r.task_id)):
+    for r in sorted(bound, key=lambda r: (r.variant, _size(r), r.task_id)):
       share = r.roofline.achieved_gbps / copy
-      lines.append(f"  {r.variant} {r.size} {r.task}: {r.roofline.achieved_gbps:.0f} GB/s = "
+      lines.append(f"  {r.variant} {_size(r)} {r.task}: {r.roofline.achieved_gbps:.0f} GB/s = "
                    f"{share:.0%} of copy{'' if share >= 0.5 else '  BELOW 50%'}")
   for entry in (manifest or {}).get("per_device") or ():
     c = entry.get("ceilings") or {}
@@ -99,11 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("runs", type=pathlib.Path, nargs="+")
   parser.add_argument("--variants", nargs="+")
   parser.add_argument("--sizes", nargs="+")
+  parser.add_argument("--precisions", nargs="+", choices=PRECISIONS)
   args = parser.parse_args(argv)
   for run in args.runs:
     records = [r for r in read_records(run)
                if (not args.variants or r.variant in args.variants)
-               and (not args.sizes or r.size in args.sizes)]
+               and (not args.sizes or r.size in args.sizes)
+               and (not args.precisions or r.precision in args.precisions)]
     manifest_path = run / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
     print(f"== {run}: {len(records)} records ==")

@@ -40,6 +40,7 @@ from pallasbench_dataset.evaluation.pipeline.driver import (
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, key_part
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
 from pallasbench_dataset.tasks import TaskSpec
@@ -53,17 +54,31 @@ ARTIFACTS: Final = "artifacts.jsonl"
 
 
 def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
-         options: EvalOptions) -> list[WorkItem]:
-  """Every (task, size, variant) evaluation: size by size, each in task-id order, so an
-  interrupted run holds whole sizes first. Seeds are drawn by the judge, fresh per evaluation."""
+         options: EvalOptions, precisions: Sequence[str] = (DEFAULT_PRECISION,)
+         ) -> list[WorkItem]:
+  """Every (task, size, variant) evaluation at each precision: precision by precision, each
+  size by size, each in task-id order, so an interrupted run holds whole precisions and sizes
+  first. Seeds are drawn by the judge, fresh per evaluation."""
   items = []
-  for size in sizes:
-    for spec in specs:
-      for variant in variants:
-        path = kernel_path(variant, spec.name)
-        items.append(WorkItem(task=spec.name, variant=variant, size=size, source=path.read_text(),
-                              filename=f"kernels_{variant}/{spec.name}.py", options=options))
+  for precision in precisions:
+    for size in sizes:
+      for spec in specs:
+        for variant in variants:
+          path = kernel_path(variant, spec.name)
+          items.append(WorkItem(task=spec.name, variant=variant, size=size,
+                                source=path.read_text(), precision=precision,
+                                filename=f"kernels_{variant}/{spec.name}.py", options=options))
   return items
+
+
+def _planned_precisions(manifest: Mapping) -> list[str]:
+  """The precisions a run's manifest (or one of its resumes) planned: float32 for a manifest
+  from before they were recorded."""
+  return list(manifest.get("precisions") or (DEFAULT_PRECISION,))
+
+
+def _precisions(items: Sequence[WorkItem]) -> list[str]:
+  return sorted({i.precision for i in items}, key=PRECISIONS.index)
 
 
 def _read_lines(path: pathlib.Path, cls: type) -> list[tuple[str, object]]:
@@ -113,13 +128,15 @@ def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
       fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-# An evaluation's identity in a run: (task, variant, size), and in a population run the
-# candidate's id as well (many candidates share a task, the variant and the size).
+# An evaluation's identity in a run: (task, variant, size), its precision where it is not
+# float32 (`precision.key_part`: a float32 record, or one from before the precision was noted,
+# keeps the key it always had), and in a population run the candidate's id as well (many
+# candidates share a task, the variant and the size).
 Key = tuple[str, ...]
 
 
 def _key(x) -> Key:
-  base = (x.task, x.variant, str(x.size))
+  base = (x.task, x.variant, str(x.size), *key_part(x.precision))
   return base if x.candidate is None else (*base, x.candidate)
 
 
@@ -170,13 +187,15 @@ def unfinished_run(folder: pathlib.Path, items: Sequence[WorkItem], device: str
                    ) -> pathlib.Path | None:
   """The newest run folder in `folder` that planned exactly `items` on `device` and did not
   finish (interrupted, or killed): the run a plain re-run of its command continues."""
-  want = ({i.task for i in items}, {str(i.size) for i in items}, {i.variant for i in items})
+  want = ({i.task for i in items}, {str(i.size) for i in items}, {i.variant for i in items},
+          {i.precision for i in items})
   for run_dir in sorted(folder.glob("*/"), reverse=True):  # <device>-<UTC time>: newest first
     try:
       manifest = json.loads((run_dir / MANIFEST).read_text())
     except (OSError, json.JSONDecodeError):
       continue
-    planned = tuple(set(manifest.get(k) or ()) for k in ("tasks", "sizes", "variants"))
+    planned = (*(set(manifest.get(k) or ()) for k in ("tasks", "sizes", "variants")),
+               set(_planned_precisions(manifest)))
     if (manifest.get("finished_at") is None and manifest.get("device") == device
         and planned == want):
       return run_dir
@@ -378,6 +397,7 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key]
       "command": command, "git_commit": git_commit, "device": device,
       "started_at": _now(), "finished_at": None,
       "sizes": sorted({str(i.size) for i in items}), "variants": sorted({i.variant for i in items}),
+      "precisions": _precisions(items),
       "tasks": sorted({i.task for i in items}, key=[i.task for i in items].index),
       "scheduler": options.scheduler or "local", "gpus": list(options.plan.gpus),
       "cpu_workers": options.plan.cpu_workers, "compile_budget_s": options.compile_budget_s,

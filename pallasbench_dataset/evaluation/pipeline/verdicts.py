@@ -1,7 +1,7 @@
 """The verdict cache: a kernel source judged once is not judged again on the same machine.
 
-A verdict depends on the kernel's source, the task and size, how it was judged (the judge's
-version and the evaluation options) and where (platform, device kind, jax and jaxlib). Those
+A verdict depends on the kernel's source, the task, size and precision, how it was judged (the
+judge's version and the evaluation options) and where (platform, device kind, jax and jaxlib). Those
 name one JSON file in the cache folder holding the record and its artifacts; a later
 evaluation with the same key reuses them, marked `cached`. Records that are no verdict on the
 kernel (a killed process, a harness bug: `driver.has_verdict`) are never stored.
@@ -28,6 +28,7 @@ from typing import Final
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.kernels import sha256
+from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
 
@@ -58,9 +59,18 @@ class VerdictKey:
   device_kind: str  # as the judge records it, e.g. "NVIDIA H200"
   jax: str
   jaxlib: str
+  precision: str = DEFAULT_PRECISION
+
+  def fields(self) -> dict[str, str]:
+    """The key as its entry stores it: without the precision at float32, so that the entries
+    written before the precision was part of the key (all float32) are still found."""
+    fields = dataclasses.asdict(self)
+    if self.precision == DEFAULT_PRECISION:
+      del fields["precision"]
+    return fields
 
   def digest(self) -> str:
-    text = json.dumps({"format": FORMAT, **dataclasses.asdict(self)}, sort_keys=True)
+    text = json.dumps({"format": FORMAT, **self.fields()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -70,7 +80,8 @@ def _options(options: EvalOptions) -> str:
 
 def _key(item: WorkItem, judge_version: str, environment: Environment) -> VerdictKey:
   return VerdictKey(kernel_sha256=sha256(item.source), task=item.task, size=str(item.size),
-                    judge_version=judge_version, options=_options(item.options),
+                    precision=item.precision, judge_version=judge_version,
+                    options=_options(item.options),
                     platform=environment.platform, device_kind=environment.device_kind,
                     jax=environment.jax, jaxlib=environment.jaxlib)
 
@@ -99,7 +110,7 @@ class VerdictCache:
     path = self._path(key)
     try:
       data = json.loads(path.read_text())
-      if data.get("key") != dataclasses.asdict(key):
+      if data.get("key") != key.fields():
         raise ValueError("its key is not the one its name says")
       return from_json_dict(EvalRecord, data["record"]), from_json_dict(Artifacts, data["artifacts"])
     except FileNotFoundError:
@@ -116,7 +127,7 @@ class VerdictCache:
     key = key_of(item, record)
     path = self._path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"key": dataclasses.asdict(key), "record": to_json_dict(record),
+    text = json.dumps({"key": key.fields(), "record": to_json_dict(record),
                        "artifacts": to_json_dict(artifacts)})
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -137,16 +148,16 @@ def reuse(outcome: Outcome, item: WorkItem) -> Outcome:
 
 def _twins(item: WorkItem) -> tuple[str, ...]:
   """What items of one run must share to share a verdict (the run's judges are alike)."""
-  return (sha256(item.source), item.task, str(item.size), _options(item.options))
+  return (sha256(item.source), item.task, str(item.size), item.precision, _options(item.options))
 
 
 def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Environment | None,
              measure: Callable[[list[WorkItem]], Iterable[Measured]]) -> Iterator[Outcome]:
   """Each item's record and artifacts: from the cache when it holds the item's verdict on a
   judge in `environment` (None: the judges' machine is unknown, nothing is looked up), else
-  from `measure`, once for items of the same source, task, size and options (the others get
-  its outcome, marked cached). Cached outcomes come first, then each measured one as it
-  arrives, stored in the cache."""
+  from `measure`, once for items of the same source, task, size, precision and options (the
+  others get its outcome, marked cached). Cached outcomes come first, then each measured one
+  as it arrives, stored in the cache."""
   waiting: dict[tuple[str, ...], list[WorkItem]] = {}
   for item in items:
     hit = None if environment is None else cache.get(key_for(item, environment))
