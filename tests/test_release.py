@@ -225,7 +225,8 @@ def test_readme_names_the_release_of_builder_release():
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. runs/ and artifacts/ hold every run; PTX wherever a kernel compiled.
+# 4. runs/ and artifacts/ hold every run; PTX wherever a kernel compiled (and the card says
+# where it is missing).
 
 def test_data_runs_and_artifacts_hold_every_run(folder):
   runs = _runs(folder)
@@ -238,13 +239,34 @@ def test_data_runs_and_artifacts_hold_every_run(folder):
   assert sorted(set(arts["run_name"])) == sorted(run.name for run in runs)
 
 
-def test_data_every_compiled_kernel_has_its_ptx(folder):
+def _without_ptx(folder):
+  """The records whose kernel compiled but whose artifacts line has no PTX."""
+  missing = []
   for run in _runs(folder):
     have = {rec.key_of(a): a for a in run.artifacts}
-    for r in run.records:
-      compiled = r.compile is not None and r.compile.compile_s is not None
-      assert bool(have[rec.key_of(r)].ptx) == compiled, (run.name, rec.key_of(r))
-  assert "Every record whose kernel compiled on a GPU carries PTX." in _card(folder)
+    missing += [(run.name, rec.key_of(r)) for r in run.records
+                if r.compile is not None and r.compile.compile_s is not None
+                and not have[rec.key_of(r)].ptx]
+  return missing
+
+
+def test_the_card_counts_the_compiled_records_without_ptx(folder):
+  """Whatever the runs captured, the card says it: how many compiled records lack PTX, or
+  that none does."""
+  missing, card = _without_ptx(folder), _card(folder)
+  if missing:
+    assert f"PTX is missing for {len(missing)} of the " in card
+    assert "Every record whose kernel compiled on a GPU carries PTX." not in card
+  else:
+    assert "Every record whose kernel compiled on a GPU carries PTX." in card
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "release 5's runs (133eada) dumped no PTX for the Triton kernels: XLA writes it only with an "
+    "emitter dump, removed in 83e5526 (docs/measurements.md, 2026-12-02); #23 stays open until "
+    "a release's runs capture it (scripts/ptx_dump_probe.py picks the flag)"))
+def test_data_every_compiled_kernel_has_its_ptx(folder):
+  assert _without_ptx(folder) == []
 
 
 def test_the_judge_and_compile_stage_dump_mosaic_gpus_ptx_too(tmp_path):
@@ -545,6 +567,28 @@ def test_a_closed_process_takes_its_dump_folder_with_it(tmp_path):
   assert worker.dump_folder == folder
   worker.close(grace_s=0)
   assert not folder.exists() and other.is_dir() and worker._proc.returncode is not None  # pylint: disable=protected-access
+
+
+def test_a_timed_out_process_keeps_its_dump_folder_until_closed(tmp_path):
+  """The compile stage names the step a killed compile hung in from its dump folder, so the
+  timeout must not remove it (133eada's runs: 11 compile timeouts, none naming its step);
+  closing it afterwards does."""
+  import socket  # pylint: disable=import-outside-toplevel
+  from multiprocessing.connection import Connection  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.process import JudgeWorker, Limits  # pylint: disable=import-outside-toplevel
+  worker = JudgeWorker.__new__(JudgeWorker)
+  worker._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # pylint: disable=protected-access
+  ours, theirs = socket.socketpair()
+  worker._conn = Connection(ours.detach())  # pylint: disable=protected-access
+  worker._dump_dir = tmp_path  # pylint: disable=protected-access
+  (worker.dump_folder / "m.before_optimizations.txt").parent.mkdir(parents=True)
+  (worker.dump_folder / "m.before_optimizations.txt").write_text("")
+  kind, _ = worker.run("compile me", Limits(timeout_s=0.3, memory_bytes=1 << 40))
+  assert kind == "timeout" and worker._proc.returncode is not None  # pylint: disable=protected-access
+  assert stages._timeout_message(60.0, worker).endswith("it hung in XLA's HLO passes); it was killed")
+  worker.close()
+  assert not worker.dump_folder.exists()
+  theirs.close()
 
 
 # ---------------------------------------------------------------------------------------------

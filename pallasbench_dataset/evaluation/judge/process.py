@@ -265,18 +265,18 @@ class JudgeWorker:
       if self._proc.poll() is not None:
         return "crash", f"{death_message(self._proc.returncode)} in its {stage} stage"
       if time.monotonic() - start > limits.timeout_s:
-        self.close()
+        self._end()  # its dump folder stays: what it had written says where it hung
         return "timeout", (f"the judge found no verdict within the {limits.timeout_s:.0f} s limit: "
                            f"its {stage} stage ran for the last {time.monotonic() - stage_start:.0f} s; "
                            "the process was killed")
       rss = process_rss_bytes(self._proc.pid)
       if rss > limits.memory_bytes:
-        self.close()
+        self._end()
         return "memory", (f"resident memory {rss / 2**30:.1f} GiB exceeded the "
                           f"{limits.memory_bytes / 2**30:.1f} GiB limit; the process was killed")
 
-  def close(self, grace_s: float = 5.0) -> None:
-    """Asks the judge to end, and kills it after `grace_s` (at once with 0)."""
+  def _end(self, grace_s: float = 0.0) -> None:
+    """Ends the process (asks first when `grace_s` > 0, then kills); its dump folder stays."""
     if self._proc.poll() is None and grace_s > 0:
       try:
         self._conn.send(None)
@@ -287,7 +287,12 @@ class JudgeWorker:
       self._proc.kill()
     self._proc.wait(timeout=10)
     self._conn.close()
-    if self.dump_folder is not None:  # a killed compile leaves what it had dumped
+
+  def close(self, grace_s: float = 5.0) -> None:
+    """Asks the judge to end, kills it after `grace_s` (at once with 0), and removes its dump
+    folder (a killed compile leaves what it had dumped: read it before closing)."""
+    self._end(grace_s)
+    if self.dump_folder is not None:
       shutil.rmtree(self.dump_folder, ignore_errors=True)
 
 
