@@ -310,6 +310,14 @@ def _precisions(merged: Merged) -> dict[str, Any]:
           "n_bf16": n_bf16}
 
 
+def _ptx_facts(coverage: dict) -> dict:
+  """The card's words on missing PTX: how many compiled records lack it, by backend, and
+  their kernels."""
+  return {"no_ptx": coverage["no_ptx"], "gpu_compiled": coverage["gpu_compiled"],
+          "by_backend": md_table(coverage["ptx_by_backend"]),
+          "kernels": ", ".join(f"`{k}`" for k in coverage["no_ptx_kernels"])}
+
+
 def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], headline: str,
           repro: pd.DataFrame | None, verdict_changes: pd.DataFrame | None, repo_id: str,
           configs: Mapping[str, Mapping[str, int]], rebuild: str,
@@ -343,7 +351,8 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           "filters_table": _filters_table(merged.records), **_timing_facts(merged.records),
           "l2": {**l2, "table": md_table(l2["table"], {"rotated MiB": ".2f", "L2 MiB": ".0f"})},
           "sizes": sections.results(everything, headline, md_table),
-          "artifacts_table": md_table(coverage["table"]), "no_ptx": coverage["no_ptx"],
+          "artifacts_table": md_table(coverage["table"]),
+          "ptx": _ptx_facts(coverage),
           "compile_table": _compile_table(runs_df),
           "compile_conditions": sections.compile_conditions(merged),
           "repro": _repro(repro, verdict_changes, published), "corrections": _corrections(rows),

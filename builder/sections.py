@@ -76,16 +76,17 @@ def _compiled(r: EvalRecord) -> bool:
 
 def artifact_coverage(merged: Merged) -> dict[str, Any]:
   """Per run: records, and how many carry each IR; the records whose kernel compiled on a GPU
-  without PTX (a capture defect: none expected), and why the others lack Triton IR."""
+  without PTX (a capture defect), counted by Pallas backend, and their kernels."""
   records = {(name, key_of(r)): r for name, r in merged.published}
-  rows, no_ptx = [], []
+  rows, no_ptx, compiled = [], [], []
   by_run: dict[str, list[tuple[EvalRecord, Artifacts]]] = collections.defaultdict(list)
   for name, a in merged.published_artifacts:
     by_run[name].append((records[(name, key_of(a))], a))
   for name in dict.fromkeys(n for n, _ in merged.published):
     pairs = by_run.get(name, [])
     gpu_compiled = [(r, a) for r, a in pairs if _compiled(r) and r.device == "gpu"]
-    no_ptx += [(name, *key_of(r)) for r, a in gpu_compiled if not a.ptx]
+    compiled += gpu_compiled
+    no_ptx += [r for r, a in gpu_compiled if not a.ptx]
     rows.append({"run": name, "records": sum(1 for n, _ in merged.published if n == name),
                  "artifacts lines": len(pairs), "jaxpr": sum(bool(a.jaxpr) for _, a in pairs),
                  "StableHLO": sum(bool(a.stablehlo) for _, a in pairs),
@@ -93,7 +94,16 @@ def artifact_coverage(merged: Merged) -> dict[str, Any]:
                  "PTX": sum(bool(a.ptx) for _, a in pairs),
                  "compiled on a GPU": len(gpu_compiled),
                  "Mosaic GPU": sum("mosaic_gpu" in r.backends for r, _ in pairs)})
-  return {"table": pd.DataFrame(rows), "no_ptx": no_ptx}
+  def backend(r: EvalRecord) -> str:
+    return " + ".join(sorted(r.backends)) or "none recorded"
+  by_backend = collections.Counter(backend(r) for r, _ in compiled)
+  missing = collections.Counter(backend(r) for r in no_ptx)
+  backend_rows = [{"backend": b, "compiled on a GPU": n, "with PTX": n - missing[b],
+                   "without PTX": missing[b]} for b, n in sorted(by_backend.items())]
+  kernels = sorted({f"{r.task}/{r.variant}" for r in no_ptx},
+                   key=lambda k: (TASKS[k.split("/")[0]].task_id, k))
+  return {"table": pd.DataFrame(rows), "no_ptx": len(no_ptx), "gpu_compiled": len(compiled),
+          "ptx_by_backend": pd.DataFrame(backend_rows), "no_ptx_kernels": kernels}
 
 
 def l2_resident(records: Sequence[EvalRecord]) -> dict[str, Any]:

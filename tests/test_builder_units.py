@@ -1078,7 +1078,8 @@ def test_stats_gather_every_section(trees, tmp_path):
       "l2": {**l2, "table": card.md_table(l2["table"])},
       "sizes": [{"precision": "float32", **entry}
                 for entry in sections.results_by_size(runs_df, ["medium"], card.md_table)],
-      "artifacts_table": card.md_table(coverage["table"]), "no_ptx": [],
+      "artifacts_table": card.md_table(coverage["table"]),
+      "ptx": card._ptx_facts(coverage),
       "compile_table": card._compile_table(runs_df),
       "compile_conditions": sections.compile_conditions(merged),
       "repro": card._repro(repro, None, published), "corrections": card._corrections(summary),

@@ -74,7 +74,8 @@ def _flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, *, d_pad: 
     alpha = jnp.exp2(m - m_new)
     p = jnp.exp2(s - m_new[:, None])
     l = alpha * l + jnp.sum(p, axis=1)
-    acc = alpha[:, None] * acc + jnp.dot(p, v, preferred_element_type=jnp.float32)
+    acc = alpha[:, None] * acc + jnp.dot(p.astype(v.dtype), v,
+                                         preferred_element_type=jnp.float32)
     return acc, m_new, l
 
   init = (jnp.zeros((block_q, d_pad), jnp.float32),
@@ -110,8 +111,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '512x64,512x64,512x64'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '512x64,512x64,512x64',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(q, k, v) -> dict:
@@ -126,8 +130,8 @@ def kernel(q, k, v, *, interpret: bool = False, config=None):
     raise ValueError(f"{q.shape=}, {k.shape=} and {v.shape=} must be one (S, d) shape")
   if q.shape[1] > MAX_HEAD_DIM:
     raise ValueError(f"head_dim={q.shape[1]} must be <= {MAX_HEAD_DIM=}")
-  return _flash_attention(q, k, v, interpret=interpret,
-                          **{**config_for(q, k, v), **(config or {})})
+  out = _flash_attention(q, k, v, interpret=interpret, **{**config_for(q, k, v), **(config or {})})
+  return out.astype(q.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))

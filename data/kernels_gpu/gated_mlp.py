@@ -105,7 +105,7 @@ def _down_kernel(h_ref, wd_ref, o_ref, *, bm: int, bn: int, block_k: int, k_majo
     h = pltriton.load(h_ref.at[pl.ds(i * bm, bm), pl.ds(s * block_k, block_k)],
                       mask=(rows[:, None] < m) & (ks[None, :] < k), other=0.0)
     wd = _weight(wd_ref, s, j, ks, cols, k, n, block_k=block_k, bn=bn, k_major=k_major)
-    return acc + jnp.dot(h, wd, preferred_element_type=jnp.float32)
+    return acc + jnp.dot(h.astype(wd.dtype), wd, preferred_element_type=jnp.float32)
 
   acc = jax.lax.fori_loop(0, pl.cdiv(k, block_k), step, jnp.zeros((bm, bn), jnp.float32))
   pltriton.store(o_ref.at[pl.ds(i * bm, bm), pl.ds(j * bn, bn)], acc,
@@ -256,8 +256,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x4096,...'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x4096,...',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, w_gate, w_up, w_down) -> dict:
@@ -280,7 +283,8 @@ def kernel(x, w_gate, w_up, w_down, *, interpret: bool = False, config=None):
   backend = chosen.pop("backend")
   if backend == "mosaic_gpu":
     return _gated_mlp_mosaic(x, w_gate, w_up, w_down, interpret=interpret, **chosen)
-  return _gated_mlp_triton(x, w_gate, w_up, w_down, interpret=interpret, **chosen)
+  out = _gated_mlp_triton(x, w_gate, w_up, w_down, interpret=interpret, **chosen)
+  return out.astype(x.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=(

@@ -195,8 +195,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x1024'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, y) -> dict:
@@ -218,7 +221,8 @@ def kernel(x, y, *, interpret: bool = False, config=None):
   backend = chosen.pop("backend")
   if backend == "mosaic_gpu":
     return _matmul_mosaic(x, y, interpret=interpret, **chosen)
-  return _matmul_triton(x, y, interpret=interpret, **chosen)
+  out = _matmul_triton(x, y, interpret=interpret, **chosen)
+  return out.astype(x.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=(

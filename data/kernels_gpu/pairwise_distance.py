@@ -89,8 +89,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x32'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x32',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x) -> dict:
@@ -101,7 +104,8 @@ def config_for(x) -> dict:
 
 def kernel(x, *, interpret: bool = False, config=None):
   """Pairwise distances of x's rows; `config` (keys of CONFIG_SPACE) overrides the tuned one."""
-  return _pairwise_distance(x, interpret=interpret, **{**config_for(x), **(config or {})})
+  out = _pairwise_distance(x, interpret=interpret, **{**config_for(x), **(config or {})})
+  return out.astype(x.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))

@@ -197,8 +197,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '256x64,256x64'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '256x64,256x64',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(q, k) -> dict:
@@ -211,7 +214,8 @@ def kernel(q, k, *, interpret: bool = False, config=None):
   """softmax(q k^T / sqrt(d)); `config` (keys of CONFIG_SPACE) overrides the tuned or default."""
   if k.shape != q.shape:
     raise ValueError(f"{k.shape=} must equal {q.shape=}")
-  return _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
+  out = _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
+  return out.astype(q.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE[0]))

@@ -5,9 +5,15 @@ them in (block_rows, block_cols) tiles with a fori_loop, adding each tile's row 
 float32 carry. Tiles are masked past row N and column M (other=0), and the store is masked to
 the valid rows, so any N and M work.
 
-Tiles (`_block_sizes`): block_cols = next_pow2(row length) <= 4096; block_rows fills a tile of
-8192 elements (<= 16 rows) but leaves about 512 programs or more, so that every SM has work.
-Tiles stay far below Triton's 2^20-element limit; 8 warps for a full tile.
+Default tiles (`_default_config`): block_cols = next_pow2(row length) <= 4096; block_rows fills a
+tile of 8192 elements (<= 16 rows) but leaves about 512 programs or more, so that every SM has work.
+Tiles stay far below Triton's 2^20-element limit; 8 warps for a full tile, else 4; no pipelining.
+
+Tuning: block_rows trades programs (the grid's parallelism) against rows per program; block_cols
+trades loop steps against the columns a tile masks off past M; num_warps spreads a tile over more
+threads (fewer registers each); num_stages > 1 lets Triton prefetch the next tile into shared
+memory. The config comes from TUNED_CONFIGS for the GPU and shape class being compiled for, else
+from a default.
 """
 import functools
 from typing import Final
@@ -27,6 +33,22 @@ TILE: Final = 8192  # elements per loaded tile
 MAX_BLOCK_ROWS: Final = 16
 MAX_BLOCK_COLS: Final = 4096
 MIN_PROGRAMS: Final = 512
+MAX_TILE_ELEMENTS: Final = 1 << 14  # a config's (block_rows, block_cols) tile
+MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a tile each thread holds in registers
+SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
+CONFIG_SPACE: Final = {"block_rows": (1, 2, 4, 8, 16, 32),
+                       "block_cols": (512, 1024, 2048, 4096, 8192), "num_warps": (2, 4, 8, 16),
+                       "num_stages": (1, 2, 3)}
+# The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "16384x8192": dict(
+            block_rows=1, block_cols=512, num_warps=8, num_stages=3),
+        "4096x2048": dict(
+            block_rows=1, block_cols=4096, num_warps=8, num_stages=1),
+    },
+}
 
 
 def _reduce_sum_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
@@ -38,30 +60,63 @@ def _reduce_sum_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < m)
     x = pltriton.load(x_ref.at[pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols)],
-                      mask=mask, other=0.0)
+                      mask=mask, other=0.0).astype(jnp.float32)
     return acc + jnp.sum(x, axis=1)
 
   total = jax.lax.fori_loop(0, pl.cdiv(m, block_cols), body,
                             jnp.zeros(block_rows, jnp.float32))
-  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], total, mask=rows < n)
+  pltriton.store(o_ref.at[pl.ds(row0, block_rows)], total.astype(o_ref.dtype), mask=rows < n)
 
 
-def _block_sizes(n: int, m: int) -> tuple[int, int, int]:
-  """(rows per program, columns per tile, warps): power-of-two tiles of at most TILE elements."""
+def config_ok(config) -> bool:
+  """Whether a tile fits each thread's registers and its pipelined copies shared memory."""
+  tile = config["block_rows"] * config["block_cols"]
+  return (tile <= MAX_TILE_ELEMENTS and tile <= MAX_ELEMENTS_PER_THREAD * 32 * config["num_warps"]
+          and config["num_stages"] * tile * 4 <= SHARED_MEMORY_BYTES)
+
+
+def _default_config(n: int, m: int) -> dict:
+  """Power-of-two tiles of at most TILE elements, 8 warps for a full one, unpipelined."""
   block_cols = min(pl.next_power_of_2(m), MAX_BLOCK_COLS)
   # Fill a tile, but keep about MIN_PROGRAMS programs or more so that every SM gets work.
   block_rows = min(TILE // block_cols, MAX_BLOCK_ROWS,
                    pl.next_power_of_2(max(1, n // MIN_PROGRAMS)))
-  return block_rows, block_cols, 8 if block_rows * block_cols >= TILE else 4
+  return dict(block_rows=block_rows, block_cols=block_cols,
+              num_warps=8 if block_rows * block_cols >= TILE else 4, num_stages=1)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret",))
-def kernel(x, *, interpret: bool = False):
-  n, m = x.shape
-  block_rows, block_cols, num_warps = _block_sizes(n, m)
+def _device_kind() -> str:
+  """The GPU being compiled for: the exporter's abstract target, else the local device."""
+  device = jax.sharding.get_abstract_mesh().abstract_device
+  return (device or jax.devices()[0]).device_kind
+
+
+def shape_class(*arrays) -> str:
+  """The inputs' dimensions rounded up to powers of two: '4096x2048',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
+
+
+def config_for(x) -> dict:
+  """The config `kernel` runs with: the tuned one for this GPU and shape class, else the default."""
+  tuned = TUNED_CONFIGS.get(_device_kind(), {}).get(shape_class(x))
+  return dict(tuned) if tuned else _default_config(*x.shape)
+
+
+def kernel(x, *, interpret: bool = False, config=None):
+  """Row sums of x; `config` (keys of CONFIG_SPACE) overrides the tuned one."""
+  return _reduce_sum(x, interpret=interpret, **{**config_for(x), **(config or {})})
+
+
+@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
+def _reduce_sum(x, *, interpret: bool, block_rows: int, block_cols: int, num_warps: int,
+                num_stages: int):
+  n = x.shape[0]
   return pl.pallas_call(
       functools.partial(_reduce_sum_kernel, block_rows=block_rows, block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n,), jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
+      out_shape=jax.ShapeDtypeStruct((n,), x.dtype),
+      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x)

@@ -6,9 +6,15 @@ them in (block_rows, block_cols) tiles, twice: pass 1 adds each tile's row sums 
 float32 carry; pass 2 reloads the tiles, scales and stores them. Loads are masked past row N and
 column D (other=0) and stores to the valid elements, so any N and D work.
 
-Tiles (`_block_sizes`): block_cols = next_pow2(row length) <= 4096; block_rows fills a tile of
-8192 elements (<= 16 rows) but leaves about 512 programs or more, so that every SM has work.
-Tiles stay far below Triton's 2^20-element limit; 8 warps for a full tile.
+Default tiles (`_default_config`): block_cols = next_pow2(row length) <= 4096; block_rows fills a
+tile of 8192 elements (<= 16 rows) but leaves about 512 programs or more, so that every SM has work.
+Tiles stay far below Triton's 2^20-element limit; 8 warps for a full tile, else 4; no pipelining.
+
+Tuning: block_rows trades programs (the grid's parallelism) against rows per program; block_cols
+trades loop steps against the columns a tile masks off past D; num_warps spreads a tile over more
+threads (fewer registers each); num_stages > 1 lets Triton prefetch each pass's next tile into
+shared memory. The config comes from TUNED_CONFIGS for the GPU and shape class being compiled for,
+else from a default.
 """
 import functools
 from typing import Final
@@ -29,6 +35,22 @@ TILE: Final = 8192  # elements per loaded tile
 MAX_BLOCK_ROWS: Final = 16
 MAX_BLOCK_COLS: Final = 4096
 MIN_PROGRAMS: Final = 512
+MAX_TILE_ELEMENTS: Final = 1 << 14  # a config's (block_rows, block_cols) tile
+MAX_ELEMENTS_PER_THREAD: Final = 64  # f32 values of a tile each thread holds in registers
+SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
+# What the autotuner (`python -m pallasbench_dataset.autotune`) may try.
+CONFIG_SPACE: Final = {"block_rows": (1, 2, 4, 8, 16, 32),
+                       "block_cols": (512, 1024, 2048, 4096, 8192), "num_warps": (2, 4, 8, 16),
+                       "num_stages": (1, 2, 3)}
+# The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
+TUNED_CONFIGS: Final = {
+    "NVIDIA H200": {
+        "2048x1024": dict(
+            block_rows=1, block_cols=1024, num_warps=4, num_stages=2),
+        "8192x4096": dict(
+            block_rows=1, block_cols=4096, num_warps=8, num_stages=1),
+    },
+}
 
 
 def _rmsnorm_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
@@ -40,7 +62,7 @@ def _rmsnorm_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
     cols = j * block_cols + jnp.arange(block_cols)
     mask = (rows[:, None] < n) & (cols[None, :] < d)
     idx = (pl.ds(row0, block_rows), pl.ds(j * block_cols, block_cols))
-    return pltriton.load(x_ref.at[idx], mask=mask, other=0.0), idx, mask
+    return pltriton.load(x_ref.at[idx], mask=mask, other=0.0).astype(jnp.float32), idx, mask
 
   def sum_squares(j, acc):
     x, _, _ = load_x(j)
@@ -53,25 +75,58 @@ def _rmsnorm_kernel(x_ref, o_ref, *, block_rows: int, block_cols: int):
   @pl.loop(0, num_tiles)
   def _(j):
     x, idx, mask = load_x(j)
-    pltriton.store(o_ref.at[idx], x * rstd[:, None], mask=mask)
+    pltriton.store(o_ref.at[idx], (x * rstd[:, None]).astype(o_ref.dtype), mask=mask)
 
 
-def _block_sizes(n: int, d: int) -> tuple[int, int, int]:
-  """(rows per program, columns per tile, warps): power-of-two tiles of at most TILE elements."""
+def config_ok(config) -> bool:
+  """Whether a tile fits each thread's registers and its pipelined copies shared memory."""
+  tile = config["block_rows"] * config["block_cols"]
+  return (tile <= MAX_TILE_ELEMENTS and tile <= MAX_ELEMENTS_PER_THREAD * 32 * config["num_warps"]
+          and config["num_stages"] * tile * 4 <= SHARED_MEMORY_BYTES)
+
+
+def _default_config(n: int, d: int) -> dict:
+  """Power-of-two tiles of at most TILE elements, 8 warps for a full one, unpipelined."""
   block_cols = min(pl.next_power_of_2(d), MAX_BLOCK_COLS)
   # Fill a tile, but keep about MIN_PROGRAMS programs or more so that every SM gets work.
   block_rows = min(TILE // block_cols, MAX_BLOCK_ROWS,
                    pl.next_power_of_2(max(1, n // MIN_PROGRAMS)))
-  return block_rows, block_cols, 8 if block_rows * block_cols >= TILE else 4
+  return dict(block_rows=block_rows, block_cols=block_cols,
+              num_warps=8 if block_rows * block_cols >= TILE else 4, num_stages=1)
 
 
-@functools.partial(jax.jit, static_argnames=("interpret",))
-def kernel(x, *, interpret: bool = False):
+def _device_kind() -> str:
+  """The GPU being compiled for: the exporter's abstract target, else the local device."""
+  device = jax.sharding.get_abstract_mesh().abstract_device
+  return (device or jax.devices()[0]).device_kind
+
+
+def shape_class(*arrays) -> str:
+  """The inputs' dimensions rounded up to powers of two: '2048x1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
+
+
+def config_for(x) -> dict:
+  """The config `kernel` runs with: the tuned one for this GPU and shape class, else the default."""
+  tuned = TUNED_CONFIGS.get(_device_kind(), {}).get(shape_class(x))
+  return dict(tuned) if tuned else _default_config(*x.shape)
+
+
+def kernel(x, *, interpret: bool = False, config=None):
+  """RMS norm of x's rows; `config` (keys of CONFIG_SPACE) overrides the tuned one."""
+  return _rmsnorm(x, interpret=interpret, **{**config_for(x), **(config or {})})
+
+
+@functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
+def _rmsnorm(x, *, interpret: bool, block_rows: int, block_cols: int, num_warps: int,
+             num_stages: int):
   n, d = x.shape
-  block_rows, block_cols, num_warps = _block_sizes(n, d)
   return pl.pallas_call(
       functools.partial(_rmsnorm_kernel, block_rows=block_rows, block_cols=block_cols),
       grid=(pl.cdiv(n, block_rows),),
-      out_shape=jax.ShapeDtypeStruct((n, d), jnp.float32),
-      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=1),
+      out_shape=jax.ShapeDtypeStruct((n, d), x.dtype),
+      compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x)

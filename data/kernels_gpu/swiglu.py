@@ -207,8 +207,11 @@ def _device_kind() -> str:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x1024'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '1024x1024,1024x1024',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, w_gate, w_up) -> dict:
@@ -230,7 +233,8 @@ def kernel(x, w_gate, w_up, *, interpret: bool = False, config=None):
   backend = chosen.pop("backend")
   if backend == "mosaic_gpu":
     return _swiglu_mosaic(x, w_gate, w_up, interpret=interpret, **chosen)
-  return _swiglu_triton(x, w_gate, w_up, interpret=interpret, **chosen)
+  out = _swiglu_triton(x, w_gate, w_up, interpret=interpret, **chosen)
+  return out.astype(x.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=(

@@ -94,10 +94,12 @@ def _rmsnorm_matmul_kernel(x_ref, *refs, num_weights: int, swiglu: bool, bm: int
     x = pltriton.load(x_ref.at[pl.ds(i0, bm), pl.ds(kb * bk, bk)],
                       mask=row_ok & k_ok[None, :], other=0.0)
     accs = tuple(
-        acc + jnp.dot(x, pltriton.load(w_ref.at[pl.ds(kb * bk, bk), pl.ds(j0, bn)],
-                                       mask=k_ok[:, None] & col_ok, other=0.0),
+        acc + jnp.dot(x.astype(w_ref.dtype),
+                      pltriton.load(w_ref.at[pl.ds(kb * bk, bk), pl.ds(j0, bn)],
+                                    mask=k_ok[:, None] & col_ok, other=0.0),
                       preferred_element_type=jnp.float32)
         for acc, w_ref in zip(accs, w_refs))
+    x = x.astype(jnp.float32)
     return sum_sq + jnp.sum(x * x, axis=1), accs
 
   init = (jnp.zeros((bm,), jnp.float32),
@@ -124,7 +126,7 @@ def _residual_matmul_kernel(a_ref, w_ref, r_ref, o_ref, *, bm: int, bn: int, bk:
                       mask=row_ok & k_ok[None, :], other=0.0)
     w = pltriton.load(w_ref.at[pl.ds(kb * bk, bk), pl.ds(j0, bn)],
                       mask=k_ok[:, None] & col_ok, other=0.0)
-    return acc + jnp.dot(a, w, preferred_element_type=jnp.float32)
+    return acc + jnp.dot(a.astype(w.dtype), w, preferred_element_type=jnp.float32)
 
   acc = jax.lax.fori_loop(0, pl.cdiv(k, bk), step, jnp.zeros((bm, bn), jnp.float32))
   tile = (pl.ds(i0, bm), pl.ds(j0, bn))
@@ -160,7 +162,8 @@ def _attention_kernel(q_ref, k_ref, v_ref, o_ref, *, head_dim: int, d_pad: int, 
     alpha = jnp.exp2(m - m_new)
     p = jnp.exp2(s - m_new[:, None])
     l = alpha * l + jnp.sum(p, axis=1)
-    acc = alpha[:, None] * acc + jnp.dot(p, v, preferred_element_type=jnp.float32)
+    acc = alpha[:, None] * acc + jnp.dot(p.astype(v.dtype), v,
+                                         preferred_element_type=jnp.float32)
     return acc, m_new, l
 
   init = (jnp.zeros((block_q, d_pad), jnp.float32),
@@ -328,8 +331,11 @@ def _sm_count() -> int:
 
 
 def shape_class(*arrays) -> str:
-  """The inputs' dimensions rounded up to powers of two: '512x1024,1024x8x128,...'."""
-  return ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  """The inputs' dimensions rounded up to powers of two: '512x1024,1024x8x128,...',
+  then the floating dtype where it is not float32 (':bfloat16'): configs per precision."""
+  dims = ",".join("x".join(str(pl.next_power_of_2(d)) for d in a.shape) for a in arrays)
+  narrow = {a.dtype.name for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)} - {"float32"}
+  return ":".join([dims, *sorted(narrow)])
 
 
 def config_for(x, wq, wk, wv, wo, w_gate, w_up, w_down) -> dict:
@@ -357,7 +363,8 @@ def kernel(x, wq, wk, wv, wo, w_gate, w_up, w_down, *, interpret: bool = False, 
   chosen = {**chosen, **(config or {})}
   if chosen.pop("backend") == "mosaic_gpu":
     return _transformer_block_mosaic(x, *weights, interpret=interpret, **chosen)
-  return _transformer_block_triton(x, *weights, interpret=interpret, **chosen)
+  out = _transformer_block_triton(x, *weights, interpret=interpret, **chosen)
+  return out.astype(x.dtype)
 
 
 def _attention(qkv, offsets, out_rows: int, heads: int, head_dim: int, *, interpret: bool,
