@@ -4,8 +4,10 @@ Run on a GPU machine (the device tool): `python3 scripts/ptx_dump_probe.py`. For
 value of `--xla_dump_emitter_re` (none, each emitter name of XLA's Triton path, everything), a
 fresh process compiles the fixed relu and matmul kernels at `medium` under the judge's own dump
 flags plus that value, and the probe prints every file the dump holds with its size, and
-whether a `.ptx` file holds the kernel's entry. The judge's flags (`compile_profile`) take the
-cheapest value that captures the PTX; docs/measurements.md logs the output.
+whether a `.ptx` file holds the kernel's entry; and how many PTX texts (with an entry) the
+compiled executable's serialized form holds (`compile_profile.ptx_in_executable`, which needs
+no dump at all). The judge keeps whichever captures the PTX without per-pass snapshots;
+docs/measurements.md logs the output.
 """
 from __future__ import annotations
 
@@ -29,7 +31,10 @@ spec = get_task(task)
 def entry(*args):
   return module.kernel(*args)
 entry.__name__ = ENTRY_NAME
-jax.jit(entry).trace(*spec.input_structs("medium")).lower().compile()
+compiled = jax.jit(entry).trace(*spec.input_structs("medium")).lower().compile()
+from pallasbench_dataset.evaluation.judge.compile_profile import ptx_in_executable
+texts = ptx_in_executable(compiled.runtime_executable().serialize())
+print("EXECUTABLE_PTX", len(texts), sum(map(len, texts)), sum(".entry" in t for t in texts))
 """
 
 
@@ -44,7 +49,9 @@ def _probe(value: str | None, task: str) -> dict:
     files = {p.name: p.stat().st_size for p in sorted(dump.iterdir()) if p.is_file()}
     ptx_entry = any(".entry" in p.read_text(errors="replace")
                     for p in dump.glob("*.ptx"))
+  executable = [line for line in done.stdout.splitlines() if line.startswith("EXECUTABLE_PTX")]
   return {"emitter_re": value, "task": task, "rc": done.returncode,
+          "executable_ptx": executable[0] if executable else None,
           "stderr_tail": done.stderr[-400:] if done.returncode else "",
           "files": files, "ptx_with_entry": ptx_entry, "bytes": sum(files.values())}
 
