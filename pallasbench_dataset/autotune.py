@@ -2,6 +2,7 @@
 
     python -m pallasbench_dataset.autotune --tasks matmul swiglu --sizes medium large \
         --results kernels_gpu/tuning/h200.jsonl          # on the GPU: measure
+        [--precisions float32 bfloat16]                   # each task at each precision
     python -m pallasbench_dataset.autotune --write-tables kernels_gpu/tuning/h200.jsonl
 
 A tunable kernel in kernels_gpu/ declares CONFIG_SPACE (the values each parameter may take; or a
@@ -11,7 +12,9 @@ structure, each searched with an even share of the room), `config_ok(config)`
 runs with: TUNED_CONFIGS for the GPU and shape class, else a default by shape),
 `shape_class(*inputs)`, and accepts `kernel(..., config=...)`.
 
-For each (task, size): the space (or the spaces of --backends), pruned by `config_ok` and
+For each (task, size, precision): the task posed at that precision (`TaskSpec.at_precision`:
+its floating inputs in that dtype, so `shape_class` names the dtype and the tables hold configs
+per precision), the space (or the spaces of --backends), pruned by `config_ok` and
 thinned to --max-configs (the default config always in); every config compiled by a process of
 its own, as many at once as --workers, into a persistent compilation cache this process then
 loads them from (a compile past --compile-budget is killed and recorded, so one config cannot
@@ -55,6 +58,7 @@ from pallasbench_dataset.evaluation.judge import checks, compile_profile, enviro
 from pallasbench_dataset.evaluation.errors import short_error
 from pallasbench_dataset.evaluation.judge.core import timing_sets
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, check_precision
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
@@ -181,14 +185,15 @@ def _compile_all(module, configs: Sequence[Mapping[str, Any]], structs, *, inter
 
 def tune(task: str, size: str, *, max_configs: int, workers: int,
          backends: Sequence[str] | None = None, compile_budget_s: float | None = None,
-         cache_dir: pathlib.Path | None = None,
+         cache_dir: pathlib.Path | None = None, precision: str = DEFAULT_PRECISION,
          progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-  """Measures `task`'s configs at `size` on the default device; returns the results line."""
+  """Measures `task`'s configs at `size` and `precision` on the default device; returns the
+  results line."""
   module = load_kernel("gpu", task)
   if not is_tunable(module):
     raise TuningError(f"kernels_gpu/{task}.py declares no tunable config (CONFIG_SPACE, "
                       f"config_ok, config_for, shape_class, {TABLE_NAME})")
-  spec = get_task(task)
+  spec = get_task(task).at_precision(precision)
   dims = spec.dims(size)
   structs = spec.input_structs(dims)
   env = environment.capture(None)
@@ -199,7 +204,8 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
   compiled = _compile_all(module, configs, structs, interpret=not on_gpu, workers=workers,
                           budget_s=compile_budget_s, cache_dir=cache_dir)
   compile_s = time.perf_counter() - start
-  progress(f"{task} {size}: {len(configs)} configs compiled in {compile_s:.1f} s")
+  label = f"{task} {size}" + ("" if precision == DEFAULT_PRECISION else f" {precision}")
+  progress(f"{label}: {len(configs)} configs compiled in {compile_s:.1f} s")
   inputs = spec.make_inputs(dims, secrets.randbelow(2**31))
   reference = checks.expected(spec, inputs)
   rows, passing = [], []
@@ -218,7 +224,7 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
     rows.append(row)
   del reference
   if not passing:
-    raise TuningError(f"{task} {size}: no config compiled and passed: "
+    raise TuningError(f"{label}: no config compiled and passed: "
                       f"{rows[0]['status']}: {rows[0]['error']}")
   method = timing.available_method()
   sets = timing_sets(spec, dims, environment.l2_bytes(env), 4 << 30)
@@ -236,17 +242,23 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
     rows[i].update(runtime_ms=t.samples.median_ms, runtime_iqr_ms=t.samples.iqr_ms)
   best = min((i for i, _ in ranked), key=lambda i: rows[i]["runtime_ms"])
   line = {
-      "task": task, "size": size, "platform": env.platform,
+      "task": task, "size": size, "precision": precision, "platform": env.platform,
       "device_kind": jax.devices()[0].device_kind,
       "shape_class": module.shape_class(*structs), "timing_method": method.value,
       "baseline_ms": final[0].samples.median_ms, "default": default,
       "default_ms": rows[0].get("runtime_ms"), "best": rows[best]["config"],
       "best_ms": rows[best]["runtime_ms"], "compile_s": round(compile_s, 2),
       "configs": rows, "jax": jax.__version__, "measured_at": _now()}
-  progress(f"{task} {size}: best {line['best_ms']:.4g} ms (default "
+  progress(f"{label}: best {line['best_ms']:.4g} ms (default "
            f"{_ms(line['default_ms'])}, XLA {line['baseline_ms']:.4g} ms) of {len(passing)} "
            f"passing / {len(rows)} configs")
   return line
+
+
+def line_key(line: Mapping[str, Any]) -> tuple[str, str, str]:
+  """(task, size, precision) of a results line; lines from before precisions were tuned are
+  float32."""
+  return line["task"], line["size"], line.get("precision", DEFAULT_PRECISION)
 
 
 def _ms(value: float | None) -> str:
@@ -340,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                  help="tasks to tune, separated by spaces or commas (default: every tunable kernel)")
   p.add_argument("--sizes", action=ListOption, choices=[s.value for s in Size],
                  default=["medium", "large"], help="sizes to tune at (default: medium large)")
+  p.add_argument("--precisions", action=ListOption, default=[DEFAULT_PRECISION],
+                 help=f"precisions to tune at ({', '.join(PRECISIONS)}; default "
+                      f"{DEFAULT_PRECISION}): configs per precision, as the shape class names it")
   p.add_argument("--results", type=pathlib.Path, help="JSON Lines file to append to (resumes)")
   p.add_argument("--max-configs", type=int, default=24,
                  help="configs tried per task and size, the default included (default 24)")
@@ -378,12 +393,18 @@ def main(argv: Sequence[str] | None = None) -> int:
       raise TuningError(f"no GPU here (jax runs on {jax.default_backend()}): interpret-mode "
                         "timings are not comparable to a GPU's, so tuning would choose configs "
                         "by noise. Tune on the GPU, or pass --allow-cpu to try the tuner anyway")
+    for precision in args.precisions:
+      try:
+        check_precision(precision)
+      except ValueError as e:
+        raise TuningError(str(e)) from None
     tasks = args.tasks or [t for t in known if is_tunable(load_kernel("gpu", t))]
-    done = {(r["task"], r["size"]) for r in read_results(args.results)}
+    done = {line_key(r) for r in read_results(args.results)}
   except TuningError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  todo = [(t, s) for s in args.sizes for t in tasks if (t, s) not in done]
+  todo = [(t, s, p) for p in args.precisions for s in args.sizes for t in tasks
+          if (t, s, p) not in done]
   print(f"{len(todo)} to tune, {len(done)} already in {args.results}", flush=True)
   budget = args.compile_budget or None
   with tempfile.TemporaryDirectory(prefix="pallasbench-autotune-") as cache:
@@ -394,13 +415,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _tune_all(todo, args: argparse.Namespace, budget: float | None, cache: pathlib.Path) -> int:
   failed = 0
-  for n, (task, size) in enumerate(todo, 1):
+  for n, (task, size, precision) in enumerate(todo, 1):
     try:
       line = tune(task, size, max_configs=args.max_configs, workers=args.workers,
                   backends=args.backends, compile_budget_s=budget, cache_dir=cache,
+                  precision=precision,
                   progress=lambda m, n=n: print(f"[{n}/{len(todo)}] {m}", flush=True))
     except Exception as e:  # pylint: disable=broad-except  (one kernel's failure; the others go on)
-      print(f"[{n}/{len(todo)}] {task} {size}: error: {type(e).__name__}: {e}", flush=True)
+      print(f"[{n}/{len(todo)}] {task} {size} {precision}: error: {type(e).__name__}: {e}",
+            flush=True)
       failed += 1
       continue
     with args.results.open("a") as f:

@@ -20,6 +20,7 @@ from pallasbench_dataset import autotune
 from pallasbench_dataset.evaluation.judge import compile_profile
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
 from pallasbench_dataset.lowering import abstract_gpu, export_for
+from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
@@ -187,6 +188,34 @@ def test_tune_on_the_cpu_measures_checks_and_picks_the_fastest():
   json.dumps(line)
 
 
+def test_tune_at_bfloat16_poses_the_task_there_and_names_the_precision():
+  line = autotune.tune("relu", "small", max_configs=2, workers=2, precision=BFLOAT16)
+  assert line["precision"] == BFLOAT16 and line["shape_class"].endswith(":bfloat16")
+  assert all(c["status"] == "ok" for c in line["configs"])
+  assert autotune.line_key(line) == ("relu", "small", BFLOAT16)
+  assert autotune.line_key({"task": "relu", "size": "small"}) == ("relu", "small", FLOAT32)
+  assert _precision_of(line["shape_class"]) == BFLOAT16 and _precision_of("256x32") == FLOAT32
+
+
+def test_cli_tunes_each_precision_and_resumes_by_precision(tmp_path, monkeypatch, capsys):
+  """A float32 line from before precisions were tuned is float32's: a run at both precisions
+  tunes only the bfloat16 half, and an unknown precision is refused before anything runs."""
+  results = tmp_path / "r.jsonl"
+  results.write_text(json.dumps({"task": "relu", "size": "small"}) + "\n")
+  asked = []
+  def fake(task, size, *, precision, **_):
+    asked.append((task, size, precision))
+    return {"task": task, "size": size, "precision": precision}
+  monkeypatch.setattr(autotune, "tune", fake)
+  argv = ["--tasks", "relu", "--sizes", "small", "--results", str(results), "--allow-cpu"]
+  assert autotune.main([*argv, "--precisions", "float32", "bfloat16"]) == 0
+  assert asked == [("relu", "small", BFLOAT16)]
+  assert "1 to tune, 1 already in" in capsys.readouterr().out
+  assert autotune.main([*argv, "--precisions", "float16"]) == 2
+  assert "unknown precision 'float16'" in capsys.readouterr().err
+  assert asked == [("relu", "small", BFLOAT16)]
+
+
 def test_tune_records_a_config_that_fails_and_never_keeps_it(monkeypatch):
   def with_a_bad_one(module, default, max_configs, backends):
     return [dict(default), {**default, "block": 12}, {**default, "unknown": 1}]
@@ -223,13 +252,20 @@ def test_cli_resumes_what_is_in_the_results(tmp_path, capsys):
   assert "0 to tune, 1 already in" in capsys.readouterr().out
 
 
+def _precision_of(shape_class: str) -> str:
+  """The precision a shape class is for: its dtype suffix (':bfloat16'), else float32."""
+  suffix = shape_class.rsplit(":", 1)[-1] if ":" in shape_class else ""
+  return suffix if suffix in PRECISIONS else FLOAT32
+
+
 @pytest.mark.parametrize("task, device, shape, config", list(_entries()))
 def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
   """Interpret mode at the small and edge sizes (masks or padding make a config
   shape-general), and the lowering (Triton or Mosaic GPU, as the config says) for an abstract
   H200 at the size whose shape class the entry is for."""
   assert device == H200  # the only GPU tuned so far; another needs its abstract device here
-  module, spec = load_kernel("gpu", task), get_task(task)
+  module = load_kernel("gpu", task)
+  spec = get_task(task).at_precision(_precision_of(shape))
   for size in (Size.SMALL, Size.EDGE):
     inputs = spec.make_inputs(size, 1)
     out = module.kernel(*inputs, interpret=True, config=config)
