@@ -352,9 +352,10 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           verdict_changes_bf16: pd.DataFrame | None = None) -> dict[str, Any]:
   """Everything the template shows, as strings and small lists. `repro` and `verdict_changes`
   are the float32 repeats', `repro_bf16` and `verdict_changes_bf16` the bfloat16 ones' (None
-  without such repeats). The results have a section per size and precision, the tolerance,
-  filters, L2, artifacts and compile tables a precision column where both precisions were
-  measured; the citation and the hardware read every record."""
+  without such repeats). Every section reads the records of both precisions: the results have
+  a section per size and precision, the tolerance table a row per class and precision, the
+  filter, L2, artifacts and compile tables a precision column where both were measured (a
+  float32 build's tables are what they were before precisions existed)."""
   headline_view = merged.at_precision(DEFAULT_PRECISION)
   runs_df = pd.DataFrame([to_json_dict(r) for r in merged.records])
   hardware = ", ".join(sorted({r.environment.device_kind for r in merged.records}))
