@@ -107,6 +107,9 @@ def test_pairs_are_matched_by_precision(built):
       k: v for k, v in half.items() if k != ("flash_attention", "gpu")}
   f32 = repeats.pairs(built.merged.at_precision(DEFAULT_PRECISION))
   assert len(f32) == len(pairs) + 1 and set(f32["runtime_a_ms"]).isdisjoint(pairs["runtime_a_ms"])
+  def times(table):
+    return sorted(zip(table["task"], table["variant"], table["runtime_a_ms"], table["runtime_b_ms"]))
+  assert times(repeats.pairs(built.merged)) == sorted(times(f32) + times(pairs))  # all at once
 
 
 def test_bfloat16_repeats_alone_get_their_part(built, tmp_path):
