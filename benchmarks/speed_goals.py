@@ -1,13 +1,21 @@
-"""Issue #12's speed goals, read from one GPU run's records (kernel and XLA timed in that run).
+"""Issue #12's float32 speed goals and issue #25's bfloat16 ones, read from one GPU run's
+records (kernel and XLA timed in that run).
 
     python -m benchmarks.speed_goals data/results/RUN [--before data/results/OLD_RUN]
+    python -m benchmarks.speed_goals data/results/RUN --precision bfloat16
 
-Prints, for every GPU-fixed kernel, its speedup over XLA at `medium` and `large` (and the
-`--before` run's, with the memory-bound check against it), then each goal: the geomean over
-the 45 fixed kernels >= 1.0 at both sizes, every contraction-family kernel >= 0.7 at `large`,
-every latency-bound kernel >= 0.8 at both sizes, and no memory-bound kernel slower than
-before (beyond RUN_TO_RUN, the spread two runs of one tree show). A kernel that did not pass
-(or was not measured at a size) counts as failing every goal it is in.
+Prints, for every GPU-fixed kernel, its speedup over XLA at `medium` and `large` at the
+precision asked (float32 by default), then each goal. At float32 (and with the `--before`
+run's speedups, and the memory-bound check against it): the geomean over the 45 fixed
+kernels >= 1.0 at both sizes, every contraction-family kernel >= 0.7 at `large`, every
+latency-bound kernel >= 0.8 at both sizes, and no memory-bound kernel slower than before
+(beyond RUN_TO_RUN, the spread two runs of one tree show). At bfloat16: the geomean >= 1.0 at
+both sizes, every kernel of issue #25's contraction family (matmul*, linear, the GLUs,
+batched matmul, gated MLP) >= 0.85 at `large`, every memory-bound kernel >= 0.95 at `large`,
+and the matmul task at `large` (4096^3) >= 600 TFLOP/s: the judge's roofline
+`achieved_tflops` of that record, the task's analytic 2*M*N*K FLOPs over the fixed kernel's
+median time. A kernel that did not pass (or was not measured at a size) counts as failing
+every goal it is in.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ import math
 import pathlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
+
+from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS
 
 # The issue's families (the rest are memory-bound).
 CONTRACTION: Final = ("matmul", "matmul_relu", "matmul_gelu", "matmul_silu", "linear_bias_relu",
@@ -27,20 +37,53 @@ LATENCY_BOUND: Final = ("flash_attention", "qk_softmax", "pairwise_distance",
                         "multi_head_attention", "gated_mlp", "transformer_block")
 SIZES: Final = ("medium", "large")
 RUN_TO_RUN: Final = 0.05  # relative speedup change still read as "not slower"
+# Issue #25's bfloat16 goals: its contraction family names no transformer block.
+CONTRACTION_BF16: Final = tuple(t for t in CONTRACTION if t != "transformer_block")
+CONTRACTION_FLOOR_BF16: Final = 0.85
+MEMORY_FLOOR_BF16: Final = 0.95
+MATMUL_TFLOPS_BF16: Final = 600.0
+MATMUL_SHAPES: Final = ["(4096, 4096)", "(4096, 4096)"]  # the matmul task's `large` inputs
 
 
-def speedups(run: pathlib.Path) -> dict[tuple[str, str], float | None]:
-  """(task, size) -> speedup over XLA of the GPU-fixed kernel at float32 (a record without a
-  precision is float32; a run's bfloat16 records are not these goals'), None where it did not
-  pass."""
-  out = {}
+def _fixed(run: pathlib.Path, precision: str) -> list[dict[str, Any]]:
+  """The run's records of the GPU-fixed kernels at `medium` and `large` at `precision` (a
+  record without a precision is float32)."""
+  out = []
   for line in (run / "records.jsonl").read_text().splitlines():
     record = json.loads(line)
-    float32 = record.get("precision", "float32") == "float32"
-    if record["variant"] == "gpu" and record["size"] in SIZES and float32:
-      ok = record["status"] == "pass" and record["speedup"]
-      out[record["task"], record["size"]] = float(record["speedup"]) if ok else None
+    if (record["variant"] == "gpu" and record["size"] in SIZES
+        and record.get("precision", DEFAULT_PRECISION) == precision):
+      out.append(record)
   return out
+
+
+def _passed(record: Mapping[str, Any]) -> bool:
+  return record["status"] == "pass" and bool(record["speedup"])
+
+
+def speedups(run: pathlib.Path, precision: str = DEFAULT_PRECISION
+             ) -> dict[tuple[str, str], float | None]:
+  """(task, size) -> speedup over XLA of the GPU-fixed kernel at `precision` (float32 unless
+  asked: a run's records of the other precision are not these goals'), None where it did not
+  pass."""
+  return {(r["task"], r["size"]): float(r["speedup"]) if _passed(r) else None
+          for r in _fixed(run, precision)}
+
+
+def matmul_tflops(run: pathlib.Path) -> tuple[float | None, str]:
+  """The bfloat16 matmul task's rate at `large`, 4096^3 (TFLOP/s, None where it did not pass or
+  was not measured there), and what was read: the record's roofline `achieved_tflops`."""
+  found = [r for r in _fixed(run, BFLOAT16) if r["task"] == "matmul" and r["size"] == "large"]
+  if not found:
+    return None, "matmul large not measured at bfloat16"
+  record = found[0]
+  if list(record["input_shapes"]) != MATMUL_SHAPES:
+    raise ValueError(f"matmul at large has inputs {record['input_shapes']}, not {MATMUL_SHAPES}: "
+                     "the 4096^3 goal does not apply to it; fix MATMUL_SHAPES or the task")
+  achieved = (record.get("roofline") or {}).get("achieved_tflops")
+  if not _passed(record) or not achieved:
+    return None, f"matmul large {record['status']}, no rate"
+  return float(achieved), f"{float(achieved):.1f} (roofline achieved_tflops, 4096^3)"
 
 
 def _fmt(value: float | None) -> str:
@@ -84,14 +127,52 @@ def goals(now: Mapping[tuple[str, str], float | None],
   return out
 
 
+def goals_bf16(now: Mapping[tuple[str, str], float | None],
+               tflops: tuple[float | None, str]) -> list[tuple[str, bool, str]]:
+  """(goal, met, detail) for each of issue #25's bfloat16 goals; `tflops` as `matmul_tflops`
+  gives it."""
+  tasks = sorted({task for task, _ in now})
+  out = []
+  for size in SIZES:
+    value = geomean([now.get((t, size)) for t in tasks])
+    out.append((f"geomean over {len(tasks)} fixed kernels at {size} >= 1.0", value >= 1.0,
+                f"{value:.3f}"))
+
+  def low(family, floor):
+    return [f"{t} large {_fmt(now.get((t, 'large'))).strip()}" for t in tasks if t in family
+            if now.get((t, "large")) is None or now[t, "large"] < floor]
+
+  below = low(CONTRACTION_BF16, CONTRACTION_FLOOR_BF16)
+  out.append((f"every contraction-family kernel >= {CONTRACTION_FLOOR_BF16} at large", not below,
+              ", ".join(below) or "all"))
+  memory = [t for t in tasks if t not in CONTRACTION + LATENCY_BOUND]
+  below = low(memory, MEMORY_FLOOR_BF16)
+  out.append((f"every memory-bound kernel >= {MEMORY_FLOOR_BF16} at large", not below,
+              ", ".join(below) or f"all {len(memory)}"))
+  rate, detail = tflops
+  out.append((f"bf16 matmul at 4096^3 >= {MATMUL_TFLOPS_BF16:.0f} TFLOP/s",
+              rate is not None and rate >= MATMUL_TFLOPS_BF16, detail))
+  return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("run", type=pathlib.Path, help="a run folder (records.jsonl)")
-  p.add_argument("--before", type=pathlib.Path, help="an earlier run folder to compare with")
+  p.add_argument("--before", type=pathlib.Path,
+                 help="an earlier run folder to compare with (float32 goals only)")
+  p.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                 help="the precision whose goals to check (default: float32)")
   args = p.parse_args(argv)
+  if args.before and args.precision != DEFAULT_PRECISION:
+    p.error("--before compares float32 runs; the bfloat16 goals read one run")
   try:
-    now = speedups(args.run)
+    now = speedups(args.run, args.precision)
     before = speedups(args.before) if args.before else None
+    bf16 = args.precision == BFLOAT16
+    if bf16 and not now:
+      raise ValueError(f"{args.run} holds no bfloat16 record of the fixed kernels at "
+                       f"{' or '.join(SIZES)}; measure with --precisions bfloat16")
+    rate = matmul_tflops(args.run) if bf16 else None
   except (OSError, KeyError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
@@ -100,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = [(f"{_fmt(before.get((task, s)))} ->" if before else "") + _fmt(now.get((task, s)))
              for s in SIZES]
     print(f"{task:28} " + " ".join(f"{c:>14}" for c in cells))
-  met = goals(now, before)
+  met = goals_bf16(now, rate) if rate is not None else goals(now, before)
   for goal, ok, detail in met:
     print(f"{'met ' if ok else 'NOT '} {goal}: {detail}")
   return 0 if all(ok for _, ok, _ in met) else 1

@@ -17,7 +17,9 @@ The folder (exactly what the Hub repo holds):
     sakanaai_pallasbench.json                  the default config as one JSON list
     fix.patch                                  unified diff kernels_tpu -> kernels_gpu
     kernels_tpu/*.py, kernels_gpu/*.py         both kernel trees
-    plots/speedup.png, plots/roofline.png, plots/candidates.png (with population runs)
+    plots/speedup.png, plots/roofline.png (float32), plots/speedup_bf16.png (the bf16 config's,
+                                                 only when measured), plots/candidates.png (with
+                                                 population runs)
     results/<run>/manifest.json, records.jsonl, artifacts.jsonl   the raw records, as measured
                                                  (and candidates.jsonl of a population run)
 
@@ -150,10 +152,13 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   check_headline(missing, headline, allow_partial=allow_partial)
   lost = missing_artifacts(runs)
   check_artifacts(lost, allow_partial=allow_partial)
-  headline_view = merged.at_precision(DEFAULT_PRECISION)  # the card's sections, the plots
+  headline_view = merged.at_precision(DEFAULT_PRECISION)  # BuildSummary's, the float32 plots
   rows = summary_rows(merged, trees, headline)
   bf16_rows = summary_rows(merged, trees, headline, BFLOAT16)
   repro, changes = repeats.pairs(headline_view), _verdict_changes(headline_view)
+  bf16_view = merged.at_precision(BFLOAT16)  # pairs of one precision: the card's part for it
+  bf16_repeats = {"repro_bf16": repeats.pairs(bf16_view),
+                  "verdict_changes_bf16": _verdict_changes(bf16_view)}
   repo_id = repo_id or release.default_repo_id(_hardware(merged))
   rebuild = sections.rebuild_command(
       [run.name for run in runs], [pop.name for pop in populations], repo_id=repo_id,
@@ -164,8 +169,9 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, rows=rows, bf16_rows=bf16_rows, trees=trees,
-                  repro=repro, changes=changes, headline=headline, repo_id=repo_id,
-                  rebuild=rebuild, missing=missing, lost_artifacts=lost, populations=populations)
+                  repro=repro, changes=changes, bf16_repeats=bf16_repeats, headline=headline,
+                  repo_id=repo_id, rebuild=rebuild, missing=missing, lost_artifacts=lost,
+                  populations=populations)
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
@@ -359,8 +365,9 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows, bf16_rows,
                   trees: KernelTrees, repro: pd.DataFrame | None,
-                  changes: pd.DataFrame | None, headline: str, repo_id: str, rebuild: str,
-                  missing, lost_artifacts, populations: Sequence[PopulationRun]) -> None:
+                  changes: pd.DataFrame | None, bf16_repeats: Mapping[str, pd.DataFrame | None],
+                  headline: str, repo_id: str, rebuild: str, missing, lost_artifacts,
+                  populations: Sequence[PopulationRun]) -> None:
   candidates = candidate_rows(populations)
   headline_view = merged.at_precision(DEFAULT_PRECISION)  # the prompts pose float32 tasks
   fine_tuning = training.config_rows(headline_view, trees, headline, candidates)
@@ -371,6 +378,10 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(
       rows, comparable=plots.comparable(headline_view.records, headline)))
   (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(headline_view.records))
+  if bf16_rows:
+    (folder / "plots" / "speedup_bf16.png").write_bytes(plots.speedup_png(
+        bf16_rows, comparable=plots.comparable(merged.at_precision(BFLOAT16).records, headline),
+        precision=BFLOAT16))
   if populations:
     (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
   counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}
@@ -379,7 +390,7 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
       f"PallasBench-Robust ({hardware})", [metadata, infos],
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
                    verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
-                   missing=missing, lost_artifacts=lost_artifacts),
+                   missing=missing, lost_artifacts=lost_artifacts, **bf16_repeats),
       candidates=card.candidates_stats(populations, candidates),
       training=training.card_stats(fine_tuning) if fine_tuning else None)
   (folder / "README.md").write_text(text)

@@ -22,7 +22,7 @@ from pallasbench_dataset.schema import (
     CandidateRow, Environment, EvalRecord, Status, SummaryRow, to_json_dict)
 from pallasbench_dataset.evaluation.errors import readable
 from pallasbench_dataset.evaluation.judge.core import CEILING_TOLERANCE
-from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
+from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.tasks import TASKS
 
 from builder import release, repeats, sections
@@ -111,10 +111,18 @@ def _runs_table(runs: Sequence[Run]) -> str:
   return md_table(pd.DataFrame(rows))
 
 
-def _ceiling_row(run: str, gpu: Any, copy: Any, read: Any, matmul: Any, n: int | None,
-                 source: str) -> dict[str, Any]:
-  return {"run": run, "GPU": gpu, "copy GB/s": copy, "read GB/s": read, "matmul TFLOP/s": matmul,
-          "evaluations": n, "from": source}
+_BF16_MATMUL: Final = "matmul bf16 TFLOP/s"
+_CEILING_COLUMNS: Final = ("run", "GPU", "copy GB/s", "read GB/s", "matmul TFLOP/s", _BF16_MATMUL,
+                           "evaluations", "from")
+
+
+def _ceiling_row(run: str, gpu: Any, copy: Any, read: Any, matmul: Any, matmul_bf16: Any,
+                 n: int | None, source: str) -> dict[str, Any]:
+  """A row of the ceilings table; the bfloat16 matmul only where it was measured (runs from
+  before it lack it, and a table none of whose runs measured it has no such column)."""
+  row = {"run": run, "GPU": gpu, "copy GB/s": copy, "read GB/s": read, "matmul TFLOP/s": matmul,
+         "evaluations": n, "from": source}
+  return row if matmul_bf16 is None else {**row, _BF16_MATMUL: matmul_bf16}
 
 
 def _ceiling_rows(run: Run) -> list[dict[str, Any]]:
@@ -122,7 +130,8 @@ def _ceiling_rows(run: Run) -> list[dict[str, Any]]:
   manifest's per-device entries (every segment of the run), else its single `ceilings`."""
   per_gpu = collections.Counter(
       (r.run.gpu_index, r.run.ceiling_copy_gbps, r.run.ceiling_read_gbps,
-       r.run.ceiling_matmul_tflops) for r in run.records if r.run is not None)
+       r.run.ceiling_matmul_tflops, r.run.ceiling_matmul_bf16_tflops)
+      for r in run.records if r.run is not None)
   if per_gpu:
     return [_ceiling_row(run.name, *key, n, "records")
             for key, n in sorted(per_gpu.items(), key=lambda item: str(item[0]))]
@@ -130,17 +139,26 @@ def _ceiling_rows(run: Run) -> list[dict[str, Any]]:
   if devices:
     return [_ceiling_row(run.name, d.device, d.ceilings and d.ceilings.copy_gbps,
                          d.ceilings and d.ceilings.read_gbps,
-                         d.ceilings and d.ceilings.matmul_tflops, None,
+                         d.ceilings and d.ceilings.matmul_tflops,
+                         d.ceilings and d.ceilings.matmul_bf16_tflops, None,
                          "manifest" if d.ceilings else "not recorded") for d in devices]
   c = run.manifest.ceilings
   return [_ceiling_row(run.name, None, c and c.copy_gbps, c and c.read_gbps,
-                       c and c.matmul_tflops, None, "manifest" if c else "not recorded")]
+                       c and c.matmul_tflops, c and c.matmul_bf16_tflops, None,
+                       "manifest" if c else "not recorded")]
 
 
 def _ceilings_table(runs: Sequence[Run]) -> str:
   rows = [row for run in runs for row in _ceiling_rows(run)]
-  return md_table(pd.DataFrame(rows), {"copy GB/s": ".1f", "read GB/s": ".1f",
-                                       "matmul TFLOP/s": ".1f"})
+  columns = [c for c in _CEILING_COLUMNS if any(c in row for row in rows)]
+  return md_table(pd.DataFrame(rows, columns=columns),
+                  {"copy GB/s": ".1f", "read GB/s": ".1f", "matmul TFLOP/s": ".1f",
+                   _BF16_MATMUL: ".1f"})
+
+
+def _bf16_ceiling_measured(runs: Sequence[Run]) -> bool:
+  """Whether any run measured the bfloat16 matmul ceiling (the table then has its column)."""
+  return any(_BF16_MATMUL in row for run in runs for row in _ceiling_rows(run))
 
 
 def _tolerance_table(records: Sequence[EvalRecord]) -> str:
@@ -154,14 +172,17 @@ def _tolerance_table(records: Sequence[EvalRecord]) -> str:
 
 
 def _filters_table(records: Sequence[EvalRecord]) -> str:
-  runs, failed = collections.Counter(), collections.Counter()
-  for r in records:
-    for f in r.filters:
-      runs[f.name] += 1
-      failed[f.name] += not f.passed
-  rows = [{"filter": name, "evaluations": runs[name], "failed": failed[name]}
-          for name in sorted(runs)]
-  return md_table(pd.DataFrame(rows))
+  """Evaluations and failures per filter (and precision, where the records hold both)."""
+  def counts(rs: Sequence[EvalRecord]) -> pd.DataFrame:
+    runs, failed = collections.Counter(), collections.Counter()
+    for r in rs:
+      for f in r.filters:
+        runs[f.name] += 1
+        failed[f.name] += not f.passed
+    return pd.DataFrame([{"filter": name, "evaluations": runs[name], "failed": failed[name]}
+                         for name in sorted(runs)])
+  tables = {p: counts(rs) for p, rs in sections.by_precision(records).items()}
+  return md_table(sections.joined(tables, "filter") if tables else pd.DataFrame())
 
 
 def _timing_facts(records: Sequence[EvalRecord]) -> dict[str, str]:
@@ -198,7 +219,11 @@ def _judge_text(records: Sequence[EvalRecord]) -> str:
 
 
 def _compile_table(runs_df: pd.DataFrame) -> str:
-  table = analysis.compile_time_table(runs_df[runs_df["variant"] == "gpu"])
+  """The fixed kernels' compile stages (per precision, where both were measured)."""
+  fixed = runs_df[runs_df["variant"] == "gpu"]
+  tables = {p: analysis.compile_time_table(fixed[fixed["precision"] == p])
+            for p in PRECISIONS if (fixed["precision"] == p).any()}
+  table = sections.joined(tables, "size") if tables else analysis.compile_time_table(fixed)
   return md_table(table.drop(columns="variant"), {"trace_s": ".3f", "lower_s": ".3f",
                                                   "compile_s": ".3f", "total_s": ".3f"})
 
@@ -322,42 +347,50 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           repro: pd.DataFrame | None, verdict_changes: pd.DataFrame | None, repo_id: str,
           configs: Mapping[str, Mapping[str, int]], rebuild: str,
           missing: Sequence[Key] = (),
-          lost_artifacts: Sequence[tuple[str, Key]] = ()) -> dict[str, Any]:
-  """Everything the template shows, as strings and small lists. The results have a section
-  per size and precision and the tolerance table a row per class and precision; the other
-  sections read the float32 records (the default config's precision)."""
-  everything, merged = merged, merged.at_precision(DEFAULT_PRECISION)
+          lost_artifacts: Sequence[tuple[str, Key]] = (),
+          repro_bf16: pd.DataFrame | None = None,
+          verdict_changes_bf16: pd.DataFrame | None = None) -> dict[str, Any]:
+  """Everything the template shows, as strings and small lists. `repro` and `verdict_changes`
+  are the float32 repeats', `repro_bf16` and `verdict_changes_bf16` the bfloat16 ones' (None
+  without such repeats). Every section reads the records of both precisions: the results have
+  a section per size and precision, the tolerance table a row per class and precision, the
+  filter, L2, artifacts and compile tables a precision column where both were measured (a
+  float32 build's tables are what they were before precisions existed)."""
+  headline_view = merged.at_precision(DEFAULT_PRECISION)
   runs_df = pd.DataFrame([to_json_dict(r) for r in merged.records])
-  hardware = ", ".join(sorted({r.environment.device_kind for r in everything.records}))
+  hardware = ", ".join(sorted({r.environment.device_kind for r in merged.records}))
   published = [r for _, r in merged.published]
   coverage = sections.artifact_coverage(merged)
   l2 = sections.l2_resident(merged.records)
   return {"marker": MARKER, "repo_id": repo_id, "headline": headline, "hardware": hardware,
           "n_tasks": len(rows), "n_registry": len(TASKS), "tag": release.TAG,
           "release": release.NAME, "gpu_extra": GPU_EXTRA, "config_rows": configs,
-          "precisions": _precisions(everything),
-          "n_runs": len(runs), "n_published": len(everything.published),
+          "precisions": _precisions(merged),
+          "n_runs": len(runs), "n_published": len(merged.published),
           "runs_table": _runs_table(runs),
           "commands": [(r.name, c) for r in runs
                        for c in (r.manifest.command, *(x.command for x in r.manifest.resumes))],
           "n_missing": len(missing), "missing_table": _missing_table(missing),
           "n_lost": len(lost_artifacts), "lost_table": _lost_table(lost_artifacts),
-          "ceilings_table": _ceilings_table(runs),
+          "ceilings_table": _ceilings_table(runs), "ceiling_bf16": _bf16_ceiling_measured(runs),
           "ceiling_methods": sections.ceiling_methods(runs, published),
           "ceiling_sources": sections.ceiling_sources(merged.records),
           "ceiling_tolerance": f"{CEILING_TOLERANCE:.0%}",
           "gpu_state_table": md_table(sections.gpu_state(merged)),
-          "tolerance_table": _tolerance_table(everything.records),
+          "tolerance_table": _tolerance_table(merged.records),
           "filters_table": _filters_table(merged.records), **_timing_facts(merged.records),
           "l2": {**l2, "table": md_table(l2["table"], {"rotated MiB": ".2f", "L2 MiB": ".0f"})},
-          "sizes": sections.results(everything, headline, md_table),
+          "sizes": sections.results(merged, headline, md_table),
           "artifacts_table": md_table(coverage["table"]),
           "ptx": _ptx_facts(coverage),
           "compile_table": _compile_table(runs_df),
           "compile_conditions": sections.compile_conditions(merged),
-          "repro": _repro(repro, verdict_changes, published), "corrections": _corrections(rows),
-          "cpu_rows": sum(r.device == "cpu" for r in everything.records),
-          "limits": sections.limits(everything.records), "rebuild": rebuild,
+          "repro": _repro(repro, verdict_changes, [r for _, r in headline_view.published]),
+          "repro_bf16": _repro(repro_bf16, verdict_changes_bf16,
+                               [r for _, r in merged.at_precision(BFLOAT16).published]),
+          "corrections": _corrections(rows),
+          "cpu_rows": sum(r.device == "cpu" for r in merged.records),
+          "limits": sections.limits(merged.records), "rebuild": rebuild,
           "contact": f"https://huggingface.co/datasets/{repo_id}/discussions",
           "citation": _citation(repo_id, hardware, merged.records)}
 

@@ -104,16 +104,22 @@ def comparable(records: Sequence[EvalRecord], size: str) -> bool:
   return all(r.timing_comparable for r in records if r.size == size and r.runtime_ms is not None)
 
 
-def speedup_title(rows: Sequence[SummaryRow], comparable: bool) -> str:
+def speedup_title(rows: Sequence[SummaryRow], comparable: bool,
+                  precision: str | None = None) -> str:
+  """The speedup plot's title; `precision` named where the plot is not the default config's
+  (float32's title is what it was before precisions existed)."""
   hardware = ", ".join(sorted({r.Target_Hardware for r in rows})) or "no rows"
-  title = f"Pallas speedup over the jitted JAX reference ({hardware})"
+  at = f" at {precision}" if precision is not None else ""
+  title = f"Pallas speedup over the jitted JAX reference{at} ({hardware})"
   return title if comparable else title + "\nCPU interpret-mode timings: not comparable"
 
 
-def speedup_png(rows: Sequence[SummaryRow], *, comparable: bool) -> bytes:
+def speedup_png(rows: Sequence[SummaryRow], *, comparable: bool,
+                precision: str | None = None) -> bytes:
   """Speedup (baseline / kernel, log scale) per task: fixed kernels as bars, originals as dots;
-  `comparable` from the records' `timing_comparable` (see `comparable`)."""
-  title = speedup_title(rows, comparable)
+  `comparable` from the records' `timing_comparable` (see `comparable`); `precision` in the
+  title of a plot that is not the default config's (the `bf16` config's)."""
+  title = speedup_title(rows, comparable, precision)
   if not any(_positive(r.Pallas_Speedup) or _positive(r.Original_Speedup_Compiled)
              for r in rows):
     return _empty(title, "no timings to plot (not measured, or every kernel failed)")

@@ -48,12 +48,14 @@ def some(items: Sequence[str]) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Ceilings:
-  """Hardware ceilings measured in the run (a device copy and read, a large matmul)."""
+  """Hardware ceilings measured in the run (a device copy and read, a large matmul in TF32
+  and, from release 6 on, in bfloat16)."""
   copy_gbps: float | None
   read_gbps: float | None
   bandwidth_gbps: float | None  # the larger of copy and read
   matmul_tflops: float | None
   method: str | None
+  matmul_bf16_tflops: float | None = None  # absent from manifests before bfloat16 was measured
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,10 +210,12 @@ def read_manifest(path: pathlib.Path) -> Manifest:
 
 
 def _pick_ceilings(value: Any) -> Any:
-  """Only the ceilings the card shows (a manifest may hold more keys)."""
+  """Only the ceilings the card shows (a manifest may hold more keys); one with a default (the
+  bfloat16 matmul) only where the manifest has it, older ones lacking it."""
   if not isinstance(value, dict):
     return value
-  return {f.name: value.get(f.name) for f in dataclasses.fields(Ceilings)}
+  return {f.name: value.get(f.name) for f in dataclasses.fields(Ceilings)
+          if f.name in value or f.default is dataclasses.MISSING}
 
 
 def _pick_devices(entries: Any) -> Any:

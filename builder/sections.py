@@ -1,6 +1,9 @@
 """Card sections that read every run: results per size, artifact coverage, inputs that could
 stay in L2, the GPUs' clocks and power state, compile conditions, ceiling sources, and the
-command that rebuilds the folder. Each returns strings and small lists for the template."""
+command that rebuilds the folder. Each returns strings and small lists for the template.
+
+A table of one precision's records is what it was before precisions existed; where both
+were measured, the tables of each are joined with a `precision` column (`joined`)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from pallasbench_dataset import analysis
+from pallasbench_dataset.precision import PRECISIONS
 from pallasbench_dataset.schema import Artifacts, EvalRecord, to_json_dict
 from pallasbench_dataset.tasks import TASKS, Size
 
@@ -22,6 +26,27 @@ from builder.records import Merged, Run, key_of
 
 LEVEL_FORMATS: Final = {"fast_0": ".0%", "fast_1": ".0%", "fast_2": ".0%",
                         "geomean_speedup": ".3f"}
+
+
+def by_precision(records: Sequence[EvalRecord]) -> dict[str, list[EvalRecord]]:
+  """The records of each precision among them, in PRECISIONS order (float32 first)."""
+  out = {p: [r for r in records if r.precision == p] for p in PRECISIONS}
+  return {p: rs for p, rs in out.items() if rs}
+
+
+def joined(tables: Mapping[str, pd.DataFrame], after: str) -> pd.DataFrame:
+  """One precision's table as it is; several joined in the order given, each row naming its
+  precision in a column after `after`. Empty tables add no rows; none left: an empty frame."""
+  if len(tables) == 1:
+    return next(iter(tables.values()))
+  frames = []
+  for precision, table in tables.items():
+    if table.empty:
+      continue
+    table = table.copy()
+    table.insert(table.columns.get_loc(after) + 1, "precision", precision)
+    frames.append(table)
+  return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def sizes_of(merged: Merged, headline: str) -> list[str]:
@@ -75,8 +100,22 @@ def _compiled(r: EvalRecord) -> bool:
 
 
 def artifact_coverage(merged: Merged) -> dict[str, Any]:
-  """Per run: records, and how many carry each IR; the records whose kernel compiled on a GPU
-  without PTX (a capture defect), counted by Pallas backend, and their kernels."""
+  """Per run (and precision, where both were measured): records, and how many carry each IR;
+  the records whose kernel compiled on a GPU without PTX (a capture defect), counted by
+  Pallas backend, and their kernels (`task/variant`, and the precision where both were
+  measured)."""
+  views = {p: _coverage(merged.at_precision(p)) for p in merged.precisions()}
+  several = len(views) > 1
+  return {"table": joined({p: v["table"] for p, v in views.items()}, "run"),
+          "no_ptx": sum(v["no_ptx"] for v in views.values()),
+          "gpu_compiled": sum(v["gpu_compiled"] for v in views.values()),
+          "ptx_by_backend": joined({p: v["ptx_by_backend"] for p, v in views.items()}, "backend"),
+          "no_ptx_kernels": [f"{k} ({p})" if several else k
+                             for p, v in views.items() for k in v["no_ptx_kernels"]]}
+
+
+def _coverage(merged: Merged) -> dict[str, Any]:
+  """`artifact_coverage` of one precision's records."""
   records = {(name, key_of(r)): r for name, r in merged.published}
   rows, no_ptx, compiled = [], [], []
   by_run: dict[str, list[tuple[EvalRecord, Artifacts]]] = collections.defaultdict(list)
@@ -107,16 +146,20 @@ def artifact_coverage(merged: Merged) -> dict[str, Any]:
 
 
 def l2_resident(records: Sequence[EvalRecord]) -> dict[str, Any]:
-  """The rows whose timed inputs could stay in L2, and how many timed rows did not record it."""
+  """The rows whose timed inputs could stay in L2 (with their precision where the records
+  hold both), and how many timed rows did not record it."""
   timed = [r for r in records if r.timing_comparable and r.runtime_ms is not None]
   resident = [r for r in timed if r.timing_l2_resident]
-  rows = [{"task": r.task, "variant": r.variant, "size": r.size, "input sets": r.timing_input_sets,
-           "rotated MiB": r.timing_rotated_bytes / 2**20 if r.timing_rotated_bytes else None,
-           "L2 MiB": r.environment.l2_bytes / 2**20 if r.environment.l2_bytes else None}
-          for r in resident]
+  def table(rs: Sequence[EvalRecord]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"task": r.task, "variant": r.variant, "size": r.size, "input sets": r.timing_input_sets,
+         "rotated MiB": r.timing_rotated_bytes / 2**20 if r.timing_rotated_bytes else None,
+         "L2 MiB": r.environment.l2_bytes / 2**20 if r.environment.l2_bytes else None}
+        for r in rs])
+  tables = {p: table([r for r in resident if r.precision == p]) for p in by_precision(records)}
   return {"n_timed": len(timed), "n_resident": len(resident),
           "n_unknown": sum(r.timing_l2_resident is None for r in timed),
-          "table": pd.DataFrame(rows)}
+          "table": joined(tables, "size") if tables else pd.DataFrame()}
 
 
 def gpu_state(merged: Merged) -> pd.DataFrame:

@@ -1068,7 +1068,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       "commands": [("run-a", run.manifest.command), ("run-a", "regen --resume")],
       "n_missing": 1, "missing_table": card._missing_table(missing),
       "n_lost": 1, "lost_table": card._lost_table(lost),
-      "ceilings_table": card._ceilings_table([resumed]),
+      "ceilings_table": card._ceilings_table([resumed]), "ceiling_bf16": False, "repro_bf16": None,
       "ceiling_methods": "cupti: 1 GiB copy and read-only sum",
       "ceiling_sources": sections.ceiling_sources(merged.records), "ceiling_tolerance": "5%",
       "gpu_state_table": card.md_table(sections.gpu_state(merged)),

@@ -92,7 +92,8 @@ def test_a_float32_build_has_no_bf16_config_and_claims_no_bfloat16(two):
 
 def test_the_default_config_is_float32_and_the_same_with_bfloat16_records_beside_it(two, load):
   for part in ("default", "plots", "sft", "preference"):
-    assert _hashes(two.both, part) == _hashes(two.float32, part), part
+    both = {k: v for k, v in _hashes(two.both, part).items() if k != "plots/speedup_bf16.png"}
+    assert both == _hashes(two.float32, part), part  # the bf16 config's plot beside them
   assert (two.both / "sakanaai_pallasbench.json").read_bytes() == (
       two.float32 / "sakanaai_pallasbench.json").read_bytes()
   default = pd.concat([d.to_pandas() for d in load(two.both, "default").values()])
@@ -241,14 +242,3 @@ def test_two_runs_frames_pair_by_precision_too(two):
   old = analysis.verdict_changes(a.drop(columns="precision"), b)
   assert "precision" not in old.columns
 
-
-def test_the_reproducibility_section_reads_float32_repeats_only(two, tmp_path):
-  """Two runs that repeat only bfloat16 evaluations: the float32 sections have no repeat to
-  show (the card says those sections read float32), and the bfloat16 rows come from the first."""
-  trees = rf.write_tree(tmp_path / "trees")
-  first = rf.write_run(tmp_path / "r1", two.records + two.half,
-                       precisions=["float32", "bfloat16"])
-  again = rf.write_run(tmp_path / "r2", two.half, precisions=["bfloat16"])
-  out = build_dataset([first, again], tmp_path / "out", kernel_trees=trees).out_dir
-  text = (out / "README.md").read_text()
-  assert "### Reproducibility" not in text and "Two precisions" in text
