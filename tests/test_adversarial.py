@@ -10,14 +10,15 @@ Classes: 1 forging the verdict, 2 reading secrets, 3 timing, 4 escaping the sand
 spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant over every
 record (pass iff no reasons; pass implies correct and robust), 8 correct on the nominal inputs
 only (caught by the input families, the scaled atol and the edge shape), 9 below the task's
-precision (float8 in a bfloat16 task, bfloat16 in a float32 one).
+precision (float8 in a bfloat16 task, bfloat16 in a float32 one), 10 the CPU judge's known
+limit (below).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
 or an elementwise op hidden outside the kernel), hidden RNG state in an artifact, honest code
 refused under an Explicit-axis abstract mesh, and candidates compiled with the loader's
 `from __future__` flags. The one known limit of a CPU judge (it runs the interpret-mode export
-but reads the structure from the Triton export) has its own test below.
+but reads the structure from the Triton export) is control 10, with its own test below.
 """
 
 from __future__ import annotations
@@ -168,6 +169,9 @@ def _cases() -> dict[str, Case]:
       "bf16_answer_layernorm": Case("adv_bf16_answer_layernorm", "layernorm", I,
                                     ("seed 11: not allclose(rtol=0.0001, atol=",)),
       "pos_bf16_softmax": Case("adv_pos_bf16_softmax", "softmax", P, precision="bfloat16"),
+      # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
+      # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
+      "split_interpret": Case("adv_split_interpret_relu", relu, P),
   }
 
 
@@ -404,20 +408,15 @@ def test_structure_reasons_survive_a_later_refusal(run):
   assert any("contractions outside the kernel" in r for r in reasons), reasons
 
 
-def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one():
+def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(run):
   """The known limit of a CPU judge: it runs the interpret-mode export and reads the structure
   from the cuda export, two programs the candidate produces. A kernel computing the task only
   when interpret=True passes on a CPU; the records say so (interpret, timings not comparable).
   On a GPU the one cuda artifact is both analysed and run, so the same kernel is caught there
-  (tests/test_gpu.py)."""
-  source = (CONTROLS / "adv_split_interpret_relu.py").read_text()
-  records = []
-  run_items([WorkItem(task="relu", variant="candidate", size="small", source=source,
-                      filename="adv_split_interpret_relu.py", options=OPTIONS)],
-            JudgeConfig(device="cpu", git_commit=None, dump_dir=None), LIMITS,
-            on_result=lambda record, _: records.append(record))
-  (record,) = records
+  (tests/test_gpu.py). Its record is the module run's."""
+  record = run.records["split_interpret"]
   assert record.status is Status.PASS and record.interpret and not record.timing_comparable
+  source = (CONTROLS / "adv_split_interpret_relu.py").read_text()
   item = WorkItem(task="relu", variant="candidate", size="small", source=source, filename="x.py")
   assert export_request(item, "gpu").exports == (("small", ("cuda",)), ("edge", ("cuda",)))
 

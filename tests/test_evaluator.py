@@ -20,7 +20,6 @@ from pallasbench_dataset.evaluation.judge import core as judge
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
-from pallasbench_dataset.evaluate import evaluate
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import ErrorType, EvalRecord, Status, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
@@ -145,13 +144,6 @@ def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
   assert json.loads(tuned.kernel_config) == dict(block=64, chunk=1, num_stages=2, num_warps=4)
 
 
-def test_evaluate_api_accepts_source_text():
-  source = (CONTROLS / "pos_add_tiles.py").read_text()
-  record = evaluate("add", source=source, size="small", device="cpu", options=OPTIONS)
-  assert record.status is Status.PASS and record.variant == "candidate"
-  assert record.task == "add" and record.seeds == OPTIONS.seeds
-
-
 def test_cli_exit_status_and_json(capsys):
   ok = evaluate_cli.main(["--task", "relu", "--kernel", str(CONTROLS / "pos_calls_reference_relu.py"),
                           "--device", "cpu", "--json", "--seeds", "1", "2", "3", "4", "5"])
@@ -195,7 +187,9 @@ def test_device_auto_resolves_to_cpu_without_a_gpu():
 
 def test_evaluate_works_from_a_plain_script_without_a_main_guard(tmp_path):
   """The exporter and the judge start as programs: nothing re-imports the caller's script
-  (a multiprocessing 'spawn' child would run this script's top level again, recursively)."""
+  (a multiprocessing 'spawn' child would run this script's top level again, recursively).
+  The script passes the kernel as source text (`source=`), so this is also the API's test
+  of source text: the record is the candidate's, of its task, on the seeds asked."""
   script = tmp_path / "score.py"
   marker = tmp_path / "runs.txt"
   script.write_text(
@@ -203,10 +197,11 @@ def test_evaluate_works_from_a_plain_script_without_a_main_guard(tmp_path):
       f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\n"
       "from pallasbench_dataset.evaluation.judge.core import EvalOptions\n"
       "from pallasbench_dataset.evaluate import evaluate\n"
-      f"r = evaluate('add', {str(CONTROLS / 'pos_add_tiles.py')!r}, device='cpu', options=EvalOptions("
+      f"source = pathlib.Path({str(CONTROLS / 'pos_add_tiles.py')!r}).read_text()\n"
+      "r = evaluate('add', source=source, size='small', device='cpu', options=EvalOptions("
       "seeds=(1, 2), check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1))\n"
-      "print('STATUS', r.status.value)\n")
+      "print('STATUS', r.status.value, r.variant, r.task, list(r.seeds))\n")
   proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                         timeout=600, check=False, cwd=tmp_path)
-  assert "STATUS pass" in proc.stdout, proc.stderr[-2000:]
+  assert "STATUS pass candidate add [1, 2]" in proc.stdout, proc.stderr[-2000:]
   assert marker.read_text() == "ran\n"  # the script's top level ran once

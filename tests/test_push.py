@@ -318,13 +318,15 @@ def test_push_after_a_dropped_commit_makes_no_second_commit(hub, folder, tmp_pat
 
 
 def test_failure_before_the_commit_call_is_known_to_commit_nothing(hub, folder, tmp_path):
+  """A server error (5xx) on a request before the commit. 501, which huggingface_hub does not
+  retry: on 503 its backoff waits 23 s before the same error reaches the push."""
   repo = hub.seed(REPO, {"README.md": b"old card"})
   before = dict(repo.branches)
-  hub.state.fail_requests = {"/preupload/": 503}
+  hub.state.fail_requests = {"/preupload/": 501}
   rc, result, err = client(hub, tmp_path, f"push_folder({str(folder)!r}, {REPO!r})")
   assert rc == 0, err
   message = result["push_error"]
-  assert "HTTP 503" in message and "nothing was committed" in message
+  assert "HTTP 501" in message and "nothing was committed" in message
   assert "may have landed" not in message
   assert hub.state.commit_headers == [] and repo.branches == before
 

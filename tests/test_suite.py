@@ -2,13 +2,16 @@
 faults injected (torn lines, cut writes, killed drivers and workers, SIGTERM), resume.
 
 Runs `run_suite` and `python -m builder.regenerate` with the real exporter, compile stage and
-judge on a local Dask cluster (cheap evaluations of `relu` at the small size).
+judge on a local Dask cluster (cheap evaluations of `relu` at the small size). The tests that
+start from a finished run and then tear, cut or resume it start from a copy of one of two runs
+measured once per module (`finished`: relu's gpu and tpu variants; `finished_gpu`: gpu only).
 """
 
 import fcntl
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,20 +54,40 @@ def _manifest(run_dir):
   return json.loads((run_dir / suite.MANIFEST).read_text())
 
 
-def test_a_run_measures_every_item_through_the_three_stages(tmp_path):
-  _run(tmp_path, _items("gpu", "tpu"))
-  records = _records(tmp_path)
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+  """A fresh run of relu's gpu and tpu variants, measured once: tests read it or copy it."""
+  run_dir = tmp_path_factory.mktemp("finished")
+  _run(run_dir, _items("gpu", "tpu"))
+  return run_dir
+
+
+@pytest.fixture(scope="module")
+def finished_gpu(tmp_path_factory):
+  """A fresh run of relu's gpu variant alone, measured once: tests copy it."""
+  run_dir = tmp_path_factory.mktemp("finished_gpu")
+  _run(run_dir, _items("gpu"))
+  return run_dir
+
+
+def _copy(run_dir, tmp_path):
+  """The finished run as a folder of this test's own, to tear, cut or resume."""
+  return pathlib.Path(shutil.copytree(run_dir, tmp_path / "run"))
+
+
+def test_a_run_measures_every_item_through_the_three_stages(finished):
+  records = _records(finished)
   assert sorted(r.variant for r in records) == ["gpu", "tpu"]
   for r in records:
     assert r.status is Status.PASS, r.reasons
     assert r.stages.export_s > 0 and r.stages.compile_s > 0 and r.stages.judge_s > 0
     assert r.stages.compile_cache_hit is True  # the judge loaded what the compile stage built
-    assert r.run.command == "test" and r.run.run_id == tmp_path.name and r.run.gpu_index is None
+    assert r.run.command == "test" and r.run.run_id == finished.name and r.run.gpu_index is None
     assert r.eager_baseline_ms > 0 and r.speedup_eager == pytest.approx(
         r.eager_baseline_ms / r.runtime_ms)
-  artifacts = [json.loads(line) for line in _lines(tmp_path / suite.ARTIFACTS)]
+  artifacts = [json.loads(line) for line in _lines(finished / suite.ARTIFACTS)]
   assert sorted(a["variant"] for a in artifacts) == ["gpu", "tpu"]
-  manifest = _manifest(tmp_path)
+  manifest = _manifest(finished)
   assert manifest["finished_at"] and "interrupted_at" not in manifest
   assert manifest["pipeline"]["evaluations"] == 2
   assert manifest["pipeline"]["compile_cache_hits"] == 2
@@ -79,8 +102,8 @@ def test_a_compile_over_its_budget_is_a_timeout_record_naming_the_stage(tmp_path
   assert record.error.startswith("compile stage:") and "0 s compile budget" in record.error
 
 
-def test_resume_measures_only_what_is_missing(tmp_path):
-  _run(tmp_path, _items("gpu"))
+def test_resume_measures_only_what_is_missing(finished_gpu, tmp_path):
+  tmp_path = _copy(finished_gpu, tmp_path)
   before = _lines(tmp_path / suite.RECORDS)
   _run(tmp_path, _items("gpu", "tpu"), resume=True)
   after = _lines(tmp_path / suite.RECORDS)
@@ -89,8 +112,8 @@ def test_resume_measures_only_what_is_missing(tmp_path):
   assert _manifest(tmp_path)["resumes"][0]["resumed_with"] == 1
 
 
-def test_a_torn_last_line_is_cut_and_remeasured_on_resume(tmp_path):
-  _run(tmp_path, _items("gpu"))
+def test_a_torn_last_line_is_cut_and_remeasured_on_resume(finished_gpu, tmp_path):
+  tmp_path = _copy(finished_gpu, tmp_path)
   records = tmp_path / suite.RECORDS
   with records.open("a") as f:
     f.write('{"task": "relu", "variant": "tpu", "si')  # killed mid-write
@@ -102,10 +125,10 @@ def test_a_torn_last_line_is_cut_and_remeasured_on_resume(tmp_path):
   assert manifest["resumes"][0]["resumed_with"] == 1 and manifest["finished_at"]
 
 
-def test_a_record_and_its_artifacts_are_one_unit(tmp_path):
+def test_a_record_and_its_artifacts_are_one_unit(finished, tmp_path):
   """A write cut after the artifacts line (an orphan) or a record whose artifacts line was
   lost: resume drops the half and measures the evaluation again, one line each."""
-  _run(tmp_path, _items("gpu", "tpu"))
+  tmp_path = _copy(finished, tmp_path)
   records, artifacts = tmp_path / suite.RECORDS, tmp_path / suite.ARTIFACTS
   by_variant = {json.loads(line)["variant"]: line for line in _lines(artifacts)}
   rec_lines = _lines(records)
@@ -119,8 +142,8 @@ def test_a_record_and_its_artifacts_are_one_unit(tmp_path):
   assert all(r["measured_at"] for r in rec) and keep[0] not in _lines(records)
 
 
-def test_evaluations_killed_from_outside_are_retried_on_resume(tmp_path):
-  _run(tmp_path, _items("gpu", "tpu"))
+def test_evaluations_killed_from_outside_are_retried_on_resume(finished, tmp_path):
+  tmp_path = _copy(finished, tmp_path)
   records = tmp_path / suite.RECORDS
   rows = [json.loads(line) for line in _lines(records)]
   for row in rows:
@@ -141,18 +164,17 @@ def test_a_second_writer_is_refused(tmp_path):
   assert not (tmp_path / suite.RECORDS).exists()
 
 
-def test_a_fresh_run_refuses_a_folder_with_records(tmp_path):
-  _run(tmp_path, _items("gpu"))
+def test_a_fresh_run_refuses_a_folder_with_records(finished_gpu, tmp_path):
+  tmp_path = _copy(finished_gpu, tmp_path)
   with pytest.raises(FileExistsError, match="pass --resume"):
     _run(tmp_path, _items("gpu", "tpu"))
   assert len(_lines(tmp_path / suite.RECORDS)) == 1
 
 
-def test_resume_refuses_a_missing_folder_or_manifest(tmp_path):
+def test_resume_refuses_a_missing_folder_or_manifest(finished_gpu, tmp_path):
   with pytest.raises(FileNotFoundError, match="does not exist"):
     _run(tmp_path / "nowhere", _items("gpu"), resume=True)
-  folder = tmp_path / "run"
-  _run(folder, _items("gpu"))
+  folder = _copy(finished_gpu, tmp_path)
   (folder / suite.MANIFEST).unlink()
   with pytest.raises(FileNotFoundError, match="no manifest.json"):
     _run(folder, _items("gpu", "tpu"), resume=True)
