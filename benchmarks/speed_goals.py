@@ -97,24 +97,33 @@ def geomean(values: Sequence[float | None]) -> float:
   return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def goals(now: Mapping[tuple[str, str], float | None],
-          before: Mapping[tuple[str, str], float | None] | None) -> list[tuple[str, bool, str]]:
-  """(goal, met, detail) for each of the issue's goals."""
-  tasks = sorted({task for task, _ in now})
+def _geomean_goals(now: Mapping[tuple[str, str], float | None],
+                   tasks: Sequence[str]) -> list[tuple[str, bool, str]]:
+  """The geomean goal at each size, the same at both precisions."""
   out = []
   for size in SIZES:
     value = geomean([now.get((t, size)) for t in tasks])
     out.append((f"geomean over {len(tasks)} fixed kernels at {size} >= 1.0", value >= 1.0,
                 f"{value:.3f}"))
+  return out
 
-  def low(family, sizes, floor):
-    return [f"{t} {s} {_fmt(now.get((t, s))).strip()}" for t in tasks if t in family
-            for s in sizes if now.get((t, s)) is None or now[t, s] < floor]
 
-  below = low(CONTRACTION, ("large",), 0.7)
+def _below(now: Mapping[tuple[str, str], float | None], tasks: Sequence[str],
+           family: Sequence[str], sizes: Sequence[str], floor: float) -> list[str]:
+  """'task size speedup' of each kernel of `family` missing or under `floor` at `sizes`."""
+  return [f"{t} {s} {_fmt(now.get((t, s))).strip()}" for t in tasks if t in family
+          for s in sizes if now.get((t, s)) is None or now[t, s] < floor]
+
+
+def goals(now: Mapping[tuple[str, str], float | None],
+          before: Mapping[tuple[str, str], float | None] | None) -> list[tuple[str, bool, str]]:
+  """(goal, met, detail) for each of the issue's goals."""
+  tasks = sorted({task for task, _ in now})
+  out = _geomean_goals(now, tasks)
+  below = _below(now, tasks, CONTRACTION, ("large",), 0.7)
   out.append(("every contraction-family kernel >= 0.7 at large", not below,
               ", ".join(below) or "all"))
-  below = low(LATENCY_BOUND, SIZES, 0.8)
+  below = _below(now, tasks, LATENCY_BOUND, SIZES, 0.8)
   out.append(("every latency-bound kernel >= 0.8", not below, ", ".join(below) or "all"))
   if before is not None:
     memory = [t for t in tasks if t not in CONTRACTION + LATENCY_BOUND]
@@ -132,21 +141,12 @@ def goals_bf16(now: Mapping[tuple[str, str], float | None],
   """(goal, met, detail) for each of issue #25's bfloat16 goals; `tflops` as `matmul_tflops`
   gives it."""
   tasks = sorted({task for task, _ in now})
-  out = []
-  for size in SIZES:
-    value = geomean([now.get((t, size)) for t in tasks])
-    out.append((f"geomean over {len(tasks)} fixed kernels at {size} >= 1.0", value >= 1.0,
-                f"{value:.3f}"))
-
-  def low(family, floor):
-    return [f"{t} large {_fmt(now.get((t, 'large'))).strip()}" for t in tasks if t in family
-            if now.get((t, "large")) is None or now[t, "large"] < floor]
-
-  below = low(CONTRACTION_BF16, CONTRACTION_FLOOR_BF16)
+  out = _geomean_goals(now, tasks)
+  below = _below(now, tasks, CONTRACTION_BF16, ("large",), CONTRACTION_FLOOR_BF16)
   out.append((f"every contraction-family kernel >= {CONTRACTION_FLOOR_BF16} at large", not below,
               ", ".join(below) or "all"))
   memory = [t for t in tasks if t not in CONTRACTION + LATENCY_BOUND]
-  below = low(memory, MEMORY_FLOOR_BF16)
+  below = _below(now, tasks, memory, ("large",), MEMORY_FLOOR_BF16)
   out.append((f"every memory-bound kernel >= {MEMORY_FLOOR_BF16} at large", not below,
               ", ".join(below) or f"all {len(memory)}"))
   rate, detail = tflops
