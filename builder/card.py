@@ -156,11 +156,6 @@ def _ceilings_table(runs: Sequence[Run]) -> str:
                    _BF16_MATMUL: ".1f"})
 
 
-def _bf16_ceiling_measured(runs: Sequence[Run]) -> bool:
-  """Whether any run measured the bfloat16 matmul ceiling (the table then has its column)."""
-  return any(_BF16_MATMUL in row for run in runs for row in _ceiling_rows(run))
-
-
 def _tolerance_table(records: Sequence[EvalRecord]) -> str:
   """Evaluations per tolerance class and precision (each precision has its own limits)."""
   counts = collections.Counter((r.precision, r.tolerance, r.rtol, r.atol, r.max_rel_l2)
@@ -357,6 +352,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
   filter, L2, artifacts and compile tables a precision column where both were measured (a
   float32 build's tables are what they were before precisions existed)."""
   headline_view = merged.at_precision(DEFAULT_PRECISION)
+  ceilings_table = _ceilings_table(runs)  # with a bfloat16 column where a run measured it
   runs_df = pd.DataFrame([to_json_dict(r) for r in merged.records])
   hardware = ", ".join(sorted({r.environment.device_kind for r in merged.records}))
   published = [r for _, r in merged.published]
@@ -372,7 +368,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
                        for c in (r.manifest.command, *(x.command for x in r.manifest.resumes))],
           "n_missing": len(missing), "missing_table": _missing_table(missing),
           "n_lost": len(lost_artifacts), "lost_table": _lost_table(lost_artifacts),
-          "ceilings_table": _ceilings_table(runs), "ceiling_bf16": _bf16_ceiling_measured(runs),
+          "ceilings_table": ceilings_table, "ceiling_bf16": _BF16_MATMUL in ceilings_table,
           "ceiling_methods": sections.ceiling_methods(runs, published),
           "ceiling_sources": sections.ceiling_sources(merged.records),
           "ceiling_tolerance": f"{CEILING_TOLERANCE:.0%}",
