@@ -734,6 +734,23 @@ def _check_separate_covers(monkeypatch, tmp_path: pathlib.Path) -> None:
     walls.plan_veil([str(tmp_path)], walls.NOBODY)
 
 
+def test_plan_veil_shows_a_needed_folder_that_is_closed_itself():
+  """A checkout cloned straight into `mktemp -d` (0700, root's) is itself on the read
+  allow-list: its own entries are bound back under the cover, or nobody sees none of it."""
+  base = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-veil-"))
+  base.chmod(0o755)
+  try:
+    checkout = base / "checkout"
+    (checkout / "pallasbench_dataset").mkdir(parents=True)
+    (checkout / "README.md").write_text("x")
+    checkout.chmod(0o700)
+    plan = walls.plan_veil([str(checkout), str(checkout / "pallasbench_dataset")], walls.NOBODY)
+    assert plan == ((str(checkout), (str(checkout / "README.md"),
+                                     str(checkout / "pallasbench_dataset"))),)
+  finally:
+    shutil.rmtree(base)
+
+
 def _check_veil_plan(base: pathlib.Path) -> None:
   closed = base / "home"
   (closed / "py" / "lib").mkdir(parents=True)

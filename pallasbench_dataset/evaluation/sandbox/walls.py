@@ -170,17 +170,20 @@ def _searchable(folder: str, uid: int) -> bool:
 
 
 def plan_veil(paths: Iterable[str], uid: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
-  """For each highest folder that `uid` may not search on the way to one of `paths`, that
-  folder and the paths beneath it (none inside another). Raises for "/" itself."""
+  """For each highest folder that `uid` may not search on the way to one of `paths` (or that
+  is one of them: a checkout cloned straight into a 0700 `mktemp -d`), that folder and the
+  paths beneath it (none inside another; a needed folder closed itself shows its entries).
+  Raises for "/" itself."""
   blocked: dict[str, set[str]] = {}
   for path in sorted(set(paths)):
     parts = path.strip("/").split("/")
-    for depth in range(len(parts)):
-      folder = "/" + "/".join(parts[:depth])
+    on_the_way = ["/" + "/".join(parts[:depth]) for depth in range(len(parts))]
+    for folder in on_the_way + ([path] if os.path.isdir(path) else []):
       if not _searchable(folder, uid):
         if folder == "/":
           raise WallsUnavailable(f"user {uid} may not search '/'")
-        blocked.setdefault(folder, set()).add(path)
+        blocked.setdefault(folder, set()).update(
+            [os.path.join(path, name) for name in os.listdir(path)] if folder == path else [path])
         break
   covers = sorted(blocked)
   covers = [f for f in covers if not any(is_within(f, g) for g in covers if g != f)]
