@@ -1399,6 +1399,18 @@ def test_evaluate_keeps_the_ptx_of_the_compiled_artifact(analysis, monkeypatch):
   assert saved.ptx == "p1\n\np2" and record.compile.ptx_bytes == 4 and saved.triton_ir is None
 
 
+def test_the_judge_s_artifacts_carry_the_item_s_precision(analysis, monkeypatch):
+  """The artifacts line shares its record's key (task, variant, size, precision) in a run
+  folder: a bfloat16 evaluation's IR must not land under the float32 key."""
+  analysis.reasons = ["two kernels"]
+  _never(monkeypatch, "compile", "run", "timing")
+  item = dataclasses.replace(_item(_outcome(_report(_entry(artifacts=_artifacts())))),
+                             precision="bfloat16")
+  record, saved = judge.evaluate_artifact(item, _ctx())
+  assert (record.status, record.precision, saved.precision) == (
+      Status.REJECTED, "bfloat16", "bfloat16")
+
+
 def _never(monkeypatch, *names):
   """Each of the judge's steps `names` (compile, correctness runs, timing) fails the test."""
   steps = {"compile": (judge, "compile_exported"), "run": (checks, "run_candidate"),

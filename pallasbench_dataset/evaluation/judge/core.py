@@ -346,8 +346,9 @@ def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifa
   record = _finish(item, state, ctx.environment, time.perf_counter() - start)
   report = item.export.report
   artifacts = Artifacts(
-      task=spec.name, variant=item.variant, size=item.size, candidate=item.candidate,
-      jaxpr=report.jaxpr if report else None, stablehlo=state.structure_text,
+      task=spec.name, variant=item.variant, size=item.size, precision=item.precision,
+      candidate=item.candidate, jaxpr=report.jaxpr if report else None,
+      stablehlo=state.structure_text,
       triton_ir="\n\n".join(report.triton_ir) or None if report else None,
       ptx="\n\n".join(state.compiled.ptx) or None if state.compiled else None)
   return record, artifacts

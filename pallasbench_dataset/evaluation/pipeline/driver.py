@@ -122,12 +122,6 @@ def empty_artifacts(item: WorkItem) -> Artifacts:
                    precision=item.precision)
 
 
-def judged_artifacts(item: WorkItem, artifacts: Artifacts) -> Artifacts:
-  """The judge's artifacts of `item`, with the item's precision: the line shares its record's
-  key (task, variant, size, precision) in the run folder."""
-  return dataclasses.replace(artifacts, precision=item.precision)
-
-
 def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,
                    wall_s: float) -> EvalRecord:
   """The record of an evaluation whose judge never reported back."""
@@ -172,7 +166,7 @@ def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
         worker = JudgeWorker(config)
       kind, payload = worker.run(judge_item(item, exported), limits)
       if kind == "result":
-        record, artifacts = payload[0], judged_artifacts(item, payload[1])
+        record, artifacts = payload
       else:
         record = failure_record(item, worker.environment, kind, payload,
                                 time.monotonic() - start + exported.wall_s)

@@ -168,7 +168,7 @@ def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str,
   judge = _process(JUDGE, settings.judge)
   kind, payload = judge.run(driver.judge_item(item, exported, notes), settings.limits)
   if kind == "result":
-    record, artifacts = payload[0], driver.judged_artifacts(item, payload[1])
+    record, artifacts = payload
     if driver.device_suspect(record):
       _retire(JUDGE)
   else:
