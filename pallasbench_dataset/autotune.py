@@ -320,7 +320,9 @@ def measured_on_gpu(line: Mapping[str, Any]) -> bool:
 def write_tables(results: Sequence[Mapping[str, Any]], tree: pathlib.Path) -> list[str]:
   """Writes each GPU results line's best config into its kernel's table (a later line for the
   same task, GPU and shape class wins); returns the files changed. Lines measured elsewhere
-  (CPU interpret mode) are refused: TuningError naming them, nothing written."""
+  (CPU interpret mode), and lines of another precision than float32 whose shape class does not
+  name it (a kernel of integer inputs: one_hot), are refused: TuningError naming them, nothing
+  written."""
   elsewhere = [f"{line['task']} {line.get('size')} ({line.get('device_kind')})"
                for line in results if not measured_on_gpu(line)]
   if elsewhere:
@@ -328,6 +330,16 @@ def write_tables(results: Sequence[Mapping[str, Any]], tree: pathlib.Path) -> li
                       f"{', '.join(elsewhere[:3])}{', ...' if len(elsewhere) > 3 else ''}): their "
                       "timings say nothing about a GPU, so no table is written. Tune on the GPU, "
                       "or remove those lines")
+  unnamed = [f"{line['task']} {line.get('size')} ({line['shape_class']})" for line in results
+             if line.get("precision", DEFAULT_PRECISION) != DEFAULT_PRECISION
+             and not line["shape_class"].endswith(f":{line['precision']}")]
+  if unnamed:
+    raise TuningError(f"{len(unnamed)} line(s) tuned at another precision than float32 have a "
+                      f"shape class that does not name it ({', '.join(unnamed[:3])}"
+                      f"{', ...' if len(unnamed) > 3 else ''}): their kernels see integer inputs "
+                      "only, so the config would replace the float32 one of the same class. "
+                      "Remove those lines (such a kernel runs its float32 config at every "
+                      "precision)")
   by_task: dict[str, list[Mapping[str, Any]]] = {}
   for line in results:
     by_task.setdefault(line["task"], []).append(line)

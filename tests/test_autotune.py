@@ -156,6 +156,21 @@ def test_write_tables_keeps_other_entries_and_the_last_line_wins(tmp_path):
   ast.parse(source)
 
 
+def test_write_tables_refuses_a_precision_its_shape_class_does_not_name(tmp_path):
+  """one_hot's inputs are integers, so its shape class is the same at every precision: a
+  bfloat16 line would silently replace the float32 config that release runs measured."""
+  shutil.copy(tree_dir("gpu") / "one_hot.py", tmp_path / "one_hot.py")
+  before = (tmp_path / "one_hot.py").read_text()
+  config = dict(load_kernel("gpu", "one_hot").TUNED_CONFIGS[H200]["2048"])
+  line = {"task": "one_hot", "size": "large", "device_kind": H200, "shape_class": "2048",
+          "precision": "bfloat16", "best": {**config, "num_warps": 2}}
+  with pytest.raises(autotune.TuningError, match=r"one_hot large \(2048\)"):
+    autotune.write_tables([line], tmp_path)
+  assert (tmp_path / "one_hot.py").read_text() == before
+  named = {**line, "shape_class": "2048:bfloat16"}
+  assert autotune.write_tables([named], tmp_path) == [str(tmp_path / "one_hot.py")]
+
+
 def test_a_tuned_config_applies_only_to_its_gpu_and_shape_class():
   module = load_kernel("gpu", "flash_attention")
   structs = get_task("flash_attention").input_structs("medium")
