@@ -17,7 +17,8 @@ The folder (exactly what the Hub repo holds):
     sakanaai_pallasbench.json                  the default config as one JSON list
     fix.patch                                  unified diff kernels_tpu -> kernels_gpu
     kernels_tpu/*.py, kernels_gpu/*.py         both kernel trees
-    plots/speedup.png, plots/roofline.png (float32), plots/speedup_bf16.png (the bf16 config's,
+    plots/speedup.png, plots/roofline.png (float32), plots/speedup_bf16.png and
+                                                 plots/roofline_bf16.png (the bf16 config's,
                                                  only when measured), plots/candidates.png (with
                                                  population runs)
     results/<run>/manifest.json, records.jsonl, artifacts.jsonl   the raw records, as measured
@@ -382,6 +383,8 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
     (folder / "plots" / "speedup_bf16.png").write_bytes(plots.speedup_png(
         bf16_rows, comparable=plots.comparable(merged.at_precision(BFLOAT16).records, headline),
         precision=BFLOAT16))
+    (folder / "plots" / "roofline_bf16.png").write_bytes(plots.roofline_png(
+        merged.at_precision(BFLOAT16).records, precision=BFLOAT16))
   if populations:
     (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
   counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}

@@ -179,11 +179,14 @@ def _roofline_points(records: Sequence[EvalRecord]):
       yield r, roof.flops / roof.bytes, roof.achieved_tflops
 
 
-def roofline_png(records: Sequence[EvalRecord]) -> bytes:
-  """Achieved TFLOP/s against arithmetic intensity for the fixed kernels, under the ceilings."""
+def roofline_png(records: Sequence[EvalRecord], precision: str | None = None) -> bytes:
+  """Achieved TFLOP/s against arithmetic intensity for the fixed kernels, under the ceilings
+  (each record's own: a bfloat16 record's compute ceiling is the bfloat16 matmul rate);
+  `precision` in the title of a plot that is not the default config's."""
   points = list(_roofline_points(records))
   hardware = ", ".join(sorted({r.environment.device_kind for r, _, _ in points})) or "no GPU rows"
-  title = f"Roofline of the fixed kernels ({hardware})"
+  at = f" at {precision}" if precision is not None else ""
+  title = f"Roofline of the fixed kernels{at} ({hardware})"
   if not points:
     return _empty(title, "no comparable GPU timings (a CPU run, or nothing measured)")
   fig = _figure(8, 5.5)

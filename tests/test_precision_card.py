@@ -179,6 +179,23 @@ def test_the_ceilings_table_has_a_bfloat16_matmul_column_where_measured(built, t
   del trees
 
 
+def test_a_bfloat16_roofline_plots_the_bfloat16_records_under_their_own_ceiling(built):
+  """One point per comparable fixed-kernel bfloat16 record of the primary run, the float32
+  roofline none of them; its compute ceiling the one those records were held against."""
+  assert "\n![roofline at bfloat16](plots/roofline_bf16.png)\n" in built.text
+  (axes,) = plots.content_of((built.both / "plots" / "roofline_bf16.png").read_bytes())["axes"]
+  assert axes["title"] == "Roofline of the fixed kernels at bfloat16 (NVIDIA H200)"
+  timed = [r for r in built.half if r.variant == "gpu" and r.timing_comparable and r.roofline
+           and r.roofline.bytes > 0 and r.roofline.achieved_tflops]
+  points = [ln for ln in axes["lines"] if ln["style"].endswith("o")]
+  assert timed and sorted(p["y"][0] for p in points) == sorted(
+      float(f"{r.roofline.achieved_tflops:.6g}") for r in timed)
+  (f32,) = plots.content_of((built.both / "plots" / "roofline.png").read_bytes())["axes"]
+  assert "at bfloat16" not in f32["title"]
+  peak = max(r.roofline.ceiling_tflops for r in timed if r.roofline.ceiling_tflops)
+  assert f"{peak:.1f} TFLOP/s" in axes["legend"][0]
+
+
 def test_a_bfloat16_speedup_plot_beside_the_float32_ones(built):
   assert "\n![speedup at bfloat16](plots/speedup_bf16.png)\n" in built.text
   shown = plots.content_of((built.both / "plots" / "speedup_bf16.png").read_bytes())
@@ -188,8 +205,10 @@ def test_a_bfloat16_speedup_plot_beside_the_float32_ones(built):
   assert sorted(bar[2] for bar in axes["bars"]) == sorted(
       float(f"{r.speedup:.6g}") for r in fixed)
   assert _hashes(built.both, "plots").keys() == {
-      "plots/speedup.png", "plots/roofline.png", "plots/speedup_bf16.png"}
+      "plots/speedup.png", "plots/roofline.png", "plots/speedup_bf16.png",
+      "plots/roofline_bf16.png"}
   assert not (built.float32 / "plots" / "speedup_bf16.png").exists()
+  assert not (built.float32 / "plots" / "roofline_bf16.png").exists()
   f32 = plots.content_of((built.both / "plots" / "speedup.png").read_bytes())
   assert "at bfloat16" not in f32["axes"][0]["title"]
 
