@@ -360,7 +360,7 @@ FORBIDDEN = [
         """, "open"),
     ("read_parent_environ", "open(f'/proc/{os.getppid()}/environ').read()", "open"),
     ("read_parent_memory", "open(f'/proc/{os.getppid()}/mem', 'rb')", "open"),
-    ("read_parent_from_its_cwd", "os.chdir(f'/proc/{os.getppid()}'); open('environ')", "open"),
+    ("read_parent_from_its_cwd", "os.chdir('/proc'); open(f'{os.getppid()}/environ')", "open"),
     ("read_parent_through_dir_fd",
      "os.open(f'../{os.getppid()}/environ', os.O_RDONLY, dir_fd=os.open('/proc/self', 0))",
      "open"),
@@ -973,12 +973,17 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
         except OSError as e:
           found[name] = errno.errorcode.get(e.errno, str(e.errno))
       found["read_scratch"] = os.listdir(config.scratch)
+      try:
+        found["parent_cwd"] = os.readlink(f"/proc/{os.getppid()}/cwd")
+      except OSError as e:
+        found["parent_cwd"] = errno.errorcode.get(e.errno, str(e.errno))
+      found["pid"] = os.getpid()
       return found
 
     found = _in_fork(confined)
   finally:
     shutil.rmtree(scratch)
-  wanted = ["dies-with-parent", "rlimits", "landlock", "seccomp"]
+  wanted = ["private-proc", "dies-with-parent", "rlimits", "landlock", "seccomp"]
   if ROOT:
     wanted = ["veil"] * bool(config.veil) + ["unprivileged"] + wanted
     assert found["uid"] == found["gid"] == [walls.NOBODY] * 3
@@ -988,7 +993,52 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
   assert {name: found[name] for name in ("socket", "fork", "kill_parent")} == dict.fromkeys(
       ("socket", "fork", "kill_parent"), "EPERM")
   assert {found["write_outside"], found["write_scratch"], found["read_secret"]} <= {"EACCES"}
+  assert found["parent_cwd"] == "ENOENT"
   assert not os.path.lexists(target)
+
+
+@pytest.mark.skipif(not ROOT, reason="takes another user's identity to start as a non-root host")
+def test_private_proc_as_a_non_root_host_hides_every_other_process_s_links():
+  """A host that is not root has no user to run the child as, and Landlock never governs
+  reading a link: without the private /proc the child reads its parent's cwd, exe and open
+  files (#22). Started as user nobody (a non-root host's child), after the wall: only its own
+  entry, and no capability from the user namespace that made it."""
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))  # nobody reaches it
+  os.chown(scratch, walls.NOBODY, walls.NOBODY)
+  parent = os.getpid()
+
+  def as_nobody():
+    import ctypes, encodings.ascii, errno  # pylint: disable=import-outside-toplevel,multiple-imports,unused-import
+    os.setgroups([])
+    os.setresgid(walls.NOBODY, walls.NOBODY, walls.NOBODY)
+    os.setresuid(walls.NOBODY, walls.NOBODY, walls.NOBODY)
+    before = os.path.lexists(f"/proc/{parent}/cwd")
+    up = walls.private_proc(str(scratch))
+    links = {}
+    for path in (f"/proc/{parent}/cwd", f"/proc/{parent}/exe", "/proc/1/cwd", "/proc/self/exe"):
+      try:
+        links[path] = os.readlink(path)
+      except OSError as e:
+        links[path] = errno.errorcode.get(e.errno, str(e.errno))
+    with open("/proc/self/status", encoding="ascii") as f:
+      caps = {line.split()[0]: line.split()[1] for line in f if line.startswith("Cap")}
+    with open("/proc/cpuinfo", encoding="ascii") as f:
+      cpuinfo = bool(f.read(100))
+    return {"up": up, "links": links, "caps": caps, "cpuinfo": cpuinfo, "before": before,
+            "pid": os.getpid(), "proc": sorted(os.listdir("/proc")),
+            "scratch": os.listdir(scratch), "uid": os.getresuid()}
+
+  try:
+    found = _in_fork(as_nobody)
+  finally:
+    shutil.rmtree(scratch)
+  assert found["up"] and found["before"] and found["uid"] == [walls.NOBODY] * 3, found
+  assert found["proc"] == sorted([str(found["pid"]), "cpuinfo", "self", "thread-self"])
+  assert found["links"]["/proc/self/exe"] == os.path.realpath(sys.executable)
+  assert [found["links"][p] for p in (f"/proc/{parent}/cwd", f"/proc/{parent}/exe",
+                                      "/proc/1/cwd")] == ["ENOENT"] * 3
+  assert found["caps"]["CapEff:"] == found["caps"]["CapPrm:"] == "0" * 16
+  assert found["cpuinfo"] and found["scratch"] == []
 
 
 def test_walls_config_crosses_to_the_child_unchanged():

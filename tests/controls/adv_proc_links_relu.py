@@ -5,9 +5,9 @@ where the parent runs and what it has open (readlink of /proc/<ppid>/cwd, exe an
 metadata, not file contents) and smuggle it out in the printed output, which the record
 keeps. The kernel is an honest relu.
 
-Expected: anything but pass: every thread is in the Landlock domain (which keeps ptrace-class
-access, and so these links, to the domain) and runs as user nobody, whom the kernel refuses
-another user's /proc links; the import fails with EACCES.
+Expected: anything but pass: the exporter's /proc (the "private-proc" wall, put up before any
+thread exists) holds only its own entry, so the parent's is not there on any thread, whatever
+user the exporter runs as; the import fails with ENOENT.
 """
 import os
 import threading

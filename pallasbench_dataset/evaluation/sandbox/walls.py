@@ -11,6 +11,12 @@ platform has it:
   then run the interpreter, and nothing else of those folders is visible at all;
 - "unprivileged" (started as root): user and groups nobody, every capability gone. A child
   that would keep uid 0 is refused instead (`WallsUnavailable`), never run;
+- "private-proc": a user namespace of its own (its uid mapped to itself, every capability
+  dropped again at once) with a private mount namespace whose /proc shows only the child's own
+  entry, `self`, `thread-self` and cpuinfo: the links of other processes (their cwd, exe and
+  open files: the parent's, other children's of the same user) are not there to read.
+  Landlock governs opening files, never reading a link, and a host that is not root has no
+  other user to run the child as; where user namespaces are refused the layer is not up;
 - "dies-with-parent": killed by the kernel when the process that started it dies;
 - "rlimits": no core dumps, no file written, at most MAX_OPEN_FILES descriptors, and an
   address-space limit (twice the run's memory limit plus ADDRESS_SPACE_HEADROOM, room for the
@@ -56,8 +62,8 @@ RESULT_FD_ENV: Final = "PALLASBENCH_SANDBOX_RESULT_FD"
 NOBODY: Final = 65534
 MAX_OPEN_FILES: Final = 1024
 ADDRESS_SPACE_HEADROOM: Final = 8 << 30
-ALL_WALLS: Final = ("veil", "unprivileged", "dies-with-parent", "rlimits", "landlock",
-                    "seccomp")
+ALL_WALLS: Final = ("veil", "unprivileged", "private-proc", "dies-with-parent", "rlimits",
+                    "landlock", "seccomp")
 
 
 class WallsUnavailable(RuntimeError):
@@ -199,9 +205,13 @@ def plan_veil(paths: Iterable[str], uid: int) -> tuple[tuple[str, tuple[str, ...
 # In the child.
 
 _CLONE_NEWNS: Final = 0x00020000
+_CLONE_NEWUSER: Final = 0x10000000
+_MS_MOVE: Final = 0x2000
+_CAPABILITY_VERSION_3: Final = 0x20080522
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG: Final = 1
+_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 _PR_SET_NO_NEW_PRIVS: Final = 38
 
 
@@ -221,6 +231,8 @@ def confine(config: WallsConfig) -> tuple[str, ...]:
     layers.append("unprivileged")
   elif started_as_root:
     raise WallsUnavailable("the child was started as root with no identity to take")
+  if "private-proc" in wanted and private_proc(config.scratch):
+    layers.append("private-proc")
   if "dies-with-parent" in wanted and die_with_parent(config.parent_pid):
     layers.append("dies-with-parent")
   if "rlimits" in wanted and limit_resources(config.memory_bytes):
@@ -318,6 +330,79 @@ def _become(uid: int) -> None:
     capabilities = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff"))]
   if any(int(mask, 16) for mask in capabilities):
     raise WallsUnavailable(f"capabilities left after becoming user {uid}: {capabilities}")
+
+
+def private_proc(scratch: str) -> bool:
+  """The "private-proc" wall (module docstring), for a process that is not root and has one
+  thread; False where the platform refuses it (the process is then as it was, or ends: a
+  half-made namespace is never left to run in). A staging tmpfs in scratch gets the entries,
+  then moves onto /proc, and its folder goes."""
+  ctypes, libc = _libc()
+
+  def mount(source, target, kind, flags, data=None):
+    _checked(libc.mount(source and source.encode(), target.encode(), kind and kind.encode(),
+                        ctypes.c_ulong(flags), data and data.encode()))
+
+  pid, uid, gid = os.getpid(), os.geteuid(), os.getegid()
+  host = os.stat("/proc/self/ns/mnt").st_ino
+  try:
+    _checked(libc.unshare(ctypes.c_int(_CLONE_NEWUSER | _CLONE_NEWNS)))
+  except OSError as e:
+    logger.warning("no private /proc (user namespaces refused): %s", e)
+    return False
+  try:
+    # A process that changed identity (root become nobody) is not dumpable, and then its /proc
+    # files are root's and the maps cannot be written: dumpable only while they are.
+    dumpable = _checked(libc.prctl(ctypes.c_int(_PR_GET_DUMPABLE), ctypes.c_ulong(0),
+                                   ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+    _set_dumpable(libc, 1)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+      fd = os.open(f"/proc/self/{name}", os.O_WRONLY | os.O_CLOEXEC)
+      try:
+        os.write(fd, text.encode())
+      finally:
+        os.close(fd)
+    _set_dumpable(libc, dumpable)
+    _check_own_namespace(host)
+    mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _check_nothing_propagates()
+    staging = os.path.join(scratch, ".proc")
+    os.mkdir(staging, 0o700)
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    mount("tmpfs", staging, "tmpfs", flags, "mode=0755,size=16k,nr_inodes=16")
+    os.mkdir(os.path.join(staging, str(pid)), 0o555)
+    mount(f"/proc/{pid}", os.path.join(staging, str(pid)), None, _MS_BIND | _MS_REC)
+    os.close(os.open(os.path.join(staging, "cpuinfo"), os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC,
+                     0o444))
+    mount("/proc/cpuinfo", os.path.join(staging, "cpuinfo"), None, _MS_BIND)
+    os.symlink(str(pid), os.path.join(staging, "self"))
+    os.symlink(f"{pid}/task/{pid}", os.path.join(staging, "thread-self"))
+    mount(None, staging, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
+    mount(staging, "/proc", None, _MS_MOVE)
+    os.rmdir(staging)
+    _drop_capabilities()
+  except (OSError, WallsUnavailable) as e:
+    os.write(2, f"private /proc half made, ending: {e}\n".encode())
+    os._exit(UNAVAILABLE_EXIT)
+  return True
+
+
+def _set_dumpable(libc, value: int) -> None:
+  import ctypes  # pylint: disable=import-outside-toplevel
+  _checked(libc.prctl(ctypes.c_int(_PR_SET_DUMPABLE), ctypes.c_ulong(value), ctypes.c_ulong(0),
+                      ctypes.c_ulong(0), ctypes.c_ulong(0)))
+
+
+def _drop_capabilities() -> None:
+  """Every capability the new user namespace gave this process, gone (capset to nothing)."""
+  ctypes, libc = _libc()
+  header = struct.pack("=Ii", _CAPABILITY_VERSION_3, 0)
+  _checked(libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))))
+  with open("/proc/self/status", encoding="ascii") as f:
+    capabilities = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff"))]
+  if any(int(mask, 16) for mask in capabilities):
+    raise WallsUnavailable(f"capabilities left in the private user namespace: {capabilities}")
 
 
 def die_with_parent(parent: int) -> bool:
