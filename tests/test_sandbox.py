@@ -1041,6 +1041,41 @@ def test_private_proc_as_a_non_root_host_hides_every_other_process_s_links():
   assert found["cpuinfo"] and found["scratch"] == []
 
 
+@pytest.mark.skipif(not ROOT, reason="takes another user's identity to start as a non-root host")
+def test_a_refused_private_proc_leaves_proc_as_it_was_and_no_capability(monkeypatch):
+  """A host whose user namespaces refuse a mount (some containers) must still run its
+  children, walls otherwise up: /proc unchanged, nothing staged left in scratch, and none of
+  the capabilities the new namespace gave."""
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  os.chown(scratch, walls.NOBODY, walls.NOBODY)
+  parent = os.getpid()
+
+  def refused(libc, staging, pid):  # the tmpfs made and half filled, then a bind refused
+    del pid
+    walls._mount(libc, "tmpfs", staging, "tmpfs", 0, "size=16k")  # pylint: disable=protected-access
+    os.mkdir(os.path.join(staging, "half"))
+    raise PermissionError(1, "mount refused")
+  monkeypatch.setattr(walls, "_stage_proc", refused)
+
+  def as_nobody():
+    import ctypes, encodings.ascii  # pylint: disable=import-outside-toplevel,multiple-imports,unused-import
+    os.setgroups([])
+    os.setresgid(walls.NOBODY, walls.NOBODY, walls.NOBODY)
+    os.setresuid(walls.NOBODY, walls.NOBODY, walls.NOBODY)
+    up = walls.private_proc(str(scratch))
+    with open("/proc/self/status", encoding="ascii") as f:
+      caps = {line.split()[0]: line.split()[1] for line in f if line.startswith("Cap")}
+    return {"up": up, "parent_seen": os.path.lexists(f"/proc/{parent}"), "caps": caps,
+            "scratch": os.listdir(scratch)}
+
+  try:
+    found = _in_fork(as_nobody)
+  finally:
+    shutil.rmtree(scratch)
+  assert found["up"] is False and found["parent_seen"] and found["scratch"] == [], found
+  assert found["caps"]["CapEff:"] == found["caps"]["CapPrm:"] == "0" * 16
+
+
 def test_walls_config_crosses_to_the_child_unchanged():
   config = walls.WallsConfig(
       scratch="/tmp/s", readable=walls.ReadAllowList(folders=("/usr", "/opt/py"), files=("/f",)),

@@ -207,6 +207,7 @@ def plan_veil(paths: Iterable[str], uid: int) -> tuple[tuple[str, tuple[str, ...
 _CLONE_NEWNS: Final = 0x00020000
 _CLONE_NEWUSER: Final = 0x10000000
 _MS_MOVE: Final = 0x2000
+_MNT_DETACH: Final = 2
 _CAPABILITY_VERSION_3: Final = 0x20080522
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
@@ -334,15 +335,11 @@ def _become(uid: int) -> None:
 
 def private_proc(scratch: str) -> bool:
   """The "private-proc" wall (module docstring), for a process that is not root and has one
-  thread; False where the platform refuses it (the process is then as it was, or ends: a
-  half-made namespace is never left to run in). A staging tmpfs in scratch gets the entries,
-  then moves onto /proc, and its folder goes."""
+  thread; False where the platform refuses it (user namespaces, or a mount in one), /proc
+  then as it was. A staging tmpfs in scratch gets the entries, then moves onto /proc, and its
+  folder goes. Whatever happened, the capabilities the namespace gave are dropped before this
+  returns (WallsUnavailable if they cannot be: the child must not run with them)."""
   ctypes, libc = _libc()
-
-  def mount(source, target, kind, flags, data=None):
-    _checked(libc.mount(source and source.encode(), target.encode(), kind and kind.encode(),
-                        ctypes.c_ulong(flags), data and data.encode()))
-
   pid, uid, gid = os.getpid(), os.geteuid(), os.getegid()
   host = os.stat("/proc/self/ns/mnt").st_ino
   try:
@@ -350,12 +347,42 @@ def private_proc(scratch: str) -> bool:
   except OSError as e:
     logger.warning("no private /proc (user namespaces refused): %s", e)
     return False
+  staging = os.path.join(scratch, ".proc")
   try:
-    # A process that changed identity (root become nobody) is not dumpable, and then its /proc
-    # files are root's and the maps cannot be written: dumpable only while they are.
-    dumpable = _checked(libc.prctl(ctypes.c_int(_PR_GET_DUMPABLE), ctypes.c_ulong(0),
-                                   ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
-    _set_dumpable(libc, 1)
+    _map_identity(libc, uid, gid)
+    _check_own_namespace(host)
+    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
+    _check_nothing_propagates()
+    os.mkdir(staging, 0o700)
+    _stage_proc(libc, staging, pid)
+    _mount(libc, staging, "/proc", None, _MS_MOVE)
+    up = True
+  except OSError as e:
+    logger.warning("no private /proc (a mount in the user namespace was refused): %s", e)
+    if os.path.ismount(staging):
+      libc.umount2(staging.encode(), ctypes.c_int(_MNT_DETACH))
+    up = False
+  if os.path.isdir(staging):
+    os.rmdir(staging)
+  _drop_capabilities()
+  return up
+
+
+def _mount(libc, source, target, kind, flags, data=None) -> None:
+  import ctypes  # pylint: disable=import-outside-toplevel
+  _checked(libc.mount(source and source.encode(), target.encode(), kind and kind.encode(),
+                      ctypes.c_ulong(flags), data and data.encode()))
+
+
+def _map_identity(libc, uid: int, gid: int) -> None:
+  """Maps this process' user and group in its new user namespace to themselves. A process
+  that changed identity (root become nobody) is not dumpable, so its /proc files are root's
+  and the maps cannot be written: dumpable only while they are."""
+  import ctypes  # pylint: disable=import-outside-toplevel
+  dumpable = _checked(libc.prctl(ctypes.c_int(_PR_GET_DUMPABLE), ctypes.c_ulong(0),
+                                 ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+  _set_dumpable(libc, 1)
+  try:
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):
       fd = os.open(f"/proc/self/{name}", os.O_WRONLY | os.O_CLOEXEC)
@@ -363,29 +390,24 @@ def private_proc(scratch: str) -> bool:
         os.write(fd, text.encode())
       finally:
         os.close(fd)
+  finally:
     _set_dumpable(libc, dumpable)
-    _check_own_namespace(host)
-    mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    _check_nothing_propagates()
-    staging = os.path.join(scratch, ".proc")
-    os.mkdir(staging, 0o700)
-    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    mount("tmpfs", staging, "tmpfs", flags, "mode=0755,size=16k,nr_inodes=16")
-    os.mkdir(os.path.join(staging, str(pid)), 0o555)
-    mount(f"/proc/{pid}", os.path.join(staging, str(pid)), None, _MS_BIND | _MS_REC)
-    os.close(os.open(os.path.join(staging, "cpuinfo"), os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC,
-                     0o444))
-    mount("/proc/cpuinfo", os.path.join(staging, "cpuinfo"), None, _MS_BIND)
-    os.symlink(str(pid), os.path.join(staging, "self"))
-    os.symlink(f"{pid}/task/{pid}", os.path.join(staging, "thread-self"))
-    mount(None, staging, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
-    mount(staging, "/proc", None, _MS_MOVE)
-    os.rmdir(staging)
-    _drop_capabilities()
-  except (OSError, WallsUnavailable) as e:
-    os.write(2, f"private /proc half made, ending: {e}\n".encode())
-    os._exit(UNAVAILABLE_EXIT)
-  return True
+
+
+def _stage_proc(libc, staging: str, pid: int) -> None:
+  """A read-only tmpfs on `staging` holding this process' /proc entry, cpuinfo, self and
+  thread-self (bound from the real /proc), ready to move onto it."""
+  flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+  _mount(libc, "tmpfs", staging, "tmpfs", flags, "mode=0755,size=16k,nr_inodes=16")
+  own = os.path.join(staging, str(pid))
+  os.mkdir(own, 0o555)
+  _mount(libc, f"/proc/{pid}", own, None, _MS_BIND | _MS_REC)
+  cpuinfo = os.path.join(staging, "cpuinfo")
+  os.close(os.open(cpuinfo, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o444))
+  _mount(libc, "/proc/cpuinfo", cpuinfo, None, _MS_BIND)
+  os.symlink(str(pid), os.path.join(staging, "self"))
+  os.symlink(f"{pid}/task/{pid}", os.path.join(staging, "thread-self"))
+  _mount(libc, None, staging, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
 
 
 def _set_dumpable(libc, value: int) -> None:
