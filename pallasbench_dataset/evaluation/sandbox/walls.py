@@ -16,7 +16,8 @@ platform has it:
   entry, `self`, `thread-self` and cpuinfo: the links of other processes (their cwd, exe and
   open files: the parent's, other children's of the same user) are not there to read.
   Landlock governs opening files, never reading a link, and a host that is not root has no
-  other user to run the child as; where user namespaces are refused the layer is not up;
+  other user to run the child as; where user namespaces (or a mount in one) are refused the
+  layer is not up, and the record's layers say so;
 - "dies-with-parent": killed by the kernel when the process that started it dies;
 - "rlimits": no core dumps, no file written, at most MAX_OPEN_FILES descriptors, and an
   address-space limit (twice the run's memory limit plus ADDRESS_SPACE_HEADROOM, room for the
