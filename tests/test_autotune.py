@@ -24,8 +24,6 @@ from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
-from tests import two_cores
-
 H200 = "NVIDIA H200"
 TUNABLE = [s.name for s in list_tasks() if autotune.is_tunable(load_kernel("gpu", s.name))]
 
@@ -260,10 +258,11 @@ def _precision_of(shape_class: str) -> str:
   return suffix if suffix in PRECISIONS else FLOAT32
 
 
+@functools.cache
 def _interpret_failures(task: str, precision: str, config_json: str) -> tuple:
   """(size, reason) for each of the small and edge sizes where `config` is not correct in
   interpret mode at `precision`: masks or padding make a config shape-general, so this is the
-  same check for every shape class a config is tuned for."""
+  same check for every shape class a config is tuned for, and it runs once per config."""
   module, spec = load_kernel("gpu", task), get_task(task).at_precision(precision)
   config = json.loads(config_json)
   failures = []
@@ -276,53 +275,15 @@ def _interpret_failures(task: str, precision: str, config_json: str) -> tuple:
   return tuple(failures)
 
 
-def _space_failures(task: str) -> tuple:
-  """(config, reason) for each of two configs spread across `task`'s space (the autotuner's
-  picks past the default) that is not correct in interpret mode at the edge size."""
-  module, spec = load_kernel("gpu", task), get_task(task)
-  default = module.config_for(*spec.input_structs(Size.MEDIUM))
-  inputs = spec.make_inputs(Size.EDGE, 4)
-  failures = []
-  for config in autotune.candidates(module, default, 3)[1:]:
-    out = module.kernel(*inputs, interpret=True, config=config)
-    result = compare(out, spec.expected(*inputs), spec.tolerance)
-    if not result.passed:
-      failures.append((config, result.reason))
-  return tuple(failures)
-
-
-def _interpret_key(task: str, shape: str, config: dict) -> tuple[str, str, str]:
-  return task, _precision_of(shape), json.dumps(config, sort_keys=True)
-
-
-@pytest.fixture(scope="module")
-def interpret_checks(request):
-  """The interpret-mode checks of the tuned-config and space tests this session runs, each
-  distinct one once (the 90 tuned entries hold 77 configs), in two processes while the tests
-  go on (tests/two_cores.py): key -> future of its failures."""
-  calls = {}
-  for item in request.session.items:
-    name = getattr(item, "originalname", None)
-    if name == "test_every_tuned_config_is_correct_and_lowers":
-      key = _interpret_key(*(item.callspec.params[p] for p in ("task", "shape", "config")))
-      calls[key] = (_interpret_failures, key)
-    elif name == "test_every_space_is_shape_general":
-      task = item.callspec.params["task"]
-      calls[("space", task)] = (_space_failures, (task,))
-  with two_cores.submit_in_processes(list(calls.values())) as futures:
-    yield dict(zip(calls, futures))
-
-
 @pytest.mark.parametrize("task, device, shape, config", list(_entries()))
-def test_every_tuned_config_is_correct_and_lowers(interpret_checks, task, device, shape, config):
-  """Interpret mode at the small and edge sizes (once per distinct config), and the lowering
-  (Triton or Mosaic GPU, as the config says) for an abstract H200 at the size whose shape
-  class the entry is for."""
+def test_every_tuned_config_is_correct_and_lowers(task, device, shape, config):
+  """Interpret mode at the small and edge sizes (once per distinct config: 90 entries hold 77),
+  and the lowering (Triton or Mosaic GPU, as the config says) for an abstract H200 at the size
+  whose shape class the entry is for."""
   assert device == H200  # the only GPU tuned so far; another needs its abstract device here
   module = load_kernel("gpu", task)
   spec = get_task(task).at_precision(_precision_of(shape))
-  failures = interpret_checks[_interpret_key(task, shape, config)].result()
-  assert failures == (), failures
+  assert _interpret_failures(task, spec.precision, json.dumps(config, sort_keys=True)) == ()
   sizes = [s for s in (Size.MEDIUM, Size.LARGE)
            if module.shape_class(*spec.input_structs(s)) == shape]
   assert sizes, f"no size of {task} has the shape class {shape}"
@@ -334,12 +295,17 @@ def test_every_tuned_config_is_correct_and_lowers(interpret_checks, task, device
 
 
 @pytest.mark.parametrize("task", TUNABLE)
-def test_every_space_is_shape_general(interpret_checks, task):
+def test_every_space_is_shape_general(task):
   """Two configs spread across the space (the autotuner's picks past the default): correct in
   interpret mode at the edge size (no dimension a block multiple), since a config tuned for
-  one shape class runs every shape of that class (_space_failures)."""
-  failures = interpret_checks[("space", task)].result()
-  assert failures == (), failures
+  one shape class runs every shape of that class."""
+  module, spec = load_kernel("gpu", task), get_task(task)
+  default = module.config_for(*spec.input_structs(Size.MEDIUM))
+  inputs = spec.make_inputs(Size.EDGE, 4)
+  for config in autotune.candidates(module, default, 3)[1:]:
+    out = module.kernel(*inputs, interpret=True, config=config)
+    result = compare(out, spec.expected(*inputs), spec.tolerance)
+    assert result.passed, (config, result.reason)
 
 
 MOSAIC = [t for t in TUNABLE if any(s.get("backend") == ("mosaic_gpu",)

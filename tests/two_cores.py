@@ -1,20 +1,16 @@
-"""Judging lists of work items, and running CPU-bound checks, at once on both of the CPU's cores.
+"""Judging lists of work items at once, on both of the CPU's cores.
 
 `run_items` exports an item and then judges it, one after the other: a sandboxed exporter and
 the judge process take turns on one core, so a long list leaves the other core idle, and a
 list that waits out a time limit leaves both idle. Several `run_items` at once, each with
 exporters and a judge process of its own, keep the cores busy; every record is still the
-record of its item judged in its own list, in that list's order. Interpret-mode kernels run on
-one core too: `submit_in_processes` hands such checks to two spawned processes.
+record of its item judged in its own list, in that list's order.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import multiprocessing
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
@@ -40,19 +36,3 @@ def run_at_once(lists: Sequence[tuple[Sequence[WorkItem], Limits]],
 
   with concurrent.futures.ThreadPoolExecutor(len(lists)) as pool:
     return list(pool.map(judged, *zip(*lists)))
-
-
-@contextlib.contextmanager
-def submit_in_processes(calls: Sequence[tuple[Callable[..., Any], tuple]]
-                        ) -> Iterator[list[concurrent.futures.Future]]:
-  """A future of fn(*args) for each (fn, args), worked out by two spawned processes (each fn a
-  module-level function, so that a process can import it by name); a call that raises raises
-  from its future's result(), in the test that reads it. The processes end on leaving."""
-  context = multiprocessing.get_context("spawn")
-  with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
-    futures = [pool.submit(fn, *args) for fn, args in calls]
-    try:
-      yield futures
-    finally:
-      for future in futures:
-        future.cancel()
