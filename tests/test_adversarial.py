@@ -3,8 +3,9 @@
 Every tests/controls/adv_*.py is a kernel written to cheat, escape or confuse the judge (or,
 adv_pos_*, an honest kernel in an unusual style); its docstring names the attack and the
 expected outcome. All are evaluated once, in one module-scoped run of the driver (sandboxed
-exporter, then the judge process), on the CPU in interpret mode, and each record must carry the
-EXACT status and a reason (or error) substring, with no side effect left behind.
+exporter, then the judge process; its two halves at once, tests/two_cores.py), on the CPU in
+interpret mode, and each record must carry the EXACT status and a reason (or error)
+substring, with no side effect left behind.
 
 Classes: 1 forging the verdict, 2 reading secrets, 3 timing, 4 escaping the sandbox, 5 blind
 spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant over every
@@ -42,13 +43,15 @@ import pytest
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import module_analysis
 from pallasbench_dataset.evaluation.judge.compile_profile import compile_exported
-from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, export_request, run_items
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, export_request
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.kernels import load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.schema import EvalRecord, Status
 from pallasbench_dataset.tasks import get_task
+
+from tests import two_cores
 
 CONTROLS = pathlib.Path(__file__).parent / "controls"
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -252,7 +255,6 @@ def run() -> Run:
   items = [WorkItem(task=CASES[n].task, variant="candidate", size="small",
                     source=_source(CASES[n], port), filename=f"{CASES[n].file}.py",
                     options=CASES[n].options, precision=CASES[n].precision) for n in names]
-  records: list[EvalRecord] = []
   scratch: list[pathlib.Path] = []
   path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), PATH_MARK) if p)
 
@@ -265,8 +267,8 @@ def run() -> Run:
   with pytest.MonkeyPatch.context() as mp:
     mp.setenv("PYTHONPATH", path)  # the exporters and judges inherit it: a survivor shows it
     mp.setattr(sandbox, "run_sandboxed", recording_run_sandboxed)
-    run_items(items, JudgeConfig(device="cpu", git_commit=None, dump_dir=None), LIMITS,
-              on_result=lambda record, _: records.append(record))
+    first, second = two_cores.run_at_once([(half, LIMITS) for half in two_cores.halves(items)])
+  records = [*first, *second]
   connections = 0
   while True:
     try:

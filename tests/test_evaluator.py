@@ -2,8 +2,10 @@
 
 Negative controls live in tests/controls/ (one file each, expected outcome in its docstring);
 positive controls (pos_*) are correct kernels written in other styles than kernels_gpu/.
-All run on the CPU in interpret mode, through the sandboxed exporter and the judge process.
-The attacks on the judge itself are in test_adversarial.py (controls adv_*).
+All run on the CPU in interpret mode, through the sandboxed exporter and the judge process,
+in one module-scoped set of runs at once (tests/two_cores.py): the controls and the shipped
+kernels in two halves, and beside them the hanging kernel and the memory hog, each with its
+limits. The attacks on the judge itself are in test_adversarial.py (controls adv_*).
 """
 
 import dataclasses
@@ -17,12 +19,14 @@ import pytest
 
 from pallasbench_dataset import evaluate as evaluate_cli
 from pallasbench_dataset.evaluation.judge import core as judge
-from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.schema import ErrorType, EvalRecord, Status, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
+
+from tests import two_cores
 
 CONTROLS = pathlib.Path(__file__).parent / "controls"
 OPTIONS = EvalOptions(seeds=(11, 12, 13, 14, 15), check_edge=False, timing_iterations=2,
@@ -63,17 +67,37 @@ def _item(name, task, options=OPTIONS, size="small"):
                   filename=str(path), options=options)
 
 
-def _run(items, limits=LIMITS):
-  records = []
-  run_items(items, JudgeConfig(device="cpu", git_commit=None, dump_dir=None), limits,
-            on_result=lambda record, _: records.append(record))
-  return records
+# The shipped kernels judged with the edge shape: (variant, task).
+SHIPPED = (("gpu", "relu"), ("tpu", "layernorm"), ("gpu", "pairwise_distance"))
+WITH_EDGE = dataclasses.replace(OPTIONS, check_edge=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+  controls: dict[str, EvalRecord]
+  shipped: list[EvalRecord]       # in SHIPPED's order
+  hang: list[EvalRecord]          # hangs_relu, then pos_calls_reference_relu in the same run
+  hog: EvalRecord
 
 
 @pytest.fixture(scope="module")
-def control_records():
-  items = [_item(name, task) for name, (task, _, _) in EXPECTED.items()]
-  return dict(zip(EXPECTED, _run(items)))
+def judged() -> Judged:
+  controls = [_item(name, task) for name, (task, _, _) in EXPECTED.items()]
+  shipped = [WorkItem(task=t, variant=v, size="small", source=kernel_path(v, t).read_text(),
+                      filename=f"{v}/{t}.py", options=WITH_EDGE) for v, t in SHIPPED]
+  first, second, hang, (hog,) = two_cores.run_at_once([
+      *((half, LIMITS) for half in two_cores.halves([*controls, *shipped])),
+      ([_item("hangs_relu", "relu"), _item("pos_calls_reference_relu", "relu")],
+       Limits(timeout_s=20, memory_bytes=8 << 30)),
+      ([_item("hogs_memory_relu", "relu")], Limits(timeout_s=120, memory_bytes=3 << 30))])
+  records = [*first, *second]
+  return Judged(controls=dict(zip(EXPECTED, records)), shipped=records[len(EXPECTED):],
+                hang=hang, hog=hog)
+
+
+@pytest.fixture(scope="module")
+def control_records(judged):
+  return judged.controls
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
@@ -106,15 +130,14 @@ def test_records_round_trip_through_json(control_records):
     assert json.dumps(to_json_dict(from_json_dict(EvalRecord, json.loads(text)))) == text
 
 
-def test_hanging_kernel_times_out_and_the_run_goes_on():
-  records = _run([_item("hangs_relu", "relu"), _item("pos_calls_reference_relu", "relu")],
-                 Limits(timeout_s=20, memory_bytes=8 << 30))
+def test_hanging_kernel_times_out_and_the_run_goes_on(judged):
+  records = judged.hang
   assert records[0].status is Status.TIMEOUT and records[0].error_type is ErrorType.TIMEOUT
   assert records[1].status is Status.PASS
 
 
-def test_memory_hog_is_killed_at_the_limit():
-  (record,) = _run([_item("hogs_memory_relu", "relu")], Limits(timeout_s=120, memory_bytes=3 << 30))
+def test_memory_hog_is_killed_at_the_limit(judged):
+  record = judged.hog
   assert record.status is Status.ERROR and record.error_type is ErrorType.OUT_OF_MEMORY
   assert "exceeded" in record.error
 
@@ -124,12 +147,8 @@ def test_speedup_is_baseline_over_kernel():
   assert judge.speedup(kernel_ms=4.0, baseline_ms=2.0) == 0.5
 
 
-def test_general_shapes_and_lowering_checks_of_the_shipped_trees():
-  options = dataclasses.replace(OPTIONS, check_edge=True)
-  gpu, tpu, tuned = _run([
-      WorkItem(task=t, variant=v, size="small", source=kernel_path(v, t).read_text(),
-               filename=f"{v}/{t}.py", options=options)
-      for v, t in (("gpu", "relu"), ("tpu", "layernorm"), ("gpu", "pairwise_distance"))])
+def test_general_shapes_and_lowering_checks_of_the_shipped_trees(judged):
+  gpu, tpu, tuned = judged.shipped
   assert gpu.status is Status.PASS and gpu.general_shapes is True
   assert tpu.status is Status.PASS and tpu.general_shapes is False  # 128-row blocks, 333 rows
   assert "edge shape" in tpu.edge_error and tpu.reasons == ()  # reported, not a rejection

@@ -3,8 +3,9 @@ faults injected (torn lines, cut writes, killed drivers and workers, SIGTERM), r
 
 Runs `run_suite` and `python -m builder.regenerate` with the real exporter, compile stage and
 judge on a local Dask cluster (cheap evaluations of `relu` at the small size). The tests that
-start from a finished run and then tear, cut or resume it start from a copy of one of two runs
-measured once per module (`finished`: relu's gpu and tpu variants; `finished_gpu`: gpu only).
+start from a finished run and then tear, cut or resume it start from a copy of one run
+measured once per module (`finished`: relu's gpu and tpu variants), or from a copy of it
+without its tpu lines (`gpu_only`: one evaluation left to measure).
 """
 
 import fcntl
@@ -62,17 +63,20 @@ def finished(tmp_path_factory):
   return run_dir
 
 
-@pytest.fixture(scope="module")
-def finished_gpu(tmp_path_factory):
-  """A fresh run of relu's gpu variant alone, measured once: tests copy it."""
-  run_dir = tmp_path_factory.mktemp("finished_gpu")
-  _run(run_dir, _items("gpu"))
-  return run_dir
-
-
 def _copy(run_dir, tmp_path):
   """The finished run as a folder of this test's own, to tear, cut or resume."""
   return pathlib.Path(shutil.copytree(run_dir, tmp_path / "run"))
+
+
+@pytest.fixture
+def gpu_only(finished, tmp_path):
+  """A copy of the finished run whose tpu evaluation has no record and no artifacts line:
+  a resume of both variants has that one to measure."""
+  run_dir = _copy(finished, tmp_path)
+  for name in (suite.RECORDS, suite.ARTIFACTS):
+    lines = [line for line in _lines(run_dir / name) if json.loads(line)["variant"] == "gpu"]
+    (run_dir / name).write_text("".join(line + "\n" for line in lines))
+  return run_dir
 
 
 def test_a_run_measures_every_item_through_the_three_stages(finished):
@@ -102,8 +106,8 @@ def test_a_compile_over_its_budget_is_a_timeout_record_naming_the_stage(tmp_path
   assert record.error.startswith("compile stage:") and "0 s compile budget" in record.error
 
 
-def test_resume_measures_only_what_is_missing(finished_gpu, tmp_path):
-  tmp_path = _copy(finished_gpu, tmp_path)
+def test_resume_measures_only_what_is_missing(gpu_only):
+  tmp_path = gpu_only
   before = _lines(tmp_path / suite.RECORDS)
   _run(tmp_path, _items("gpu", "tpu"), resume=True)
   after = _lines(tmp_path / suite.RECORDS)
@@ -112,8 +116,8 @@ def test_resume_measures_only_what_is_missing(finished_gpu, tmp_path):
   assert _manifest(tmp_path)["resumes"][0]["resumed_with"] == 1
 
 
-def test_a_torn_last_line_is_cut_and_remeasured_on_resume(finished_gpu, tmp_path):
-  tmp_path = _copy(finished_gpu, tmp_path)
+def test_a_torn_last_line_is_cut_and_remeasured_on_resume(gpu_only):
+  tmp_path = gpu_only
   records = tmp_path / suite.RECORDS
   with records.open("a") as f:
     f.write('{"task": "relu", "variant": "tpu", "si')  # killed mid-write
@@ -164,17 +168,17 @@ def test_a_second_writer_is_refused(tmp_path):
   assert not (tmp_path / suite.RECORDS).exists()
 
 
-def test_a_fresh_run_refuses_a_folder_with_records(finished_gpu, tmp_path):
-  tmp_path = _copy(finished_gpu, tmp_path)
+def test_a_fresh_run_refuses_a_folder_with_records(gpu_only):
+  tmp_path = gpu_only
   with pytest.raises(FileExistsError, match="pass --resume"):
     _run(tmp_path, _items("gpu", "tpu"))
   assert len(_lines(tmp_path / suite.RECORDS)) == 1
 
 
-def test_resume_refuses_a_missing_folder_or_manifest(finished_gpu, tmp_path):
+def test_resume_refuses_a_missing_folder_or_manifest(gpu_only, tmp_path):
   with pytest.raises(FileNotFoundError, match="does not exist"):
     _run(tmp_path / "nowhere", _items("gpu"), resume=True)
-  folder = _copy(finished_gpu, tmp_path)
+  folder = gpu_only
   (folder / suite.MANIFEST).unlink()
   with pytest.raises(FileNotFoundError, match="no manifest.json"):
     _run(folder, _items("gpu", "tpu"), resume=True)
