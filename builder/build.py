@@ -380,11 +380,11 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
       rows, comparable=plots.comparable(headline_view.records, headline)))
   (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(headline_view.records))
   if bf16_rows:
+    bf16_records = merged.at_precision(BFLOAT16).records
     (folder / "plots" / "speedup_bf16.png").write_bytes(plots.speedup_png(
-        bf16_rows, comparable=plots.comparable(merged.at_precision(BFLOAT16).records, headline),
-        precision=BFLOAT16))
+        bf16_rows, comparable=plots.comparable(bf16_records, headline), precision=BFLOAT16))
     (folder / "plots" / "roofline_bf16.png").write_bytes(plots.roofline_png(
-        merged.at_precision(BFLOAT16).records, precision=BFLOAT16))
+        bf16_records, precision=BFLOAT16))
   if populations:
     (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
   counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}

@@ -288,21 +288,14 @@ def _check_nothing_propagates() -> None:
 def _veil(plan: Sequence[tuple[str, Sequence[str]]]) -> None:
   """A private mount namespace; each covered folder a read-only tmpfs showing only its paths."""
   ctypes, libc = _libc()
-
-  def mount(source, target, kind, flags, data=None):
-    _checked(libc.mount(source and source.encode(), target.encode(), kind and kind.encode(),
-                        ctypes.c_ulong(flags), data and data.encode()))
-
   try:
     host = os.stat("/proc/self/ns/mnt").st_ino
     _checked(libc.unshare(ctypes.c_int(_CLONE_NEWNS)))
-    _check_own_namespace(host)
-    mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    _check_nothing_propagates()
+    _make_mounts_private(libc, host)
     for folder, paths in plan:
       originals = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in paths]
       flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-      mount("tmpfs", folder, "tmpfs", flags, "mode=0755,size=64k,nr_inodes=4096")
+      _mount(libc, "tmpfs", folder, "tmpfs", flags, "mode=0755,size=64k,nr_inodes=4096")
       for path, fd in zip(paths, originals):
         parent = os.path.dirname(path)
         os.makedirs(parent, mode=0o755, exist_ok=True)
@@ -310,9 +303,9 @@ def _veil(plan: Sequence[tuple[str, Sequence[str]]]) -> None:
           os.mkdir(path, 0o755)
         else:
           os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
-        mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        _mount(libc, f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
         os.close(fd)
-      mount(None, folder, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
+      _mount(libc, None, folder, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
   except OSError as e:
     raise WallsUnavailable(f"the mount namespace that shows the interpreter to user nobody "
                            f"could not be made: {e}") from e
@@ -328,10 +321,15 @@ def _become(uid: int) -> None:
     raise WallsUnavailable(f"could not become user {uid}: {e}") from e
   if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3 or os.getgroups():
     raise WallsUnavailable(f"still not user {uid} after setresuid")
+  _check_no_capabilities(f"after becoming user {uid}")
+
+
+def _check_no_capabilities(when: str) -> None:
+  """Raises WallsUnavailable if this process still holds a permitted or effective capability."""
   with open("/proc/self/status", encoding="ascii") as f:
     capabilities = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff"))]
   if any(int(mask, 16) for mask in capabilities):
-    raise WallsUnavailable(f"capabilities left after becoming user {uid}: {capabilities}")
+    raise WallsUnavailable(f"capabilities left {when}: {capabilities}")
 
 
 def private_proc(scratch: str) -> bool:
@@ -351,9 +349,7 @@ def private_proc(scratch: str) -> bool:
   staging = os.path.join(scratch, ".proc")
   try:
     _map_identity(libc, uid, gid)
-    _check_own_namespace(host)
-    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
-    _check_nothing_propagates()
+    _make_mounts_private(libc, host)
     os.mkdir(staging, 0o700)
     _stage_proc(libc, staging, pid)
     _mount(libc, staging, "/proc", None, _MS_MOVE)
@@ -369,6 +365,14 @@ def private_proc(scratch: str) -> bool:
   return up
 
 
+def _make_mounts_private(libc, host_namespace: int) -> None:
+  """In a mount namespace just unshared: checks it is not the host's, makes every mount
+  private, checks that none still propagates (the checks above _veil say why)."""
+  _check_own_namespace(host_namespace)
+  _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
+  _check_nothing_propagates()
+
+
 def _mount(libc, source, target, kind, flags, data=None) -> None:
   import ctypes  # pylint: disable=import-outside-toplevel
   _checked(libc.mount(source and source.encode(), target.encode(), kind and kind.encode(),
@@ -379,10 +383,8 @@ def _map_identity(libc, uid: int, gid: int) -> None:
   """Maps this process' user and group in its new user namespace to themselves. A process
   that changed identity (root become nobody) is not dumpable, so its /proc files are root's
   and the maps cannot be written: dumpable only while they are."""
-  import ctypes  # pylint: disable=import-outside-toplevel
-  dumpable = _checked(libc.prctl(ctypes.c_int(_PR_GET_DUMPABLE), ctypes.c_ulong(0),
-                                 ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
-  _set_dumpable(libc, 1)
+  dumpable = _prctl(libc, _PR_GET_DUMPABLE)
+  _prctl(libc, _PR_SET_DUMPABLE, 1)
   try:
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):
@@ -392,7 +394,7 @@ def _map_identity(libc, uid: int, gid: int) -> None:
       finally:
         os.close(fd)
   finally:
-    _set_dumpable(libc, dumpable)
+    _prctl(libc, _PR_SET_DUMPABLE, dumpable)
 
 
 def _stage_proc(libc, staging: str, pid: int) -> None:
@@ -411,10 +413,11 @@ def _stage_proc(libc, staging: str, pid: int) -> None:
   _mount(libc, None, staging, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
 
 
-def _set_dumpable(libc, value: int) -> None:
+def _prctl(libc, option: int, value: int = 0) -> int:
+  """prctl(option, value, 0, 0, 0); raises OSError on failure."""
   import ctypes  # pylint: disable=import-outside-toplevel
-  _checked(libc.prctl(ctypes.c_int(_PR_SET_DUMPABLE), ctypes.c_ulong(value), ctypes.c_ulong(0),
-                      ctypes.c_ulong(0), ctypes.c_ulong(0)))
+  return _checked(libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0),
+                             ctypes.c_ulong(0), ctypes.c_ulong(0)))
 
 
 def _drop_capabilities() -> None:
@@ -422,10 +425,7 @@ def _drop_capabilities() -> None:
   ctypes, libc = _libc()
   header = struct.pack("=Ii", _CAPABILITY_VERSION_3, 0)
   _checked(libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))))
-  with open("/proc/self/status", encoding="ascii") as f:
-    capabilities = [line.split()[1] for line in f if line.startswith(("CapPrm", "CapEff"))]
-  if any(int(mask, 16) for mask in capabilities):
-    raise WallsUnavailable(f"capabilities left in the private user namespace: {capabilities}")
+  _check_no_capabilities("in the private user namespace")
 
 
 def die_with_parent(parent: int) -> bool:
@@ -434,9 +434,7 @@ def die_with_parent(parent: int) -> bool:
   `parent` is still its parent: had it died first, the request would never fire. Call it after
   any change of identity, which clears the request."""
   try:
-    ctypes, libc = _libc()
-    _checked(libc.prctl(ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
-                        ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+    _prctl(_libc()[1], _PR_SET_PDEATHSIG, signal.SIGKILL)
   except (OSError, AttributeError) as e:
     logger.warning("parent-death signal not set: %s", e)
     return False
@@ -474,9 +472,8 @@ def limit_resources(memory_bytes: int) -> bool:
 
 def _no_new_privs():
   """Sets no_new_privs (required by seccomp and Landlock without CAP_SYS_ADMIN); returns libc."""
-  ctypes, libc = _libc()
-  _checked(libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
-                      ctypes.c_ulong(0), ctypes.c_ulong(0)))
+  _, libc = _libc()
+  _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1)
   return libc
 
 
