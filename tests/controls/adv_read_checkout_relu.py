@@ -26,7 +26,7 @@ TARGETS = {
     "git": _ROOT / ".git", "kernels_gpu": _ROOT / "kernels_gpu" / "relu.py",
     "kernels_tpu": _ROOT / "kernels_tpu" / "relu.py", "data": _ROOT / "data" / "README.md",
     "other candidate": _ROOT / "tests" / "controls" / "adv_ctypes_relu.py",
-    "reference": _PACKAGE / "references" / "relu.py", "checkout": _ROOT,
+    "reference": _PACKAGE / "references" / "relu.py", "setup": _ROOT / "scripts" / "setup.sh",
     "verdict cache": pathlib.Path("/root/.cache/pallasbench/verdicts"),
 }
 _MAIN = threading.get_native_id()
