@@ -143,7 +143,9 @@ class KernelReward:
   `evaluation.pipeline.cluster`), else a local cluster with `gpus` judges and `cpu_workers`
   export/compile workers; `cache_dir` the verdict cache (default ~/.cache/pallasbench/verdicts);
   `runs_dir` keeps each batch's run folder (records, artifacts, manifest) there, else they are
-  removed. Close it (or use it as a context manager) to stop the local cluster.
+  removed. `reject_copies`: a completion whose compiled kernels are a shipped kernel's (renamed
+  at most: `EvalRecord.copy_of`) is rejected, reward 0. Close it (or use it as a context
+  manager) to stop the local cluster.
   """
 
   __name__ = "pallasbench_kernel_reward"  # TRL names a reward function's logs by its __name__
@@ -153,13 +155,14 @@ class KernelReward:
                scheduler: str | None = None, gpus: int | None = None,
                cpu_workers: int | None = None, cache_dir: pathlib.Path | None = None,
                runs_dir: pathlib.Path | None = None, options: EvalOptions | None = None,
-               git_commit: str | None = None):
+               git_commit: str | None = None, reject_copies: bool = True):
     self.device = resolve_device(device)
     self.size = Size(size or DEFAULT_SIZE[self.device]).value
     self.limits = Limits(timeout_s=budget_s or DEFAULT_BUDGET_S[self.device],
                          memory_bytes=default_memory_limit())
     self.compile_budget_s = compile_budget_s or DEFAULT_COMPILE_BUDGET_S[self.device]
-    self.options = options or default_options(self.device)
+    self.options = dataclasses.replace(options or default_options(self.device),
+                                       reject_copies=reject_copies)
     self.cache = verdicts.VerdictCache(cache_dir or verdicts.default_folder())
     self.runs_dir = None if runs_dir is None else pathlib.Path(runs_dir)
     self.git_commit = git_commit

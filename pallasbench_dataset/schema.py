@@ -230,6 +230,9 @@ class EvalRecord:
   # measured in this run; `run` then names the run that measured it.
   candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
   cached: bool = dataclasses.field(default=False, metadata=POPULATION_ONLY)
+  # Candidates only: the shipped kernels ("kernels_gpu/relu.py") whose lowered kernels the
+  # candidate's match, names and locations aside (judge/fingerprint.py): a copy, not its work.
+  copy_of: tuple[str, ...] = dataclasses.field(default=(), metadata=POPULATION_ONLY)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

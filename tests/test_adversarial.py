@@ -12,7 +12,8 @@ spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant 
 record (pass iff no reasons; pass implies correct and robust), 8 correct on the nominal inputs
 only (caught by the input families, the scaled atol and the edge shape), 9 below the task's
 precision (float8 in a bfloat16 task, bfloat16 in a float32 one), 10 the CPU judge's known
-limit (below).
+limit (below), 11 copied solutions (the shipped kernel imported or read and run), 12 reading
+the checkout, 13 forging the record's sandbox layers.
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -68,6 +69,7 @@ OUTSIDE = "the real work is done outside the kernel"
 VIOLATION = "sandbox violation, refused "
 NOT_CLOSE = "not allclose"
 HOST_CALLBACK = "host callback"
+NO_CELL = "raised KeyError: 'kernel'"  # the copied cell was never read, so nothing defines it
 
 
 
@@ -175,6 +177,17 @@ def _cases() -> dict[str, Case]:
       # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
       # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
       "split_interpret": Case("adv_split_interpret_relu", relu, P),
+      # 11. Copied solutions: the project's own kernel imported, or read from disk and run.
+      "import_shipped": Case("adv_import_shipped_matmul", "matmul", None, ("Permission denied",)),
+      "exec_shipped_cell": Case("adv_exec_shipped_cell_relu", relu, None, (NO_CELL,)),
+      "exec_released_row": Case("adv_exec_released_row_relu", relu, None, (NO_CELL,)),
+      "copied": Case("adv_copied_relu", relu, P),
+      "copied_rejected": Case("adv_copied_relu", relu, R, ("(kernels_gpu/relu.py), renamed",),
+                              options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      # 12. What the exporter can read (test_the_checkout_is_unreadable_from_every_thread).
+      "read_checkout": Case("adv_read_checkout_relu", relu, P),
+      # 13. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
+      "forge_layers": Case("adv_forge_layers_relu", relu, P),
   }
 
 
@@ -333,6 +346,41 @@ def test_every_attack_ran_inside_all_sandbox_layers(run):
       assert "unprivileged" in record.sandbox, (name, record.sandbox)
 
 
+def test_copied_solutions_never_reach_the_shipped_files(run):
+  """Class 11: the kernel trees and the released data are unreadable on every thread, so the
+  copy has nothing to run (the checkout is on this test process' sys.path, as with
+  `python -m` from it)."""
+  assert "kernels_gpu/__init__.py" in run.records["import_shipped"].error
+  for name in ("exec_shipped_cell", "exec_released_row"):
+    assert "read refused: [Errno 13] Permission denied" in run.records[name].exporter_output, name
+
+
+def test_a_pasted_copy_is_named_and_rejected_for_reward_use(run):
+  """Class 11, the copy the walls cannot stop: its kernel's fingerprint is the shipped one's.
+  Every other candidate of the suite (honest ones in unusual styles included) is no copy."""
+  copied, rejected = run.records["copied"], run.records["copied_rejected"]
+  assert copied.status is Status.PASS and copied.copy_of == ("kernels_gpu/relu.py",)
+  assert rejected.copy_of == ("kernels_gpu/relu.py",) and len(rejected.reasons) == 1
+  others = {name: r.copy_of for name, r in run.records.items() if not name.startswith("copied")}
+  assert not {name: copy for name, copy in others.items() if copy}, others
+
+
+def test_the_checkout_is_unreadable_from_every_thread(run):
+  """Class 12: .git, the kernel trees, data/, another candidate's file, the references and the
+  verdict cache, tried from the main thread, a thread of the candidate's and an XLA thread."""
+  printed = run.records["read_checkout"].exporter_output.splitlines()
+  tried = [line for line in printed if line.startswith(("read ", "refused "))]
+  assert len(tried) == 3 * 8, printed
+  assert [line for line in tried if line.startswith("read ")] == []
+
+
+def test_the_record_s_layers_are_the_trusted_side_s(run):
+  """Class 13: walls forged on every pipe, from every thread, are not in the record."""
+  layers = run.records["forge_layers"].sandbox
+  assert not [layer for layer in layers if "forged" in layer or layer == "gpu-memcheck"], layers
+  assert layers == run.records["pos_dataclass"].sandbox
+
+
 def test_forged_reports_are_information_only(run):
   """The exporter's word (reports, pallas_calls) was forged and shows in the record, but the
   verdict comes from the artifact bytes."""
@@ -423,14 +471,19 @@ def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(
   assert export_request(item, "gpu").exports == (("small", ("cuda",)), ("edge", ("cuda",)))
 
 
-def test_cli_stdout_is_one_record_whatever_the_kernel_prints():
+def test_cli_stdout_is_one_record_whatever_the_kernel_prints(tmp_path):
   """The kernel prints a fake passing record: the CLI's stdout is still exactly one JSON
-  record, the real one, and the fake text is only in its exporter_output."""
+  record, the real one, and the fake text is only in its exporter_output. The evaluation
+  leaves nothing in its private TMPDIR (neither the exporter's scratch nor the helper's)."""
+  private = tmp_path / "private-tmp"
+  private.mkdir(mode=0o700)
   proc = subprocess.run(
       [sys.executable, "-m", "pallasbench_dataset.evaluate", "--task", "relu", "--kernel",
        str(CONTROLS / "adv_fake_stdout_relu.py"), "--device", "cpu", "--json",
        "--seeds", "1", "2", "3", "4", "5"],
-      cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+      cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+      env={**os.environ, "TMPDIR": str(private)})
+  assert list(private.iterdir()) == []
   assert proc.returncode == 1, proc.stderr[-2000:]
   record = json.loads(proc.stdout)  # one JSON document, nothing else
   assert record["status"] == "incorrect" and record["seeds"] == [1, 2, 3, 4, 5]

@@ -27,22 +27,32 @@ MAX_CONFIG_CHARS: Final = 64
 PLATFORMS: Final = ("cuda", "cpu", "tpu")
 
 
+InputStruct = tuple[tuple[int, ...], str]  # an input's shape and dtype name
+
+
 class ProtocolError(ValueError):
   """The exporter's answer is malformed: the candidate is rejected, nothing in it is used."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ExportRequest:
-  """The driver's request: which kernel, which task, and for each size the platforms."""
+  """The driver's request: which kernel, which task, and for each size the platforms and the
+  task's inputs there. The driver reads the inputs from the registry: the exporter cannot (a
+  precision's dtypes come from the references, which it may not read)."""
   task: str
   source: str
   filename: str
   exports: tuple[tuple[str, tuple[str, ...]], ...]  # (size, platforms); the first is evaluated
   reports: bool = True              # also jaxpr, Triton IR and the TPU lowering check
   precision: str = DEFAULT_PRECISION  # the task's precision: the dtypes traced
+  inputs: tuple[tuple[str, tuple[InputStruct, ...]], ...] = ()  # (size, the inputs there)
 
   def platforms(self, size: str) -> tuple[str, ...]:
     return dict(self.exports).get(size, ())
+
+  def input_structs(self, size: str) -> tuple[InputStruct, ...]:
+    """The task's inputs at `size`, (shape, dtype) each; KeyError for a size not requested."""
+    return dict(self.inputs)[size]
 
   def to_json(self) -> str:
     return json.dumps(dataclasses.asdict(self))
@@ -53,7 +63,9 @@ class ExportRequest:
     return cls(task=data["task"], source=data["source"], filename=data["filename"],
                exports=tuple((s, tuple(p)) for s, p in data["exports"]),
                reports=bool(data["reports"]),
-               precision=data.get("precision", DEFAULT_PRECISION))
+               precision=data.get("precision", DEFAULT_PRECISION),
+               inputs=tuple((s, tuple((tuple(shape), dtype) for shape, dtype in structs))
+                            for s, structs in data.get("inputs", ())))
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,8 @@
 """Adversarial control, class 1 (forging the verdict), relu.
 
 Attack: at import, read the driver's request from the exporter's frames (`sys._getframe`),
-export the task's REFERENCE (`jnp.maximum`) for every requested platform with the project's
-own `export_for`, write a complete, well-formed answer to the sandbox's result pipe whose
+export the task in plain jnp (`jnp.maximum`, as its reference does) for every requested
+platform with the project's own `export_for`, write a complete, well-formed answer to the sandbox's result pipe whose
 reports claim a Pallas kernel (forged jaxpr and pallas_calls), and `os._exit(0)` before the
 exporter runs.
 
@@ -15,13 +15,17 @@ import os
 import sys
 
 import jax
+import jax.numpy as jnp
 
 from pallasbench_dataset.lowering import export_for
-from pallasbench_dataset.references.relu import reference
 from pallasbench_dataset.tasks import get_task
 
 FORGED_CALL = {"name": "forged_relu", "grid": [8], "block_shapes": ["(64, 512)", "(64, 512)"],
                "num_warps": 4, "num_stages": 1, "max_tensor_elements": 32768, "interpret": False}
+
+
+def _relu(x):
+  return jnp.maximum(x, 0)
 
 
 def _request():
@@ -37,7 +41,7 @@ def _forge(request) -> None:
   for size, platforms in request.exports:
     dims = spec.dims(size)
     structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
-    artifacts = {p: base64.b64encode(export_for(p, reference, *structs).serialize()).decode()
+    artifacts = {p: base64.b64encode(export_for(p, _relu, *structs).serialize()).decode()
                  for p in platforms}
     exports.append({"size": size, "artifacts": artifacts, "errors": {}, "stage": None,
                     "trace_s": 0.01, "lower_s": 0.01})

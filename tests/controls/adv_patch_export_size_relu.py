@@ -3,24 +3,24 @@
 Attack: at import, replace the exporter's own `_export_size`. The exporter runs as
 `python -m ...exporter`, so the function that `run()` calls lives in `sys.modules["__main__"]`
 (patching `pallasbench_dataset.evaluation.exporter.program._export_size` would change another module
-object): this patches that one, so every artifact is the task's reference
-(`pallasbench_dataset.references.relu`) instead of the candidate's wrong Pallas kernel.
+object): this patches that one, so every artifact is the task written in plain jnp (as the
+references are, which the exporter cannot import) instead of the candidate's wrong Pallas kernel.
 
 Expected: rejected, "no Pallas kernel in the exported module".
 """
 import sys
 
 import jax
+import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from pallasbench_dataset.references.relu import reference
 
 _main = sys.modules.get("__main__")
 if _main is not None and hasattr(_main, "_export_size"):
   _original = _main._export_size
 
   def _export_reference(kernel_fn, spec, size, platforms, *rest):
-    return _original(lambda *args, interpret=False: reference(*args), spec, size, platforms,
+    return _original(lambda x, interpret=False: jnp.maximum(x, 0), spec, size, platforms,
                      *rest)
 
   _main._export_size = _export_reference

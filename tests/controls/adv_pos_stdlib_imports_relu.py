@@ -1,8 +1,9 @@
 """Honest control, class 6 (honest but unusual), relu.
 
-Imports warnings, itertools, functools and typing at the top, and the project's own
-`pallasbench_dataset.references.relu` INSIDE the kernel body, whose `reference` computes each
-block's relu. Structure, not imports, decides the verdict: the work is in the kernel.
+Imports warnings, itertools, functools and typing at the top, and `jax.nn` INSIDE the kernel
+body, whose `relu` computes each block's relu. Structure, not imports, decides the verdict: the
+work is in the kernel. (The project's references, which it once imported there, are not
+readable from the exporter: the judge's answers are no candidate's to copy.)
 (A module-level dataclass is in adv_pos_dataclass_relu.)
 
 Expected: pass.
@@ -19,8 +20,8 @@ ROWS: typing.Final = 64
 
 
 def _body(x_ref, o_ref):
-  from pallasbench_dataset.references.relu import reference  # pylint: disable=import-outside-toplevel
-  o_ref[...] = reference(x_ref[...])
+  from jax import nn  # pylint: disable=import-outside-toplevel
+  o_ref[...] = nn.relu(x_ref[...])
 
 
 @functools.lru_cache(maxsize=None)

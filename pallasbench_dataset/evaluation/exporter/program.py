@@ -37,7 +37,7 @@ def _declared_config(module, structs) -> dict[str, Any] | None:
   return {str(k): v for k, v in config.items() if isinstance(v, (bool, int, float, str))}
 
 
-def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
+def _export_size(kernel: Callable, structs: tuple, size: str, platforms: tuple[str, ...],
                  reports: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
   """Artifacts of one size for each platform; the first size also fills `reports`. `origin`
   (the candidate's filename and source) lets an error name the candidate's own frame."""
@@ -46,7 +46,6 @@ def _export_size(kernel: Callable, spec, size: str, platforms: tuple[str, ...],
   from pallasbench_dataset.lowering import (  # pylint: disable=import-outside-toplevel
       abstract_gpu, abstract_tpu, capture_triton_ir, export_for)
   import jax  # pylint: disable=import-outside-toplevel
-  structs = spec.input_structs(size)
   entry: dict[str, Any] = {"size": size, "artifacts": {}, "errors": {}, "stage": None,
                            "trace_s": None, "lower_s": None}
   device_platform = next((p for p in platforms if p != "cpu"), None)
@@ -97,12 +96,10 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int) -> dict[str, A
   jax.devices()  # backends and plugins initialise now, before the tripwire is armed
   from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.kernels import KernelLoadError, load_module  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
   import pallasbench_dataset.evaluation.errors  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.jaxpr_analysis  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import pallasbench_dataset.lowering  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   request = protocol.ExportRequest.from_json(request_text)
-  spec = get_task(request.task).at_precision(request.precision)
   from pallasbench_dataset.evaluation.sandbox import tripwire  # pylint: disable=import-outside-toplevel
   tripwire.arm(str(scratch), report_fd)
   reports: dict[str, Any] = {}
@@ -114,11 +111,13 @@ def run(request_text: str, scratch: pathlib.Path, report_fd: int) -> dict[str, A
     load_error = str(e)
   else:
     for size, platforms in request.exports:
-      entry = _export_size(module.kernel, spec, size, platforms,
+      structs = tuple(jax.ShapeDtypeStruct(shape, dtype)
+                      for shape, dtype in request.input_structs(size))
+      entry = _export_size(module.kernel, structs, size, platforms,
                            reports if request.reports else None,
                            {"filename": request.filename, "source": request.source})
       if "cuda" in platforms:
-        entry["config"] = _declared_config(module, spec.input_structs(size))
+        entry["config"] = _declared_config(module, structs)
       exports.append(entry)
   return {"load_error": load_error, "exports": exports, "jaxpr": reports.get("jaxpr"),
           "pallas_calls": reports.get("pallas_calls", []),

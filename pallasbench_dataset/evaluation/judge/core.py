@@ -27,11 +27,12 @@ import jax
 import numpy as np
 
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.judge import checks, module_analysis, timing
+from pallasbench_dataset.evaluation.judge import checks, fingerprint, module_analysis, timing
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
 from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
+from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
     Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, PallasCallInfo, Roofline,
@@ -68,6 +69,7 @@ class EvalOptions:
   warmup: int = 3
   input_budget_bytes: int = 4 << 30
   capture_artifacts: bool = True
+  reject_copies: bool = False      # reject a candidate whose kernels are a shipped kernel's
 
   def checks_edge(self, size: str) -> bool:
     """Whether an evaluation at `size` also runs the edge shape (not when it is the edge)."""
@@ -231,8 +233,15 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   exported = load_artifact(main.artifacts[platform], spec, dims, platform)
   found, state.structure_text = _analyze(exported, ctx)
   state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
-  return module_analysis.module_reasons(
+  reasons = module_analysis.module_reasons(
       found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
+  if item.variant == Variant.CANDIDATE and platform == "cuda":
+    copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
+                                        ctx.analyser)
+    state.fields["copy_of"] = copies
+    if copies and item.options.reject_copies:
+      reasons.append(fingerprint.copy_reason(copies))
+  return reasons
 
 
 def _analyze(exported: jax.export.Exported, ctx: Context) -> tuple[module_analysis.ModuleReport, str]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -43,6 +44,10 @@ from typing import Final
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
+
+from pallasbench_dataset.evaluation.judge import fingerprint
+
+logger = logging.getLogger(__name__)
 
 # Pallas kernels by custom-call target. The TPU one counts only where the judge reads a TPU
 # export: on a CPU host, for a kernel that does not lower to Triton (the originals).
@@ -108,8 +113,9 @@ _CONTRACTIONS: Final = frozenset({
     "stablehlo.triangular_solve", "stablehlo.cholesky", "stablehlo.fft",
 })
 
-# (name, backend, grid, num_warps, num_stages): a KernelCall without its launch count.
-_KernelKey = tuple[str, str, tuple[int, ...], int | None, int | None]
+# (name, backend, grid, num_warps, num_stages, fingerprint): a KernelCall without its launch
+# count.
+_KernelKey = tuple[str, str, tuple[int, ...], int | None, int | None, str | None]
 
 
 class ModuleAnalysisError(ValueError):
@@ -139,6 +145,7 @@ class KernelCall:
   num_warps: int | None
   num_stages: int | None
   launches: int                   # loop trip counts around the call multiplied
+  fingerprint: str | None = None  # of the lowered Triton kernel, names stripped (fingerprint.py)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -578,7 +585,17 @@ def _kernel_key(op: ir.Operation, target: str) -> _KernelKey:
 
   name = ir.StringAttr(fields["name"]).value if "name" in fields else target
   grid = tuple(number(k) for k in ("grid_x", "grid_y", "grid_z") if k in fields)
-  return (name, KERNEL_TARGETS[target], grid, number("num_warps"), number("num_stages"))
+  return (name, KERNEL_TARGETS[target], grid, number("num_warps"), number("num_stages"),
+          _fingerprint(fields["ir"]) if "ir" in fields else None)
+
+
+def _fingerprint(attribute: ir.Attribute) -> str | None:
+  """The Triton kernel's fingerprint; None where its module does not parse."""
+  try:
+    return fingerprint.triton_fingerprint(ir.StringAttr(attribute).value_bytes)
+  except (ir.MLIRError, ValueError) as e:
+    logger.debug("a Triton kernel's module does not parse: %s", e)
+    return None
 
 
 def _contraction_flops(op: ir.Operation) -> int:
@@ -1002,8 +1019,8 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
     raise ModuleAnalysisError("the module is nested too deeply to be analysed") from None
   kernels = tuple(
       KernelCall(name=name, backend=backend, grid=grid, num_warps=warps, num_stages=stages,
-                 launches=launches)
-      for (name, backend, grid, warps, stages), launches in tally.kernels.items()
+                 launches=launches, fingerprint=digest)
+      for (name, backend, grid, warps, stages, digest), launches in tally.kernels.items()
       if launches)  # a kernel in a loop that never runs is no kernel
   return ModuleReport(
       kernels=kernels, outside_flops=tally.flops, outside_contraction_flops=tally.contraction,

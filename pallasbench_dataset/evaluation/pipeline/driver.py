@@ -21,7 +21,7 @@ from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorke
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
-from pallasbench_dataset.tasks import Size
+from pallasbench_dataset.tasks import Size, get_task
 
 UNAVAILABLE: Final = "the sandbox cannot run candidate code unprivileged on this host, so nothing ran: "
 EXPORTER: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.exporter.program")
@@ -48,9 +48,12 @@ def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
   exports = [(item.size, main)]
   if item.options.checks_edge(item.size):
     exports.append((Size.EDGE.value, ("cuda",) if device == "gpu" else ("cpu",)))
+  spec = get_task(item.task).at_precision(item.precision)
+  inputs = tuple((size, tuple((tuple(s.shape), s.dtype.name) for s in spec.input_structs(size)))
+                 for size, _ in exports)
   return protocol.ExportRequest(task=item.task, source=item.source, filename=item.filename,
                                 exports=tuple(exports), reports=item.options.capture_artifacts,
-                                precision=item.precision)
+                                precision=item.precision, inputs=inputs)
 
 
 def _printed(run: sandbox.SandboxRun) -> str:
