@@ -25,13 +25,14 @@ from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.pipeline import stages, suite
 from pallasbench_dataset.schema import Status
-from pallasbench_dataset.kernels import kernel_path
 
 from tests import runfixtures as rf
 
 CONTROLS = pathlib.Path(__file__).parent / "controls"
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
-HONEST = kernel_path("gpu", "relu").read_text()
+# The candidate's own relu: the shipped kernels_gpu/relu.py verbatim would be a copy, rejected
+# by the reward's default `reject_copies`.
+HONEST = (CONTROLS / "pos_calls_reference_relu.py").read_text()
 
 
 def fenced(source: str, before: str = "Here is the kernel.\n\n") -> str:
