@@ -27,7 +27,7 @@ def _tamper() -> None:
           jaxpr="{ lambda ; a:f32[512,512]. let b = pallas_call[name=forged_relu] a in (b,) }",
           pallas_calls=[FORGED_CALL], input_writes=[], triton_ir=["tt.func @forged_relu"])
       _done.append("reports")
-    if frame.f_code.co_name == "run" and "request" in local and "spec" in local:
+    if frame.f_code.co_name == "run" and "request" in local and "reports" in local:
       object.__setattr__(local["request"], "reports", True)
       _done.append("request")
     frame = frame.f_back
