@@ -1307,6 +1307,24 @@ def _survivors_of(pid: int) -> bool:
     return False
 
 
+def test_only_scratch_folders_of_ended_owners_are_removed(tmp_path):
+  """A folder named for a process that ended (or for a pid now running another process) is an
+  orphan; one of a running owner, and anything not named as scratch, stays."""
+  ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                         capture_output=True, text=True, check=True)
+  mine = pathlib.Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+  names = {"orphan": f"pallasbench-sandbox-{ended.stdout.strip()}-1-abc",
+           "reused": f"pallasbench-sandbox-{os.getpid()}-{int(mine) + 1}-abc",
+           "alive": f"pallasbench-sandbox-{os.getpid()}-{mine}-abc",
+           "unnamed": "pallasbench-sandbox-abc", "other": "something-else"}
+  for name in names.values():
+    (tmp_path / name).mkdir()
+  (tmp_path / names["orphan"] / "inside").mkdir(mode=0o000)
+  assert sandbox.remove_orphaned_scratch(str(tmp_path)) == 2
+  assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+      names[k] for k in ("alive", "unnamed", "other"))
+
+
 # The parent of a sandboxed run, killed while its child sleeps: stands in for a killed worker.
 MIDDLE = textwrap.dedent("""
     import sys

@@ -1,5 +1,6 @@
 """Three walls of the exporter's sandbox, tested as a candidate meets them: through the driver's
-`export`, the public path every candidate takes (exporter program, sandbox, outcome).
+`export`, the public path every candidate takes (exporter program, sandbox, outcome); and what
+an evaluation leaves in TMPDIR when it is interrupted (nothing).
 
 Each candidate does its deed at import time, after the sandbox is in force, and the test reads
 only what any caller sees: the outcome's failure and message, what the candidate printed, and
@@ -7,19 +8,24 @@ the files outside. Nothing here names a private part of the sandbox, so the test
 whatever the layers look like inside.
 """
 
+import os
 import pathlib
+import signal
+import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 
 import pytest
 
 import pallasbench_dataset
-from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation import protocol, sandbox
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.evaluation.pipeline import driver
+from pallasbench_dataset.tasks import get_task
 
 LIMITS = Limits(timeout_s=120, memory_bytes=4 << 30)
 ORIGINAL = "the file as the project shipped it\n"
@@ -156,3 +162,59 @@ def test_os_open_read_write_outside_scratch_is_refused_as_a_write(project_file, 
   assert project_file.read_text() == ORIGINAL
   assert outcome.failure == "violation", (outcome.failure, outcome.message, outcome.output)
   assert "opened for writing" not in outcome.output
+
+
+def _children(pid: int, program: bytes) -> list[int]:
+  """The processes `pid` started whose command line names `program`."""
+  found = []
+  for entry in pathlib.Path("/proc").iterdir():
+    try:
+      parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+      if parent == pid and program in (entry / "cmdline").read_bytes():
+        found.append(int(entry.name))
+    except (OSError, IndexError, ValueError):
+      continue
+  return found
+
+
+def test_an_interrupted_evaluation_leaves_nothing_in_a_private_tmpdir(tmp_path):
+  """Ctrl-C (SIGINT to the command's group) once the judge runs: the exporter's scratch and
+  the judge's analysis helper's are gone, as after a finished evaluation (the CLI test in
+  test_adversarial.py checks that one)."""
+  private = tmp_path / "private-tmp"
+  private.mkdir(mode=0o700)
+  kernel = pathlib.Path(__file__).parent / "controls" / "pos_calls_reference_relu.py"
+  command = subprocess.Popen(  # pylint: disable=consider-using-with
+      [sys.executable, "-m", "pallasbench_dataset.evaluate", "--task", "relu", "--kernel",
+       str(kernel), "--device", "cpu"], start_new_session=True, stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(private)},
+      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+  try:
+    deadline, helpers = time.monotonic() + 300, []
+    while not helpers and time.monotonic() < deadline and command.poll() is None:
+      helpers = [helper for judge in _children(command.pid, b"judge.process")
+                 for helper in _children(judge, b"analysis_process")]
+      time.sleep(0.02)
+    assert helpers, "the judge never started its analysis helper"
+    os.killpg(command.pid, signal.SIGINT)
+    assert command.wait(timeout=120) == 130
+  finally:
+    if command.poll() is None:
+      os.killpg(command.pid, signal.SIGKILL)
+      command.wait()
+  time.sleep(0.5)  # the judge's helper dies with it (the kernel's parent-death signal)
+  assert list(private.iterdir()) == []
+
+
+def test_the_exporter_is_told_the_inputs_it_may_not_derive():
+  """A precision's dtypes come from the references, which the exporter cannot read: the
+  driver's request carries the inputs of every size it asks for, and they survive the trip."""
+  item = driver.WorkItem(task="softmax", variant="candidate", size="small", source="",
+                         filename="k.py", precision="bfloat16")
+  request = driver.export_request(item, "cpu")
+  spec = get_task("softmax").at_precision("bfloat16")
+  for size, _ in request.exports:
+    assert request.input_structs(size) == tuple(
+        (tuple(s.shape), s.dtype.name) for s in spec.input_structs(size))
+  assert {dtype for _, dtype in request.input_structs("small")} == {"bfloat16"}
+  assert protocol.ExportRequest.from_json(request.to_json()) == request

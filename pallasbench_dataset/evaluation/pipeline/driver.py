@@ -186,3 +186,4 @@ def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
   finally:
     if worker is not None:
       worker.close()
+    sandbox.remove_orphaned_scratch()  # what a judge killed on an interrupt could not remove

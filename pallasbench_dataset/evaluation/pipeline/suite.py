@@ -32,6 +32,7 @@ from typing import Final, TextIO
 
 import distributed
 
+from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.pipeline import cluster
 from pallasbench_dataset.evaluation.judge import environment
 from pallasbench_dataset.evaluation.pipeline import stages, verdicts
@@ -425,6 +426,7 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key]
           written.append(record)
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
+    sandbox.remove_orphaned_scratch()  # the cluster is closed: what its killed processes left
     manifest.end(complete=len(written) == len(todo),
                  pipeline=_pipeline_report(written, time.monotonic() - start, judges))
   return run_dir

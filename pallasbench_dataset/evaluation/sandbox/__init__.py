@@ -17,7 +17,8 @@ before anything starts a thread.
 """
 
 from pallasbench_dataset.evaluation.sandbox.launch import (
-    OUTPUT_CAP, SandboxedProcess, SandboxRun, run_sandboxed, start_sandboxed)
+    OUTPUT_CAP, SandboxedProcess, SandboxRun, remove_orphaned_scratch, run_sandboxed,
+    start_sandboxed)
 from pallasbench_dataset.evaluation.sandbox.tripwire import arm
 from pallasbench_dataset.evaluation.sandbox.walls import (
     ALL_WALLS, REPORT_FD_ENV, RESULT_FD_ENV, SANDBOX_EXIT, UNAVAILABLE_EXIT, WallsUnavailable,
@@ -25,4 +26,4 @@ from pallasbench_dataset.evaluation.sandbox.walls import (
 
 __all__ = ["ALL_WALLS", "OUTPUT_CAP", "REPORT_FD_ENV", "RESULT_FD_ENV", "SANDBOX_EXIT",
            "UNAVAILABLE_EXIT", "SandboxRun", "SandboxedProcess", "WallsUnavailable", "arm",
-           "die_with_parent", "run_sandboxed", "start_sandboxed"]
+           "die_with_parent", "remove_orphaned_scratch", "run_sandboxed", "start_sandboxed"]

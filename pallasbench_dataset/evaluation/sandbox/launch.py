@@ -18,6 +18,11 @@ running: a helper that serves requests over descriptors it was passed (the judge
 helper, which parses the artifact's bytes with native code). Its caller watches it and ends it.
 Its scratch folder is removed as soon as its walls are up (the helper writes nothing and needs
 no folder by name after that), so a helper whose owner is killed leaves nothing in TMPDIR.
+
+A scratch folder's name says which process made it (its pid and start time). An owner killed
+before it could remove one (a judge killed by Ctrl-C while its helper started, a worker killed
+during an export) leaves it behind: `remove_orphaned_scratch()`, called by whoever ends a run
+of evaluations once their processes are gone, removes those whose owner no longer runs.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ POLL_S: Final = 0.02                   # pipe polling step of the parent
 SCAN_S: Final = 0.05                   # how often the parent sums the processes' memory
 DRAIN_S: Final = 2.0                   # how long the parent reads pipes after the kill
 BOOT_S: Final = 120.0                  # how long a helper may take to report its walls
+SCRATCH_PREFIX: Final = "pallasbench-sandbox-"  # then the owner's pid and start time
 _NO_ENV: Final = types.MappingProxyType({})
 
 
@@ -176,8 +182,10 @@ def _feed(fd: int, capture: _Capture) -> bool:
 
 def _prepare(memory_bytes: int, walls: Sequence[str], tripwire: bool
              ) -> tuple[pathlib.Path, WallsConfig]:
-  """A fresh scratch folder and the walls of the child that will use it."""
-  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  """A fresh scratch folder, named by its owner (this process), and the walls of the child
+  that will use it."""
+  owner = os.getpid()
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{owner}-{_started(owner)}-"))
   try:
     return scratch, _config(scratch, memory_bytes, tuple(walls), tripwire)
   except BaseException:
@@ -492,6 +500,29 @@ def _process_table() -> dict[int, _ProcessInfo]:
                                     started=int(fields[19]), zombie=fields[0] in (b"Z", b"X"),
                                     resident_bytes=int(fields[21]) * page)
   return table
+
+
+def remove_orphaned_scratch(folder: str | None = None) -> int:
+  """Removes the scratch folders in `folder` (default TMPDIR) whose owner process has ended;
+  returns how many. Call it once the processes of a run of evaluations are gone."""
+  removed = 0
+  for path in pathlib.Path(folder or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+    pid, started, *_ = path.name.removeprefix(SCRATCH_PREFIX).split("-") + ["", ""]
+    if pid.isdigit() and started.isdigit() and _started(int(pid)) != int(started):
+      _remove_tree(path)
+      removed += 1
+  return removed
+
+
+def _started(pid: int) -> int | None:
+  """The start time of process `pid` (clock ticks since boot: tells a reused pid apart), or
+  None when it does not run (a zombie has ended)."""
+  try:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+      fields = f.read().rsplit(b")", 1)[1].split()
+  except (OSError, IndexError):
+    return None
+  return None if fields[0] in (b"Z", b"X") else int(fields[19])
 
 
 def _remove_tree(path: pathlib.Path) -> None:
