@@ -22,18 +22,16 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
-from pallasbench_dataset.evaluation.errors import CANDIDATE_FRAME
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import (
-    JudgeConfig, Limits, default_memory_limit, make_dump_dir)
-from pallasbench_dataset.kernels import KernelLoadError, Variant, read_source
+    DEFAULT_TIMEOUT_S, JudgeConfig, Limits, default_memory_limit, make_dump_dir)
+from pallasbench_dataset.kernels import CANDIDATE_FRAME, KernelLoadError, Variant, read_source
 from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.schema import EvalRecord, Status, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = {"gpu": 300.0, "cpu": 900.0}
 # The size an evaluation runs at unless told: the headline size on a GPU; on a CPU, where
 # Pallas runs in interpret mode, the small one.
 DEFAULT_SIZE: Final[Mapping[str, str]] = {"gpu": Size.MEDIUM.value, "cpu": Size.SMALL.value}

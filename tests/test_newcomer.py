@@ -26,9 +26,8 @@ from builder.records import BuildError, check_headline
 from builder.trees import check_sha256
 from pallasbench_dataset import autotune, evaluate as evaluate_cli, kernels, scaffold
 from pallasbench_dataset.evaluate import DEFAULT_SIZE, evaluate, summary_text
-from pallasbench_dataset.evaluation.errors import MAX_FRAME_CHARS, candidate_frame
 from pallasbench_dataset.evaluation.pipeline import suite
-from pallasbench_dataset.kernels import KernelLoadError, tree_dir
+from pallasbench_dataset.kernels import MAX_FRAME_CHARS, KernelLoadError, candidate_frame, tree_dir
 from pallasbench_dataset.population import __main__ as population_cli, run as population_run
 from pallasbench_dataset.schema import EvalRecord, from_json_dict
 from pallasbench_dataset.tasks import list_tasks

@@ -21,7 +21,7 @@ from pallasbench_dataset import Size, get_task, list_tasks, schema
 from pallasbench_dataset.evaluate import evaluate, main as evaluate_main
 from pallasbench_dataset.evaluation.protocol import ExportRequest
 from pallasbench_dataset.kernels import load_kernel
-from pallasbench_dataset.task_info import precision_table
+from pallasbench_dataset.tasks.info import precision_table
 from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS, check_precision
 from pallasbench_dataset.tolerance import (BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare,
                                            tolerance_for)

@@ -41,7 +41,7 @@ from jax._src.interpreters import mlir
 from jax._src.lib import _jax
 
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.judge.process import death_message, process_rss_bytes
+from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
 

@@ -638,10 +638,3 @@ def get_task(name: str) -> TaskSpec:
     return TASKS[name]
   except KeyError:
     raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
-
-
-
-if __name__ == "__main__":  # python -m pallasbench_dataset.tasks [NAME]
-  import sys
-  from pallasbench_dataset.task_info import main
-  sys.exit(main())
