@@ -6,7 +6,7 @@ records (kernel and XLA timed in that run).
 
 Prints, for every GPU-fixed kernel, its speedup over XLA at `medium` and `large` at the
 precision asked (float32 by default), then each goal. At float32 (and with the `--before`
-run's speedups, and the memory-bound check against it): the geomean over the 45 fixed
+run's speedups, and the memory-bound check against it): the geomean over the fixed
 kernels >= 1.0 at both sizes, every contraction-family kernel >= 0.7 at `large`, every
 latency-bound kernel >= 0.8 at both sizes, and no memory-bound kernel slower than before
 (beyond RUN_TO_RUN, the spread two runs of one tree show). At bfloat16: the geomean >= 1.0 at

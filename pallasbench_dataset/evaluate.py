@@ -81,7 +81,7 @@ def evaluate(task: str, kernel: str | pathlib.Path | None = None, *, source: str
              precision: str = DEFAULT_PRECISION) -> EvalRecord:
   """Evaluates a candidate defining `kernel(*inputs, interpret=False)`: the file `kernel` (a
   `pathlib.Path`, or a one-line str, to a .py file), or its source text (`source=`, or a
-  `kernel` str of several lines, as DESIGN.md's contract has it: no path holds a newline).
+  `kernel` str of several lines, as docs/design.md's contract has it: no path holds a newline).
 
   The kernel is imported only by a sandboxed exporter process, which hands back `jax.export`
   artifacts; a separate judge process runs and judges those, with a wall-clock and a memory

@@ -42,7 +42,7 @@ class InputFamily:
   well conditioned, so that the float32 XLA baseline passes it (tests/test_input_families.py).
   """
   name: str                       # short, unique within the task: "shifted"
-  why: str                        # what the family tests, in TASKS.md terms
+  why: str                        # what the family tests, in the task's terms
   transforms: tuple[Affine, ...]
   # The precisions at which the family is well conditioned (the XLA baseline at that
   # precision passes it); a task at another precision leaves it out.

@@ -1,4 +1,4 @@
-"""Tolerance classes of TASKS.md and the one comparison every correctness check uses.
+"""Tolerance classes of docs/tasks.md and the one comparison every correctness check uses.
 
 The rule: an element passes when |out - ref| <= atol_abs + rtol * |ref|, where, for the task
 classes, atol_abs = atol * RMS(ref) (the root mean square of the reference's finite elements;
@@ -12,7 +12,7 @@ the scale, so that one large output does not loosen every other. Records carry t
 and `atol_used`, the absolute tolerance the comparisons applied.
 
 Tolerances follow the dtype of the output they judge (`tolerance_for`): float32 outputs use
-`TOLERANCES` (TASKS.md), bfloat16 outputs `BF16_TOLERANCES`, derived as follows. bfloat16
+`TOLERANCES` (docs/tasks.md), bfloat16 outputs `BF16_TOLERANCES`, derived as follows. bfloat16
 keeps 8 significant bits: rounding an output to it errs by up to 2^-8 = 3.9e-3 relative, and
 the expected output (the float64 reference on the same bfloat16 inputs, rounded) and an
 honest kernel (float32 inside, rounded on the store) may round to neighbouring values, one

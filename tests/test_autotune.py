@@ -36,7 +36,7 @@ def _entries():
 
 
 def test_every_fixed_kernel_is_tunable():
-  assert TUNABLE == [s.name for s in list_tasks()] and len(TUNABLE) == 45
+  assert TUNABLE == [s.name for s in list_tasks()]
   assert not autotune.is_tunable(load_kernel("tpu", "relu"))
 
 

@@ -5,7 +5,7 @@
 from a trusted room (or from the sandbox that holds it) would put code the candidate's process
 runs, and may have patched in memory there, on the trusted side's path.
 
-Imports run one way (DESIGN.md: data flows one way): no module imports, however indirectly,
+Imports run one way (docs/design.md: data flows one way): no module imports, however indirectly,
 one that imports it, and neither does a room (a package with all it holds) at any depth.
 """
 

@@ -162,7 +162,7 @@ def test_evaluate_says_what_is_wrong_with_the_kernel_argument(tmp_path, make, er
 
 
 def test_a_kernel_str_of_several_lines_is_its_source_text_as_the_design_says():
-  """DESIGN.md: `kernel` is a path or source text. No path holds a newline, so a str of
+  """docs/design.md: `kernel` is a path or source text. No path holds a newline, so a str of
   several lines is the source; one line is a path (and a bad one says why, above)."""
   text = "def kernel(x, interpret=False):\n  return x\n"
   assert evaluate_cli._candidate(text, None) == (text, "<kernel source>")

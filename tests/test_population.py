@@ -38,7 +38,7 @@ from pallasbench_dataset.population.candidates import (
 from pallasbench_dataset.population.run import evaluate_population, summarize
 from pallasbench_dataset.schema import (
     Artifacts, ErrorType, EvalRecord, Status, from_json_dict, to_json_dict)
-from pallasbench_dataset.tasks import get_task
+from pallasbench_dataset.tasks import TASKS, get_task
 
 from tests import runfixtures as rf
 
@@ -159,7 +159,7 @@ def test_generation_is_deterministic_and_mixed():
 
 def test_the_default_population_covers_every_task_in_its_shares():
   population = gen.generate()
-  assert len(population) == 500 and len({c.task for c in population}) == 45
+  assert len(population) == 500 and len({c.task for c in population}) == len(TASKS)
   assert collections.Counter(c.kind for c in population) == {"tuning": 300, "broken": 100,
                                                               "cheat": 100}
 

@@ -184,9 +184,9 @@ def _first_run_of_data() -> pathlib.Path:
   return sorted((ROOT / "data" / "results").iterdir())[0]
 
 
-def test_the_45_row_default_stays_float32_beside_bfloat16_records(tmp_path, load):
+def test_the_default_config_stays_float32_beside_bfloat16_records(tmp_path, load):
   """The published folder's first run alone, and with a run of bfloat16 records of its fixed
-  kernels beside it: the default config is the same 45 float32 rows, byte for byte."""
+  kernels beside it: the default config is the same float32 rows, one a task, byte for byte."""
   first = rec.read_run(_first_run_of_data())
   float32 = [r for r in first.records if r.precision == "float32"]
   plan = {"tasks": first.manifest.tasks, "sizes": first.manifest.sizes,
@@ -200,12 +200,12 @@ def test_the_45_row_default_stays_float32_beside_bfloat16_records(tmp_path, load
   both = build_dataset([run, bf16], tmp_path / "both", kernel_trees=trees).out_dir
   assert _hashes(both, "default") == _hashes(alone, "default")
   default = pd.concat([d.to_pandas() for d in load(both, "default").values()])
-  assert len(default) == 45 and sorted(default["Pallas_Runtime"].dropna()) == sorted(
+  assert len(default) == len(plan["tasks"]) and sorted(default["Pallas_Runtime"].dropna()) == sorted(
       r.runtime_ms for r in float32
       if r.variant == "gpu" and r.size == "medium" and r.runtime_ms is not None)
-  assert sum(d.num_rows for d in load(both, "bf16").values()) == len(half) == 45
+  assert sum(d.num_rows for d in load(both, "bf16").values()) == len(half) == len(plan["tasks"])
   runs = load(both, "runs")["train"].to_pandas()
-  assert (runs["precision"] == "bfloat16").sum() == 45
+  assert (runs["precision"] == "bfloat16").sum() == len(plan["tasks"])
 
 
 def _readme_block(after: str) -> str:

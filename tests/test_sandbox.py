@@ -34,6 +34,7 @@ import pytest
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.sandbox import (
     ALL_WALLS, OUTPUT_CAP, SANDBOX_EXIT, WallsUnavailable, run_sandboxed, tripwire, walls)
+from pallasbench_dataset.tasks import TASKS
 
 MEMORY_BYTES = 4 << 30
 MARK_ENV = "SANDBOX_TEST_MARK"
@@ -847,7 +848,7 @@ def test_all_kernels_export_in_one_sandboxed_child():
   with run_child(action, with_jax=True, timeout_s=300) as run:
     assert run.returncode == 0 and not run.violations, (run.violations, run.stderr[-2000:])
     result = json.loads(run.stdout.splitlines()[0])
-  assert result["exported"]["gpu"] == 45, result["failed"]
+  assert result["exported"]["gpu"] == len(TASKS), result["failed"]
   assert result["exported"]["gpu"] + result["exported"].get("tpu", 0) + len(
       result["failed"]) == 90
 

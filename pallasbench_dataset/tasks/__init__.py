@@ -1,4 +1,4 @@
-"""The task registry: the 45 PallasBench tasks as frozen specs (see TASKS.md for the semantics).
+"""The task registry: the PallasBench tasks as frozen specs (docs/tasks.md is its page).
 
 `list_tasks()` gives them in task-id order, `get_task(name)` one by name. A spec knows its
 inputs (names, dtypes, distributions, symbolic shapes), its input families beyond the nominal

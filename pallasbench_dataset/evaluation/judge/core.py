@@ -59,7 +59,7 @@ MAX_OUTPUT_CHARS: Final = 4000
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class EvalOptions:
-  """How thoroughly to evaluate; the defaults follow DESIGN.md's measurement protocol."""
+  """How thoroughly to evaluate; the defaults follow docs/design.md's measurement protocol."""
   seeds: tuple[int, ...] = ()      # empty: fresh seeds from the OS, recorded in the record
   num_seeds: int = 5
   check_edge: bool = True          # also run the task's edge shape (general_shapes)
