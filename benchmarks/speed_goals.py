@@ -1,5 +1,5 @@
-"""Issue #12's float32 speed goals and issue #25's bfloat16 ones, read from one GPU run's
-records (kernel and XLA timed in that run).
+"""The fixed kernels' speed goals at float32 and at bfloat16, read from one GPU run's records
+(kernel and XLA timed in that run).
 
     python -m benchmarks.speed_goals data/results/RUN [--before data/results/OLD_RUN]
     python -m benchmarks.speed_goals data/results/RUN --precision bfloat16
@@ -10,7 +10,7 @@ run's speedups, and the memory-bound check against it): the geomean over the fix
 kernels >= 1.0 at both sizes, every contraction-family kernel >= 0.7 at `large`, every
 latency-bound kernel >= 0.8 at both sizes, and no memory-bound kernel slower than before
 (beyond RUN_TO_RUN, the spread two runs of one tree show). At bfloat16: the geomean >= 1.0 at
-both sizes, every kernel of issue #25's contraction family (matmul*, linear, the GLUs,
+both sizes, every kernel of the bfloat16 contraction family (matmul*, linear, the GLUs,
 batched matmul, gated MLP) >= 0.85 at `large`, every memory-bound kernel >= 0.95 at `large`,
 and the matmul task at `large` (4096^3) >= 600 TFLOP/s: the judge's roofline
 `achieved_tflops` of that record, the task's analytic 2*M*N*K FLOPs over the fixed kernel's
@@ -30,14 +30,14 @@ from typing import Any, Final
 
 from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS
 
-# The issue's families (the rest are memory-bound).
+# The goals' families (the rest are memory-bound).
 CONTRACTION: Final = ("matmul", "matmul_relu", "matmul_gelu", "matmul_silu", "linear_bias_relu",
                       "swiglu", "geglu", "batched_matmul", "gated_mlp", "transformer_block")
 LATENCY_BOUND: Final = ("flash_attention", "qk_softmax", "pairwise_distance",
                         "multi_head_attention", "gated_mlp", "transformer_block")
 SIZES: Final = ("medium", "large")
 RUN_TO_RUN: Final = 0.05  # relative speedup change still read as "not slower"
-# Issue #25's bfloat16 goals: its contraction family names no transformer block.
+# The bfloat16 goals' contraction family names no transformer block.
 CONTRACTION_BF16: Final = tuple(t for t in CONTRACTION if t != "transformer_block")
 CONTRACTION_FLOOR_BF16: Final = 0.85
 MEMORY_FLOOR_BF16: Final = 0.95
@@ -117,7 +117,7 @@ def _below(now: Mapping[tuple[str, str], float | None], tasks: Sequence[str],
 
 def goals(now: Mapping[tuple[str, str], float | None],
           before: Mapping[tuple[str, str], float | None] | None) -> list[tuple[str, bool, str]]:
-  """(goal, met, detail) for each of the issue's goals."""
+  """(goal, met, detail) for each float32 goal."""
   tasks = sorted({task for task, _ in now})
   out = _geomean_goals(now, tasks)
   below = _below(now, tasks, CONTRACTION, ("large",), 0.7)
@@ -138,8 +138,7 @@ def goals(now: Mapping[tuple[str, str], float | None],
 
 def goals_bf16(now: Mapping[tuple[str, str], float | None],
                tflops: tuple[float | None, str]) -> list[tuple[str, bool, str]]:
-  """(goal, met, detail) for each of issue #25's bfloat16 goals; `tflops` as `matmul_tflops`
-  gives it."""
+  """(goal, met, detail) for each bfloat16 goal; `tflops` as `matmul_tflops` gives it."""
   tasks = sorted({task for task, _ in now})
   out = _geomean_goals(now, tasks)
   below = _below(now, tasks, CONTRACTION_BF16, ("large",), CONTRACTION_FLOOR_BF16)

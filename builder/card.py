@@ -350,7 +350,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
   without such repeats). Every section reads the records of both precisions: the results have
   a section per size and precision, the tolerance table a row per class and precision, the
   filter, L2, artifacts and compile tables a precision column where both were measured (a
-  float32 build's tables are what they were before precisions existed)."""
+  float32 build's tables have no precision column)."""
   headline_view = merged.at_precision(DEFAULT_PRECISION)
   ceilings_table = _ceilings_table(runs)  # with a bfloat16 column where a run measured it
   runs_df = pd.DataFrame([to_json_dict(r) for r in merged.records])

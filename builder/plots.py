@@ -107,7 +107,7 @@ def comparable(records: Sequence[EvalRecord], size: str) -> bool:
 def speedup_title(rows: Sequence[SummaryRow], comparable: bool,
                   precision: str | None = None) -> str:
   """The speedup plot's title; `precision` named where the plot is not the default config's
-  (float32's title is what it was before precisions existed)."""
+  (float32's title names no precision)."""
   hardware = ", ".join(sorted({r.Target_Hardware for r in rows})) or "no rows"
   at = f" at {precision}" if precision is not None else ""
   title = f"Pallas speedup over the jitted JAX reference{at} ({hardware})"

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
 # (task, variant, size), and the precision where it is not float32 (`precision.key_part`, as
-# the run folder's keys): a float32 record's key is what it was before precisions existed.
+# the run folder's keys): a float32 record's key has no precision part.
 Key = tuple[str, ...]
 # Records written by the driver when the judge never reported back: they have no artifacts.
 NO_ARTIFACTS: Final = frozenset({ErrorType.TIMEOUT, ErrorType.CRASH, ErrorType.OUT_OF_MEMORY,
@@ -76,7 +76,7 @@ class Resume:
   variants: tuple[str, ...]
   tasks: tuple[str, ...]
   per_device: tuple[DeviceCeilings, ...] = ()
-  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 in runs from before they were noted
+  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 where the manifest names none
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,7 +94,7 @@ class Manifest:
   tasks: tuple[str, ...]
   resumes: tuple[Resume, ...] = ()
   per_device: tuple[DeviceCeilings, ...] = ()
-  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 in runs from before they were noted
+  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 where the manifest names none
 
   def planned(self) -> set[Key]:
     """Every (task, variant, size, precision) the run's commands set out to measure."""

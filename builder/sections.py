@@ -2,8 +2,8 @@
 stay in L2, the GPUs' clocks and power state, compile conditions, ceiling sources, and the
 command that rebuilds the folder. Each returns strings and small lists for the template.
 
-A table of one precision's records is what it was before precisions existed; where both
-were measured, the tables of each are joined with a `precision` column (`joined`)."""
+A table of one precision's records has no precision column; where both were
+measured, the tables of each are joined with a `precision` column (`joined`)."""
 
 from __future__ import annotations
 

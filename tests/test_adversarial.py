@@ -139,7 +139,7 @@ def _cases() -> dict[str, Case]:
       "pos_stdlib_imports": Case("adv_pos_stdlib_imports_relu", relu, P),
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
-      # 7. Escaping from another thread, below the tripwire, or towards the parent (#22): the
+      # 7. Escaping from another thread, below the tripwire, or towards the parent: the
       # walls are up before the exporter's first thread exists.
       "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
                                     (VIOLATION + "open",)),
@@ -151,8 +151,8 @@ def _cases() -> dict[str, Case]:
       "renice_parent": Case("adv_renice_parent_relu", relu, R, (VIOLATION + "resource.prlimit",)),
       "proc_links": Case("adv_proc_links_relu", relu, None, ("No such file or directory",)),
       "scratch_fill": Case("adv_scratch_fill_relu", relu, None, ("Permission denied",)),
-      # 8. Correct on the nominal inputs only (issue #22, finding 4): each passed before the
-      # judge checked input families, scaled atol to the outputs and failed a wrong edge shape.
+      # 8. Correct on the nominal inputs only: caught by the input families, the atol scaled
+      # to the outputs and the edge shape.
       "nomax_softmax": Case("adv_nomax_softmax", "softmax", I,
                             ("input family shifted (x + 100), seed 11: ",)),
       "onepass_layernorm": Case("adv_onepass_layernorm", "layernorm", I,
@@ -161,7 +161,7 @@ def _cases() -> dict[str, Case]:
                                ("seed 11: not allclose(rtol=0.0001, atol=",)),
       "edge_garbage": Case("adv_edge_garbage_relu", relu, I,
                            ("edge shape {'N': 1000, 'M': 300}, seed 11: ",), options=WITH_EDGE),
-      # 9. Below the task's precision (issue #25): a bfloat16 task computed in float8, and a
+      # 9. Below the task's precision: a bfloat16 task computed in float8, and a
       # float32 task answered in bfloat16; an honest bfloat16 kernel passes.
       "fp8_output_softmax": Case("adv_fp8_output_softmax", "softmax", I,
                                  ("seed 11: not allclose(rtol=0.016, atol=",),
@@ -179,10 +179,10 @@ def _cases() -> dict[str, Case]:
 
 
 def _analysis_cases() -> dict[str, Case]:
-  """Issue #22 (findings 2 and 3): what XLA runs is not the module as exported, decoy
-  branches, triangular loops, and modules written to stop the analysis. Each attack passed the
-  judge before its fix (the composite and the decoy with no reasons; the nested loops held
-  the judge past any limit) and the triangular kernel was rejected as unbounded."""
+  """What XLA runs is not the module as exported, decoy branches, triangular loops, and
+  modules written to stop the analysis: the composite and the decoy are rejected with their
+  reasons; the nested loops are analysed within the analysis' limits, and they and the
+  triangular kernel, honest both, pass."""
   R, P = Status.REJECTED, Status.PASS
   return {
       "topk_composite": Case("adv_topk_composite_reduce_max", "reduce_max", R,

@@ -679,7 +679,7 @@ def test_reasons_apply_the_limits_at_their_boundary():
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. Issue #22: what XLA runs is not what the module says (composites, unmodelled ops), decoy
+# 5. What XLA runs is not what the module says (composites, unmodelled ops), decoy
 #    branches, triangular loops, and modules written to stop or crash the analysis.
 
 def _topk_row_max(x):

@@ -1,4 +1,4 @@
-"""The newcomer's path (issue #24): refusals before measuring, commands that say what to run
+"""The newcomer's path: refusals before measuring, commands that say what to run
 next, paths that say what is wrong with them, tools that cannot write wrong data, and what a
 newcomer looks for (a licence, the tasks, the report command, docs that exist).
 
@@ -132,7 +132,7 @@ def test_write_tables_never_writes_a_line_not_measured_on_a_gpu(tmp_path, monkey
   gpu = {"task": "relu", "size": "medium", "platform": "gpu", "device_kind": "NVIDIA H200",
          "shape_class": "4x4", "best": {"block": 1024, "num_warps": 4}}
   cpu = {**gpu, "platform": "cpu", "device_kind": "cpu"}
-  old_cpu = {k: v for k, v in cpu.items() if k != "platform"}  # a line from before `platform`
+  old_cpu = {k: v for k, v in cpu.items() if k != "platform"}  # a line without `platform`
   for lines in ([cpu], [gpu, old_cpu]):
     with pytest.raises(autotune.TuningError, match="not measured on a GPU"):
       autotune.write_tables(lines, tmp_path)

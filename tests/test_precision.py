@@ -41,7 +41,7 @@ FLOAT32_ONLY_FAMILIES = {("layernorm", "shifted"), ("layernorm_residual", "shift
 # One task or more of every tolerance class, for the checks that compute extra references.
 CHEAT_TASKS = ("relu", "add", "gelu", "layernorm", "rmsnorm", "softmax", "reduce_sum",
                "log_softmax", "matmul", "swiglu", "flash_attention", "triangle_update")
-# Outputs insensitive to their inputs' rounding (tolerance.py's docstring): losses dominated by
+# Outputs insensitive to their inputs' rounding (docs/tolerance.md): losses dominated by
 # log C, distances summed over D. Computed from float8 e4m3 inputs, they pass; the output
 # cheats fail them as the others.
 INSENSITIVE = ("cross_entropy", "fused_softmax_cross_entropy", "pairwise_distance")

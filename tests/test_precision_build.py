@@ -1,5 +1,5 @@
-"""The dataset at two precisions (issue #25): a `precision` column in `runs` and `artifacts`
-(float32 for records from before it was noted), a `bf16` config holding the headline table at
+"""The dataset at two precisions: a `precision` column in `runs` and `artifacts` (float32
+for records that name none), a `bf16` config holding the headline table at
 bfloat16 only where bfloat16 was measured, the default config float32 and unchanged whatever
 else the runs hold, and a card that says the precision of its tables and claims nothing of
 bfloat16 without its records. Small fake records, as the other builder tests use."""
@@ -33,8 +33,8 @@ def _hashes(folder: pathlib.Path, under: str = "") -> dict[str, str]:
 
 
 def _write_old_run(path, records, artifacts, **manifest):
-  """A run folder as the evaluator wrote it before the precision was noted: no `precision` in
-  its records, artifacts lines or manifest."""
+  """A run folder that names no precision: no `precision` in its records, artifacts lines or
+  manifest."""
   rf.write_run(path, records, artifacts, **manifest)
   for name in ("records.jsonl", "artifacts.jsonl"):
     lines = [json.loads(line) for line in (path / name).read_text().splitlines()]
@@ -59,7 +59,7 @@ def _bfloat16(records):
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-  """One folder built from a float32 run written before the precision was noted, and one from
+  """One folder built from a float32 run that names no precision, and one from
   that run and a run of the same evaluations at bfloat16."""
   root = tmp_path_factory.mktemp("precisions")
   trees = rf.write_tree(root / "trees")

@@ -1,4 +1,4 @@
-"""The card at two precisions (issue #25): the reproducibility section has a part per precision
+"""The card at two precisions: the reproducibility section has a part per precision
 (a record paired with the other run's record of the same precision only), the artifacts,
 compile-time, filter and L2 tables a precision column, the ceilings table a bfloat16 matmul
 column wherever a run measured it, and a bfloat16 speedup plot beside the float32 ones. None
@@ -171,7 +171,7 @@ def test_the_ceilings_table_has_a_bfloat16_matmul_column_where_measured(built, t
   new, old = rec.read_run(new), rec.read_run(old)
   assert new.manifest.ceilings.matmul_bf16_tflops == 9.0
   assert new.manifest.per_device[0].ceilings.matmul_bf16_tflops == 9.0
-  assert old.manifest.ceilings.matmul_bf16_tflops is None  # a manifest from before it
+  assert old.manifest.ceilings.matmul_bf16_tflops is None  # a manifest without it
   assert card._ceilings_table([new, old]).splitlines()[2:] == [
       "| new | 0 | 1.0 | 2.0 | 3.0 | 9.0 | – | manifest |",
       "| old | – | 1.0 | 2.0 | 3.0 | – | – | manifest |"]

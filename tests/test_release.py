@@ -1,4 +1,4 @@
-"""Release 5 (issue #23): the published folder is what the code measures, and its card tells
+"""Release 5: the published folder is what the code measures, and its card tells
 the whole truth. One test (or more) per defect the audit of release 4 found:
 
 - tests named `test_data_*` read the published folder `data/` (they fail on release 4 and pass

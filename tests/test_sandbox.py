@@ -1002,7 +1002,7 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
 def test_private_proc_as_a_non_root_host_hides_every_other_process_s_links():
   """A host that is not root has no user to run the child as, and Landlock never governs
   reading a link: without the private /proc the child reads its parent's cwd, exe and open
-  files (#22). Started as user nobody (a non-root host's child), after the wall: only its own
+  files. Started as user nobody (a non-root host's child), after the wall: only its own
   entry, and no capability from the user namespace that made it."""
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))  # nobody reaches it
   os.chown(scratch, walls.NOBODY, walls.NOBODY)

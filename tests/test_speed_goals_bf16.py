@@ -1,4 +1,4 @@
-"""benchmarks.speed_goals --precision bfloat16: issue #25's goals read from a run's bfloat16
+"""benchmarks.speed_goals --precision bfloat16: the bfloat16 goals read from a run's bfloat16
 records, the float32 records beside them ignored (and the float32 goals ignoring them)."""
 import json
 

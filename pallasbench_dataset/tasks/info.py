@@ -133,8 +133,8 @@ def markdown() -> str:
     lines += [_task_row(s) for s in at_level]
   lines += ["", "## Tolerance classes", "",
             "An element passes when |out - ref| <= atol_abs + rtol * |ref| (atol_abs: atol times "
-            "the RMS of the reference; `pallasbench_dataset/tolerance.py` says why); a task is "
-            "judged by its class at its output's dtype.", "", *_tolerance_rows()]
+            "the RMS of the reference; docs/tolerance.md says why); a task is judged by its "
+            "class at its output's dtype.", "", *_tolerance_rows()]
   lines += ["", "## Notes", "", "What each task is, and where it corrects the public suite "
             "(`(corrected)`).", ""]
   lines += [f"- **{s.name}**: {s.notes}" for s in specs if s.notes]

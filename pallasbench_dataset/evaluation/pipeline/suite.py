@@ -73,7 +73,7 @@ def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str
 
 def _planned_precisions(manifest: Mapping) -> list[str]:
   """The precisions a run's manifest (or one of its resumes) planned: float32 for a manifest
-  from before they were recorded."""
+  that names none."""
   return list(manifest.get("precisions") or (DEFAULT_PRECISION,))
 
 
@@ -129,8 +129,8 @@ def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
 
 
 # An evaluation's identity in a run: (task, variant, size), its precision where it is not
-# float32 (`precision.key_part`: a float32 record, or one from before the precision was noted,
-# keeps the key it always had), and in a population run the candidate's id as well (many
+# float32 (`precision.key_part`: a float32 record, or one that names no precision, has no
+# precision part), and in a population run the candidate's id as well (many
 # candidates share a task, the variant and the size).
 Key = tuple[str, ...]
 
