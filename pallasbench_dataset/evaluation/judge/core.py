@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.judge import checks, module_analysis, timing
+from pallasbench_dataset.evaluation.judge import artifact_header, checks, module_analysis, timing
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-JUDGE_VERSION: Final = "2"
+JUDGE_VERSION: Final = "3"
 # What jax says when a host callback is lowered for a platform the process has no backend for
 # (the exporter runs on the CPU and exports for cuda): a callback, not a lowering bug.
 _CALLBACK_PLATFORM_ERROR: Final = "ValueError: the platform for the specified backend"
@@ -164,7 +164,12 @@ def _shape_text(shape: Sequence[int]) -> str:
 
 
 def load_artifact(blob: bytes, spec: TaskSpec, dims: Dims, platform: str) -> jax.export.Exported:
-  """Deserializes an artifact and checks its interface against the task; Failure if off."""
+  """Deserializes an artifact and checks its interface against the task; Failure if off. The
+  header is read first (`artifact_header`): symbolic shapes never reach jax's parser."""
+  try:
+    artifact_header.check_header(blob)
+  except artifact_header.HeaderError as e:
+    raise Failure(Status.REJECTED, None, f"the artifact is refused before it is read: {e}") from None
   try:
     exported = jax.export.deserialize(bytearray(blob))
   except Exception as e:  # hostile bytes may fail in any way
@@ -178,9 +183,6 @@ def load_artifact(blob: bytes, spec: TaskSpec, dims: Dims, platform: str) -> jax
     problems.append(f"inputs {got_in} differ from the task's {want_in}")
   if exported.nr_devices != 1:
     problems.append(f"{exported.nr_devices} devices")
-  if exported.ordered_effects or exported.unordered_effects:
-    problems.append("side effects "
-                    f"{[str(e) for e in (*exported.ordered_effects, *exported.unordered_effects)]}")
   if exported.in_tree != jax.tree.structure((tuple(range(len(want_in))), {})):
     problems.append(f"an input structure {exported.in_tree} other than the task's arrays")
   if problems:
@@ -232,7 +234,8 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   found, state.structure_text = _analyze(exported, ctx)
   state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
   return module_analysis.module_reasons(
-      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
+      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
+      task_bytes=spec.io_bytes(dims))
 
 
 def _analyze(exported: jax.export.Exported, ctx: Context) -> tuple[module_analysis.ModuleReport, str]:
