@@ -178,6 +178,8 @@ def _cases() -> dict[str, Case]:
       # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
       # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
       "split_interpret": Case("adv_split_interpret_relu", relu, P),
+      # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (test_gpu.py).
+      "peek_past_end": Case("adv_peek_past_end_reduce_sum", "reduce_sum", P),
   }
 
 

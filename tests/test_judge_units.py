@@ -1380,7 +1380,9 @@ def test_evaluate_passes_an_honest_artifact(analysis):
       Status.PASS, None, None, ())
   assert (record.correct, record.robust, record.general_shapes, record.seeds) == (
       True, True, None, (1, 2))
-  assert record.max_abs_error == 0.0 and record.rel_l2_error == 0.0 and len(record.filters) == 6
+  assert record.max_abs_error == 0.0 and record.rel_l2_error == 0.0 and len(record.filters) == 7
+  assert (record.filters[-1].name, record.filters[-1].passed) == ("memcheck", True)
+  assert record.filters[-1].detail.startswith("unavailable: a CPU judge runs interpret mode")
   assert record.runtime_ms > 0 and record.timed_outputs_checked == 2
   assert record.compile.artifact_bytes == len(artifacts["cpu"])
   assert 0.5 < record.eval_wall_s < 0.5 + 120     # the exporter's 0.5 s plus the judge's own
