@@ -48,7 +48,7 @@ CONTRACTION_FLOOR_BF16: Final = 0.85
 MEMORY_FLOOR_BF16: Final = 0.95
 MATMUL_TFLOPS_BF16: Final = 600.0
 MATMUL_SHAPES: Final = ["(4096, 4096)", "(4096, 4096)"]  # the matmul task's `large` inputs
-# Issue #37's goals: the contractions at cuBLAS speed, at both precisions.
+# The contraction goals: the contractions at cuBLAS speed, at both precisions.
 CONTRACTION_FLOOR_37: Final = 0.90
 MATMUL_TFLOPS_37: Final = 700.0
 GEOMEAN_BF16_37: Final = 1.10

@@ -131,6 +131,9 @@ def _cases() -> dict[str, Case]:
                             (OUTSIDE,)),
       "case_gather": Case("adv_case_gather_embedding_lookup", "embedding_lookup", R, (OUTSIDE,)),
       "rotating_while": Case("adv_rotating_while_embedding_lookup", "embedding_lookup", R),
+      "barrier_broadcast": Case("adv_barrier_broadcast_relu", relu, R,
+                                ("memory beyond the task's: plain XLA ops outside the kernel "
+                                 "write 269484032 bytes per call",)),
       # 6. Honest but unusual.
       "pos_chunked_calls": Case("adv_pos_chunked_calls_relu", relu, P),
       "pos_fori_dynamic": Case("adv_pos_fori_dynamic_relu", relu, P),
@@ -175,6 +178,8 @@ def _cases() -> dict[str, Case]:
       # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
       # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
       "split_interpret": Case("adv_split_interpret_relu", relu, P),
+      # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (test_gpu.py).
+      "peek_past_end": Case("adv_peek_past_end_reduce_sum", "reduce_sum", P),
   }
 
 
@@ -190,6 +195,9 @@ def _analysis_cases() -> dict[str, Case]:
       "decoy_branch": Case("adv_decoy_branch_matmul", "matmul", R,
                            ("contractions outside the kernel",)),
       "nested_loops": Case("adv_nested_loops_relu", "relu", P),
+      "symbolic_power": Case("adv_symbolic_power_relu", "relu", R,
+                             ("the artifact is refused before it is read: input shape 0 has the "
+                              "dimension 'a^10000000', not a static integer",)),
       "pos_triangular": Case("adv_pos_triangular_relu", "relu", P),
   }
 
@@ -450,11 +458,13 @@ def _cuda_module(file: str, task: str) -> tuple[str, dict]:
   structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
   module = load_module((CONTROLS / f"{file}.py").read_text(), f"{file}.py")
   text = export_for("cuda", functools.partial(module.kernel, interpret=False), *structs).mlir_module()
-  return text, dict(task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
+  return text, dict(task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
+                    task_bytes=spec.io_bytes(dims))
 
 
 @pytest.mark.parametrize("name", ["case_gather", "rotating_while", "narrow_counter",
-                                  "stateful_rng", "topk_composite", "decoy_branch"])
+                                  "stateful_rng", "topk_composite", "decoy_branch",
+                                  "barrier_broadcast"])
 def test_module_analysis_sees_the_hidden_work(name):
   case = CASES[name]
   text, sizes = _cuda_module(case.file, case.task)
