@@ -81,7 +81,8 @@ def run_child(action: str, *, walls_: tuple[str, ...] = ALL_WALLS, tripwire_: bo
              port=port)
   run = run_sandboxed([sys.executable, "-c", CHILD], stdin=json.dumps(job).encode(),
                       timeout_s=timeout_s, memory_bytes=memory_bytes,
-                      extra_env={MARK_ENV: mark}, walls=walls_, result_cap=result_cap)
+                      extra_env={MARK_ENV: mark}, walls=walls_, result_cap=result_cap,
+                      tripwire=tripwire_)
   survivors = _survivors(mark)
   if survivors:
     for pid in survivors:
@@ -567,64 +568,90 @@ def test_a_child_of_root_is_refused_rather_than_run_privileged():
                   memory_bytes=MEMORY_BYTES, walls=("seccomp", "landlock"))
 
 
-def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret():
+def _readable(allowed: walls.ReadAllowList, path: str) -> bool:
+  path = os.path.realpath(path)
+  return path in allowed.files or any(walls.is_within(path, f) for f in allowed.folders)
+
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+# What no exporter may read, as the controls of copied solutions and of the checkout try it.
+PROJECT_SECRETS = ("kernels_gpu/relu.py", "kernels_tpu/relu.py", "data/README.md", ".git",
+                   "tests/controls/adv_ctypes_relu.py", "builder/build.py", "scripts/setup.sh",
+                   "pallasbench_dataset/references/relu.py", "pyproject.toml")
+
+
+@pytest.mark.parametrize("where", ["script", "checkout on sys.path", "checkout on PYTHONPATH"])
+def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch, where):
+  """Whatever the working directory or the parent's sys.path (`python -m` from the checkout
+  puts the checkout there), the library and the interpreter are readable; the kernel trees,
+  released data, references, .git and the rest of the checkout are not, and the checkout is
+  at most listed (when PYTHONPATH names it, so the import system can search it)."""
+  if where == "checkout on sys.path":
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(sys, "path", [str(REPO), *sys.path])
+  elif where == "checkout on PYTHONPATH":
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
   scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
   try:
     allowed = walls.read_allow_list(os.path.realpath(scratch))
   finally:
     os.rmdir(scratch)
-
-  def readable(path: str) -> bool:
-    path = os.path.realpath(path)
-    return path in allowed.files or any(
-        path == f or path.startswith(f + "/") for f in allowed.folders)
-
-  assert readable(sys.executable) and readable(os.__file__) and readable(np.__file__)
-  assert readable(sandbox.__file__) and readable(jax.__file__)
+  assert _readable(allowed, sys.executable) and _readable(allowed, os.__file__)
+  assert _readable(allowed, np.__file__) and _readable(allowed, jax.__file__)
+  assert _readable(allowed, sandbox.__file__) and _readable(allowed, tripwire.__file__)
+  assert _readable(allowed, str(REPO / "pallasbench_dataset" / "tasks.py"))
+  for name in PROJECT_SECRETS:
+    assert not _readable(allowed, str(REPO / name)), name
+  assert str(REPO / "pallasbench_dataset") in allowed.listed
+  assert set(allowed.listed) <= {str(REPO), str(REPO / "pallasbench_dataset")}
+  assert (str(REPO) in allowed.listed) == (where == "checkout on PYTHONPATH")
   home = os.path.expanduser("~")
   for secret in ("/etc/shadow", "/etc/passwd", "/etc/ssh/ssh_host_rsa_key", "/root/.bashrc",
                  os.path.join(home, ".ssh/id_rsa"), os.path.join(home, ".netrc"),
-                 os.path.join(home, ".cache/huggingface/token"), "/proc/1/environ",
+                 os.path.join(home, ".cache/huggingface/token"),
+                 os.path.join(home, ".cache/pallasbench/verdicts"), "/proc/1/environ",
                  f"/proc/{os.getppid()}/environ", scratch, os.path.dirname(scratch)):
-    assert not readable(secret), secret
+    assert not _readable(allowed, secret), secret
   for folder in allowed.folders:
     assert folder not in ("/", "/etc", "/root", "/home", "/proc", "/sys", "/dev", "/tmp", home)
   system_files = {os.path.realpath(f) for f in ("/etc/ld.so.cache", "/etc/localtime",
                                                 "/proc/cpuinfo", "/dev/null", "/dev/zero",
                                                 "/dev/random", "/dev/urandom")}
-  assert set(allowed.files) <= system_files | {
-      os.path.realpath(p) for p in sys.path if os.path.isfile(p)}
+  library = {str(p) for p in (REPO / "pallasbench_dataset").iterdir() if p.is_file()}
+  assert set(allowed.files) <= system_files | library
 
 
 def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp_path):
-  """Each source of the allow-list on a made-up sys.path: folders that exist and neither lie
-  in scratch nor contain it, the project's packages wherever they are, zip files on sys.path
-  and the system's files, none listed twice (a file within an allowed folder) and nothing
-  that does not exist."""
+  """Each source of the allow-list on a made-up PYTHONPATH: folders that exist and neither lie
+  in scratch nor contain it, the library wherever it is, zip files on PYTHONPATH and the
+  system's files, none listed twice (a file within an allowed folder) and nothing that does
+  not exist. The parent's own sys.path adds nothing."""
   scratch, outside = tmp_path / "scratch", tmp_path / "outside"
   (scratch / "fakepkg").mkdir(parents=True)
-  (scratch / "fakepkg" / "__init__.py").write_text("")
   (outside / "lib").mkdir(parents=True)
   for zipped in (outside / "lib.zip", outside / "lib" / "inner.zip", scratch / "inner.zip"):
     zipped.write_bytes(b"PK")
   project = os.path.realpath(os.path.dirname(sandbox.__file__).rsplit("/evaluation", 1)[0])
-  monkeypatch.setattr(sys, "path", [
-      "", "/", str(outside / "lib"), str(outside / "lib.zip"), str(outside / "lib" / "inner.zip"),
-      str(tmp_path / "missing"), str(tmp_path / "missing.zip"), str(scratch),
-      str(scratch / "inner.zip"), str(tmp_path)])
-  monkeypatch.setattr(walls, "_PROJECT_PACKAGES", ("no_such_parent.child", "pallasbench_dataset",
-                                                   "fakepkg"))
+  entries = ["", "/", str(outside / "lib"), str(outside / "lib.zip"),
+             str(outside / "lib" / "inner.zip"), str(tmp_path / "missing"),
+             str(tmp_path / "missing.zip"), str(scratch), str(scratch / "inner.zip"),
+             str(tmp_path)]
+  monkeypatch.setenv("PYTHONPATH", os.pathsep.join(entries))
+  monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere"), *sys.path])
   root = os.path.realpath(scratch)
   prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                             sys.base_exec_prefix)}
   assert set(walls.trusted_roots(root)) == {os.path.realpath(outside / "lib")} | prefixes
   allowed = walls.read_allow_list(root)
-  assert os.path.realpath(outside / "lib") in allowed.folders and project in allowed.folders
-  assert not any(walls.is_within(f, root) or walls.is_within(root, f) for f in allowed.folders)
+  assert os.path.realpath(outside / "lib") in allowed.folders
+  assert project in allowed.listed and f"{project}/evaluation" in allowed.folders
+  assert not any(walls.is_within(f, root) or walls.is_within(root, f)
+                 for f in (*allowed.folders, *allowed.files, *allowed.listed))
   system = {os.path.realpath(f) for f in walls._SYSTEM_READ_FILES if os.path.exists(f)}  # pylint: disable=protected-access
   system -= {f for f in system if any(walls.is_within(f, g) for g in allowed.folders)}
   assert "/dev/null" in system  # /etc/localtime's zone file is within /usr
-  assert set(allowed.files) == system | {os.path.realpath(outside / "lib.zip")}
+  library = {f for f in allowed.files if walls.is_within(f, project)}
+  assert set(allowed.files) - library == system | {os.path.realpath(outside / "lib.zip")}
 
 
 def test_is_within_is_a_prefix_of_whole_path_components():
@@ -772,13 +799,14 @@ def _check_veil_plan(base: pathlib.Path) -> None:
 
 def test_jax_still_exports_and_honest_work_passes(target):
   """Behind every wall and the tripwire: imports (a native one among them), reads of what the
-  exporter needs, threads, XLA CPU, a full jax.export of relu for cpu (interpret) and cuda
-  (Triton) sent through the result pipe; then a refused write still ends the child."""
+  exporter needs, threads, XLA CPU, a full jax.export of relu (its source passed in, as a
+  candidate's is) for cpu (interpret) and cuda (Triton) sent through the result pipe; then a
+  refused write still ends the child."""
   action = """
       import base64, dataclasses, functools, itertools, threading, warnings
       import decimal, fractions, statistics  # fresh imports, one of them native (_decimal)
       from pallasbench_dataset import get_task, lowering
-      from pallasbench_dataset.kernels import load_kernel
+      from pallasbench_dataset.kernels import load_module
       assert open(sandbox.__file__).read(1) and open(os.__file__).read(1)
       assert open("/proc/self/status").read(1) and open(f"/proc/{os.getpid()}/stat").read(1)
       assert open("/proc/cpuinfo").read(1) and open("/proc/thread-self/comm").read(1)
@@ -792,7 +820,7 @@ def test_jax_still_exports_and_honest_work_passes(target):
       spec = get_task("relu")
       avals = [jax.ShapeDtypeStruct(i.concrete_shape(spec.dims("small")), i.dtype)
                for i in spec.inputs]
-      kernel = load_kernel("gpu", "relu").kernel
+      kernel = load_module(@SOURCE@).kernel
       cpu = jax.export.export(jax.jit(functools.partial(kernel, interpret=True)),
                               platforms=["cpu"])(*avals)
       with lowering.abstract_gpu():
@@ -805,7 +833,7 @@ def test_jax_still_exports_and_honest_work_passes(target):
       os.write(int(os.environ[sandbox.RESULT_FD_ENV]), answer)
       print("honest work done", flush=True)
       open(target, "w")
-      """
+      """.replace("@SOURCE@", repr((REPO / "kernels_gpu" / "relu.py").read_text()))
   with run_child(action, with_jax=True, target=str(target), result_cap=1 << 22) as run:
     assert "honest work done" in run.stdout, run.stderr
     assert run.returncode == SANDBOX_EXIT and run.violations[0].split()[1] == "open"
@@ -818,11 +846,15 @@ def test_jax_still_exports_and_honest_work_passes(target):
 
 
 def test_all_kernels_export_in_one_sandboxed_child():
-  """Every kernel of both trees, traced, lowered and serialized at `small` behind every wall."""
+  """Every kernel of both trees (their sources passed in: the trees themselves are not
+  readable there), traced, lowered and serialized at `small` behind every wall."""
+  sources = {f"{tree}/{path.stem}": path.read_text()
+             for tree in ("gpu", "tpu") for path in (REPO / f"kernels_{tree}").glob("*.py")}
   action = """
       import collections, functools
       from pallasbench_dataset import list_tasks, lowering
-      from pallasbench_dataset.kernels import load_kernel
+      from pallasbench_dataset.kernels import load_module
+      sources = @SOURCES@
       tpu = jax.sharding.AbstractMesh((1,), ("_",), abstract_device=jax.sharding.AbstractDevice(
           device_kind=lowering.DEFAULT_TPU, num_cores=1, platform="tpu"))
       triton = [jax.export.DisabledSafetyCheck.custom_call(lowering.TRITON_CUSTOM_CALL)]
@@ -831,7 +863,8 @@ def test_all_kernels_export_in_one_sandboxed_child():
         avals = [jax.ShapeDtypeStruct(i.concrete_shape(spec.dims("small")), i.dtype)
                  for i in spec.inputs]
         for variant in ("gpu", "tpu"):
-          fn = jax.jit(functools.partial(load_kernel(variant, spec.name).kernel, interpret=False))
+          kernel = load_module(sources[f"{variant}/{spec.name}"]).kernel
+          fn = jax.jit(functools.partial(kernel, interpret=False))
           try:
             if variant == "gpu":
               with lowering.abstract_gpu():
@@ -844,7 +877,7 @@ def test_all_kernels_export_in_one_sandboxed_child():
           except Exception as e:  # a kernel that does not lower: fine here
             failed.append(f"{variant}/{spec.name}: {e!r}"[:200])
       print(json.dumps(dict(exported=exported, failed=failed)))
-      """
+      """.replace("@SOURCES@", repr(sources))
   with run_child(action, with_jax=True, timeout_s=300) as run:
     assert run.returncode == 0 and not run.violations, (run.violations, run.stderr[-2000:])
     result = json.loads(run.stdout.splitlines()[0])
@@ -952,7 +985,7 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
   from pallasbench_dataset.evaluation.sandbox import launch  # pylint: disable=import-outside-toplevel
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
   try:
-    config = launch._config(scratch, 600 << 20, ALL_WALLS)  # pylint: disable=protected-access
+    config = launch._config(scratch, 600 << 20, ALL_WALLS, False)  # pylint: disable=protected-access
 
     def confined():
       import ctypes, errno, resource  # pylint: disable=import-outside-toplevel,multiple-imports
@@ -1190,6 +1223,89 @@ def test_scratch_is_removed_also_when_the_caller_raises():
     scratch = run.scratch
     raise RuntimeError("the caller fails")
   assert not scratch.exists()
+
+
+# Forges walls on every pipe the child holds but the result pipe, as a candidate that found the
+# report's number would; `where` runs it on this thread, on a thread of its own or on an XLA
+# worker thread (a host callback).
+FORGE = textwrap.dedent("""
+    import stat, threading
+    import jax, jax.numpy as jnp
+    result = os.environ.get(sandbox.RESULT_FD_ENV)
+    def forge(layer):
+      for name in os.listdir("/proc/self/fd"):
+        if int(name) > 2 and name != result:
+          try:
+            if stat.S_ISFIFO(os.fstat(int(name)).st_mode):
+              os.write(int(name), f"layers {layer}\\n".encode())
+          except OSError:
+            pass
+    forge("forged-main")
+    thread = threading.Thread(target=forge, args=("forged-thread",))
+    thread.start()
+    thread.join()
+    main = threading.get_native_id()
+    def callback(x):
+      if threading.get_native_id() != main:
+        forge("forged-xla")
+      return x
+    jax.jit(lambda y: jax.pure_callback(callback, jax.ShapeDtypeStruct(y.shape, y.dtype), y))(
+        jnp.tanh(jnp.ones((256, 256)) @ jnp.ones((256, 256)))).block_until_ready()
+    print(sorted(os.environ), flush=True)
+    """)
+
+
+@pytest.mark.parametrize("armed", [True, False])
+def test_the_walls_report_is_closed_before_the_program_can_forge_it(armed):
+  """The layers come from a report the child closed before any untrusted line: boot.py closes
+  it, or the tripwire once it has added itself. Nothing written later, on any thread and to
+  any pipe, becomes a layer."""
+  with run_child(FORGE, tripwire_=armed, with_jax=True, timeout_s=120) as run:
+    assert run.returncode == 0, run.stderr[-2000:]
+    layers, printed = run.layers, run.stdout
+  assert not [layer for layer in layers if "forged" in layer], layers
+  assert ("tripwire" in layers) == armed and {"rlimits", "dies-with-parent"} <= set(layers)
+  assert walls.LAYERS_FD_ENV not in printed
+
+
+# Starts the judge's kind of helper (start_sandboxed) and sleeps: stands in for a judge that is
+# killed while its module analysis helper is alive.
+OWNER = textwrap.dedent("""
+    import sys, time
+    from pallasbench_dataset.evaluation.sandbox import start_sandboxed
+    helper = start_sandboxed([sys.executable, "-c", "import time; time.sleep(600)"],
+                             memory_bytes=2**31)
+    print(helper.process.pid, flush=True)
+    time.sleep(600)
+    """)
+
+
+def test_a_killed_owner_leaves_no_helper_and_nothing_in_tmpdir(tmp_path):
+  """A helper's scratch folder is gone once its walls are up: a judge killed with its helper
+  alive leaves an empty private TMPDIR (the helper dies with it)."""
+  private = tmp_path / "private-tmp"
+  private.mkdir(mode=0o700)
+  owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "TMPDIR": str(private)})
+  try:
+    helper = int(owner.stdout.readline())
+    assert os.path.exists(f"/proc/{helper}") and list(private.iterdir()) == []
+  finally:
+    owner.kill()
+    owner.wait()
+  for _ in range(200):
+    if not _survivors_of(helper):
+      break
+    time.sleep(0.05)
+  assert not _survivors_of(helper) and list(private.iterdir()) == []
+
+
+def _survivors_of(pid: int) -> bool:
+  """Whether `pid` is alive and not a zombie."""
+  try:
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+  except OSError:
+    return False
 
 
 # The parent of a sandboxed run, killed while its child sleeps: stands in for a killed worker.

@@ -9,9 +9,15 @@ resident-memory limit and CPU and core rlimits; every process of the run is kill
 returns. The child's answer comes back through a pipe (the result), never as a file: the
 child can write no file at all. The result is a context manager that removes scratch on exit.
 
+What the record says of the walls comes only from the walls' report, a pipe of its own that
+the child closes before it runs anything untrusted (boot.py); the tripwire's refusals come on
+another, which stays open while candidate code runs and so is believed only for refusals.
+
 `start_sandboxed(argv, ...)` starts a child the same way, behind the same walls, and leaves it
 running: a helper that serves requests over descriptors it was passed (the judge's analysis
 helper, which parses the artifact's bytes with native code). Its caller watches it and ends it.
+Its scratch folder is removed as soon as its walls are up (the helper writes nothing and needs
+no folder by name after that), so a helper whose owner is killed leaves nothing in TMPDIR.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from pallasbench_dataset.evaluation.sandbox.walls import (
-    ALL_WALLS, CONFIG_ENV, NOBODY, REPORT_FD_ENV, RESULT_FD_ENV, SANDBOX_EXIT, UNAVAILABLE_EXIT,
+    ALL_WALLS, CONFIG_ENV, LAYERS_FD_ENV, NOBODY, REPORT_FD_ENV, RESULT_FD_ENV, SANDBOX_EXIT,
     WallsConfig, WallsUnavailable, plan_veil, read_allow_list)
 
 logger = logging.getLogger(__name__)
@@ -44,6 +50,7 @@ OUTPUT_CAP: Final = 64 * 1024          # bytes kept of stdout, of stderr and of 
 POLL_S: Final = 0.02                   # pipe polling step of the parent
 SCAN_S: Final = 0.05                   # how often the parent sums the processes' memory
 DRAIN_S: Final = 2.0                   # how long the parent reads pipes after the kill
+BOOT_S: Final = 120.0                  # how long a helper may take to report its walls
 _NO_ENV: Final = types.MappingProxyType({})
 
 
@@ -64,7 +71,7 @@ class SandboxRun:
   timed_out: bool
   out_of_memory: bool
   wall_s: float
-  layers: tuple[str, ...]       # parent-side layers, then the walls the child reported
+  layers: tuple[str, ...]       # parent-side layers, then the walls' report (boot.py)
   scratch: pathlib.Path
 
   @property
@@ -84,14 +91,16 @@ class SandboxRun:
 
 def run_sandboxed(argv: Sequence[str], *, stdin: bytes, timeout_s: float, memory_bytes: int,
                   extra_env: Mapping[str, str] = _NO_ENV, walls: Sequence[str] = ALL_WALLS,
-                  result_cap: int = 0) -> SandboxRun:
+                  result_cap: int = 0, tripwire: bool = True) -> SandboxRun:
   """Runs `argv` (an interpreter, then `-m MODULE` or `-c CODE` and arguments) behind `walls`.
 
-  Returns once every process of the run is dead. Use the result as a context manager, so its
-  scratch folder is removed. Raises WallsUnavailable, before starting anything, where this
-  host cannot run the child unprivileged.
+  `tripwire`: the program arms the tripwire (tripwire.arm) before any untrusted code, and the
+  walls' report stays open until then, for it to add the layer. Returns once every process
+  of the run is dead. Use the result as a context manager, so its scratch folder is removed.
+  Raises WallsUnavailable, before starting anything, where this host cannot run the child
+  unprivileged.
   """
-  scratch, config = _prepare(memory_bytes, walls)
+  scratch, config = _prepare(memory_bytes, walls, tripwire)
   try:
     return _run(list(argv), config, stdin, timeout_s, extra_env, result_cap)
   except BaseException:
@@ -104,65 +113,80 @@ def start_sandboxed(argv: Sequence[str], *, memory_bytes: int, pass_fds: Sequenc
                     ) -> SandboxedProcess:
   """Starts `argv` as run_sandboxed does, behind the same walls, but leaves it running: a
   helper that serves requests over the descriptors `pass_fds` (its stdin, stdout and stderr
-  are /dev/null). The caller watches it; close() ends it. Raises WallsUnavailable as
-  run_sandboxed does.
+  are /dev/null). The caller watches it; close() ends it. Returns once the child has reported
+  its walls (boot.py, before the program's first line), its scratch folder removed. Raises
+  WallsUnavailable as run_sandboxed does.
   """
-  scratch, config = _prepare(memory_bytes, walls)
+  scratch, config = _prepare(memory_bytes, walls, tripwire=False)
   try:
-    proc, report = _spawn(list(argv), config, _child_env(scratch, extra_env), tuple(pass_fds),
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-  except BaseException:
+    proc, layers_fd = _spawn(list(argv), config, _child_env(scratch, extra_env), tuple(pass_fds),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+      report = _read_to_end(layers_fd, BOOT_S)
+    except BaseException:
+      _Watch(proc.pid).kill_all()
+      proc.wait()
+      raise
+    finally:
+      os.close(layers_fd)
+  finally:
     _remove_tree(scratch)
-    raise
-  return SandboxedProcess(proc, report, scratch)
+  return SandboxedProcess(proc, *_boot_report(report.text().splitlines()))
 
 
 class SandboxedProcess:
   """A child of start_sandboxed: its process, what its walls reported, and its end."""
 
-  def __init__(self, process: subprocess.Popen, report_fd: int, scratch: pathlib.Path):
-    self.process, self.scratch = process, scratch
-    self._report_fd = report_fd
-    self._report = _Capture(cap=OUTPUT_CAP)
-    os.set_blocking(report_fd, False)
+  def __init__(self, process: subprocess.Popen, layers: tuple[str, ...], unavailable: str | None):
+    self.process = process
+    self._walls = layers, unavailable
 
   def walls(self) -> tuple[tuple[str, ...], str | None]:
-    """(the walls the child reported up, why they could not be put up or None), from what its
-    report pipe holds now: the walls report before the program's first line, so a child that
-    answered, or died, has reported."""
-    while self._report_fd >= 0:
-      try:
-        data = os.read(self._report_fd, 65536)
-      except BlockingIOError:
-        break
-      if not data:
-        break
-      self._report.feed(data)
-    return _boot_report(self._report.text().splitlines(), self.process.poll())
+    """(the walls the child reported up, why they could not be put up or None)."""
+    return self._walls
 
   def close(self) -> None:
-    """Kills the child and everything it started, and removes its scratch folder."""
-    if self._report_fd < 0:
-      return
-    _Watch(self.process.pid).kill_all()
-    self.process.wait()
-    os.close(self._report_fd)
-    self._report_fd = -1
-    _remove_tree(self.scratch)
+    """Kills the child and everything it started."""
+    if self.process.returncode is None:
+      _Watch(self.process.pid).kill_all()
+      self.process.wait()
 
 
-def _prepare(memory_bytes: int, walls: Sequence[str]) -> tuple[pathlib.Path, WallsConfig]:
+def _read_to_end(fd: int, timeout_s: float) -> _Capture:
+  """Everything written to the pipe `fd` until its last writer closed it; TimeoutError if that
+  takes longer than `timeout_s`."""
+  capture, deadline = _Capture(cap=OUTPUT_CAP), time.monotonic() + timeout_s
+  with selectors.DefaultSelector() as selector:
+    selector.register(fd, selectors.EVENT_READ)
+    while True:
+      left = deadline - time.monotonic()
+      if left <= 0:
+        raise TimeoutError(f"a sandboxed child did not report its walls within {timeout_s:g} s")
+      if selector.select(left) and not _feed(fd, capture):
+        return capture
+
+
+def _feed(fd: int, capture: _Capture) -> bool:
+  """Reads what the pipe `fd` holds into `capture`; False at its end."""
+  data = os.read(fd, 65536)
+  capture.feed(data)
+  return bool(data)
+
+
+def _prepare(memory_bytes: int, walls: Sequence[str], tripwire: bool
+             ) -> tuple[pathlib.Path, WallsConfig]:
   """A fresh scratch folder and the walls of the child that will use it."""
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
   try:
-    return scratch, _config(scratch, memory_bytes, tuple(walls))
+    return scratch, _config(scratch, memory_bytes, tuple(walls), tripwire)
   except BaseException:
     _remove_tree(scratch)
     raise
 
 
-def _config(scratch: pathlib.Path, memory_bytes: int, walls: tuple[str, ...]) -> WallsConfig:
+def _config(scratch: pathlib.Path, memory_bytes: int, walls: tuple[str, ...], tripwire: bool
+            ) -> WallsConfig:
   """The child's walls: as root it becomes nobody, and sees through a veil what nobody may not
   search on the way to scratch and its allow-list."""
   root = os.path.realpath(scratch)
@@ -173,40 +197,39 @@ def _config(scratch: pathlib.Path, memory_bytes: int, walls: tuple[str, ...]) ->
       raise WallsUnavailable("a child of root must run unprivileged (the 'unprivileged' wall)")
     os.chown(root, NOBODY, NOBODY)
     uid = NOBODY
-    veil = plan_veil([root, *readable.folders, *readable.files], NOBODY)
+    veil = plan_veil([root, *readable.folders, *readable.files, *readable.listed], NOBODY)
     if veil and "veil" not in walls:
       raise WallsUnavailable(f"user nobody may not reach {veil[0][1][0]} without the veil")
   return WallsConfig(scratch=root, readable=readable, parent_pid=os.getpid(),
-                     memory_bytes=memory_bytes, walls=walls, uid=uid, veil=veil)
+                     memory_bytes=memory_bytes, walls=walls, tripwire=tripwire, uid=uid,
+                     veil=veil)
 
 
 def _spawn(argv: list[str], config: WallsConfig, env: dict[str, str], pass_fds: tuple[int, ...],
            **streams) -> tuple[subprocess.Popen, int]:
   """Starts `argv` through boot.py in a new session, in scratch; returns the process and the
-  read end of its report pipe (where boot.py says which walls are up)."""
-  report_read, report_write = os.pipe()
-  env = {**env, CONFIG_ENV: config.to_json(), REPORT_FD_ENV: str(report_write)}
+  read end of the walls' report (where boot.py, and the tripwire, say which walls are up)."""
+  layers_read, layers_write = os.pipe()
+  env = {**env, CONFIG_ENV: config.to_json(), LAYERS_FD_ENV: str(layers_write)}
   try:
     proc = subprocess.Popen(  # pylint: disable=consider-using-with  (the caller waits for it)
         [argv[0], "-m", BOOT_MODULE, *argv[1:]], cwd=config.scratch, env=env,
-        start_new_session=True, pass_fds=(report_write, *pass_fds), **streams)
+        start_new_session=True, pass_fds=(layers_write, *pass_fds), **streams)
   except BaseException:
-    os.close(report_read)
+    os.close(layers_read)
     raise
   finally:
-    os.close(report_write)
-  return proc, report_read
+    os.close(layers_write)
+  return proc, layers_read
 
 
-def _boot_report(lines: Sequence[str], returncode: int | None
-                 ) -> tuple[tuple[str, ...], str | None]:
-  """The walls a child's boot.py reported up, and why it could not put them up (it then
-  exited with UNAVAILABLE_EXIT and ran nothing) or None."""
+def _boot_report(lines: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
+  """The walls' report: the walls up, and why they could not be put up (boot.py then exited
+  with UNAVAILABLE_EXIT and ran nothing) or None. Only trusted code writes it (boot.py)."""
   layers = tuple(name for line in lines if line.startswith("layers ")
                  for name in line.removeprefix("layers ").split(",") if name)
   first = lines[0] if lines else ""
-  unavailable = first.removeprefix("unavailable ") if (
-      returncode == UNAVAILABLE_EXIT and first.startswith("unavailable ")) else None
+  unavailable = first.removeprefix("unavailable ") if first.startswith("unavailable ") else None
   return layers, unavailable
 
 
@@ -214,22 +237,26 @@ def _run(argv: list[str], config: WallsConfig, stdin: bytes, timeout_s: float,
          extra_env: Mapping[str, str], result_cap: int) -> SandboxRun:
   scratch = pathlib.Path(config.scratch)
   layers = ["new-session", "scrubbed-env"]
-  result_read, result_write = os.pipe()
-  env = {**_child_env(scratch, extra_env), RESULT_FD_ENV: str(result_write)}
+  (report_read, report_write), (result_read, result_write) = os.pipe(), os.pipe()
+  env = {**_child_env(scratch, extra_env), REPORT_FD_ENV: str(report_write),
+         RESULT_FD_ENV: str(result_write)}
   start = time.monotonic()
   try:
-    proc, report_read = _spawn(argv, config, env, (result_write,), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc, layers_read = _spawn(argv, config, env, (report_write, result_write),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
   except BaseException:
+    os.close(report_read)
     os.close(result_read)
     raise
   finally:
+    os.close(report_write)
     os.close(result_write)
   watch, pipes = _Watch(proc.pid), None
   try:
     if _limit_child(proc.pid, timeout_s):
       layers.append("rlimits-cpu")
-    pipes = _Pipes(proc, stdin, report_read, result_read, result_cap)
+    pipes = _Pipes(proc, stdin, (layers_read, report_read, result_read), result_cap)
     timed_out, out_of_memory = _supervise(proc.pid, pipes, watch, start + timeout_s,
                                           config.memory_bytes)
   finally:
@@ -237,12 +264,12 @@ def _run(argv: list[str], config: WallsConfig, stdin: bytes, timeout_s: float,
     proc.wait()
     wall_s = time.monotonic() - start
     if pipes is None:
-      os.close(report_read)
-      os.close(result_read)
+      for fd in (layers_read, report_read, result_read):
+        os.close(fd)
     else:
       pipes.drain(DRAIN_S)
   report = pipes.report.text().splitlines()
-  child_layers, unavailable = _boot_report(report, proc.returncode)
+  child_layers, unavailable = _boot_report(pipes.layers.text().splitlines())
   return SandboxRun(
       returncode=proc.returncode, stdout=pipes.stdout.text(), stderr=pipes.stderr.text(),
       result=bytes(pipes.result.kept), result_cut=bool(pipes.result.cut),
@@ -318,16 +345,20 @@ class _Capture:
 
 
 class _Pipes:
-  """The child's stdin, stdout, stderr and report pipe, served without threads."""
+  """The child's stdin, stdout, stderr, walls' report, refusals and result, served without
+  threads."""
 
-  def __init__(self, proc: subprocess.Popen, stdin: bytes, report_fd: int, result_fd: int,
+  def __init__(self, proc: subprocess.Popen, stdin: bytes, fds: tuple[int, int, int],
                result_cap: int):
     self.stdout, self.stderr = _Capture(cap=OUTPUT_CAP), _Capture(cap=OUTPUT_CAP)
-    self.report, self.result = _Capture(cap=OUTPUT_CAP), _Capture(cap=result_cap)
+    self.layers, self.report = _Capture(cap=OUTPUT_CAP), _Capture(cap=OUTPUT_CAP)
+    self.result = _Capture(cap=result_cap)
     self._selector = selectors.DefaultSelector()
     self._pending = memoryview(stdin)
+    layers_fd, report_fd, result_fd = fds
     for fileobj, capture in ((proc.stdout, self.stdout), (proc.stderr, self.stderr),
-                             (report_fd, self.report), (result_fd, self.result)):
+                             (layers_fd, self.layers), (report_fd, self.report),
+                             (result_fd, self.result)):
       fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
       os.set_blocking(fd, False)
       self._selector.register(fd, selectors.EVENT_READ, capture)
@@ -338,7 +369,7 @@ class _Pipes:
     else:
       proc.stdin.close()
     self._owned = [proc.stdout, proc.stderr, proc.stdin]
-    self._fds = (report_fd, result_fd)
+    self._fds = fds
 
   def pump(self, timeout_s: float) -> None:
     """Moves whatever is ready, waiting at most `timeout_s`."""

@@ -23,7 +23,8 @@ import types
 from collections.abc import Callable
 from typing import Any, Final
 
-from pallasbench_dataset.evaluation.sandbox.walls import DENIED_FCNTL, SANDBOX_EXIT, trusted_roots
+from pallasbench_dataset.evaluation.sandbox.walls import (
+    DENIED_FCNTL, LAYERS_FD_ENV, SANDBOX_EXIT, trusted_roots)
 
 # Events refused whatever their arguments. A symlink is refused even inside scratch.
 REFUSED_EVENTS: Final = frozenset({
@@ -67,12 +68,16 @@ _REPORT_LINE_CAP: Final = 400
 
 
 def arm(scratch: str, report_fd: int) -> None:
-  """Adds the hook (it cannot be removed) and reports the layer `tripwire` to the parent. Call
-  after jax has started, before candidate code."""
+  """Adds the hook (it cannot be removed), writing its refusals to `report_fd`, then reports the
+  layer `tripwire` on the walls' report and closes that (where the launcher left it open for
+  this: `WallsConfig.tripwire`). Call after jax has started, before candidate code."""
   root = os.path.realpath(scratch)
   sys.dont_write_bytecode = True
+  layers_fd = os.environ.pop(LAYERS_FD_ENV, None)
   sys.addaudithook(make_hook(root, report_fd, trusted_roots(root)))
-  os.write(report_fd, b"layers tripwire\n")
+  if layers_fd is not None:
+    os.write(int(layers_fd), b"layers tripwire\n")
+    os.close(int(layers_fd))
 
 
 def make_hook(scratch: str, report_fd: int, roots: tuple[str, ...]

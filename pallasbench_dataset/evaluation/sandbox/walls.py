@@ -58,6 +58,11 @@ logger = logging.getLogger(__name__)
 SANDBOX_EXIT: Final = 86       # exit status of a process ended by the audit hook
 UNAVAILABLE_EXIT: Final = 87   # exit status of a child whose walls could not be put up
 CONFIG_ENV: Final = "PALLASBENCH_SANDBOX"
+# The walls' report (`layers ...`, `unavailable ...`): written by boot.py, then by the tripwire
+# when it is armed, and closed before the program's first untrusted line (see boot.py).
+LAYERS_FD_ENV: Final = "PALLASBENCH_SANDBOX_LAYERS_FD"
+# The tripwire's refusals (`refused ...`): open while candidate code runs, so never believed
+# for anything but a refusal.
 REPORT_FD_ENV: Final = "PALLASBENCH_SANDBOX_FD"
 RESULT_FD_ENV: Final = "PALLASBENCH_SANDBOX_RESULT_FD"
 NOBODY: Final = 65534
@@ -73,13 +78,15 @@ class WallsUnavailable(RuntimeError):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ReadAllowList:
-  """What the child may read besides scratch: folders (and all beneath) and single files.
+  """What the child may read besides scratch: folders (and all beneath) and single files, and
+  folders it may only list (the names of what lies beneath, never a file's bytes).
 
   Real paths, none of them inside scratch or containing it (that would also open other runs'
   scratch folders).
   """
   folders: tuple[str, ...]
   files: tuple[str, ...]
+  listed: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +97,7 @@ class WallsConfig:
   parent_pid: int
   memory_bytes: int
   walls: tuple[str, ...] = ALL_WALLS
+  tripwire: bool = False            # the program arms the tripwire, which reports it (boot.py)
   uid: int | None = None            # the identity to take (None: keep the parent's)
   veil: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (covered folder, paths bound back)
 
@@ -99,67 +107,128 @@ class WallsConfig:
   @classmethod
   def from_json(cls, text: str) -> WallsConfig:
     data = json.loads(text)
-    readable = ReadAllowList(folders=tuple(data["readable"]["folders"]),
-                             files=tuple(data["readable"]["files"]))
+    readable = ReadAllowList(**{k: tuple(v) for k, v in data["readable"].items()})
     return cls(scratch=data["scratch"], readable=readable, parent_pid=int(data["parent_pid"]),
                memory_bytes=int(data["memory_bytes"]), walls=tuple(data["walls"]),
-               uid=data["uid"], veil=tuple((f, tuple(p)) for f, p in data["veil"]))
+               tripwire=bool(data["tripwire"]), uid=data["uid"],
+               veil=tuple((f, tuple(p)) for f, p in data["veil"]))
 
 
 # ---------------------------------------------------------------------------------------------
 # In the parent: what the child may read, and what it must be shown as nobody.
 
-# What the child may read besides scratch, the interpreter's folders and sys.path (each where
-# it exists; symlinks resolved). Found by tracing every openat of the exporter while it
-# exported all shipped kernels for cuda, tpu and cpu, plus eager jax work. Folders: the
-# system's libraries (what the loader and libc open lazily: libraries, locales, gconv,
-# zoneinfo); the process' own /proc entry (bound to the child's pid when its rule is made);
-# the CPU topology XLA's CPU client reads.
+# What the child may read besides scratch and the interpreter's roots (each where it exists;
+# symlinks resolved). Found by tracing every openat of the exporter while it exported all
+# shipped kernels for cuda, tpu and cpu, plus eager jax work. Folders: the system's libraries
+# (what the loader and libc open lazily: libraries, locales, gconv, zoneinfo); the process'
+# own /proc entry (bound to the child's pid when its rule is made); the CPU topology XLA's
+# CPU client reads.
 _SYSTEM_READ_FOLDERS: Final = ("/usr", "/lib", "/lib64", "/lib32", "/libx32",
                                "/sys/devices/system/cpu")
 # Files: the loader's cache (dlopen of a library not yet loaded), the time zone, what XLA's
 # CPU client reads (/proc/cpuinfo) and the harmless devices.
 _SYSTEM_READ_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/proc/cpuinfo",
                              "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
-# The project's own packages, wherever they are imported from (a checkout or site-packages).
-_PROJECT_PACKAGES: Final = ("pallasbench_dataset", "kernels_gpu", "kernels_tpu")
+# The project's library: what the exporter runs. Wherever it is imported from (a checkout or
+# site-packages), it is readable but for its references (the judge's answers).
+_LIBRARY: Final = "pallasbench_dataset"
+_LIBRARY_HIDDEN: Final = ("references",)
+# The project's other packages: the kernel trees (solutions to copy), the builder and the
+# benchmarks. Never readable, wherever they are installed.
+_PROJECT_PACKAGES: Final = ("kernels_gpu", "kernels_tpu", "builder", "benchmarks")
+# What marks the library's parent folder as a checkout (its .git, data/, kernel trees, other
+# candidates' files): never readable, except the library itself and anything allowed within.
+_CHECKOUT_MARKS: Final = ("pyproject.toml", ".git")
 
 
 def trusted_roots(scratch: str) -> tuple[str, ...]:
-  """The interpreter's folders and sys.path's: where code (and native modules) may come from.
+  """The interpreter's folders and PYTHONPATH's: where code (and native modules) may come
+  from, the same in the parent and in the child (whose PYTHONPATH the launcher passes on);
+  the library's folder is added by read_allow_list. Neither the parent's working directory
+  nor a folder it added to its own sys.path is one of them.
 
   Anything inside scratch is excluded, and so is any folder that contains scratch (it would
   also contain other runs' scratch folders).
   """
+  entries = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
   roots = set()
-  for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path):
-    if isinstance(entry, str) and entry and os.path.isdir(entry):
+  for entry in entries:
+    if entry and os.path.isdir(entry):
       path = os.path.realpath(entry)
       if not is_within(path, scratch) and not is_within(scratch, path):
         roots.add(path)
   return tuple(sorted(roots))
 
 
+def _package_folders(name: str) -> list[str]:
+  """Where the top-level package `name` is imported from (none when it is not installed)."""
+  try:
+    spec = importlib.util.find_spec(name)
+  except (ImportError, ValueError):
+    return []
+  return [os.path.realpath(p) for p in (spec and spec.submodule_search_locations) or ()]
+
+
+def _hidden() -> set[str]:
+  """What the child must not read even inside an allowed folder: the project's other packages,
+  the library's references, and the checkout the library lies in (when it is one)."""
+  hidden = {folder for name in _PROJECT_PACKAGES for folder in _package_folders(name)}
+  for library in _package_folders(_LIBRARY):
+    hidden.update(os.path.join(library, name) for name in _LIBRARY_HIDDEN)
+    parent = os.path.dirname(library)
+    if any(os.path.exists(os.path.join(parent, mark)) for mark in _CHECKOUT_MARKS):
+      hidden.add(parent)
+  return hidden
+
+
 def read_allow_list(scratch: str) -> ReadAllowList:
-  """The child's read allow-list: trusted_roots() (zip files on sys.path too), the project's
-  packages, then _SYSTEM_READ_FOLDERS and _SYSTEM_READ_FILES, each where it exists."""
-  folders = set(trusted_roots(scratch))
-  zips = {os.path.realpath(p) for p in sys.path if isinstance(p, str) and os.path.isfile(p)}
-  for name in _PROJECT_PACKAGES:
-    try:
-      spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-      continue
-    for entry in (spec and spec.submodule_search_locations) or ():
-      folders.add(os.path.realpath(entry))
-  folders.update(os.path.realpath(p) for p in _SYSTEM_READ_FOLDERS if os.path.isdir(p))
-  folders = {f for f in folders if os.path.isdir(f) and f != "/"
-             and not is_within(f, scratch) and not is_within(scratch, f)}
+  """The child's read allow-list: trusted_roots() (zip files on PYTHONPATH too), the library,
+  _SYSTEM_READ_FOLDERS and _SYSTEM_READ_FILES, each where it exists, less what _hidden() names.
+
+  Of two nested entries the deeper decides: the library inside a hidden checkout is readable,
+  its references are not. A folder with something hidden beneath it may only be listed (the
+  import system lists the folders it searches); what else it holds is readable entry by entry.
+  """
+  allowed = set(trusted_roots(scratch)) | set(_package_folders(_LIBRARY))
+  allowed.update(os.path.realpath(p) for p in _SYSTEM_READ_FOLDERS if os.path.isdir(p))
+  allowed = {f for f in allowed if f != "/" and not is_within(f, scratch)
+             and not is_within(scratch, f)}
+  hidden = {h for h in _hidden() if os.path.exists(h)}
+  files = {os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+           if p and os.path.isfile(p)}
+  files.update(os.path.realpath(p) for p in _SYSTEM_READ_FILES if os.path.exists(p))
+  decided = allowed | files | hidden
+  folders, listed = set(), set()
+
+  def readable(path: str) -> bool:
+    deepest = max((p for p in decided if is_within(path, p)), default=None,
+                  key=lambda p: (len(p), p in hidden))
+    return deepest is not None and deepest not in hidden
+
+  def grant(folder: str) -> None:
+    if not any(is_within(h, folder) for h in hidden):
+      folders.add(folder)
+      return
+    listed.add(folder)
+    for entry in sorted(os.listdir(folder)):
+      path = os.path.join(folder, entry)
+      if readable(path):
+        if os.path.isdir(path):
+          grant(path)
+        else:
+          files.add(path)
+
+  for folder in sorted(allowed):
+    if readable(folder):
+      grant(folder)
+    elif any(a != folder and is_within(a, folder) and readable(a) for a in allowed):
+      listed.add(folder)  # a hidden checkout on PYTHONPATH: searched for the library within
   folders = {f for f in folders if not any(is_within(f, g) for g in folders if g != f)}
-  files = zips | {os.path.realpath(p) for p in _SYSTEM_READ_FILES if os.path.exists(p)}
-  files = {f for f in files if not os.path.isdir(f) and not is_within(f, scratch)
+  files = {f for f in files if readable(f) and not is_within(f, scratch)
            and not any(is_within(f, g) for g in folders)}
-  return ReadAllowList(folders=tuple(sorted(folders)), files=tuple(sorted(files)))
+  return ReadAllowList(folders=tuple(sorted(folders)), files=tuple(sorted(files)),
+                       listed=tuple(sorted(listed - folders)))
 
 
 def is_within(path: str, folder: str) -> bool:
@@ -528,11 +597,12 @@ def install_landlock(scratch: str, readable: ReadAllowList) -> bool:
     attr = landlock_ruleset_attr(abi)
     ruleset = _checked(libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), attr,
                                     ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)))
-    rules = [(scratch, True), (f"/proc/{os.getpid()}", True)]
-    rules += [(path, False) for path in (*readable.folders, *readable.files)]
+    rules = [(scratch, True, read_rights), (f"/proc/{os.getpid()}", True, read_rights)]
+    rules += [(path, False, read_rights) for path in (*readable.folders, *readable.files)]
+    rules += [(path, False, _LANDLOCK_READ_DIR) for path in readable.listed]
     opened = []
     try:
-      for path, required in rules:
+      for path, required, wanted in rules:
         try:
           fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
@@ -540,7 +610,7 @@ def install_landlock(scratch: str, readable: ReadAllowList) -> bool:
             raise
           continue  # gone since the list was made: nothing to allow
         opened.append(fd)
-        rights = read_rights if stat.S_ISDIR(os.fstat(fd).st_mode) else _LANDLOCK_READ_FILE
+        rights = wanted if stat.S_ISDIR(os.fstat(fd).st_mode) else _LANDLOCK_READ_FILE
         _checked(libc.syscall(ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
                               ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
                               struct.pack("=Qi", rights, fd), ctypes.c_uint32(0)))
