@@ -6,7 +6,7 @@
 Exports every kernel the way the exporter does (Triton, or Mosaic GPU, for an abstract H200;
 the originals that do not lower for it through Mosaic for TPU, as a CPU judge reads them) and
 prints, per (variant, task, size), the bytes plain XLA ops write per call and the bytes the
-kernels return, each as a multiple of the task's own bytes and of `bytes_limit`, then the
+kernels return, each as a multiple of the task's own bytes and as a share of its limit, then the
 largest of each. Runs on a CPU host; one export per line.
 """
 
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 import jax
 
 from pallasbench_dataset import Size, list_tasks
-from pallasbench_dataset.evaluation.judge.module_analysis import analyze_module, bytes_limit
+from pallasbench_dataset.evaluation.judge.module_analysis import (
+    KERNEL_BYTES_LIMIT, OUTSIDE_BYTES_LIMIT, analyze_module, bytes_limit)
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.precision import DEFAULT_PRECISION
@@ -54,10 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
           continue
         platform, text = found
         report = analyze_module(text)
-        own, limit = task.io_bytes(size), bytes_limit(task.io_bytes(size))
+        own = task.io_bytes(size)
         row = f"{variant:4} {task.name:28} {size:7} {platform:5}"
-        for name, written in (("outside", report.outside_bytes), ("kernels", report.kernel_bytes)):
-          share = written / limit
+        for name, written, factor in (("outside", report.outside_bytes, OUTSIDE_BYTES_LIMIT),
+                                      ("kernels", report.kernel_bytes, KERNEL_BYTES_LIMIT)):
+          share = written / bytes_limit(own, factor)
           row += f" {name} {written / own:6.2f}x own {share:6.1%} of limit"
           if share > worst[name][0]:
             worst[name] = (share, f"{variant} {task.name} {size}")

@@ -57,7 +57,7 @@ def test_memcheck_outcomes_that_do_not_reject(tmp_path, monkeypatch, script, out
 
 def test_a_host_without_compute_sanitizer_says_so(monkeypatch):
   monkeypatch.setattr(memcheck.shutil, "which", lambda _: None)
-  monkeypatch.setattr(memcheck, "_TOOLKIT_SANITIZER", pathlib.Path("/nonexistent/sanitizer"))
+  monkeypatch.setattr(memcheck, "_TOOLKITS", pathlib.Path("/nonexistent"))
   monkeypatch.setattr(memcheck.importlib.util, "find_spec", lambda _: None)
   assert memcheck.sanitizer() is None
   assert memcheck.check(b"", **ARGS).outcome is memcheck.Outcome.UNAVAILABLE
@@ -90,3 +90,13 @@ def test_the_judge_rejects_what_memcheck_finds_and_records_every_outcome(monkeyp
   for outcome in (memcheck.Outcome.CLEAN, memcheck.Outcome.INCONCLUSIVE):
     reasons, filters, _ = _gpu_state(monkeypatch, outcome)
     assert reasons == [] and filters[0].passed and filters[0].detail.startswith(f"{outcome}: ")
+
+
+def test_compute_sanitizer_is_found_in_a_versioned_toolkit(tmp_path, monkeypatch):
+  tool = tmp_path / "cuda-13.0" / "bin" / "compute-sanitizer"
+  tool.parent.mkdir(parents=True)
+  tool.write_text("#!/bin/sh\n")
+  tool.chmod(0o755)
+  monkeypatch.setattr(memcheck.shutil, "which", lambda _: None)
+  monkeypatch.setattr(memcheck, "_TOOLKITS", tmp_path)
+  assert memcheck.sanitizer() == str(tool)

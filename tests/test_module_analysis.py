@@ -38,7 +38,7 @@ from pallasbench_dataset import Size, get_task, list_tasks
 from pallasbench_dataset.evaluation.judge import core, process
 from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 from pallasbench_dataset.evaluation.judge.module_analysis import (
-    NO_KERNEL_REASON, OUTSIDE_BYTES_FLOOR, OUTSIDE_BYTES_LIMIT, AnalysisLimits,
+    BYTES_FLOOR, KERNEL_BYTES_LIMIT, NO_KERNEL_REASON, OUTSIDE_BYTES_LIMIT, AnalysisLimits,
     ModuleAnalysisError, ModuleReport, analyze_module, bytes_limit, module_reasons)
 from pallasbench_dataset.evaluation.pipeline.driver import has_verdict
 from pallasbench_dataset.jaxpr_analysis import analyze
@@ -682,20 +682,23 @@ def test_reasons_apply_the_limits_at_their_boundary():
 
 
 def test_bytes_limits_apply_at_their_boundary_to_xla_ops_and_to_kernels():
-  """OUTSIDE_BYTES_LIMIT times the task's bytes, never below OUTSIDE_BYTES_FLOOR; the same
-  limit for the bytes plain XLA ops write and for the buffers the kernels return."""
+  """OUTSIDE_BYTES_LIMIT times the task's bytes for what plain XLA ops write,
+  KERNEL_BYTES_LIMIT times for the buffers the kernels return, never below BYTES_FLOOR."""
   base = analyze_module(_export(_gpu_kernel("relu"), "relu"))
   work = dict(task_flops=1 << 40, output_elements=1)
   big, small = 1 << 30, 1 << 10
-  limit = int(OUTSIDE_BYTES_LIMIT * big)
-  assert bytes_limit(big) == limit and bytes_limit(small) == OUTSIDE_BYTES_FLOOR
-  for field in ("outside_bytes", "kernel_bytes"):
+  assert bytes_limit(small) == bytes_limit(small, KERNEL_BYTES_LIMIT) == BYTES_FLOOR
+  for field, factor in (("outside_bytes", OUTSIDE_BYTES_LIMIT),
+                        ("kernel_bytes", KERNEL_BYTES_LIMIT)):
+    limit = int(factor * big)
+    assert bytes_limit(big, factor) == limit
+
     def report(written, field=field):
       return dataclasses.replace(base, **{"outside_bytes": 0, "kernel_bytes": 0, field: written})
     assert module_reasons(report(limit), task_bytes=big, **work) == [], field
     over = module_reasons(report(limit + 1), task_bytes=big, **work)
     assert len(over) == 1 and over[0].startswith("memory beyond the task's"), (field, over)
-    assert module_reasons(report(OUTSIDE_BYTES_FLOOR), task_bytes=small, **work) == [], field
+    assert module_reasons(report(BYTES_FLOOR), task_bytes=small, **work) == [], field
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1225,7 +1228,7 @@ def test_memory_filled_behind_a_barrier_is_rejected_naming_the_op(ballast, op):
 
 def test_padding_to_gigabytes_is_rejected():
   def fn(x):
-    padded = jnp.pad(x, ((0, 16 * x.shape[0]), (0, 0)))
+    padded = jnp.pad(x, ((0, 32 * x.shape[0]), (0, 0)))
     return _relu_kernel(padded)[:x.shape[0]]
   report, reasons = _judge(fn, "relu")
   assert any(r.startswith("memory beyond the task's") and "stablehlo.pad" in r
@@ -1233,15 +1236,15 @@ def test_padding_to_gigabytes_is_rejected():
 
 
 def test_a_kernel_returning_more_than_the_task_needs_is_rejected():
-  """The kernel's own buffers count too: an out_shape of 32x the output, sliced back."""
+  """The kernel's own buffers count too: an out_shape of 64x the output, sliced back."""
   def fn(x):
-    rows = 32 * x.shape[0]
+    rows = 64 * x.shape[0]
     spec = pl.BlockSpec((x.shape[0], x.shape[1]), lambda i: (0, 0))
     big = pl.pallas_call(_copy_body, grid=(1,), in_specs=[spec], out_specs=spec,
                          out_shape=jax.ShapeDtypeStruct((rows, x.shape[1]), x.dtype))(x)
     return jnp.maximum(big[:x.shape[0]], 0.0)
   report, reasons = _judge(fn, "relu")
-  assert report.kernel_bytes == 32 * 4 * 512 * 512, report
+  assert report.kernel_bytes == 64 * 4 * 512 * 512, report
   assert any("the kernels return buffers of" in r for r in reasons), reasons
 
 

@@ -36,7 +36,7 @@ ERROR_EXIT: Final = 86       # memcheck's exit status when it found errors
 PRINT_LIMIT: Final = 10      # errors memcheck prints
 DETAIL_CHARS: Final = 600
 _PROGRAM: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.judge.memcheck")
-_TOOLKIT_SANITIZER: Final = pathlib.Path("/usr/local/cuda/bin/compute-sanitizer")
+_TOOLKITS: Final = pathlib.Path("/usr/local")  # cuda, cuda-13.0, ...
 
 
 class Outcome(enum.StrEnum):
@@ -53,18 +53,19 @@ class Result:
 
 
 def sanitizer() -> str | None:
-  """The compute-sanitizer executable: on the PATH, in the CUDA toolkit, or in the pip wheel
-  `nvidia-cuda-sanitizer-api`; None when the host has none."""
+  """The compute-sanitizer executable: on the PATH, in a CUDA toolkit under /usr/local, or in
+  the pip wheel `nvidia-cuda-sanitizer-api` (under the `nvidia` package); None when the host
+  has none."""
   found = shutil.which("compute-sanitizer")
   if found is not None:
     return found
-  candidates = [_TOOLKIT_SANITIZER]
+  candidates = sorted(_TOOLKITS.glob("cuda*/bin/compute-sanitizer"))
   try:
-    spec = importlib.util.find_spec("nvidia.cuda_sanitizer_api")
+    spec = importlib.util.find_spec("nvidia")
   except (ImportError, ValueError):
     spec = None
   for location in (spec.submodule_search_locations or ()) if spec is not None else ():
-    candidates += sorted(pathlib.Path(location).glob("**/compute-sanitizer"))
+    candidates += sorted(pathlib.Path(location).glob("*/**/compute-sanitizer"))
   return next((str(c) for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
 
 

@@ -89,13 +89,16 @@ def _poison(x: jax.Array) -> jax.Array:
 _poison_in_place = jax.jit(_poison, donate_argnums=0, keep_unused=True)
 
 
-def retire(out: Any, keep: bool) -> Any:
-  """Ends a timed call's output on the device: its buffers poisoned in place and freed. Returns
-  a host copy when `keep`, else None."""
+def retire(out: Any, keep: bool, args: tuple = ()) -> Any:
+  """Ends a timed call's output on the device: its buffers poisoned in place and freed (except
+  an input of the call, `args`, that jax handed back as the output). Returns a host copy when
+  `keep`, else None."""
   # A copy: on a CPU a host view would share the buffer, and the buffer could not be donated.
   host = jax.tree.map(lambda a: np.array(a, copy=True), out) if keep else None
+  inputs = {a.unsafe_buffer_pointer() for a in jax.tree.leaves(args) if isinstance(a, jax.Array)}
   for leaf in jax.tree.leaves(out):
-    if isinstance(leaf, jax.Array) and not leaf.is_deleted():
+    if (isinstance(leaf, jax.Array) and not leaf.is_deleted()
+        and leaf.unsafe_buffer_pointer() not in inputs):
       jax.block_until_ready(_poison_in_place(leaf)).delete()
       if not leaf.is_deleted():  # a buffer XLA would not donate is freed unpoisoned
         leaf.delete()
@@ -126,10 +129,11 @@ def _round(fn: Callable, sets: Sequence[tuple], start: int, n: int, method: Timi
   samples, names, kept = [], (), {}
   for i in range(n):
     call = start + i
-    ms, launched, out = one_call(fn, sets[call % len(sets)])
+    args = sets[call % len(sets)]
+    ms, launched, out = one_call(fn, args)
     samples.append(ms)
     names = names or launched
-    host = retire(out, keep=call in keep)
+    host = retire(out, keep=call in keep, args=args)
     if call in keep:
       kept[call] = (call % len(sets), host)
   return samples, names, kept
@@ -151,7 +155,8 @@ def time_interleaved(fns: Sequence[Callable], sets: Sequence[Sequence[tuple]], *
   copied to the host; every other output is poisoned and freed as soon as its call ends."""
   for fn, fn_sets in zip(fns, sets, strict=True):  # on the last sets: the timed calls start
     for i in range(warmup):                         # at the first, which warm-up left cold
-      retire(jax.block_until_ready(fn(*fn_sets[-1 - i % len(fn_sets)])), keep=False)
+      args = fn_sets[-1 - i % len(fn_sets)]
+      retire(jax.block_until_ready(fn(*args)), keep=False, args=args)
   per_round = max(1, -(-iterations // rounds))
   samples: list[list[float]] = [[] for _ in fns]
   names: list[tuple[str, ...]] = [() for _ in fns]
