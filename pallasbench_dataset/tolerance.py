@@ -11,6 +11,17 @@ governs the small outputs. Scaling also makes a comparison invariant under a res
 the scale, so that one large output does not loosen every other. Records carry the class atol
 and `atol_used`, the absolute tolerance the comparisons applied.
 
+The float32 matmul class is what a TF32 contraction passes and a float32 answer carrying
+bfloat16 precision fails. Elementwise, TF32 (11 significant bits) leaves outliers of several
+percent on outputs near zero, so the elementwise bound is loose (rtol 1e-2) and the relative
+L2 error is the accuracy check. The float32 baseline with every input rounded to TF32 leaves
+6e-5 (pairwise_distance) to 4.8e-4 (gated_mlp) on this CPU at `small`, and on the H200 the
+shipped kernels leave 2e-4 to 5.2e-4 (docs/runs/h200-2026-11-30-judge-*: matmul 2.9e-4,
+qk_softmax 3.3e-4, gated_mlp 5.2e-4). Rounding the baseline's output to bfloat16 leaves 1.61e-3
+to 1.70e-3 in every contraction task, and rounding its inputs to bfloat16 2.0e-3 to 3.8e-3
+(except pairwise_distance, 5.6e-4: its distances average the rounding out). The bound, 1e-3,
+is twice the worst TF32 figure and 1.6 times below a bfloat16 output (docs/measurements.md).
+
 Tolerances follow the dtype of the output they judge (`tolerance_for`): float32 outputs use
 `TOLERANCES` (TASKS.md), bfloat16 outputs `BF16_TOLERANCES`, derived as follows. bfloat16
 keeps 8 significant bits: rounding an output to it errs by up to 2^-8 = 3.9e-3 relative, and
@@ -93,9 +104,10 @@ TOLERANCES: Final[Mapping[ToleranceClass, Tolerance]] = {
         kind=ToleranceClass.TRANSCENDENTAL, rtol=1e-4, atol=1e-5, atol_scale=_RMS),
     ToleranceClass.REDUCTION: Tolerance(kind=ToleranceClass.REDUCTION, rtol=1e-4, atol=1e-4,
                                         atol_scale=_RMS),
-    # GPUs run float32 contractions in TF32 by default (about 3e-4 relative error).
+    # GPUs run float32 contractions in TF32 by default; the L2 bound sits between what TF32
+    # leaves and what a bfloat16 output carries (the module docstring).
     ToleranceClass.MATMUL: Tolerance(
-        kind=ToleranceClass.MATMUL, rtol=1e-2, atol=1e-2, max_rel_l2=2e-3, atol_scale=_RMS),
+        kind=ToleranceClass.MATMUL, rtol=1e-2, atol=1e-2, max_rel_l2=1e-3, atol_scale=_RMS),
 }
 BF16_TOLERANCES: Final[Mapping[ToleranceClass, Tolerance]] = {
     ToleranceClass.EXACT: Tolerance(kind=ToleranceClass.EXACT, rtol=8e-3, atol=1e-3,
