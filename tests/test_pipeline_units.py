@@ -76,7 +76,7 @@ def test_worker_specs_pin_judges_and_spread_compilers():
   for name, o in options.items():
     assert (o["name"], o["nthreads"], o["host"], o["memory_limit"], o["dashboard"],
             o["local_directory"]) == (name, 1, "127.0.0.1", 0, False, "/scratch")
-  assert all(spec["cls"] is cluster.distributed.Nanny for spec in specs.values())
+  assert all(spec["cls"] is cluster.NannyProgram for spec in specs.values())  # its own program
 
 
 def test_worker_specs_on_a_cpu_host():
