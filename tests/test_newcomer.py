@@ -110,7 +110,8 @@ def test_a_build_that_fails_after_measuring_says_how_to_build_what_was_kept(tmp_
   assert [r.task for r in suite.read_records(run)] == ["relu"]  # measured, and kept
   (hint,) = [line for line in err.splitlines() if "are kept in" in line]
   command = shlex.split(hint.split("without measuring again: ", 1)[1])
-  assert command[:5] == ["python", "-m", "builder.regenerate", "--from-results", str(run)]
+  assert pathlib.Path(command[0]).samefile(sys.executable) and command[0] != "python"
+  assert command[1:5] == ["-m", "builder.regenerate", "--from-results", str(run)]
   fixed = [a for a in command[3:] if a not in ("--headline-size", "medium")]
   assert regenerate.main(fixed) == 0, capsys.readouterr().err[-3000:]
   assert (out / "README.md").is_file() and len(suite.read_records(run)) == 1
