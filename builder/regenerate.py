@@ -134,6 +134,18 @@ def _check_arguments(args) -> None:
     check_out_dir(args.out)
 
 
+def interpreter() -> str:
+  """The Python running this command as a user types it: relative to the working folder when
+  it lies below it (`.venv/bin/python`), else its absolute path. A bare `python` may be another
+  interpreter, without this project's packages."""
+  path = pathlib.Path(sys.executable)
+  try:
+    relative = path.relative_to(pathlib.Path.cwd())
+  except ValueError:
+    return str(path)
+  return str(relative) if len(relative.parts) > 1 else f"./{relative}"
+
+
 def resume_command(argv: Sequence[str], run_dir: pathlib.Path) -> str:
   """The command that continues an interrupted run: this one, resuming `run_dir`."""
   kept, skip = [], False
@@ -145,12 +157,12 @@ def resume_command(argv: Sequence[str], run_dir: pathlib.Path) -> str:
       skip = True
       continue
     kept.append(arg)
-  return shlex.join([*PROG, *kept, "--resume", "--results", str(run_dir)])
+  return shlex.join([interpreter(), *PROG[1:], *kept, "--resume", "--results", str(run_dir)])
 
 
 def build_command(args, run_dirs: Sequence[pathlib.Path]) -> str:
   """The command that builds (and pushes) what was measured, without measuring again."""
-  parts = [*PROG, "--from-results", *map(str, run_dirs), "--out", str(args.out)]
+  parts = [interpreter(), *PROG[1:], "--from-results", *map(str, run_dirs), "--out", str(args.out)]
   for flag, value in (("--headline-size", args.headline_size), ("--kernel-trees", args.kernel_trees),
                       ("--repo-id", args.repo_id), ("--revision", args.revision),
                       ("--tag", args.tag)):

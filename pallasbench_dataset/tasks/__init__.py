@@ -10,6 +10,7 @@ suite (`notes`), and its reference (`references/<name>.py`, the JAX baseline).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import importlib
 import importlib.resources
@@ -717,8 +718,11 @@ def input_family_rows() -> tuple[dict[str, str], ...]:
 
 
 def get_task(name: str) -> TaskSpec:
-  """The spec of one task by name; a clear error that lists the names for an unknown one."""
+  """The spec of one task by name; for an unknown one, a clear error that names the closest
+  task and lists them all."""
   try:
     return TASKS[name]
   except KeyError:
-    raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
+    close = difflib.get_close_matches(str(name), TASKS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise KeyError(f"unknown task {name!r}{hint}; known tasks: {', '.join(TASKS)}") from None
