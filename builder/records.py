@@ -95,6 +95,9 @@ class Manifest:
   resumes: tuple[Resume, ...] = ()
   per_device: tuple[DeviceCeilings, ...] = ()
   precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 where the manifest names none
+  # The compile stage's CPU workers and its budget per compile (None where not noted).
+  cpu_workers: int | None = None
+  compile_budget_s: float | None = None
 
   def planned(self) -> set[Key]:
     """Every (task, variant, size, precision) the run's commands set out to measure."""
@@ -190,10 +193,13 @@ def read_run(path: pathlib.Path) -> Run:
              artifacts=artifacts, records_artifacts=artifacts_path.is_file())
 
 
+_OPTIONAL: Final = frozenset({"resumes", "precisions", "cpu_workers", "compile_budget_s"})
+
+
 def read_manifest(path: pathlib.Path) -> Manifest:
   data = _load_json(path)
   names = [f.name for f in dataclasses.fields(Manifest)]
-  missing = sorted(set(names) - set(data) - {"resumes", "precisions"})
+  missing = sorted(set(names) - set(data) - _OPTIONAL)
   if missing:
     raise BuildError(f"{path} lacks the keys {missing}; it must be written by the evaluator")
   picked = {k: data[k] for k in names if k in data}  # other keys (devices, ...) stay raw

@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                  help="build with the kernels_tpu/ and kernels_gpu/ in DIR instead of this "
                       "checkout's: a released dataset folder holds the kernels its rows measured, "
                       "so it rebuilds after the checkout's kernels have moved on")
+  p.add_argument("--source", type=pathlib.Path, metavar="PATH",
+                 help="ship the project's source at the commit the runs were measured at: a git "
+                      "checkout holding that commit (e.g. .), which is archived, or the tar "
+                      "`git archive` made of it (a dataset folder's source/*.tar)")
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
   p.add_argument("--headline-size", choices=[s.value for s in Size],
                  help="size of the default config's rows (default: medium when measured, else "
@@ -164,6 +168,7 @@ def build_command(args, run_dirs: Sequence[pathlib.Path]) -> str:
   """The command that builds (and pushes) what was measured, without measuring again."""
   parts = [interpreter(), *PROG[1:], "--from-results", *map(str, run_dirs), "--out", str(args.out)]
   for flag, value in (("--headline-size", args.headline_size), ("--kernel-trees", args.kernel_trees),
+                      ("--source", args.source),
                       ("--repo-id", args.repo_id), ("--revision", args.revision),
                       ("--tag", args.tag)):
     parts += [flag, str(value)] if value else []
@@ -220,7 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
     summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size,
                             repo_id=repo_id, allow_partial=args.allow_partial,
-                            candidate_runs=args.candidates, kernel_trees=trees)
+                            candidate_runs=args.candidates, kernel_trees=trees,
+                            source=args.source)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel

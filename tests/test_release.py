@@ -624,7 +624,7 @@ def test_data_compile_times_say_how_many_compiles_ran_at_once():
   text = _card(folder)
   section = " ".join(text[text.index("### Compile time"):].split())
   assert "**one sample** per run" in section and (
-      "compiles running at once, this one included" in section)
+      "the compiles that overlapped each one (itself included" in section)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -698,11 +698,11 @@ def test_card_sections_from_synthetic_records(tmp_path):
   run = rf.write_run(tmp_path / "run1", records, rf.artifacts_for(records))
   out = build_dataset([run], tmp_path / "out", kernel_trees=trees).out_dir
   text = " ".join(_card(out).split())
-  assert ("| run1 | 0 | 60 | cuda | GPU-x | 1.76e+03 | 1.98e+03 | 3.2e+03 | P0 | 410 | 700 | 0x0 "
+  assert ("| run1 | 0 | 60 | cuda | GPU-x | 1755 | 1980 | 3201 | P0 | 410 | 700 | 0x0 (none) "
           "| 8 |") in text
   assert "of the 7 timed evaluations, 2 rotated through inputs that fit in the L2" in text
   assert "| relu | gpu | medium | 4 | 1.00 | 60 |" in text
-  assert "compiles running at once, this one included, median 3, max 3" in text
-  assert "bandwidth baseline: 8; compute measured: 8" in text
+  assert "overlapping compiles median 3, max 3 (4 of 4 recorded)" in text
+  assert "- `run1`: bandwidth baseline: 8; compute measured: 8" in text
   assert "Method: cupti: 1 GiB copy and read-only sum; cupti: m." in text
   assert "this release has one run, so its spread is not measured" in text
