@@ -83,6 +83,8 @@ def test_float32_is_todays_spec_and_bfloat16_rounds_the_same_draws(spec):
       np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
   want = FLOAT32 if spec.name in FLOAT32_OUTPUTS else BFLOAT16
   assert low.output_dtype == want
+  structs = low.input_structs(Size.SMALL)  # the declared dtype is what the reference returns
+  assert str(jax.eval_shape(spec.reference, *structs).dtype) == want
   assert low.tolerance == (TOLERANCES if want == FLOAT32 else BF16_TOLERANCES)[spec.tolerance_class]
   assert {f.name for f in spec.families} - {f.name for f in low.families} == {
       name for task, name in FLOAT32_ONLY_FAMILIES if task == spec.name}
