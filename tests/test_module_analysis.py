@@ -871,6 +871,7 @@ def test_analysis_process_refuses_what_it_cannot_read_and_keeps_serving():
       analyser.analyse(b"\x00not a module")
     report, text = analyser.analyse(HONEST_SERIALIZED())
     assert report.outside_flops == 8 * 128 and "stablehlo.maximum" in text
+    assert report == analyze_module(text)  # the JSON round trip keeps every field as it was
     walls = {"dies-with-parent", "rlimits"} | ({"unprivileged"} if os.geteuid() == 0 else set())
     if sys.platform == "linux":
       walls |= {"landlock", "seccomp"}

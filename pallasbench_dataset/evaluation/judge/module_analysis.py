@@ -26,6 +26,13 @@ pick data by its content: that is the work of an embedding or a mask, counted ap
 arithmetic as `data_dependent_moves`; so are the results of a `case`/`if` whose branch index
 derives from data (a switch that picks data by its content is a select).
 
+Bytes cost like FLOPs: memory that XLA fills costs no arithmetic, yet a splat broadcast to
+gigabytes behind an `optimization_barrier` makes every call allocate and fill it. Every op is
+charged the bytes of its results that XLA must store (used by anything but an op XLA fuses them
+into: a kernel, a barrier, a loop, a return; reshapes are views, scalars registers; an in-place
+update writes its update), and the kernels the buffers they return; module_reasons limits both
+relative to the task's own bytes.
+
 An exported kernel must also be a pure function of its inputs: ops with hidden state or effects
 outside their results (`stablehlo.rng`, infeed/outfeed, send/recv, custom calls marked
 `has_side_effect`) are listed as `stateful_ops` and rejected wherever they appear.
