@@ -33,12 +33,14 @@ echo "========= Invalid __global__ read of size 4 bytes"
 echo "=========     at reduce_sum+0x1f0"
 echo "========= ERROR SUMMARY: 1 error"
 exit {memcheck.ERROR_EXIT}""")
-  found = memcheck.check(b"artifact bytes", **ARGS, cache_dir="/nonexistent/cache")
+  found = memcheck.check(b"artifact bytes", **ARGS, padding_bytes=1 << 30,
+                         cache_dir="/nonexistent/cache")
   assert found.outcome is memcheck.Outcome.ERRORS
   assert found.detail == "Invalid __global__ read of size 4 bytes; ERROR SUMMARY: 1 error"
   args = (tmp_path / "args").read_text().split()
-  assert args[:8] == ["--tool", "memcheck", "--error-exitcode", str(memcheck.ERROR_EXIT),
-                      "--print-limit", str(memcheck.PRINT_LIMIT), "--report-api-errors", "no"]
+  assert args[:10] == ["--tool", "memcheck", "--error-exitcode", str(memcheck.ERROR_EXIT),
+                       "--print-limit", str(memcheck.PRINT_LIMIT), "--report-api-errors", "no",
+                       "--padding", str(1 << 30)]
   assert args[-8:] == ["--task", "relu", "--size", "small", "--precision", "float32",
                        "--seed", "3"]
   assert (tmp_path / "stdin").read_bytes() == b"artifact bytes"
@@ -100,3 +102,12 @@ def test_compute_sanitizer_is_found_in_a_versioned_toolkit(tmp_path, monkeypatch
   monkeypatch.setattr(memcheck.shutil, "which", lambda _: None)
   monkeypatch.setattr(memcheck, "_TOOLKITS", tmp_path)
   assert memcheck.sanitizer() == str(tool)
+
+
+def test_every_allocation_gets_a_red_zone_of_at_least_the_floor(tmp_path, monkeypatch):
+  """A read just past a buffer lands in the next one XLA placed there, a valid access to
+  memcheck, unless a red zone follows every allocation."""
+  _fake_sanitizer(tmp_path, monkeypatch, 'echo "========= ERROR SUMMARY: 0 errors"')
+  memcheck.check(b"", **ARGS, padding_bytes=1)
+  args = (tmp_path / "args").read_text().split()
+  assert args[args.index("--padding") + 1] == str(memcheck.MIN_PADDING_BYTES)

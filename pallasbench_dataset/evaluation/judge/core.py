@@ -419,6 +419,7 @@ def _memcheck(item: JudgeItem, spec: TaskSpec, seed: int, ctx: Context, state: _
     ctx.stage("memcheck")
     found = memcheck.check(state.run_blob, task=spec.name, size=item.size,
                            precision=spec.precision, seed=seed,
+                           padding_bytes=spec.io_bytes(item.size),  # a whole task past any buffer
                            cache_dir=jax.config.jax_compilation_cache_dir)
   else:
     found = memcheck.Result(outcome=memcheck.Outcome.UNAVAILABLE,

@@ -32,6 +32,9 @@ from collections.abc import Sequence
 from typing import Final
 
 MEMCHECK_TIMEOUT_S: Final = 120.0
+# Red zones after every allocation (compute-sanitizer's --padding): an access that lands in the
+# buffer XLA placed next would be a valid access to memcheck; in a red zone it is an error.
+MIN_PADDING_BYTES: Final = 16 << 20
 ERROR_EXIT: Final = 86       # memcheck's exit status when it found errors
 PRINT_LIMIT: Final = 10      # errors memcheck prints
 DETAIL_CHARS: Final = 600
@@ -80,9 +83,11 @@ def _first_errors(output: str) -> str:
 
 
 def check(blob: bytes, *, task: str, size: str, precision: str, seed: int,
-          cache_dir: str | None = None, timeout_s: float = MEMCHECK_TIMEOUT_S) -> Result:
+          padding_bytes: int = MIN_PADDING_BYTES, cache_dir: str | None = None,
+          timeout_s: float = MEMCHECK_TIMEOUT_S) -> Result:
   """One call of the artifact on this host's GPU under memcheck (the judge's own GPU: the
-  environment's CUDA_VISIBLE_DEVICES is inherited), compiled from the judge's persistent
+  environment's CUDA_VISIBLE_DEVICES is inherited), every allocation followed by a red zone of
+  `padding_bytes` (at least MIN_PADDING_BYTES), compiled from the judge's persistent
   compilation cache `cache_dir` where it has one."""
   tool = sanitizer()
   if tool is None:
@@ -91,7 +96,8 @@ def check(blob: bytes, *, task: str, size: str, precision: str, seed: int,
          "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "CUDA_MODULE_LOADING": "LAZY",
          **({"JAX_COMPILATION_CACHE_DIR": cache_dir} if cache_dir else {})}
   command = [tool, "--tool", "memcheck", "--error-exitcode", str(ERROR_EXIT),
-             "--print-limit", str(PRINT_LIMIT), "--report-api-errors", "no", *_PROGRAM,
+             "--print-limit", str(PRINT_LIMIT), "--report-api-errors", "no",
+             "--padding", str(max(padding_bytes, MIN_PADDING_BYTES)), *_PROGRAM,
              "--task", task, "--size", size, "--precision", precision, "--seed", str(seed)]
   try:
     done = subprocess.run(command, input=blob, capture_output=True, env=env, timeout=timeout_s,
