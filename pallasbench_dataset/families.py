@@ -155,14 +155,15 @@ class OutOfRangeIds:
     high = _bound(self.high, dims)
     k_where, k_bits, k_low, k_side = jax.random.split(key, 4)
     n = ids.size
-    where = (jax.random.uniform(k_where, (n,)) < self.fraction).at[:4].set(True)
+    extremes = jnp.asarray([INT32_MIN, -1, high, INT32_MAX], jnp.int32)[:n]
+    where = (jax.random.uniform(k_where, (n,)) < self.fraction).at[:extremes.size].set(True)
     bits = jax.random.randint(k_bits, (n,), 1, 32)               # bit length 1..31
     low = jax.random.bits(k_low, (n,), jnp.uint32)
     top = jnp.left_shift(jnp.uint32(1), (bits - 1).astype(jnp.uint32))
     magnitude = (top | (low & (top - 1))).astype(jnp.int32)     # in [2^(bits-1), 2^bits)
     above = jnp.where(magnitude > INT32_MAX - high, INT32_MAX, magnitude + (high - 1))
     far = jnp.where(jax.random.bernoulli(k_side, 0.5, (n,)), -magnitude, above)
-    far = far.at[:4].set(jnp.asarray([INT32_MIN, -1, high, INT32_MAX], jnp.int32))
+    far = far.at[:extremes.size].set(extremes)
     return jnp.where(where, far, ids.reshape(-1)).reshape(ids.shape).astype(ids.dtype)
 
   def describe(self) -> str:

@@ -289,6 +289,29 @@ def test_out_of_range_ids_span_the_whole_int32_range():
   assert not np.array_equal((ids < 0) | (ids >= 1024), (other < 0) | (other >= 1024))
 
 
+def test_spikes_end_ids_hard_labels_and_copies_change_only_what_they_say():
+  fused, gather = get_task("fused_softmax_cross_entropy"), get_task("embedding_lookup")
+  logits = np.asarray(fused.family_inputs(fused.family("spiked"), Size.SMALL, SEED)[0])
+  assert np.array_equal((logits == 100.0).sum(axis=1), np.ones(logits.shape[0]))
+  nominal = np.asarray(fused.make_inputs(Size.SMALL, SEED)[0])
+  np.testing.assert_array_equal(logits[logits != 100.0], nominal[logits != 100.0])
+  v = gather.dims(Size.SMALL)["V"]
+  ids = np.asarray(gather.family_inputs(gather.family("end_ids"), Size.SMALL, SEED)[1])
+  moved = ids != np.asarray(gather.make_inputs(Size.SMALL, SEED)[1])
+  assert moved.any() and set(ids[moved].tolist()) <= {0, v - 1}
+  bce = get_task("sigmoid_bce").at_precision(BFLOAT16)
+  z, t = bce.family_inputs(bce.family("saturated_hard"), Size.SMALL, SEED)
+  assert set(np.unique(np.asarray(t, np.float32)).tolist()) == {0.0, 1.0}
+  assert np.abs(np.asarray(z, np.float32)).max() > 88
+  block = get_task("transformer_block")
+  inputs = block.family_inputs(block.family("self_matched"), Size.SMALL, SEED)
+  np.testing.assert_array_equal(inputs[1], inputs[2] * np.float32(20.0))
+  assert [f.formula for f in (fused.family("spiked"), gather.family("end_ids"),
+                              bce.family("saturated_hard"), block.family("self_matched"))] == [
+      "logits with one element per row set to 100", "ids with 50% at 0 or V - 1",
+      "logits * 30, round(targets)", "wq = wk * 20"]
+
+
 def test_zero_rows_of_one_family_share_their_rows_and_follow_the_seed():
   spec = get_task("rmsnorm_residual")
   family = spec.family("zero_rows")
