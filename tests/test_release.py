@@ -81,11 +81,12 @@ def _card(folder):
 
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory):
-  """Release 4's records and kernels (data/results, data/kernels_*) built by this builder into
-  `data/` of a stand-in checkout."""
+  """Release 4's records and kernels (data/results, data/kernels_*) and the source it ships
+  (data/source) built by this builder into `data/` of a stand-in checkout."""
   clone = tmp_path_factory.mktemp("clone")
   build_dataset(sorted((DATA / "results").iterdir()), clone / "data",
-                kernel_trees=KernelTrees.within(DATA))
+                kernel_trees=KernelTrees.within(DATA),
+                source=next((DATA / "source").glob("*.tar"), None))  # the source it ships
   return clone / "data"
 
 
@@ -185,8 +186,8 @@ def test_data_speedup_plot_is_comparable_on_a_gpu_release(folder):
   rows = _summary_rows(folder)
   assert {r.Backend for r in rows} >= {"triton", "mosaic_gpu"}  # release 4 already mixed them
   assert plots.comparable(_records(folder), rows[0].Size)
-  assert (folder / "plots" / "speedup.png").read_bytes() == plots.speedup_png(rows,
-                                                                              comparable=True)
+  assert (folder / "plots" / "speedup.png").read_bytes() == plots.speedup_png(
+      rows, comparable=True, size=rows[0].Size, runs=[_runs(folder)[0].name])
 
 
 def test_comparability_follows_timing_comparable_only():
@@ -322,7 +323,8 @@ def test_data_reproducibility_of_kernel_baseline_and_speedup(folder):
   pairs = repeats.pairs(merged)
   text = _card(folder)
   section = text[text.index("### Reproducibility"):text.index("### Compile time")]
-  assert card.md_table(repeats.spread(pairs), card._REPRO_FORMATS) in section
+  spread = card._with_threshold(repeats.spread(pairs))
+  assert card.md_table(spread, card._REPRO_FORMATS) in section
   gpus = repeats.same_gpu_counts(pairs)
   assert f"{gpus['same']} of {gpus['n']} pairs ran on the same GPU" in section
   for row in repeats.crossings(pairs).itertuples():
