@@ -10,7 +10,9 @@ one that imports it, and neither does a room (a package with all it holds) at an
 """
 
 import ast
+import functools
 import pathlib
+import re
 
 import pytest
 
@@ -84,6 +86,7 @@ def _targets(path: pathlib.Path, name: str, modules: dict[str, pathlib.Path]) ->
   return targets
 
 
+@functools.cache
 def _graph(root: pathlib.Path) -> dict[str, set[str]]:
   modules = _modules(root)
   return {name: _targets(path, name, modules) for name, path in modules.items()}
@@ -157,3 +160,17 @@ def test_the_checks_see_a_loop_and_a_back_arrow(tmp_path):
   assert _loops(_rooms(graph, 2)) == [
       ["pallasbench_dataset.evaluation", "pallasbench_dataset.kernels"],
       ["pallasbench_dataset.task_info", "pallasbench_dataset.tasks"]]
+
+
+def test_every_slow_entry_names_a_test_that_exists():
+  """conftest.SLOW marks by name: a misspelt or stale entry would mark nothing, and a slow
+  test would creep back into the fast loop."""
+  from tests.conftest import SLOW  # pylint: disable=import-outside-toplevel
+  tests = ROOT / "tests"
+  missing = []
+  for entry in sorted(SLOW):
+    file, _, test = entry.partition("::")
+    path = tests / file
+    if not path.exists() or (test and not re.search(rf"^def {test}\(", path.read_text(), re.M)):
+      missing.append(entry)
+  assert missing == []
