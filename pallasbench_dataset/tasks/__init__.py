@@ -4,8 +4,9 @@
 inputs (names, dtypes, distributions, symbolic shapes), its input families beyond the nominal
 draw (the regions where its formula can break: `families`), its registered sizes, its output
 shape, tolerance class, analytic FLOP and byte counts, the corrections made to the public
-suite (`notes`), and its reference (`references/<name>.py`, the JAX baseline). `info.py` renders the registry for a
-reader, `python -m pallasbench_dataset.tasks` (`__main__.py`) prints it.
+suite (`notes`), and its reference (`references/<name>.py`, the JAX baseline). `info.py`
+renders the registry for a reader, `python -m pallasbench_dataset.tasks` (`__main__.py`)
+prints it.
 """
 
 from __future__ import annotations
