@@ -525,7 +525,8 @@ def test_the_release_rebuilds_unchanged_from_its_results(tmp_path):
   but for the plots, which show the same content (their pixels vary between machines)."""
   data = pathlib.Path(__file__).resolve().parents[1] / "data"
   build_dataset(sorted((data / "results").iterdir()), tmp_path / "out", repo_id=None,
-                kernel_trees=KernelTrees.within(data))
+                kernel_trees=KernelTrees.within(data),
+                source=next((data / "source").glob("*.tar"), None))
   def files(folder):
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
   def shown(name, data):
