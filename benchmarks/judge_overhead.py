@@ -46,7 +46,7 @@ def measure(task: str, size: str, iterations: int) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog="python -m benchmarks.judge_overhead", description=__doc__.split("\n\n")[0])
   p.add_argument("--size", default="medium")
-  p.add_argument("--tasks", nargs="+", help="default: all 45")
+  p.add_argument("--tasks", nargs="+", help="default: all")
   p.add_argument("--iterations", type=int, default=50)
   p.add_argument("--out", type=pathlib.Path, help="also write the rows as JSON")
   args = p.parse_args(argv)

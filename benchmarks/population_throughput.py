@@ -4,7 +4,7 @@
         [--device gpu] [--gpus N] [--resume] [--json FILE]
 
 Generates the deterministic population (`pallasbench_dataset.population.generate`: 60%
-tuning, 20% broken, 20% cheat mutations of the 45 fixed kernels) into DIR/candidates.jsonl,
+tuning, 20% broken, 20% cheat mutations of the fixed kernels) into DIR/candidates.jsonl,
 evaluates it into DIR/run with a verdict cache of its own (DIR/verdicts, empty at first),
 then submits the same population again into DIR/again, where every verdict comes from the
 cache. Prints evaluations per GPU-minute (the judges' wall time), cache hits and verdicts
@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  help="the benchmark's folder (population, runs, verdict cache)")
   p.add_argument("--count", type=int, default=500, help="candidates (default 500)")
   p.add_argument("--seed", type=int, default=0, help="the population's seed")
-  p.add_argument("--tasks", nargs="+", help="task names (default: all 45)")
+  p.add_argument("--tasks", nargs="+", help="task names (default: all)")
   p.add_argument("--size", choices=[s.value for s in Size],
                  help="default: medium on a GPU, small on the CPU")
   p.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"],

@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   p.add_argument("--count", type=int, default=256, help="completions (default 256)")
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--tasks", nargs="+", default=[t.name for t in list_tasks()],
-                 help="task names (default: all 45)")
+                 help="task names (default: all)")
   p.add_argument("--size", choices=[s.value for s in Size],
                  help="default: medium on a GPU, small on the CPU")
   p.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])

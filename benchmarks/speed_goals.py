@@ -1,21 +1,26 @@
-"""Issue #12's float32 speed goals and issue #25's bfloat16 ones, read from one GPU run's
-records (kernel and XLA timed in that run).
+"""The fixed kernels' speed goals at float32 and at bfloat16, and the contraction goals, read from
+one GPU run's records (kernel and XLA timed in that run).
 
     python -m benchmarks.speed_goals data/results/RUN [--before data/results/OLD_RUN]
     python -m benchmarks.speed_goals data/results/RUN --precision bfloat16
+    python -m benchmarks.speed_goals data/results/RUN --contractions
 
 Prints, for every GPU-fixed kernel, its speedup over XLA at `medium` and `large` at the
 precision asked (float32 by default), then each goal. At float32 (and with the `--before`
-run's speedups, and the memory-bound check against it): the geomean over the 45 fixed
+run's speedups, and the memory-bound check against it): the geomean over the fixed
 kernels >= 1.0 at both sizes, every contraction-family kernel >= 0.7 at `large`, every
 latency-bound kernel >= 0.8 at both sizes, and no memory-bound kernel slower than before
 (beyond RUN_TO_RUN, the spread two runs of one tree show). At bfloat16: the geomean >= 1.0 at
-both sizes, every kernel of issue #25's contraction family (matmul*, linear, the GLUs,
+both sizes, every kernel of the bfloat16 contraction family (matmul*, linear, the GLUs,
 batched matmul, gated MLP) >= 0.85 at `large`, every memory-bound kernel >= 0.95 at `large`,
 and the matmul task at `large` (4096^3) >= 600 TFLOP/s: the judge's roofline
 `achieved_tflops` of that record, the task's analytic 2*M*N*K FLOPs over the fixed kernel's
-median time. A kernel that did not pass (or was not measured at a size) counts as failing
-every goal it is in.
+median time. With --contractions (both precisions of the run): each contraction-family
+kernel's TFLOP/s (roofline `achieved_tflops`), XLA's (`baseline_tflops`) and the ratio, per
+precision and size, then the contraction goals: every contraction-family kernel >= 0.90 at `large`
+at each precision, the bf16 matmul at 4096^3 >= 700 TFLOP/s, and the bfloat16 geomean over
+the fixed kernels >= 1.10 at both sizes. A kernel that did not pass (or was not measured at a
+size) counts as failing every goal it is in.
 """
 
 from __future__ import annotations
@@ -30,19 +35,23 @@ from typing import Any, Final
 
 from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS
 
-# The issue's families (the rest are memory-bound).
+# The goals' families (the rest are memory-bound).
 CONTRACTION: Final = ("matmul", "matmul_relu", "matmul_gelu", "matmul_silu", "linear_bias_relu",
                       "swiglu", "geglu", "batched_matmul", "gated_mlp", "transformer_block")
 LATENCY_BOUND: Final = ("flash_attention", "qk_softmax", "pairwise_distance",
                         "multi_head_attention", "gated_mlp", "transformer_block")
 SIZES: Final = ("medium", "large")
 RUN_TO_RUN: Final = 0.05  # relative speedup change still read as "not slower"
-# Issue #25's bfloat16 goals: its contraction family names no transformer block.
+# The bfloat16 goals' contraction family names no transformer block.
 CONTRACTION_BF16: Final = tuple(t for t in CONTRACTION if t != "transformer_block")
 CONTRACTION_FLOOR_BF16: Final = 0.85
 MEMORY_FLOOR_BF16: Final = 0.95
 MATMUL_TFLOPS_BF16: Final = 600.0
 MATMUL_SHAPES: Final = ["(4096, 4096)", "(4096, 4096)"]  # the matmul task's `large` inputs
+# The contraction goals: the contractions at cuBLAS speed, at both precisions.
+CONTRACTION_FLOOR_37: Final = 0.90
+MATMUL_TFLOPS_37: Final = 700.0
+GEOMEAN_BF16_37: Final = 1.10
 
 
 def _fixed(run: pathlib.Path, precision: str) -> list[dict[str, Any]]:
@@ -86,8 +95,51 @@ def matmul_tflops(run: pathlib.Path) -> tuple[float | None, str]:
   return float(achieved), f"{float(achieved):.1f} (roofline achieved_tflops, 4096^3)"
 
 
+def contraction_rates(run: pathlib.Path) -> list[dict[str, Any]]:
+  """One row per contraction-family kernel, precision and size measured in the run: its
+  speedup over XLA, and its and XLA's TFLOP/s (the records' roofline `achieved_tflops` and
+  `baseline_tflops`); None where the kernel did not pass."""
+  rows = []
+  for precision in PRECISIONS:
+    for record in _fixed(run, precision):
+      if record["task"] not in CONTRACTION:
+        continue
+      roofline = (record.get("roofline") or {}) if _passed(record) else {}
+      rows.append({"task": record["task"], "precision": precision, "size": record["size"],
+                   "speedup": float(record["speedup"]) if _passed(record) else None,
+                   "tflops": roofline.get("achieved_tflops"),
+                   "xla_tflops": roofline.get("baseline_tflops")})
+  order = {name: n for n, name in enumerate(CONTRACTION)}
+  return sorted(rows, key=lambda r: (order[r["task"]], PRECISIONS.index(r["precision"]),
+                                     SIZES.index(r["size"])))
+
+
+def goals_contractions(run: pathlib.Path) -> list[tuple[str, bool, str]]:
+  """(goal, met, detail) for each contraction goal, read from both precisions' records."""
+  out = []
+  for precision in PRECISIONS:
+    now = speedups(run, precision)
+    tasks = sorted({task for task, _ in now})
+    below = _below(now, CONTRACTION, CONTRACTION, ("large",), CONTRACTION_FLOOR_37)
+    out.append((f"every contraction-family kernel >= {CONTRACTION_FLOOR_37:.2f} at large, "
+                f"{precision}", not below, ", ".join(below) or "all"))
+    if precision == BFLOAT16:
+      rate, detail = matmul_tflops(run)
+      out.append((f"bf16 matmul at 4096^3 >= {MATMUL_TFLOPS_37:.0f} TFLOP/s",
+                  rate is not None and rate >= MATMUL_TFLOPS_37, detail))
+      for size in SIZES:
+        value = geomean([now.get((t, size)) for t in tasks])
+        out.append((f"geomean over {len(tasks)} fixed kernels, bfloat16, at {size} >= "
+                    f"{GEOMEAN_BF16_37:.2f}", value >= GEOMEAN_BF16_37, f"{value:.3f}"))
+  return out
+
+
 def _fmt(value: float | None) -> str:
   return "  fail" if value is None else f"{value:6.2f}"
+
+
+def _rate(value: float | None) -> str:
+  return "fail" if value is None else f"{value:.1f}"
 
 
 def geomean(values: Sequence[float | None]) -> float:
@@ -117,7 +169,7 @@ def _below(now: Mapping[tuple[str, str], float | None], tasks: Sequence[str],
 
 def goals(now: Mapping[tuple[str, str], float | None],
           before: Mapping[tuple[str, str], float | None] | None) -> list[tuple[str, bool, str]]:
-  """(goal, met, detail) for each of the issue's goals."""
+  """(goal, met, detail) for each float32 goal."""
   tasks = sorted({task for task, _ in now})
   out = _geomean_goals(now, tasks)
   below = _below(now, tasks, CONTRACTION, ("large",), 0.7)
@@ -138,8 +190,7 @@ def goals(now: Mapping[tuple[str, str], float | None],
 
 def goals_bf16(now: Mapping[tuple[str, str], float | None],
                tflops: tuple[float | None, str]) -> list[tuple[str, bool, str]]:
-  """(goal, met, detail) for each of issue #25's bfloat16 goals; `tflops` as `matmul_tflops`
-  gives it."""
+  """(goal, met, detail) for each bfloat16 goal; `tflops` as `matmul_tflops` gives it."""
   tasks = sorted({task for task, _ in now})
   out = _geomean_goals(now, tasks)
   below = _below(now, tasks, CONTRACTION_BF16, ("large",), CONTRACTION_FLOOR_BF16)
@@ -162,9 +213,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                  help="an earlier run folder to compare with (float32 goals only)")
   p.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                  help="the precision whose goals to check (default: float32)")
+  p.add_argument("--contractions", action="store_true",
+                 help="the contraction kernels' TFLOP/s and x XLA at both precisions, and "
+                      "the contraction goals")
   args = p.parse_args(argv)
   if args.before and args.precision != DEFAULT_PRECISION:
     p.error("--before compares float32 runs; the bfloat16 goals read one run")
+  if args.contractions:
+    if args.before or args.precision != DEFAULT_PRECISION:
+      p.error("--contractions reads both precisions of one run; drop --before and --precision")
+    return _main_contractions(args.run)
   try:
     now = speedups(args.run, args.precision)
     before = speedups(args.before) if args.before else None
@@ -182,6 +240,25 @@ def main(argv: Sequence[str] | None = None) -> int:
              for s in SIZES]
     print(f"{task:28} " + " ".join(f"{c:>14}" for c in cells))
   met = goals_bf16(now, rate) if rate is not None else goals(now, before)
+  for goal, ok, detail in met:
+    print(f"{'met ' if ok else 'NOT '} {goal}: {detail}")
+  return 0 if all(ok for _, ok, _ in met) else 1
+
+
+def _main_contractions(run: pathlib.Path) -> int:
+  try:
+    rows = contraction_rates(run)
+    if not rows:
+      raise ValueError(f"{run} holds no record of the GPU-fixed contraction kernels at "
+                       f"{' or '.join(SIZES)}")
+    met = goals_contractions(run)
+  except (OSError, KeyError, ValueError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  print(f"{'task':18} {'precision':9} {'size':6} {'TFLOP/s':>8} {'XLA':>8} {'x XLA':>6}")
+  for r in rows:
+    print(f"{r['task']:18} {r['precision']:9} {r['size']:6} {_rate(r['tflops']):>8} "
+          f"{_rate(r['xla_tflops']):>8} {_fmt(r['speedup'])}")
   for goal, ok, detail in met:
     print(f"{'met ' if ok else 'NOT '} {goal}: {detail}")
   return 0 if all(ok for _, ok, _ in met) else 1

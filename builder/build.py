@@ -55,6 +55,7 @@ from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
 from builder import card, plots, release, repeats, sections, training
+from builder import source as shipped_source
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
     BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured, key_of,
@@ -113,7 +114,8 @@ class BuildSummary:
 def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
                   headline_size: str | None = None, kernel_trees: KernelTrees | None = None,
                   repo_id: str | None = None, allow_partial: bool = False,
-                  candidate_runs: Sequence[pathlib.Path] = ()) -> BuildSummary:
+                  candidate_runs: Sequence[pathlib.Path] = (),
+                  source: pathlib.Path | None = None) -> BuildSummary:
   """Builds the dataset folder `out_dir` from measuring runs (the first run wins per row).
 
   `headline_size` (the default config's size) defaults to medium when the fixed kernels were
@@ -122,14 +124,16 @@ def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
   planned but did not measure at the headline size, and records whose artifacts were lost,
   are refused unless `allow_partial`; the card then lists them. `candidate_runs` (population
   runs) become the `candidates` config and a section of the card; the other configs are the
-  same with or without them.
+  same with or without them. `source` (a git checkout holding the commit the runs were
+  measured at, or the tar `git archive` made of it) ships that commit's source in source/
+  (builder.source), and the card says how to re-measure from it.
   """
   if not run_dirs:
     raise BuildError("no run folders given; pass at least one folder written by the evaluator")
   try:
     return _build(run_dirs, pathlib.Path(out_dir), headline_size=headline_size,
                   kernel_trees=kernel_trees, repo_id=repo_id, allow_partial=allow_partial,
-                  candidate_runs=candidate_runs)
+                  candidate_runs=candidate_runs, source=source)
   except OSError as e:  # read-only folder, disk full, unreadable input
     where = f" ({e.filename})" if e.filename else ""
     raise BuildError(f"cannot build {str(out_dir)!r}: {e.strerror or e}{where}; nothing was "
@@ -138,7 +142,7 @@ def build_dataset(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *,
 
 def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_size: str | None,
            kernel_trees: KernelTrees | None, repo_id: str | None, allow_partial: bool,
-           candidate_runs: Sequence[pathlib.Path]) -> BuildSummary:
+           candidate_runs: Sequence[pathlib.Path], source: pathlib.Path | None) -> BuildSummary:
   runs = [read_run(pathlib.Path(p)) for p in run_dirs]
   populations = [read_population(pathlib.Path(p)) for p in candidate_runs]
   _check_names([*runs, *populations])
@@ -146,7 +150,9 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   merged = merge_runs(runs)
   headline = _headline(headline_size) if headline_size else pick_headline(runs, merged)
   trees = kernel_trees or KernelTrees.shipped()
-  _check_out_dir(out_dir, [run.path for run in (*runs, *populations)], trees)
+  _check_out_dir(out_dir, [run.path for run in (*runs, *populations)]
+                 + ([pathlib.Path(source)] if source else []), trees)
+  commit = shipped_source.measuring_commit(runs) if source else None
   check_sha256([r for run in runs for r in run.records], trees)
   check_headline_measured(merged, headline)
   missing = unmeasured(runs, merged, headline)
@@ -165,6 +171,7 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
       [run.name for run in runs], [pop.name for pop in populations], repo_id=repo_id,
       hardware=_hardware(merged), allow_partial=bool(missing or lost) or any(
           pop.missing for pop in populations),
+      source=f"{shipped_source.FOLDER}/{shipped_source.name_of(commit)}" if commit else None,
       headline=headline if headline != pick_headline(runs, merged) else None)
   out_dir.parent.mkdir(parents=True, exist_ok=True)
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
@@ -172,7 +179,8 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
     _write_folder(staging, runs=runs, merged=merged, rows=rows, bf16_rows=bf16_rows, trees=trees,
                   repro=repro, changes=changes, bf16_repeats=bf16_repeats, headline=headline,
                   repo_id=repo_id, rebuild=rebuild, missing=missing, lost_artifacts=lost,
-                  populations=populations)
+                  populations=populations,
+                  source=(pathlib.Path(source), commit) if source else None)
     counts = validate_folder(staging)
     _swap_in(staging, out_dir)
   except BaseException:
@@ -188,7 +196,7 @@ def _headline(size: str) -> str:
     raise BuildError(f"unknown headline size {size!r}; sizes: {[s.value for s in Size]}") from None
 
 
-REPUBLISHED: Final = ("results", "kernels_tpu", "kernels_gpu")  # rewritten from the inputs
+REPUBLISHED: Final = ("results", "kernels_tpu", "kernels_gpu", shipped_source.FOLDER)
 
 
 def _check_names(runs: Sequence[Run | PopulationRun]) -> None:
@@ -345,9 +353,26 @@ def _finite(value: Any) -> Any:
   return value
 
 
+LICENSE: Final = pathlib.Path(__file__).resolve().parents[1] / "LICENSE"  # the project's
+NOTICE: Final = """PallasBench-Robust
+Copyright the PallasBench-Robust contributors.
+Licensed under the Apache License, Version 2.0 (LICENSE in this folder).
+
+kernels_tpu/ re-implements the kernels of the 45 tasks of PallasBench
+(https://github.com/Tyronita/PallasBench), Copyright 2026 Tyronita, licensed under the
+Apache License, Version 2.0.
+
+kernels_gpu/ holds this project's changes to those kernels for NVIDIA GPUs: each file states
+its change in FIX_APPLIED and FIX_REASON, and fix.patch holds every change.
+"""
+
+
 def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], rows,
                    trees: KernelTrees) -> None:
-  """The JSON list, fix.patch, both kernel trees and the raw results."""
+  """The licence and its notice, the JSON list, fix.patch, both kernel trees and the raw
+  results."""
+  shutil.copyfile(LICENSE, folder / "LICENSE")
+  (folder / "NOTICE").write_text(NOTICE)
   data = [_finite(to_json_dict(r)) for r in rows]
   (folder / JSON_NAME).write_text(
       json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
@@ -368,8 +393,11 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
                   trees: KernelTrees, repro: pd.DataFrame | None,
                   changes: pd.DataFrame | None, bf16_repeats: Mapping[str, pd.DataFrame | None],
                   headline: str, repo_id: str, rebuild: str, missing, lost_artifacts,
-                  populations: Sequence[PopulationRun]) -> None:
+                  populations: Sequence[PopulationRun],
+                  source: tuple[pathlib.Path, str] | None) -> None:
   candidates = candidate_rows(populations)
+  shipped = ({"path": shipped_source.ship(*source, folder), "commit": source[1]}
+             if source else None)
   headline_view = merged.at_precision(DEFAULT_PRECISION)  # the prompts pose float32 tasks
   fine_tuning = training.config_rows(headline_view, trees, headline, candidates)
   configs = {**_config_rows(merged, rows, bf16_rows, candidates), **fine_tuning}
@@ -377,12 +405,14 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
   (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(
-      rows, comparable=plots.comparable(headline_view.records, headline)))
+      rows, comparable=plots.comparable(headline_view.records, headline), size=headline,
+      runs=_runs_of(headline_view, headline)))
   (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(headline_view.records))
   if bf16_rows:
     bf16_records = merged.at_precision(BFLOAT16).records
     (folder / "plots" / "speedup_bf16.png").write_bytes(plots.speedup_png(
-        bf16_rows, comparable=plots.comparable(bf16_records, headline), precision=BFLOAT16))
+        bf16_rows, comparable=plots.comparable(bf16_records, headline), precision=BFLOAT16,
+        size=headline, runs=_runs_of(merged.at_precision(BFLOAT16), headline)))
     (folder / "plots" / "roofline_bf16.png").write_bytes(plots.roofline_png(
         bf16_records, precision=BFLOAT16))
   if populations:
@@ -394,9 +424,14 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
       **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
                    verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
                    missing=missing, lost_artifacts=lost_artifacts, **bf16_repeats),
-      candidates=card.candidates_stats(populations, candidates),
+      candidates=card.candidates_stats(populations, candidates), source=shipped,
       training=training.card_stats(fine_tuning) if fine_tuning else None)
   (folder / "README.md").write_text(text)
+
+
+def _runs_of(view: Merged, size: str) -> list[str]:
+  """The runs the rows at `size` come from, in the order the build took them."""
+  return list(dict.fromkeys(view.source_run[key_of(r)] for r in view.records if r.size == size))
 
 
 def _swap_in(staging: pathlib.Path, out_dir: pathlib.Path) -> None:

@@ -156,14 +156,20 @@ def _ceilings_table(runs: Sequence[Run]) -> str:
                    _BF16_MATMUL: ".1f"})
 
 
+def _atol(atol: float, scale: str) -> str:
+  """The atol as the judge applies it: absolute, or a fraction of the reference's RMS."""
+  return f"{atol:g}" if scale == "absolute" else f"{atol:g} × RMS(reference)"
+
+
 def _tolerance_table(records: Sequence[EvalRecord]) -> str:
-  """Evaluations per tolerance class and precision (each precision has its own limits)."""
-  counts = collections.Counter((r.precision, r.tolerance, r.rtol, r.atol, r.max_rel_l2)
-                               for r in records)
-  rows = [{"precision": p, "class": c, "rtol": rt, "atol": at, "max relative L2": l2,
-           "evaluations": n}
-          for (p, c, rt, at, l2), n in sorted(counts.items(), key=str)]
-  return md_table(pd.DataFrame(rows), {"rtol": "g", "atol": "g", "max relative L2": "g"})
+  """Evaluations per tolerance class and precision (each precision has its own limits); the
+  atol as the records apply it (`atol_scale`: absolute, or times the reference output's RMS)."""
+  counts = collections.Counter((r.precision, r.tolerance, r.rtol, r.atol, r.atol_scale,
+                                r.max_rel_l2) for r in records)
+  rows = [{"precision": p, "class": c, "rtol": rt, "atol": _atol(at, scale),
+           "max relative L2": l2, "evaluations": n}
+          for (p, c, rt, at, scale, l2), n in sorted(counts.items(), key=str)]
+  return md_table(pd.DataFrame(rows), {"rtol": "g", "max relative L2": "g"})
 
 
 def _filters_table(records: Sequence[EvalRecord]) -> str:
@@ -180,10 +186,16 @@ def _filters_table(records: Sequence[EvalRecord]) -> str:
   return md_table(sections.joined(tables, "filter") if tables else pd.DataFrame())
 
 
+def _in_order(item: tuple[Any, int]) -> tuple:
+  """Numbers in numeric order, before any text."""
+  value = item[0]
+  return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+
+
 def _timing_facts(records: Sequence[EvalRecord]) -> dict[str, str]:
   def distinct(values) -> str:
     counts = collections.Counter(v for v in values if v is not None)
-    return ", ".join(f"{v} ({n})" for v, n in sorted(counts.items(), key=str)) or "none"
+    return ", ".join(f"{v} ({n})" for v, n in sorted(counts.items(), key=_in_order)) or "none"
   seeds = collections.Counter(len(r.seeds) for r in records)
   return {"methods": distinct(r.timing_method for r in records),
           "iterations": distinct(r.timing_iterations for r in records),
@@ -224,6 +236,12 @@ def _compile_table(runs_df: pd.DataFrame) -> str:
 
 
 _REPRO_FORMATS: Final = {"median": ".2%", "p90": ".2%", "max": ".2%", "share": ".0%"}
+N_ABOVE: Final = f"n above {repeats.THRESHOLD:.0%}"  # the tables' header of the count above it
+
+
+def _with_threshold(table: pd.DataFrame) -> pd.DataFrame:
+  """A spread table whose `n_above` column names the threshold it counts above."""
+  return table.rename(columns={"n_above": N_ABOVE})
 
 
 def _repro(repro: pd.DataFrame | None, changes: pd.DataFrame | None,
@@ -249,15 +267,17 @@ def _repro(repro: pd.DataFrame | None, changes: pd.DataFrame | None,
   return {"n": stats["n"], "median": f"{stats['median']:.2%}", "p90": f"{stats['p90']:.2%}",
           "max": f"{stats['max']:.2%}", "n_above": stats["n_above"],
           "runs": ", ".join(f"`{a}` and `{b}`" for a, b in pairs),
-          "spread": md_table(repeats.spread(repro), _REPRO_FORMATS),
+          "spread": md_table(_with_threshold(repeats.spread(repro)), _REPRO_FORMATS),
           "n_crossing": len(crossing),
           "crossing": md_table(crossing, {"speedup_a": ".3f", "speedup_b": ".3f"}),
           "gpus": repeats.same_gpu_counts(repro), "gpu_basis": repeats.gpu_basis(records),
           "bands": md_table(analysis.reproducibility_distribution(repro), _REPRO_FORMATS),
-          "groups": md_table(analysis.reproducibility_by_group(repro), _REPRO_FORMATS),
+          "groups": md_table(_with_threshold(analysis.reproducibility_by_group(repro)),
+                            _REPRO_FORMATS),
+          "threshold": f"{repeats.THRESHOLD:.0%}",
           "above": md_table(above[["task", "variant", "size", "run_a", "run_b", "runtime_a_ms",
                                    "runtime_b_ms", "rel_diff"]],
-                            {"rel_diff": ".1%", "runtime_a_ms": ".4f", "runtime_b_ms": ".4f"}),
+                            {"rel_diff": ".1%", "runtime_a_ms": ".4g", "runtime_b_ms": ".4g"}),
           **verdicts}
 
 
@@ -350,7 +370,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
   without such repeats). Every section reads the records of both precisions: the results have
   a section per size and precision, the tolerance table a row per class and precision, the
   filter, L2, artifacts and compile tables a precision column where both were measured (a
-  float32 build's tables are what they were before precisions existed)."""
+  float32 build's tables have no precision column)."""
   headline_view = merged.at_precision(DEFAULT_PRECISION)
   ceilings_table = _ceilings_table(runs)  # with a bfloat16 column where a run measured it
   runs_df = pd.DataFrame([to_json_dict(r) for r in merged.records])
@@ -358,6 +378,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
   published = [r for _, r in merged.published]
   coverage = sections.artifact_coverage(merged)
   l2 = sections.l2_resident(merged.records)
+  eager_over = sections.eager_above_ceiling(merged.records)
   return {"marker": MARKER, "repo_id": repo_id, "headline": headline, "hardware": hardware,
           "n_tasks": len(rows), "n_registry": len(TASKS), "tag": release.TAG,
           "release": release.NAME, "gpu_extra": GPU_EXTRA, "config_rows": configs,
@@ -370,7 +391,13 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           "n_lost": len(lost_artifacts), "lost_table": _lost_table(lost_artifacts),
           "ceilings_table": ceilings_table, "ceiling_bf16": _BF16_MATMUL in ceilings_table,
           "ceiling_methods": sections.ceiling_methods(runs, published),
-          "ceiling_sources": sections.ceiling_sources(merged.records),
+          "ceiling_sources": sections.ceiling_sources(merged),
+          "eager_over": md_table(eager_over, {"eager ms": ".4g"}), "n_eager_over": len(eager_over),
+          "primary_runs": ", ".join(f"`{n}`" for n in dict.fromkeys(merged.source_run.values())),
+          "legacy": {"judge_1": any(r.judge_version == "1" for r in published),
+                     "no_run": any(r.run is None for r in published)},
+          "load": sections.load_facts(runs, merged, verdict_changes),
+          "gpu_sharing": sections.gpu_sharing(runs),
           "ceiling_tolerance": f"{CEILING_TOLERANCE:.0%}",
           "gpu_state_table": md_table(sections.gpu_state(merged)),
           "tolerance_table": _tolerance_table(merged.records),
@@ -380,7 +407,7 @@ def stats(*, rows: Sequence[SummaryRow], merged: Merged, runs: Sequence[Run], he
           "artifacts_table": md_table(coverage["table"]),
           "ptx": _ptx_facts(coverage),
           "compile_table": _compile_table(runs_df),
-          "compile_conditions": sections.compile_conditions(merged),
+          "compile_conditions": sections.compile_conditions(runs),
           "repro": _repro(repro, verdict_changes, [r for _, r in headline_view.published]),
           "repro_bf16": _repro(repro_bf16, verdict_changes_bf16,
                                [r for _, r in merged.at_precision(BFLOAT16).published]),

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
 # (task, variant, size), and the precision where it is not float32 (`precision.key_part`, as
-# the run folder's keys): a float32 record's key is what it was before precisions existed.
+# the run folder's keys): a float32 record's key has no precision part.
 Key = tuple[str, ...]
 # Records written by the driver when the judge never reported back: they have no artifacts.
 NO_ARTIFACTS: Final = frozenset({ErrorType.TIMEOUT, ErrorType.CRASH, ErrorType.OUT_OF_MEMORY,
@@ -76,7 +76,7 @@ class Resume:
   variants: tuple[str, ...]
   tasks: tuple[str, ...]
   per_device: tuple[DeviceCeilings, ...] = ()
-  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 in runs from before they were noted
+  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 where the manifest names none
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,7 +94,10 @@ class Manifest:
   tasks: tuple[str, ...]
   resumes: tuple[Resume, ...] = ()
   per_device: tuple[DeviceCeilings, ...] = ()
-  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 in runs from before they were noted
+  precisions: tuple[str, ...] = (DEFAULT_PRECISION,)  # float32 where the manifest names none
+  # The compile stage's CPU workers and its budget per compile (None where not noted).
+  cpu_workers: int | None = None
+  compile_budget_s: float | None = None
 
   def planned(self) -> set[Key]:
     """Every (task, variant, size, precision) the run's commands set out to measure."""
@@ -190,10 +193,13 @@ def read_run(path: pathlib.Path) -> Run:
              artifacts=artifacts, records_artifacts=artifacts_path.is_file())
 
 
+_OPTIONAL: Final = frozenset({"resumes", "precisions", "cpu_workers", "compile_budget_s"})
+
+
 def read_manifest(path: pathlib.Path) -> Manifest:
   data = _load_json(path)
   names = [f.name for f in dataclasses.fields(Manifest)]
-  missing = sorted(set(names) - set(data) - {"resumes", "precisions"})
+  missing = sorted(set(names) - set(data) - _OPTIONAL)
   if missing:
     raise BuildError(f"{path} lacks the keys {missing}; it must be written by the evaluator")
   picked = {k: data[k] for k in names if k in data}  # other keys (devices, ...) stay raw

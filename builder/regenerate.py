@@ -15,6 +15,7 @@ building and pushing import `datasets` and `huggingface_hub` only when they run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import pathlib
 import shlex
@@ -56,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
                  default=[DEFAULT_PRECISION],
                  help="the precisions to pose each task at, each the same tasks x variants x "
                       f"sizes (default {DEFAULT_PRECISION}; bfloat16 builds the `bf16` config)")
+  p.add_argument("--memcheck", action="store_true",
+                 help="also run one call of every kernel under compute-sanitizer's memcheck on a "
+                      "GPU (off by default for the project's own trees: about 4.5 s more per "
+                      "evaluation on an H200; a candidate judged by evaluate() always gets it)")
   p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="dataset folder to build")
   p.add_argument("--results", type=pathlib.Path,
                  help="run folder for the records (default: a new <out>.runs/<device>-<time>)")
@@ -73,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
                  help="build with the kernels_tpu/ and kernels_gpu/ in DIR instead of this "
                       "checkout's: a released dataset folder holds the kernels its rows measured, "
                       "so it rebuilds after the checkout's kernels have moved on")
+  p.add_argument("--source", type=pathlib.Path, metavar="PATH",
+                 help="ship the project's source at the commit the runs were measured at: a git "
+                      "checkout holding that commit (e.g. .), which is archived, or the tar "
+                      "`git archive` made of it (a dataset folder's source/*.tar)")
   p.add_argument("--measure-only", action="store_true", help="measure, do not build")
   p.add_argument("--headline-size", choices=[s.value for s in Size],
                  help="size of the default config's rows (default: medium when measured, else "
@@ -96,7 +105,8 @@ def _measure(args, device: str, argv: Sequence[str]) -> pathlib.Path:
   specs = [get_task(t) for t in args.tasks] if args.tasks else list_tasks(
       levels=tuple(args.levels) if args.levels else None)
   sizes = args.sizes or DEFAULT_SIZES[device]
-  items = plan(specs, args.variants, sizes, default_options(device), args.precisions)
+  options = dataclasses.replace(default_options(device), memcheck=args.memcheck)
+  items = plan(specs, args.variants, sizes, options, args.precisions)
   run_dir, resume = args.results, args.resume
   if run_dir is None:
     runs = args.out.with_name(args.out.name + ".runs")
@@ -134,6 +144,18 @@ def _check_arguments(args) -> None:
     check_out_dir(args.out)
 
 
+def interpreter() -> str:
+  """The Python running this command as a user types it: relative to the working folder when
+  it lies below it (`.venv/bin/python`), else its absolute path. A bare `python` may be another
+  interpreter, without this project's packages."""
+  path = pathlib.Path(sys.executable)
+  try:
+    relative = path.relative_to(pathlib.Path.cwd())
+  except ValueError:
+    return str(path)
+  return str(relative) if len(relative.parts) > 1 else f"./{relative}"
+
+
 def resume_command(argv: Sequence[str], run_dir: pathlib.Path) -> str:
   """The command that continues an interrupted run: this one, resuming `run_dir`."""
   kept, skip = [], False
@@ -145,13 +167,14 @@ def resume_command(argv: Sequence[str], run_dir: pathlib.Path) -> str:
       skip = True
       continue
     kept.append(arg)
-  return shlex.join([*PROG, *kept, "--resume", "--results", str(run_dir)])
+  return shlex.join([interpreter(), *PROG[1:], *kept, "--resume", "--results", str(run_dir)])
 
 
 def build_command(args, run_dirs: Sequence[pathlib.Path]) -> str:
   """The command that builds (and pushes) what was measured, without measuring again."""
-  parts = [*PROG, "--from-results", *map(str, run_dirs), "--out", str(args.out)]
+  parts = [interpreter(), *PROG[1:], "--from-results", *map(str, run_dirs), "--out", str(args.out)]
   for flag, value in (("--headline-size", args.headline_size), ("--kernel-trees", args.kernel_trees),
+                      ("--source", args.source),
                       ("--repo-id", args.repo_id), ("--revision", args.revision),
                       ("--tag", args.tag)):
     parts += [flag, str(value)] if value else []
@@ -208,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from builder.build import build_dataset  # pylint: disable=import-outside-toplevel
     summary = build_dataset(run_dirs, args.out, headline_size=args.headline_size,
                             repo_id=repo_id, allow_partial=args.allow_partial,
-                            candidate_runs=args.candidates, kernel_trees=trees)
+                            candidate_runs=args.candidates, kernel_trees=trees,
+                            source=args.source)
     print(summary.describe())
     if args.push:
       from builder.push import push_folder  # pylint: disable=import-outside-toplevel

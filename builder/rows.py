@@ -21,7 +21,7 @@ NOT_MEASURED = "not_measured"  # Original_Status when the run did not measure th
 
 def backend(record: EvalRecord) -> str:
   """The Pallas backend(s) the judge found in the kernel's module ("triton", "mosaic_gpu");
-  records from before the judge noted them ran on Triton."""
+  a GPU record that names none ran on Triton."""
   if record.device != "gpu" or record.interpret:
     return "interpret (CPU)"
   return "+".join(record.backends) or "triton"

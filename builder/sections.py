@@ -2,8 +2,8 @@
 stay in L2, the GPUs' clocks and power state, compile conditions, ceiling sources, and the
 command that rebuilds the folder. Each returns strings and small lists for the template.
 
-A table of one precision's records is what it was before precisions existed; where both
-were measured, the tables of each are joined with a `precision` column (`joined`)."""
+A table of one precision's records has no precision column; where both were
+measured, the tables of each are joined with a `precision` column (`joined`)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ import pandas as pd
 
 from pallasbench_dataset import analysis
 from pallasbench_dataset.precision import PRECISIONS
-from pallasbench_dataset.schema import Artifacts, EvalRecord, to_json_dict
+from pallasbench_dataset.schema import Artifacts, EvalRecord, Status, to_json_dict
 from pallasbench_dataset.tasks import TASKS, Size
 
 from builder import release
 from builder.records import Merged, Run, key_of
+from builder.repeats import gpu_of
 
 LEVEL_FORMATS: Final = {"fast_0": ".0%", "fast_1": ".0%", "fast_2": ".0%",
                         "geomean_speedup": ".3f"}
@@ -163,8 +164,9 @@ def l2_resident(records: Sequence[EvalRecord]) -> dict[str, Any]:
 
 
 def gpu_state(merged: Merged) -> pd.DataFrame:
-  """Per run and GPU, what its judges recorded: L2 size and its source, clocks, performance
-  state and power (nvidia-smi just after the ceilings were measured); one row per distinct
+  """Per run and GPU, what its judges recorded: L2 size and its source, clocks (whole MHz, as
+  nvidia-smi reports them), performance state, power and the clock-event reasons (the bit mask
+  and its meaning; nvidia-smi just after the ceilings were measured); one row per distinct
   state seen, with the number of records that carry it."""
   seen: collections.Counter = collections.Counter()
   for name, r in merged.published:
@@ -172,44 +174,107 @@ def gpu_state(merged: Merged) -> pd.DataFrame:
     index = r.run.gpu_index if r.run is not None else None
     seen[(name, index, env.l2_bytes, env.l2_source,
           *(to_json_dict(gpu).get(k) if gpu else None for k in _GPU_COLUMNS))] += 1
-  rows = [{"run": key[0], "GPU": key[1], "L2 MiB": key[2] / 2**20 if key[2] else None,
-           "L2 from": key[3], **dict(zip(_GPU_HEADERS, key[4:])), "records": n}
-          for key, n in sorted(seen.items(), key=lambda item: str(item[0]))]
+  rows = []
+  for key, n in sorted(seen.items(), key=lambda item: str(item[0])):
+    state = dict(zip(_GPU_COLUMNS, key[4:]))
+    for column in _MHZ:
+      state[column] = None if state[column] is None else round(state[column])
+    state["throttle_reasons"] = clock_event_reasons(state["throttle_reasons"])
+    rows.append({"run": key[0], "GPU": key[1], "L2 MiB": key[2] / 2**20 if key[2] else None,
+                 "L2 from": key[3], **{_GPU_HEADERS[c]: state[c] for c in _GPU_COLUMNS},
+                 "records": n})
   return pd.DataFrame(rows)
 
 
 _GPU_COLUMNS: Final = ("uuid", "sm_clock_mhz", "max_sm_clock_mhz", "memory_clock_mhz", "pstate",
                        "power_draw_w", "power_limit_w", "throttle_reasons")
-_GPU_HEADERS: Final = ("UUID", "SM MHz", "max SM MHz", "memory MHz", "pstate", "power W",
-                       "power limit W", "clock event reasons")
+_GPU_HEADERS: Final = dict(zip(_GPU_COLUMNS, (
+    "UUID", "SM MHz", "max SM MHz", "memory MHz", "pstate", "power W", "power limit W",
+    "clock event reasons")))
+_MHZ: Final = ("sm_clock_mhz", "max_sm_clock_mhz", "memory_clock_mhz")
+# NVML's clock-event reason bits (nvml.h, nvmlClocksEventReason*), as nvidia-smi's
+# `clocks_event_reasons.active` prints their mask.
+CLOCK_EVENT_REASONS: Final = ((0x1, "GPU idle"), (0x2, "applications clocks setting"),
+                              (0x4, "SW power cap"), (0x8, "HW slowdown"), (0x10, "sync boost"),
+                              (0x20, "SW thermal slowdown"), (0x40, "HW thermal slowdown"),
+                              (0x80, "HW power brake slowdown"), (0x100, "display clock setting"))
 
 
-def compile_conditions(merged: Merged) -> dict[str, Any]:
-  """How the fixed kernels' compile times were taken: the compiles running at once (itself
-  included) and, where several runs compiled a kernel, the spread of compile_s between them."""
-  fixed = [(name, r) for name, r in merged.published if r.variant == "gpu" and _compiled(r)]
-  concurrent = [r.compile.concurrent_compiles for _, r in fixed
-                if r.compile.concurrent_compiles is not None]
-  by_key: dict = collections.defaultdict(list)
-  for _, r in fixed:
-    by_key[key_of(r)].append(r.compile.compile_s)
-  spreads = [(max(v) - min(v)) / min(v) for v in by_key.values() if len(v) > 1 and min(v) > 0]
-  return {"n": len(fixed), "n_concurrency": len(concurrent),
-          "concurrency": (f"median {statistics.median(concurrent):g}, max {max(concurrent)}"
-                          if concurrent else None),
-          "n_spread": len(spreads),
-          "spread": (f"median {statistics.median(spreads):.0%}, max {max(spreads):.0%}"
-                     if spreads else None)}
+def clock_event_reasons(mask: str | None) -> str | None:
+  """nvidia-smi's clock-event mask with its reasons named: `0x4 (SW power cap)`; `0x0 (none)`;
+  a text that is not a hexadecimal mask is returned as it is."""
+  if mask is None:
+    return None
+  try:
+    value = int(mask, 16)
+  except ValueError:
+    return mask
+  names = [name for bit, name in CLOCK_EVENT_REASONS if value & bit]
+  unknown = value & ~sum(bit for bit, _ in CLOCK_EVENT_REASONS)
+  if unknown:
+    names.append(f"other bits {unknown:#x}")
+  return f"{value:#x} ({', '.join(names) or 'none'})"
 
 
-def ceiling_sources(records: Sequence[EvalRecord]) -> str:
-  """How many timed records held their rates against each source of ceiling."""
-  counts = collections.Counter(
-      (kind, source) for r in records if r.roofline is not None
-      for kind, source in (("bandwidth", r.roofline.ceiling_gbps_source),
-                           ("compute", r.roofline.ceiling_tflops_source)) if source)
-  return "; ".join(f"{kind} {source}: {n}" for (kind, source), n in sorted(counts.items())) or (
-      "not recorded")
+def compile_conditions(runs: Sequence[Run]) -> dict[str, Any]:
+  """How each run's compile stage compiled the fixed kernels: the compiles that overlapped
+  each one (itself included: any compile that ran at some moment while it did; the records'
+  `concurrent_compiles`), the stage's workers and budget (the manifest's); and, for each later
+  run, the difference |b - a| / a of a kernel's compile_s against the first run's (a)."""
+  per_run, first = [], None
+  for run in runs:
+    fixed = {key_of(r): r.compile.compile_s for r in run.records
+             if r.variant == "gpu" and _compiled(r)}
+    overlap = [r.compile.concurrent_compiles for r in run.records
+               if r.variant == "gpu" and _compiled(r) and r.compile.concurrent_compiles is not None]
+    entry = {"run": run.name, "n": len(fixed), "n_overlap": len(overlap),
+             "overlap": (f"median {statistics.median(overlap):g}, max {max(overlap)}"
+                         if overlap else None),
+             "workers": run.manifest.cpu_workers, "budget_s": run.manifest.compile_budget_s,
+             "first": None if first is None else first[0], "n_spread": 0, "spread": None}
+    if first is None:
+      first = (run.name, fixed)
+    else:
+      spreads = [abs(b - fixed_a) / fixed_a for key, b in fixed.items()
+                 if (fixed_a := first[1].get(key)) and fixed_a > 0]
+      entry["n_spread"] = len(spreads)
+      entry["spread"] = (f"median {statistics.median(spreads):.0%}, max {max(spreads):.0%}"
+                         if spreads else None)
+    per_run.append(entry)
+  return {"runs": per_run}
+
+
+def ceiling_sources(merged: Merged) -> list[tuple[str, str]]:
+  """Per run: how many of its timed records held their rates against each source of ceiling."""
+  out = []
+  for name in dict.fromkeys(n for n, _ in merged.published):
+    counts = collections.Counter(
+        (kind, source) for n, r in merged.published if n == name and r.roofline is not None
+        for kind, source in (("bandwidth", r.roofline.ceiling_gbps_source),
+                             ("compute", r.roofline.ceiling_tflops_source)) if source)
+    out.append((name, "; ".join(f"{kind} {source}: {n}" for (kind, source), n
+                                in sorted(counts.items())) or "not recorded"))
+  return out
+
+
+def eager_above_ceiling(records: Sequence[EvalRecord]) -> pd.DataFrame:
+  """The timed rows whose eager reference time implies a rate above a ceiling the kernel is
+  held to (the task's analytic FLOPs or bytes over the eager time): the judge holds only the
+  kernel's rate to the ceilings, so these are named rather than rejected."""
+  rows = []
+  for r in records:
+    roof = r.roofline
+    if roof is None or not r.eager_baseline_ms or r.eager_baseline_ms <= 0:
+      continue
+    gbps = roof.bytes / (r.eager_baseline_ms * 1e6)
+    tflops = roof.flops / (r.eager_baseline_ms * 1e9)
+    rates = (("GB/s", gbps, roof.ceiling_gbps), ("TFLOP/s", tflops, roof.ceiling_tflops))
+    over = [(kind, rate, ceiling) for kind, rate, ceiling in rates if ceiling and rate > ceiling]
+    for kind, rate, ceiling in over:
+      rows.append({"task": r.task, "variant": r.variant, "size": r.size,
+                   "precision": r.precision, "eager ms": r.eager_baseline_ms,
+                   "rate": f"{rate:.1f} {kind}", "ceiling": f"{ceiling:.1f} {kind}"})
+  return pd.DataFrame(rows)
 
 
 def ceiling_methods(runs: Sequence[Run], records: Sequence[EvalRecord]) -> str:
@@ -228,11 +293,12 @@ def ceiling_methods(runs: Sequence[Run], records: Sequence[EvalRecord]) -> str:
 
 def rebuild_command(run_names: Sequence[str], population_names: Sequence[str], *,
                     repo_id: str, hardware: str, headline: str | None,
-                    allow_partial: bool) -> str:
+                    allow_partial: bool, source: str | None = None) -> str:
   """The command that rebuilds this folder where it sits in a checkout (release.FOLDER), from
-  its own results and kernel trees: the runs in the order the build took them (a glob where
-  that order is the folder names'), the repo id where it is not the default, the headline
-  size where it is not the one the builder picks."""
+  its own results, kernel trees and shipped source (`source`, its path in the folder): the
+  runs in the order the build took them (a glob where that order is the folder names'), the
+  repo id where it is not the default, the headline size where it is not the one the builder
+  picks."""
   folder = release.FOLDER
   in_order = list(run_names) == sorted(run_names) and not population_names
   results = ([f"{folder}/results/*"] if in_order
@@ -241,6 +307,8 @@ def rebuild_command(run_names: Sequence[str], population_names: Sequence[str], *
   if population_names:
     args += ["--candidates", *(f"{folder}/results/{n}" for n in population_names)]
   args += ["--kernel-trees", folder, "--out", folder]
+  if source is not None:
+    args += ["--source", f"{folder}/{source}"]
   if repo_id != release.default_repo_id(hardware):
     args += ["--repo-id", repo_id]
   if headline is not None:
@@ -260,3 +328,34 @@ def limits(records: Sequence[EvalRecord]) -> Mapping[str, Any]:
                    if np.issubdtype(np.dtype(d), np.floating)})
   return {"gpu_kinds": ", ".join(kinds) or "none", "n_gpu_kinds": len(kinds),
           "float_dtypes": ", ".join(floats)}
+
+
+def load_facts(runs: Sequence[Run], merged: Merged,
+               changes: pd.DataFrame | None) -> dict[str, Any]:
+  """What the Limitations section says of load: the compile budget and the compile stage's
+  workers (the manifests'), the published records that timed out, and the repeated
+  evaluations whose verdict is a timeout in one run and not in the other."""
+  budgets = sorted({r.manifest.compile_budget_s for r in runs if r.manifest.compile_budget_s})
+  workers = sorted({r.manifest.cpu_workers for r in runs if r.manifest.cpu_workers})
+  timeouts = collections.Counter(name for name, r in merged.published
+                                 if r.status is Status.TIMEOUT)
+  flipped = (0 if changes is None or changes.empty else
+             int(((changes["status_a"] == "timeout") != (changes["status_b"] == "timeout")).sum()))
+  return {"budget": " or ".join(f"{b:g} s" for b in budgets) or None,
+          "workers": " or ".join(map(str, workers)) or None,
+          "timeouts": ", ".join(f"{n} in `{name}`" for name, n in timeouts.items()) or "none",
+          "flipped": flipped}
+
+
+def gpu_sharing(runs: Sequence[Run]) -> dict[str, Any] | None:
+  """Whether several runs measured on one GPU, one after the other (their GPUs by UUID, else
+  CUDA index; their times from the manifests): None for a single run or runs on several GPUs."""
+  gpus = {gpu_of(r) for run in runs for r in run.records}
+  if len(runs) < 2 or len(gpus) != 1 or None in gpus:
+    return None
+  spans = sorted((run.manifest.started_at, run.manifest.finished_at or "", run.name)
+                 for run in runs)
+  consecutive = all(a[1] and a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+  return {"gpu": next(iter(gpus)), "consecutive": consecutive,
+          "spans": ", ".join(f"`{name}` {start} to {end or 'unfinished'}"
+                             for start, end, name in spans)}

@@ -7,7 +7,8 @@ dict.
 - `sft` (the prompt-completion type, for SFTTrainer; its `prompt` and `task` columns are also
   a GRPOTrainer dataset for `pallasbench_dataset.reward`): `prompt` is one user message that
   states the task (`evolve.prompt.task_prompt`: what it computes, the JAX reference, input
-  shapes and dtypes per size, the H200's rules for Pallas kernels), `completion` one assistant
+  shapes and dtypes per size, the H200's rules for Pallas kernels: Triton's, or Mosaic GPU's
+  and Triton's where the answer holds Mosaic GPU code, `for_answer`), `completion` one assistant
   message, the fixed kernel (kernels_gpu/) in a fenced python block. Each task whose fixed
   kernel passed at the headline size has a `write` row and a `fix` row, whose prompt also
   holds the original TPU kernel and the judge's verdict on it (`repair_prompt`).
@@ -27,7 +28,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from pallasbench_dataset.evolve.prompt import repair_prompt, task_prompt
+from pallasbench_dataset.evolve.prompt import GPU_RULES, repair_prompt, task_prompt
 from pallasbench_dataset.schema import (
     CandidateRow, EvalRecord, Message, PreferenceRow, SftRow, Status, to_json_dict)
 from pallasbench_dataset.tasks import TASKS
@@ -47,6 +48,27 @@ SPLITS: Final = ("train", "test")
 # release's repeats is a few percent) and both were timed comparably (not CPU interpret mode).
 MIN_SPEEDUP_RATIO: Final = 1.1
 FATE_CHARS: Final = 1200
+MOSAIC_GPU: Final = "mosaic_gpu"  # the backend name the judge records (EvalRecord.backends)
+_MOSAIC_IMPORT: Final = "from jax.experimental.pallas import mosaic_gpu"
+# The rules a prompt states where its answer uses Mosaic GPU, in place of the Triton-only
+# GPU_RULES (whose "no scratch memory" a TMA and wgmma kernel would contradict).
+MOSAIC_GPU_RULES: Final = (
+    "GPU rules (Pallas has two backends on an NVIDIA H200, jax 0.11.2; the kernel may use "
+    "either, and may pick one per shape): Mosaic GPU (`from jax.experimental.pallas import "
+    "mosaic_gpu as plgpu`; `plgpu.kernel`, or `pl.pallas_call` with `plgpu.CompilerParams`) "
+    "programs Hopper directly: TMA copies between global and shared memory "
+    "(`plgpu.copy_gmem_to_smem`, `plgpu.copy_smem_to_gmem`, or a pipeline such as "
+    "`plgpu.emit_pipeline_warp_specialized`), `plgpu.wgmma` on the tensor cores from swizzled "
+    "shared-memory tiles (`plgpu.TilingTransform`, `plgpu.SwizzleTransform`) into a float32 "
+    "accumulator (`plgpu.ACC`), scratch buffers in shared memory (`plgpu.SMEM` with "
+    "`pl.run_scoped`, at most 227 KB per block), warpgroups, and persistent grids over the SMs "
+    "(`plgpu.nd_loop`); tiles need not divide the shapes if the kernel pads or masks them, which "
+    "the judge's edge size checks. Triton (the default backend; `pltriton` from "
+    "`jax.experimental.pallas.triton`) has no scratch memory and no TMA: blocks and values "
+    "with a power-of-two number of elements, at most 2^20 per tensor, 2-D `jnp.dot`s of "
+    "dimensions at least 16 accumulating in float32, reductions as `jax.lax.fori_loop`s inside "
+    "the kernel, masked loads and stores at the edges, `num_warps` and `num_stages` set with "
+    "`pltriton.CompilerParams`.")
 
 
 def held_out(level_tasks: Mapping[int, Sequence[str]]) -> tuple[str, ...]:
@@ -77,14 +99,33 @@ def _assistant(source: str) -> tuple[Message, ...]:
 
 
 def _fate(record: EvalRecord) -> str:
-  """The judge's verdict on the original: status, speedup, reasons, error (cut to FATE_CHARS)."""
+  """The judge's verdict on the original: status, speedup, its reasons and its error, each
+  said once (a reason the error already holds, as its first line often is, is left out; cut
+  to FATE_CHARS)."""
   speed = "" if record.speedup is None else f", speedup {record.speedup:.3g}x"
+  error = record.error or ""
+  said = " ".join(error.split())  # a reason may be the error's first lines, re-wrapped
   lines = [f"Verdict on an {record.environment.device_kind} at size {record.size}: "
-           f"{record.status.value}{speed}", *(f"- {reason}" for reason in record.reasons)]
-  if record.error and record.error not in record.reasons:
-    lines.append(f"- error: {record.error}")
+           f"{record.status.value}{speed}",
+           *(f"- {reason}" for reason in dict.fromkeys(record.reasons)
+             if " ".join(reason.split()) not in said)]
+  if error:
+    lines.append(f"- error: {error}")
   text = "\n".join(lines)
   return text if len(text) <= FATE_CHARS else text[:FATE_CHARS - 1] + "…"
+
+
+def for_answer(prompt: str, answer: str, recorded: Iterable[str] = ()) -> str:
+  """The prompt with the GPU rules of the backends its answer holds: MOSAIC_GPU_RULES where the
+  judge recorded Mosaic GPU for it (`recorded`) or its source imports Mosaic GPU (a kernel
+  with a Mosaic GPU path for some shapes holds TMA and wgmma code even where the judge's size
+  took its Triton path), else the Triton rules `task_prompt` states."""
+  if MOSAIC_GPU not in recorded and _MOSAIC_IMPORT not in answer:
+    return prompt
+  if GPU_RULES not in prompt:
+    raise ValueError("the prompt no longer states evolve.prompt.GPU_RULES; update "
+                     "builder.training.for_backends to the prompt's new rules")
+  return prompt.replace(GPU_RULES, MOSAIC_GPU_RULES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,9 +155,10 @@ def sft_rows(merged: Merged, trees: KernelTrees, headline: str) -> list[SftRow]:
     prompts = {"write": task_prompt(spec)}
     if original is not None:
       prompts["fix"] = repair_prompt(spec, trees.path("tpu", task).read_text(), _fate(original))
+    answer = trees.path("gpu", task).read_text()
     for kind, text in prompts.items():
       rows.append(SftRow(
-          prompt=_user(text), completion=_assistant(trees.path("gpu", task).read_text()),
+          prompt=_user(for_answer(text, answer, fixed.backends)), completion=_assistant(answer),
           task=task, task_id=spec.task_id, level=spec.level, category=spec.category,
           prompt_kind=kind, kernel=f"kernels_gpu/{task}.py", kernel_sha256=fixed.kernel_sha256,
           status=fixed.status.value, speedup=fixed.speedup, size=headline,
@@ -129,8 +171,10 @@ def sft_rows(merged: Merged, trees: KernelTrees, headline: str) -> list[SftRow]:
 # ---------------------------------------------------------------------------------------------
 # Pairs.
 
-def _judged(name: str, source: str, status: str, speedup: float | None, sha: str) -> dict[str, Any]:
-  return {"name": name, "source": source, "status": status, "speedup": speedup, "sha256": sha}
+def _judged(name: str, source: str, status: str, speedup: float | None, sha: str,
+            backends: Sequence[str]) -> dict[str, Any]:
+  return {"name": name, "source": source, "status": status, "speedup": speedup, "sha256": sha,
+          "backends": tuple(backends)}
 
 
 def better(a: Mapping[str, Any], b: Mapping[str, Any], comparable: bool) -> bool:
@@ -148,7 +192,8 @@ def _pair(chosen: Mapping[str, Any], rejected: Mapping[str, Any], *, task: str, 
           size: str, hardware: str, comparable: bool) -> PreferenceRow:
   spec = TASKS[task]
   return PreferenceRow(
-      prompt=_user(task_prompt(spec)), chosen=_assistant(chosen["source"]),
+      prompt=_user(for_answer(task_prompt(spec), chosen["source"], chosen["backends"])),
+      chosen=_assistant(chosen["source"]),
       rejected=_assistant(rejected["source"]), task=task, task_id=spec.task_id, level=spec.level,
       pair_kind=kind, size=size, hardware=hardware, timing_comparable=comparable,
       chosen_kernel=chosen["name"], rejected_kernel=rejected["name"],
@@ -165,7 +210,8 @@ def release_pairs(merged: Merged, trees: KernelTrees, headline: str) -> list[Pre
       continue
     fixed, original = variants["gpu"], variants["tpu"]
     kernels = [_judged(f"kernels_{r.variant}/{task}.py", trees.path(r.variant, task).read_text(),
-                       r.status.value, r.speedup, r.kernel_sha256) for r in (fixed, original)]
+                       r.status.value, r.speedup, r.kernel_sha256, r.backends)
+               for r in (fixed, original)]
     comparable = fixed.timing_comparable and original.timing_comparable
     for a, b in (kernels, kernels[::-1]):
       if better(a, b, comparable):
@@ -189,8 +235,8 @@ def population_pairs(candidates: Iterable[CandidateRow]) -> list[PreferenceRow]:
       first.setdefault(c.kernel_sha256, c)
     unique = first.values()
     comparable = all(c.timing_comparable for c in unique)
-    kernels = [_judged(f"{run}/{c.candidate}", c.source, c.status, c.speedup, c.kernel_sha256)
-               for c in unique]
+    kernels = [_judged(f"{run}/{c.candidate}", c.source, c.status, c.speedup, c.kernel_sha256,
+                       ()) for c in unique]
     passed = sorted((k for k in kernels if k["status"] == Status.PASS.value),
                     key=lambda k: (-(k["speedup"] or 0.0), k["name"]))
     if not passed:

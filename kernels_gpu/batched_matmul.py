@@ -55,7 +55,11 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "16x512x512,16x512x512": dict(
             backend='mosaic_gpu', tile_m=128, tile_n=128, stages=4, split_n=False, delay=1),
+        "16x512x512,16x512x512:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=256, stages=4, split_n=False, delay=0),
         "8x256x256,8x256x256": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, stages=5, split_n=True, delay=1),
+        "8x256x256,8x256x256:bfloat16": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, stages=5, split_n=True, delay=1),
     },
 }

@@ -57,7 +57,13 @@ TUNED_CONFIGS: Final = {
         "1024x2048,2048x4096,2048x4096,4096x2048": dict(
             backend='mosaic_gpu', tile_m=128, glu_n=64, down_n=64, stages=4, split_n=False,
             delay=0),
+        "1024x2048,2048x4096,2048x4096,4096x2048:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, glu_n=128, down_n=128, stages=4, split_n=False,
+            delay=0),
         "256x512,512x1024,512x1024,1024x512": dict(
+            backend='mosaic_gpu', tile_m=64, glu_n=64, down_n=64, stages=4, split_n=True,
+            delay=0),
+        "256x512,512x1024,512x1024,1024x512:bfloat16": dict(
             backend='mosaic_gpu', tile_m=64, glu_n=64, down_n=64, stages=4, split_n=True,
             delay=0),
     },

@@ -55,8 +55,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x1024,1024x1024": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, stages=5, split_n=False, delay=1),
+        "1024x1024,1024x1024:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, stages=5, split_n=False, delay=0),
         "4096x4096,4096x4096": dict(
             backend='mosaic_gpu', tile_m=128, tile_n=128, stages=4, split_n=True, delay=0),
+        "4096x4096,4096x4096:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=128, tile_n=128, stages=4, split_n=False, delay=1),
     },
 }
 

@@ -55,8 +55,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x4096,4096x8192,4096x8192": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=128, stages=4, split_n=False, delay=0),
+        "2048x4096,4096x8192,4096x8192:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=128, tile_n=64, stages=4, split_n=False, delay=0),
         "512x1024,1024x2048,1024x2048": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, stages=4, split_n=False, delay=1),
+        "512x1024,1024x2048,1024x2048:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, stages=4, split_n=True, delay=0),
     },
 }
 

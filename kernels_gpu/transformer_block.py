@@ -76,9 +76,15 @@ TUNED_CONFIGS: Final = {
         "128x256,256x4x64,256x4x64,256x4x64,4x64x256,256x512,256x512,512x256": dict(
             backend='triton', block_m=16, block_n=32, block_k=128, block_q=16, block_kv=64,
             matmul_warps=4, matmul_stages=3, attention_warps=8),
+        "128x256,256x4x64,256x4x64,256x4x64,4x64x256,256x512,256x512,512x256:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=False,
+            delay=1, block_q=64, block_kv=32, attention_warps=4),
         "512x1024,1024x8x128,1024x8x128,1024x8x128,8x128x1024,1024x2048,1024x2048,2048x1024": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=False,
             delay=0, block_q=32, block_kv=64, attention_warps=4),
+        "512x1024,1024x8x128,1024x8x128,1024x8x128,8x128x1024,1024x2048,1024x2048,2048x1024:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=True,
+            delay=0, block_q=64, block_kv=64, attention_warps=4),
     },
 }
 

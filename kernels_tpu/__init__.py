@@ -1,1 +1,1 @@
-"""The 45 original, TPU-oriented Pallas kernels (one self-contained module per task)."""
+"""The original, TPU-oriented Pallas kernels (one self-contained module per task)."""

@@ -11,8 +11,7 @@ __all__ = ["HEADLINE_SIZE", "TASKS", "Size", "TaskSpec", "get_task", "list_tasks
 
 def __getattr__(name: str):
   """The registry's names, imported when first asked for: the sandbox's boot starts with the
-  standard library alone, and `python -m pallasbench_dataset.tasks` runs the module once
-  (imported here first, runpy would warn and run a second copy)."""
+  standard library alone."""
   if name in __all__:
     from pallasbench_dataset import tasks  # pylint: disable=import-outside-toplevel
     return getattr(tasks, name)

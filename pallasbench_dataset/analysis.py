@@ -44,7 +44,7 @@ _KEY: Final = ("task", "variant", "size")
 
 def _key(*frames: pd.DataFrame) -> list[str]:
   """What pairs rows of `frames`: task, variant, size, and the precision where every frame
-  has it (a `runs` frame of a release before the column existed is float32 throughout)."""
+  has it (a `runs` frame without the column is float32 throughout)."""
   return [*_KEY, *(["precision"] if all("precision" in df.columns for df in frames) else [])]
 
 

@@ -256,8 +256,8 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
 
 
 def line_key(line: Mapping[str, Any]) -> tuple[str, str, str]:
-  """(task, size, precision) of a results line; lines from before precisions were tuned are
-  float32."""
+  """(task, size, precision) of a results line; a line that names no precision is
+  float32's."""
   return line["task"], line["size"], line.get("precision", DEFAULT_PRECISION)
 
 

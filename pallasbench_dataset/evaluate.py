@@ -22,22 +22,26 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
-from pallasbench_dataset.evaluation.errors import CANDIDATE_FRAME
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import (
-    JudgeConfig, Limits, default_memory_limit, make_dump_dir)
-from pallasbench_dataset.kernels import KernelLoadError, Variant, read_source
+    DEFAULT_TIMEOUT_S, JudgeConfig, Limits, default_memory_limit, make_dump_dir)
+from pallasbench_dataset.kernels import CANDIDATE_FRAME, KernelLoadError, Variant, read_source
 from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.schema import EvalRecord, Status, to_json_dict
 from pallasbench_dataset.tasks import Size, get_task
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = {"gpu": 300.0, "cpu": 900.0}
 # The size an evaluation runs at unless told: the headline size on a GPU; on a CPU, where
 # Pallas runs in interpret mode, the small one.
 DEFAULT_SIZE: Final[Mapping[str, str]] = {"gpu": Size.MEDIUM.value, "cpu": Size.SMALL.value}
 PRINTED_LINES: Final = 5  # of what the kernel printed, in the summary
+# What to do about an error whose message says only what went wrong: (its text, the advice).
+ADVICE: Final = (
+    ("unexpected keyword argument 'interpret'",
+     "the entry point takes `interpret`: define `def kernel(..., interpret: bool = False)` and "
+     "pass it on to `pl.pallas_call(..., interpret=interpret)`"),
+)
 CPU_OPTIONS = EvalOptions(timing_iterations=5, timing_rounds=1, warmup=1)
 
 
@@ -61,15 +65,18 @@ def gpu_available() -> bool:
   return out.returncode == 0 and "GPU" in out.stdout
 
 
-def resolve_device(device: str) -> str:
-  """'auto' -> 'gpu' when one is usable, else 'cpu'; a clear error for an unusable 'gpu'."""
+def resolve_device(device: str, *, from_python: bool = False) -> str:
+  """'auto' -> 'gpu' when one is usable, else 'cpu'; a clear error for an unusable 'gpu', in
+  the caller's words: a command's flags, or with `from_python` the function's argument."""
   if device not in ("auto", "gpu", "cpu"):
     raise ValueError(f"device must be auto, gpu or cpu, not {device!r}")
   if device == "auto":
     return "gpu" if gpu_available() else "cpu"
   if device == "gpu" and not gpu_available():
-    raise RuntimeError("--device gpu, but no usable NVIDIA GPU with a jax CUDA plugin was found "
-                       "(install with `pip install -e .[cuda13]`, or use --device cpu)")
+    asked, other = (("device='gpu'", "pass device='cpu'") if from_python
+                    else ("--device gpu", "use --device cpu"))
+    raise RuntimeError(f"{asked}, but no usable NVIDIA GPU with a jax CUDA plugin was found "
+                       f"(install with `pip install -e .[cuda13]`, or {other})")
   return device
 
 
@@ -83,7 +90,7 @@ def evaluate(task: str, kernel: str | pathlib.Path | None = None, *, source: str
              precision: str = DEFAULT_PRECISION) -> EvalRecord:
   """Evaluates a candidate defining `kernel(*inputs, interpret=False)`: the file `kernel` (a
   `pathlib.Path`, or a one-line str, to a .py file), or its source text (`source=`, or a
-  `kernel` str of several lines, as DESIGN.md's contract has it: no path holds a newline).
+  `kernel` str of several lines, as docs/design.md's contract has it: no path holds a newline).
 
   The kernel is imported only by a sandboxed exporter process, which hands back `jax.export`
   artifacts; a separate judge process runs and judges those, with a wall-clock and a memory
@@ -99,7 +106,7 @@ def evaluate(task: str, kernel: str | pathlib.Path | None = None, *, source: str
   if size is not None:
     Size(size)
   text, filename = _candidate(kernel, source)
-  device = resolve_device(device)
+  device = resolve_device(device, from_python=True)
   item = WorkItem(task=spec.name, variant=Variant.CANDIDATE.value, size=size or DEFAULT_SIZE[device],
                   source=text, filename=filename, options=options or default_options(device),
                   precision=spec.precision)
@@ -139,8 +146,10 @@ def summary_text(record: EvalRecord) -> str:
   lines += [f"  - {reason}" for reason in record.reasons]
   if record.error:
     first, *rest = record.error.splitlines()
-    lines.append("  error: " + first)
+    if first not in record.reasons:  # said once: the reasons often quote the error
+      lines.append("  error: " + first)
     lines += [f"    {line}" for line in rest if line.startswith(CANDIDATE_FRAME)]
+    lines += [f"  to fix: {advice}" for text, advice in ADVICE if text in record.error]
   if record.exporter_output:
     printed = record.exporter_output.splitlines()
     lines.append(f"  the kernel printed ({len(printed)} line(s)"

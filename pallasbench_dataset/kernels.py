@@ -1,4 +1,5 @@
-"""Finding and loading kernel modules: the two shipped trees and candidate sources.
+"""Finding and loading kernel modules: the two shipped trees and candidate sources, and where
+in a candidate's own file an error was raised (`candidate_frame`).
 
 A kernel is one self-contained Python source defining `kernel(*inputs, interpret=False)`.
 It is loaded as a fresh module object from its text (in sys.modules only while it executes),
@@ -12,9 +13,12 @@ import hashlib
 import importlib.util
 import pathlib
 import sys
+import traceback
 import types
+from typing import Final
 
-from pallasbench_dataset.evaluation.errors import candidate_frame
+CANDIDATE_FRAME: Final = "raised in the kernel at "  # starts the line naming the candidate's frame
+MAX_FRAME_CHARS: Final = 300
 
 
 class Variant(enum.StrEnum):
@@ -100,3 +104,25 @@ def load_kernel(variant: Variant | str, task: str) -> types.ModuleType:
   """Loads a shipped kernel module (kernels_tpu/<task>.py or kernels_gpu/<task>.py)."""
   path = kernel_path(variant, task)
   return load_module(path.read_text(), str(path))
+
+
+def candidate_frame(e: BaseException, filename: str, source: str | None = None) -> str | None:
+  """Where in the candidate's own file `e` was raised: the innermost frame of `filename` in its
+  traceback (or in the tracebacks of its causes), with the line's text, at most
+  MAX_FRAME_CHARS; None when the error never passed through the candidate's code."""
+  frames = []
+  seen: set[int] = set()
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    frames += [f for f in traceback.extract_tb(e.__traceback__) if f.filename == filename]
+    if frames:
+      break
+    e = e.__cause__ or e.__context__
+  if not frames:
+    return None
+  frame = frames[-1]
+  lines = source.splitlines() if source is not None else []
+  line = lines[frame.lineno - 1].strip() if frame.lineno and frame.lineno <= len(lines) else (
+      frame.line or "")
+  text = f"{CANDIDATE_FRAME}{filename}:{frame.lineno} in {frame.name}" + (f": {line}" if line else "")
+  return text[:MAX_FRAME_CHARS]

@@ -4,18 +4,24 @@
     from trl import GRPOConfig, GRPOTrainer
     from pallasbench_dataset.reward import KernelReward
 
-    if __name__ == "__main__":  # the local cluster's workers are spawned processes
-      with KernelReward() as reward:  # a local Dask cluster on 127.0.0.1, the verdict cache
-        GRPOTrainer(model="Qwen/Qwen2.5-Coder-7B-Instruct", reward_funcs=reward,
-                    args=GRPOConfig(), train_dataset=load_dataset("data", "sft", split="train")
-                    ).train()
+    with KernelReward() as reward:  # a local Dask cluster on 127.0.0.1, the verdict cache
+      GRPOTrainer(model="Qwen/Qwen2.5-Coder-7B-Instruct", reward_funcs=reward,
+                  args=GRPOConfig(), train_dataset=load_dataset("data", "sft", split="train")
+                  ).train()
+
+No main guard is needed: the cluster's workers are programs of their own, which never import
+the caller's script (`evaluation.pipeline.cluster`).
 
 TRL (1.10.0.dev0, `GRPOTrainer._calculate_rewards`) calls a reward function with the keyword
 arguments `prompts`, `completions`, `completion_ids`, every dataset column but `prompt` and
 `completion` (a list, one value per completion: here `task` is the one needed),
 `trainer_state`, `log_extra` and `log_metric`, and takes one float per completion. A
 completion is a string or, for conversational prompts, a list of message dicts; the kernel
-is the last fenced ```python block of its assistant text.
+is the last closed fenced block of its assistant text tagged python (py, python3, py3, any
+case) or untagged, found in time linear in the text. Every completion gets a reward in
+bounded time: one that cannot be read (not text, not UTF-8, over MAX_COMPLETION_CHARS, a
+kernel holding a lone surrogate) scores 0 with the reason in its feedback, and the batch goes
+on. Ctrl-C during a batch raises `Interrupted`, a KeyboardInterrupt.
 
 The reward (`reward_of`):
 
@@ -69,25 +75,98 @@ logger = logging.getLogger(__name__)
 
 PASS_FLOOR: Final = 0.2
 NO_KERNEL: Final = "no_kernel"  # the feedback status of a completion without a fenced block
+UNREADABLE: Final = "unreadable"  # ... of one whose text cannot be read (its reason says why)
 # Per evaluation: the export, and the judge, each get `budget_s`; each compile `compile_budget_s`.
 DEFAULT_BUDGET_S: Final = {"gpu": 60.0, "cpu": 300.0}
 DEFAULT_COMPILE_BUDGET_S: Final = {"gpu": 30.0, "cpu": 120.0}
-_FENCE: Final = re.compile(r"```[ \t]*(python|py)?[ \t]*\r?\n(.*?)^[ \t]*```",
-                           re.DOTALL | re.MULTILINE)
+# A completion is read only up to this many characters (a kernel is a few KB; a trainer's
+# completions are bounded by its token limit): beyond it, it is unreadable, at no cost.
+MAX_COMPLETION_CHARS: Final = 1 << 20
+# The info words of a fence whose block is Python code (compared in lower case); "" is untagged.
+CODE_TAGS: Final = frozenset({"", "python", "py", "python3", "py3"})
+# A fence line: its indent, the fence (3 or more ` or ~) and what follows it on the line.
+_FENCE_LINE: Final = re.compile(r"^([ \t]*)(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 
 
-def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
-  """The text of a completion: a string, or the assistant messages of a conversational one."""
+class Interrupted(KeyboardInterrupt):
+  """Ctrl-C (SIGINT) or SIGTERM stopped a batch: a KeyboardInterrupt, so that a trainer's
+  `except KeyboardInterrupt` sees the user's Ctrl-C and its `except Exception` does not
+  swallow it. The reward stays usable: its cluster is kept for the next batch."""
+
+
+class UnreadableCompletion(ValueError):
+  """A completion whose text cannot be read: its message is the reason, for the feedback."""
+
+
+def completion_text(completion: object) -> str:
+  """The text of a completion: a string, UTF-8 bytes, or the assistant messages of a
+  conversational one (content a string or a list of text parts). Raises UnreadableCompletion
+  for anything else, and for a text over MAX_COMPLETION_CHARS."""
+  if isinstance(completion, (bytes, bytearray)):
+    try:
+      completion = bytes(completion).decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise UnreadableCompletion(f"the completion's bytes are not UTF-8 ({e.reason} at byte "
+                                 f"{e.start})") from None
   if isinstance(completion, str):
-    return completion
-  parts = [m.get("content") for m in completion if m.get("role", "assistant") == "assistant"]
-  return "\n".join(p for p in parts if isinstance(p, str))
+    text = completion
+  elif isinstance(completion, Sequence) and all(isinstance(m, Mapping) for m in completion):
+    text = "\n".join(_message_text(m) for m in completion
+                     if m.get("role", "assistant") == "assistant")
+  else:
+    raise UnreadableCompletion(f"a completion is a string or a list of message dicts, not "
+                               f"{type(completion).__name__}")
+  if len(text) > MAX_COMPLETION_CHARS:
+    raise UnreadableCompletion(f"the completion has {len(text)} characters; at most "
+                               f"{MAX_COMPLETION_CHARS} are read")
+  return text
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+  content = message.get("content")
+  if isinstance(content, str):
+    return content
+  if isinstance(content, Sequence):  # multimodal messages: [{"type": "text", "text": ...}, ...]
+    return "\n".join(part["text"] for part in content if isinstance(part, Mapping)
+                     and part.get("type") == "text" and isinstance(part.get("text"), str))
+  return ""
 
 
 def extract_kernel(text: str) -> str | None:
-  """The last fenced code block tagged python (or py, or untagged) that is closed; None if none."""
-  blocks = [code for _, code in _FENCE.findall(text)]
-  return blocks[-1] if blocks else None
+  """The last closed fenced block tagged python, py, python3 or py3 (any case) or untagged;
+  None if there is none. Fences are CommonMark's: ``` or ~~~ (or longer) opening a line,
+  closed by a line of at least as many of the same character. One pass of an anchored
+  pattern finds the fence lines (linear time: each line is tried once, nothing backtracks
+  across lines); only the last block's text is ever copied."""
+  last, opened = None, None
+  for line in _FENCE_LINE.finditer(text):
+    indent, fence, rest = line.groups()
+    if opened is None:
+      info = rest.split()
+      opened = (indent, fence, (info[0].lower() if info else "") in CODE_TAGS, line.end() + 1)
+    elif fence[0] == opened[1][0] and len(fence) >= len(opened[1]) and not rest.strip():
+      last = (opened[0], opened[3], line.start()) if opened[2] else last
+      opened = None
+  if last is None:
+    return None
+  indent, begin, end = last
+  return "".join((row[len(indent):] if row.startswith(indent) else row.lstrip(" \t")
+                  ).removesuffix("\r") + "\n" for row in text[begin:end].split("\n")[:-1])
+
+
+def read_kernel(completion: object) -> str | None:
+  """The kernel source of a completion (None without a closed Python block). Raises
+  UnreadableCompletion when the completion, or its kernel, cannot be read as text (a lone
+  surrogate has no UTF-8 form: nothing could write, hash or send it)."""
+  source = extract_kernel(completion_text(completion))
+  if source is not None:
+    try:
+      source.encode("utf-8")
+    except UnicodeEncodeError as e:
+      raise UnreadableCompletion(f"the kernel holds a character that is not text "
+                                 f"({e.object[e.start]!a} at character {e.start}: {e.reason})"
+                                 ) from None
+  return source
 
 
 def reward_of(record: EvalRecord) -> float:
@@ -116,15 +195,22 @@ class Feedback:
 
   def text(self) -> str:
     """The verdict as the evaluator prints it, for the model's next turn."""
+    if self.status == UNREADABLE:
+      return f"{self.task}: the answer could not be read: {self.reasons[0]}"
     if self.record is None:
       return (f"{self.task}: no kernel was judged: the answer has no closed fenced ```python "
               "block. Answer with the complete module in one ```python block.")
     return summary_text(self.record)
 
 
+def _unjudged(task: str, status: str, reason: str | None = None) -> Feedback:
+  return Feedback(task=task, status=status, reward=0.0, speedup=None, timing_comparable=False,
+                  reasons=() if reason is None else (reason,), error=None, cached=False,
+                  kernel_sha256=None, record=None)
+
+
 def _no_kernel(task: str) -> Feedback:
-  return Feedback(task=task, status=NO_KERNEL, reward=0.0, speedup=None, timing_comparable=False,
-                  reasons=(), error=None, cached=False, kernel_sha256=None, record=None)
+  return _unjudged(task, NO_KERNEL)
 
 
 def _feedback(record: EvalRecord) -> Feedback:
@@ -132,6 +218,14 @@ def _feedback(record: EvalRecord) -> Feedback:
                   speedup=record.speedup, timing_comparable=record.timing_comparable,
                   reasons=record.reasons, error=record.error, cached=record.cached,
                   kernel_sha256=record.kernel_sha256, record=record)
+
+
+def _read(completion: object) -> str | UnreadableCompletion | None:
+  """The kernel source of a completion, None without one, or why it cannot be read."""
+  try:
+    return read_kernel(completion)
+  except UnreadableCompletion as e:
+    return e
 
 
 class KernelReward:
@@ -156,7 +250,7 @@ class KernelReward:
                cpu_workers: int | None = None, cache_dir: pathlib.Path | None = None,
                runs_dir: pathlib.Path | None = None, options: EvalOptions | None = None,
                git_commit: str | None = None, reject_copies: bool = True):
-    self.device = resolve_device(device)
+    self.device = resolve_device(device, from_python=True)
     self.size = Size(size or DEFAULT_SIZE[self.device]).value
     self.limits = Limits(timeout_s=budget_s or DEFAULT_BUDGET_S[self.device],
                          memory_bytes=default_memory_limit())
@@ -203,14 +297,15 @@ class KernelReward:
                        "dataset's `task` column (one name per completion)")
     for name in set(tasks):
       get_task(name)  # an unknown task is the caller's error, not a zero reward
-    sources = [extract_kernel(completion_text(c)) for c in completions]
+    sources = [_read(c) for c in completions]
     items = [WorkItem(task=t, variant=Variant.CANDIDATE.value, size=self.size, source=src,
                       filename=f"completion_{n}.py", options=self.options,
                       candidate=f"completion-{n:05d}")
-             for n, (t, src) in enumerate(zip(tasks, sources)) if src is not None]
+             for n, (t, src) in enumerate(zip(tasks, sources)) if isinstance(src, str)]
     records = self._evaluate(items) if items else {}
     self.last_feedback = tuple(
-        _no_kernel(t) if src is None else _feedback(records[f"completion-{n:05d}"])
+        _feedback(records[f"completion-{n:05d}"]) if isinstance(src, str)
+        else _no_kernel(t) if src is None else _unjudged(t, UNREADABLE, str(src))
         for n, (t, src) in enumerate(zip(tasks, sources)))
     return self.last_feedback
 
@@ -250,6 +345,8 @@ class KernelReward:
                       git_commit=self.git_commit, command="pallasbench_dataset.reward",
                       cluster_options=options, cache=self.cache, stream=io.StringIO())
       records = {r.candidate: r for r in suite.read_records(run_dir)}
+    except suite.Interrupted as e:
+      raise Interrupted(f"batch {self.batches} {e}: no reward was computed") from None
     finally:
       if self.runs_dir is None:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--framework", required=True, choices=list(FRAMEWORKS))
   which = parser.add_mutually_exclusive_group(required=True)
   which.add_argument("--task", help="task name, e.g. relu")
-  which.add_argument("--all", action="store_true", help="all 45 tasks, both variants")
+  which.add_argument("--all", action="store_true", help="every task, both variants")
   parser.add_argument("--variant", choices=[v.value for v in VARIANTS], default=None,
                       help="gpu: kernels_gpu/, the GPU-fixed kernel (default); tpu: kernels_tpu/, "
                            "the original")

@@ -212,18 +212,18 @@ class EvalRecord:
   stages: StageTimes | None = None  # where the evaluation's time went
   # The bytes the timing's input rotation cycles through (sets x the bytes a call reads), and
   # whether they fit in the L2 (environment.l2_bytes): then the inputs could stay in L2
-  # between calls and the timing may be flattered. None in records from before they were noted.
+  # between calls and the timing may be flattered. None in records that do not name them.
   timing_rotated_bytes: int | None = None
   timing_l2_resident: bool | None = None
   # The tolerance rule (tolerance.py): what `atol` is a fraction of ("reference_rms": the RMS
-  # of the reference output; "absolute" in records before release 5), and the absolute
+  # of the reference output; "absolute" in records that do not name it), and the absolute
   # tolerance the nominal comparisons applied (the largest over the seeds). `input_families`
   # names the task's families beyond the nominal draw that correctness was also checked on.
   atol_scale: str = "absolute"
   atol_used: float | None = None
   input_families: tuple[str, ...] = ()
   # The precision the task was posed at (precision.PRECISIONS): the dtype of its floating
-  # inputs. Records from before it was noted are float32.
+  # inputs. Records that do not name it are float32.
   precision: str = "float32"
   # Population runs only (variant "candidate"): the candidate's id, and whether its verdict
   # was reused from the verdict cache (an earlier evaluation of the same source) instead of
@@ -270,8 +270,8 @@ class Artifacts:
   stablehlo: str | None
   triton_ir: str | None
   ptx: str | None
-  # The precision of the evaluation whose IR this is (its record's); lines from before it was
-  # noted are float32.
+  # The precision of the evaluation whose IR this is (its record's); lines that do not name it
+  # are float32.
   precision: str = "float32"
   candidate: str | None = dataclasses.field(default=None, metadata=POPULATION_ONLY)
 

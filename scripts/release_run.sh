@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One full release run on the GPU machine (the device tool): 45 tasks x both variants
+# One full release run on the GPU machine (the device tool): every task x both variants
 # (kernels_tpu, kernels_gpu) x medium, large, judged into $OUT/NAME, then packed by
 # scripts/gpu_run.sh as $OUT/NAME.tar.gz with $OUT/NAME.log and $OUT/NAME.report.txt; the
 # GPUs' clocks, power and performance state before the run go to $OUT/NAME.nvidia-smi.txt

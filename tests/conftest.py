@@ -1,4 +1,4 @@
-"""Test session setup: CPU backend, 32-bit JAX, no GPU needed."""
+"""Test session setup: CPU backend, 32-bit JAX, no GPU needed; the slow tests marked."""
 
 import os
 
@@ -7,8 +7,45 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402  (after the platform is chosen)
 import pytest  # noqa: E402
 
+# What takes minutes on two cores: whole evaluations (exporter and judge processes, Dask
+# clusters) and sweeps that run every kernel, tuned config or precision in interpret mode. A
+# file's name marks all its tests, `file::test` one test (every parametrization of it).
+# `pytest -m "not slow"` is the fast loop; CI runs everything.
+SLOW = frozenset({
+    "test_adversarial.py", "test_autotune.py", "test_build.py", "test_builder_faults.py",
+    "test_evaluator.py", "test_gpu.py", "test_input_families.py", "test_interrupts.py",
+    "test_judge.py", "test_kernels.py", "test_mosaic_bf16.py", "test_population.py",
+    "test_precision.py", "test_precision_build.py", "test_precision_card.py", "test_push.py",
+    "test_regenerate.py", "test_release.py", "test_reward.py", "test_sandbox.py",
+    "test_sandbox_behaviours.py", "test_suite.py",
+    "test_builder_units.py::test_build_with_its_own_repo_id_at_the_first_size_planned",
+    "test_builder_units.py::test_build_with_population_runs",
+    "test_builder_units.py::test_build_writes_every_file_of_the_folder",
+    "test_builder_units.py::test_partial_build_lists_what_is_missing",
+    "test_builder_units.py::test_rebuild_swaps_the_folder_in_whole",
+    "test_builder_units.py::test_stale_counts_and_features_of_the_card",
+    "test_judge_behaviours.py::test_checked_timed_outputs_are_a_secret_sample_not_the_first_calls",
+    "test_judge_units.py::test_the_judge_draws_31_bit_seeds",
+    "test_kernel_numerics.py::test_transformer_block_rmsnorm_rounds_to_tf32_to_nearest_and_pads_with_zeros",
+    "test_module_analysis.py::test_a_module_that_crashes_the_parser_is_refused_not_fatal",
+    "test_module_analysis.py::test_an_analysis_past_its_time_is_refused_and_the_helper_replaced",
+    "test_module_analysis.py::test_gpu_kernels_pass_at_medium_and_edge",
+    "test_newcomer.py::test_a_build_that_fails_after_measuring_says_how_to_build_what_was_kept",
+    "test_newcomer.py::test_a_plot_is_compared_by_what_it_shows",
+    "test_scaffold.py::test_openevolve_scores_the_initial_program_and_zeroes_a_broken_child",
+    "test_scaffold.py::test_shinka_scores_the_initial_program_and_zeroes_a_broken_one",
+    "test_tasks.py::test_inputs_are_deterministic_per_seed_and_differ_across_seeds",
+    "test_tasks.py::test_reference_is_a_sound_non_degenerate_oracle",
+})
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _pin_jax_config():
   jax.config.update("jax_enable_x64", False)
   yield
+
+
+def pytest_collection_modifyitems(items):
+  for item in items:
+    if {item.path.name, f"{item.path.name}::{item.originalname}"} & SLOW:
+      item.add_marker(pytest.mark.slow)

@@ -12,8 +12,10 @@ spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant 
 record (pass iff no reasons; pass implies correct and robust), 8 correct on the nominal inputs
 only (caught by the input families, the scaled atol and the edge shape), 9 below the task's
 precision (float8 in a bfloat16 task, bfloat16 in a float32 one), 10 the CPU judge's known
-limit (below), 11 copied solutions (the shipped kernel imported or read and run), 12 reading
-the checkout, 13 forging the record's sandbox layers.
+limit (below), 11 right only where the judge looked (caught by families that reach every
+region where the task's formula breaks, at both precisions) and their honest neighbours, 12
+copied solutions (the shipped kernel imported, read and run, or pasted in), 13 reading the
+checkout, 14 forging the record's sandbox layers.
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -133,6 +135,9 @@ def _cases() -> dict[str, Case]:
                             (OUTSIDE,)),
       "case_gather": Case("adv_case_gather_embedding_lookup", "embedding_lookup", R, (OUTSIDE,)),
       "rotating_while": Case("adv_rotating_while_embedding_lookup", "embedding_lookup", R),
+      "barrier_broadcast": Case("adv_barrier_broadcast_relu", relu, R,
+                                ("memory beyond the task's: plain XLA ops outside the kernel "
+                                 "write 269484032 bytes per call",)),
       # 6. Honest but unusual.
       "pos_chunked_calls": Case("adv_pos_chunked_calls_relu", relu, P),
       "pos_fori_dynamic": Case("adv_pos_fori_dynamic_relu", relu, P),
@@ -141,7 +146,7 @@ def _cases() -> dict[str, Case]:
       "pos_stdlib_imports": Case("adv_pos_stdlib_imports_relu", relu, P),
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
-      # 7. Escaping from another thread, below the tripwire, or towards the parent (#22): the
+      # 7. Escaping from another thread, below the tripwire, or towards the parent: the
       # walls are up before the exporter's first thread exists.
       "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
                                     (VIOLATION + "open",)),
@@ -153,8 +158,8 @@ def _cases() -> dict[str, Case]:
       "renice_parent": Case("adv_renice_parent_relu", relu, R, (VIOLATION + "resource.prlimit",)),
       "proc_links": Case("adv_proc_links_relu", relu, None, ("No such file or directory",)),
       "scratch_fill": Case("adv_scratch_fill_relu", relu, None, ("Permission denied",)),
-      # 8. Correct on the nominal inputs only (issue #22, finding 4): each passed before the
-      # judge checked input families, scaled atol to the outputs and failed a wrong edge shape.
+      # 8. Correct on the nominal inputs only: caught by the input families, the atol scaled
+      # to the outputs and the edge shape.
       "nomax_softmax": Case("adv_nomax_softmax", "softmax", I,
                             ("input family shifted (x + 100), seed 11: ",)),
       "onepass_layernorm": Case("adv_onepass_layernorm", "layernorm", I,
@@ -163,7 +168,7 @@ def _cases() -> dict[str, Case]:
                                ("seed 11: not allclose(rtol=0.0001, atol=",)),
       "edge_garbage": Case("adv_edge_garbage_relu", relu, I,
                            ("edge shape {'N': 1000, 'M': 300}, seed 11: ",), options=WITH_EDGE),
-      # 9. Below the task's precision (issue #25): a bfloat16 task computed in float8, and a
+      # 9. Below the task's precision: a bfloat16 task computed in float8, and a
       # float32 task answered in bfloat16; an honest bfloat16 kernel passes.
       "fp8_output_softmax": Case("adv_fp8_output_softmax", "softmax", I,
                                  ("seed 11: not allclose(rtol=0.016, atol=",),
@@ -174,28 +179,52 @@ def _cases() -> dict[str, Case]:
       "bf16_answer_layernorm": Case("adv_bf16_answer_layernorm", "layernorm", I,
                                     ("seed 11: not allclose(rtol=0.0001, atol=",)),
       "pos_bf16_softmax": Case("adv_pos_bf16_softmax", "softmax", P, precision="bfloat16"),
+      # 11. Right only where the judge looked (each passed the judge at fb19968, before the
+      # families reached the region where its formula breaks and the float32 L2 bound was set
+      # between TF32 and bfloat16), and honest kernels using the same tricks correctly.
+      "nomax_qk_softmax": Case("adv_nomax_qk_softmax", "qk_softmax", I,
+                               ("input family matched (",)),
+      "nomax_flash_attention_bf16": Case("adv_nomax_flash_attention", "flash_attention", I,
+                                         ("input family matched (",), precision="bfloat16"),
+      "nomax_fused_loss_bf16": Case("adv_nomax_fused_softmax_cross_entropy",
+                                    "fused_softmax_cross_entropy", I,
+                                    ("input family spiked (",), precision="bfloat16"),
+      "exp_no_underflow": Case("adv_exp_no_underflow", "exp", I, ("input family underflow (",)),
+      "naive_bce_bf16": Case("adv_naive_sigmoid_bce", "sigmoid_bce", I,
+                             ("input family saturated_hard (",), precision="bfloat16"),
+      "cosine_no_eps": Case("adv_cosine_no_eps", "cosine_sim", I, ("input family zero_rows (",)),
+      "one_hot_low_bits": Case("adv_one_hot_low_bits", "one_hot", I,
+                               ("input family out_of_range (",)),
+      "bf16_output_matmul": Case("adv_bf16_output_matmul", "matmul", I,
+                                 ("seed 11: relative L2 error",)),
+      "pos_bit_exp": Case("adv_pos_bit_exp", "exp", P),
+      "pos_online_qk_softmax_bf16": Case("adv_pos_online_qk_softmax", "qk_softmax", P,
+                                         precision="bfloat16"),
+      "pos_bf16_acc_matmul": Case("adv_pos_bf16_acc_matmul", "matmul", P, precision="bfloat16"),
       # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
       # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
       "split_interpret": Case("adv_split_interpret_relu", relu, P),
-      # 11. Copied solutions: the project's own kernel imported, or read from disk and run.
+      # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (test_gpu.py).
+      "peek_past_end": Case("adv_peek_past_end_reduce_sum", "reduce_sum", P),
+      # 12. Copied solutions: the project's own kernel imported, or read from disk and run.
       "import_shipped": Case("adv_import_shipped_matmul", "matmul", None, ("Permission denied",)),
       "exec_shipped_cell": Case("adv_exec_shipped_cell_relu", relu, None, (NO_CELL,)),
       "exec_released_row": Case("adv_exec_released_row_relu", relu, None, (NO_CELL,)),
       "copied": Case("adv_copied_relu", relu, P),
       "copied_rejected": Case("adv_copied_relu", relu, R, ("(kernels_gpu/relu.py), renamed",),
                               options=dataclasses.replace(OPTIONS, reject_copies=True)),
-      # 12. What the exporter can read (test_the_checkout_is_unreadable_from_every_thread).
+      # 13. What the exporter can read (test_the_checkout_is_unreadable_from_every_thread).
       "read_checkout": Case("adv_read_checkout_relu", relu, P),
-      # 13. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
+      # 14. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
       "forge_layers": Case("adv_forge_layers_relu", relu, P),
   }
 
 
 def _analysis_cases() -> dict[str, Case]:
-  """Issue #22 (findings 2 and 3): what XLA runs is not the module as exported, decoy
-  branches, triangular loops, and modules written to stop the analysis. Each attack passed the
-  judge before its fix (the composite and the decoy with no reasons; the nested loops held
-  the judge past any limit) and the triangular kernel was rejected as unbounded."""
+  """What XLA runs is not the module as exported, decoy branches, triangular loops, and
+  modules written to stop the analysis: the composite and the decoy are rejected with their
+  reasons; the nested loops are analysed within the analysis' limits, and they and the
+  triangular kernel, honest both, pass."""
   R, P = Status.REJECTED, Status.PASS
   return {
       "topk_composite": Case("adv_topk_composite_reduce_max", "reduce_max", R,
@@ -203,6 +232,9 @@ def _analysis_cases() -> dict[str, Case]:
       "decoy_branch": Case("adv_decoy_branch_matmul", "matmul", R,
                            ("contractions outside the kernel",)),
       "nested_loops": Case("adv_nested_loops_relu", "relu", P),
+      "symbolic_power": Case("adv_symbolic_power_relu", "relu", R,
+                             ("the artifact is refused before it is read: input shape 0 has the "
+                              "dimension 'a^10000000', not a static integer",)),
       "pos_triangular": Case("adv_pos_triangular_relu", "relu", P),
   }
 
@@ -347,7 +379,7 @@ def test_every_attack_ran_inside_all_sandbox_layers(run):
 
 
 def test_copied_solutions_never_reach_the_shipped_files(run):
-  """Class 11: the kernel trees and the released data are unreadable on every thread, so the
+  """Class 12: the kernel trees and the released data are unreadable on every thread, so the
   copy has nothing to run (the checkout is on this test process' sys.path, as with
   `python -m` from it)."""
   assert "kernels_gpu/__init__.py" in run.records["import_shipped"].error
@@ -356,7 +388,7 @@ def test_copied_solutions_never_reach_the_shipped_files(run):
 
 
 def test_a_pasted_copy_is_named_and_rejected_for_reward_use(run):
-  """Class 11, the copy the walls cannot stop: its kernel's fingerprint is the shipped one's.
+  """Class 12, the copy the walls cannot stop: its kernel's fingerprint is the shipped one's.
   Every other candidate of the suite (honest ones in unusual styles included) is no copy."""
   copied, rejected = run.records["copied"], run.records["copied_rejected"]
   assert copied.status is Status.PASS and copied.copy_of == ("kernels_gpu/relu.py",)
@@ -366,7 +398,7 @@ def test_a_pasted_copy_is_named_and_rejected_for_reward_use(run):
 
 
 def test_the_checkout_is_unreadable_from_every_thread(run):
-  """Class 12: .git, the kernel trees, data/, another candidate's file, the references and the
+  """Class 13: .git, the kernel trees, data/, another candidate's file, the references and the
   verdict cache, tried from the main thread, a thread of the candidate's and an XLA thread."""
   printed = run.records["read_checkout"].exporter_output.splitlines()
   tried = [line for line in printed if line.startswith(("read ", "refused "))]
@@ -375,7 +407,7 @@ def test_the_checkout_is_unreadable_from_every_thread(run):
 
 
 def test_the_record_s_layers_are_the_trusted_side_s(run):
-  """Class 13: walls forged on every pipe, from every thread, are not in the record."""
+  """Class 14: walls forged on every pipe, from every thread, are not in the record."""
   layers = run.records["forge_layers"].sandbox
   assert not [layer for layer in layers if "forged" in layer or layer == "gpu-memcheck"], layers
   assert layers == run.records["pos_dataclass"].sandbox
@@ -423,16 +455,36 @@ def test_nominal_only_kernels_fail_where_they_are_wrong_and_nowhere_else(run):
   """Class 8: each control passes its nominal seeds (or, for float16 exp, fails only by the
   scaled atol) and is caught on the family or shape it gets wrong."""
   nomax, onepass = run.records["nomax_softmax"], run.records["onepass_layernorm"]
+  assert [r.split(" (")[0] for r in nomax.reasons] == [
+      "input family shifted", "input family shifted_down"]
+  assert all("NaN/Inf" in r for r in nomax.reasons)
+  assert len(onepass.reasons) == 1 and onepass.reasons[0].startswith("input family shifted")
   for record in (nomax, onepass):
-    assert len(record.reasons) == 1 and record.reasons[0].startswith("input family shifted")
     assert record.input_families[0] == "shifted" and not record.correct
-  assert "NaN/Inf" in nomax.reasons[0]
   fp16 = run.records["fp16_exp_softmax"]
   assert [r.split(":")[0] for r in fp16.reasons[:5]] == [f"seed {s}" for s in OPTIONS.seeds]
   assert fp16.atol_scale == "reference_rms" and fp16.atol_used < 1e-6 < fp16.atol
   edge = run.records["edge_garbage"]
   assert edge.general_shapes is False and "NaN/Inf" in edge.edge_error
   assert len(edge.reasons) == 1 and edge.max_abs_error == 0.0  # exact on the nominal seeds
+
+
+DOMAIN_ATTACKS = ("nomax_qk_softmax", "nomax_flash_attention_bf16", "nomax_fused_loss_bf16",
+                  "exp_no_underflow", "naive_bce_bf16", "cosine_no_eps", "one_hot_low_bits")
+
+
+def test_domain_attacks_fail_only_where_their_formula_breaks(run):
+  """Class 11: each attack is exact enough on every nominal seed and fails on a family only;
+  the bfloat16-rounded matmul fails every seed (and every family) by the L2 bound alone, at
+  the L2 error a bfloat16 output carries (tolerance.py: 1.61e-3 to 1.70e-3)."""
+  for name in DOMAIN_ATTACKS:
+    record = run.records[name]
+    assert record.reasons and all(r.startswith("input family ") for r in record.reasons), (
+        name, record.reasons)
+  matmul = run.records["bf16_output_matmul"]
+  assert [r.split(":")[0] for r in matmul.reasons[:5]] == [f"seed {s}" for s in OPTIONS.seeds]
+  assert all("relative L2 error" in r for r in matmul.reasons), matmul.reasons
+  assert 1e-3 < matmul.rel_l2_error < 2e-3
 
 
 def test_public_seed_lookup_is_right_only_on_the_public_seeds(run):
@@ -503,11 +555,13 @@ def _cuda_module(file: str, task: str) -> tuple[str, dict]:
   structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
   module = load_module((CONTROLS / f"{file}.py").read_text(), f"{file}.py")
   text = export_for("cuda", functools.partial(module.kernel, interpret=False), *structs).mlir_module()
-  return text, dict(task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
+  return text, dict(task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
+                    task_bytes=spec.io_bytes(dims))
 
 
 @pytest.mark.parametrize("name", ["case_gather", "rotating_while", "narrow_counter",
-                                  "stateful_rng", "topk_composite", "decoy_branch"])
+                                  "stateful_rng", "topk_composite", "decoy_branch",
+                                  "barrier_broadcast"])
 def test_module_analysis_sees_the_hidden_work(name):
   case = CASES[name]
   text, sizes = _cuda_module(case.file, case.task)

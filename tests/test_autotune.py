@@ -36,7 +36,7 @@ def _entries():
 
 
 def test_every_fixed_kernel_is_tunable():
-  assert TUNABLE == [s.name for s in list_tasks()] and len(TUNABLE) == 45
+  assert TUNABLE == [s.name for s in list_tasks()]
   assert not autotune.is_tunable(load_kernel("tpu", "relu"))
 
 
@@ -213,7 +213,7 @@ def test_tune_at_bfloat16_poses_the_task_there_and_names_the_precision():
 
 
 def test_cli_tunes_each_precision_and_resumes_by_precision(tmp_path, monkeypatch, capsys):
-  """A float32 line from before precisions were tuned is float32's: a run at both precisions
+  """A line that names no precision is float32's: a run at both precisions
   tunes only the bfloat16 half, and an unknown precision is refused before anything runs."""
   results = tmp_path / "r.jsonl"
   results.write_text(json.dumps({"task": "relu", "size": "small"}) + "\n")

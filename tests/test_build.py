@@ -77,7 +77,7 @@ def test_summary_counts(built):
 def test_folder_layout(built):
   summary, _, _ = built
   assert set(summary.files) == {
-      "README.md", "default/level_1-00000-of-00001.parquet",
+      "README.md", "LICENSE", "NOTICE", "default/level_1-00000-of-00001.parquet",
       "default/level_2-00000-of-00001.parquet", "default/level_3-00000-of-00001.parquet",
       "runs/train-00000-of-00001.parquet", "artifacts/train-00000-of-00001.parquet",
       "sft/train-00000-of-00001.parquet", "preference/train-00000-of-00001.parquet",
@@ -379,12 +379,12 @@ def test_reproducibility_from_two_independent_runs(tmp_path, load):
   text = (summary.out_dir / "README.md").read_text()
   section = text[text.index("### Reproducibility"):text.index("### Compile time")]
   assert "timed in two independent runs (runs `a` and `b`)" in section
-  assert "maximum 12.00%; 3 above 5 %" in section
+  assert "maximum 12.00%; 3 above 5%" in section
   for band in ["| 0% – 1% | 3 | 43% |", "| 1% – 2% | 0 | 0% |", "| 2% – 5% | 1 | 14% |",
                "| 5% – 10% | 2 | 29% |", "| > 10% | 1 | 14% |"]:
     assert band in section
   assert "| gpu | medium | 4 |" in section and "| tpu | medium | 3 |" in section
-  above = section[section.index("Every evaluation whose difference exceeds 5 %"):]
+  above = section[section.index("Every evaluation whose kernel-time difference exceeds 5%"):]
   named = re.findall(r"^\| (\w+) \| (gpu|tpu) \| medium \| a \| b \|", above, re.M)
   assert named == [("relu", "gpu"), ("gelu", "tpu"), ("flash_attention", "gpu")]  # largest first
   assert (summary.out_dir / "results/b/records.jsonl").is_file()

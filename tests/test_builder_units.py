@@ -874,7 +874,7 @@ def test_timing_facts_and_judge_text(trees):
              rf.record(trees, "gelu", "tpu", timing_method=None, timing_iterations=None)]
   facts = card._timing_facts(records)
   assert {k: v for k, v in facts.items() if k != "judge_text"} == {
-      "methods": "cupti (2), wallclock (1)", "iterations": "100 (2), 20 (1)",
+      "methods": "cupti (2), wallclock (1)", "iterations": "20 (1), 100 (2)",
       "input_sets": "4 (3)", "seeds": "2 seeds (1), 5 seeds (3)", "not_comparable": "1"}
   assert facts["judge_text"] == (
       card._JUDGE_TEXT["2"].format(n=2) + "\n" + card._JUDGE_TEXT["1"].format(n=2))
@@ -1002,16 +1002,16 @@ def test_repro_section():
       "| 1% – 2% | 0 | 0% |\n| 2% – 5% | 0 | 0% |\n| 5% – 10% | 1 | 20% |\n"
       "| > 10% | 2 | 40% |")
   assert got["groups"] == (
-      "| variant | size | n | median | p90 | max | n_above |\n|---|---|---|---|---|---|---|\n"
+      "| variant | size | n | median | p90 | max | n above 5% |\n|---|---|---|---|---|---|---|\n"
       "| gpu | large | 2 | 3.70% | 6.34% | 7.00% | 1 |\n"
       "| gpu | medium | 2 | 6.00% | 10.80% | 12.00% | 1 |\n"
       "| tpu | medium | 1 | 12.00% | 12.00% | 12.00% | 1 |")
   assert got["above"] == (
       "| task | variant | size | run_a | run_b | runtime_a_ms | runtime_b_ms | rel_diff |\n"
       "|---|---|---|---|---|---|---|---|\n"
-      "| gelu | tpu | medium | a | c | 2.0000 | 1.7600 | 12.0% |\n"
-      "| relu | gpu | medium | a | b | 0.5000 | 0.5600 | 12.0% |\n"
-      "| silu | gpu | large | a | b | 1.0000 | 1.0700 | 7.0% |")
+      "| gelu | tpu | medium | a | c | 2 | 1.76 | 12.0% |\n"
+      "| relu | gpu | medium | a | b | 0.5 | 0.56 | 12.0% |\n"
+      "| silu | gpu | large | a | b | 1 | 1.07 | 7.0% |")
   same = card._repro(table, changes.iloc[0:0], ())
   assert (same["n_changed"], same["changed"]) == (0, None)
   assert card._repro(table, None, ())["n_changed"] == 0
@@ -1070,7 +1070,10 @@ def test_stats_gather_every_section(trees, tmp_path):
       "n_lost": 1, "lost_table": card._lost_table(lost),
       "ceilings_table": card._ceilings_table([resumed]), "ceiling_bf16": False, "repro_bf16": None,
       "ceiling_methods": "cupti: 1 GiB copy and read-only sum",
-      "ceiling_sources": sections.ceiling_sources(merged.records), "ceiling_tolerance": "5%",
+      "ceiling_sources": sections.ceiling_sources(merged), "ceiling_tolerance": "5%",
+      "eager_over": "(none)", "n_eager_over": 0, "primary_runs": "`run-a`",
+      "legacy": {"judge_1": True, "no_run": True},
+      "load": sections.load_facts([resumed], merged, None), "gpu_sharing": None,
       "gpu_state_table": card.md_table(sections.gpu_state(merged)),
       "tolerance_table": card._tolerance_table(merged.records),
       "filters_table": card._filters_table(merged.records),
@@ -1081,7 +1084,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       "artifacts_table": card.md_table(coverage["table"]),
       "ptx": card._ptx_facts(coverage),
       "compile_table": card._compile_table(runs_df),
-      "compile_conditions": sections.compile_conditions(merged),
+      "compile_conditions": sections.compile_conditions([resumed]),
       "repro": card._repro(repro, None, published), "corrections": card._corrections(summary),
       "cpu_rows": 1, "limits": sections.limits(merged.records), "rebuild": "the command",
       "contact": "https://huggingface.co/datasets/org/pb/discussions",
@@ -1162,11 +1165,12 @@ def test_speedup_plot(trees, tmp_path, figures):
   summary = list(_summary_rows(trees, tmp_path))
   summary[2] = dataclasses.replace(summary[2], Pallas_Speedup=float("inf"))
   summary[3] = dataclasses.replace(summary[3], Pallas_Speedup=-1.0)
-  assert plots.speedup_png(summary, comparable=True) == b"png"
+  assert plots.speedup_png(summary, comparable=True, size="medium", runs=["run-a"]) == b"png"
   (fig,) = figures
   assert tuple(fig.get_size_inches()) == (8.0, 3.0) and fig.dpi == 100  # at least 3 inches
   (ax,) = fig.axes
-  assert ax.get_title() == "Pallas speedup over the jitted JAX reference (NVIDIA H200)"
+  assert ax.get_title() == ("Pallas speedup over the jitted JAX reference (NVIDIA H200)\n"
+                            "size medium, run run-a")
   assert ax.title.get_fontsize() == 9
   assert (ax.get_xscale(), ax.yaxis_inverted()) == ("log", True)
   assert ax.get_xlabel() == "speedup (baseline / kernel; > 1: the kernel is faster)"
@@ -1175,18 +1179,24 @@ def test_speedup_plot(trees, tmp_path, figures):
       f"{summary[3].Task_ID:02d} flash_attention"]
   assert {t.get_fontsize() for t in ax.get_yticklabels()} == {7}
   assert list(ax.get_yticks()) == [0, 1, 2, 3]
-  bars = ax.patches
-  assert [b.get_width() for b in bars] == [2.0, 2.5, 0.0, 0.0]  # not positive: no bar
-  assert [b.get_y() + b.get_height() / 2 for b in bars] == [0, 1, 2, 3]
+  bars = ax.patches  # from 1.0 to the speedup; none where it is not positive and finite
+  assert [(b.get_x(), b.get_width()) for b in bars] == [(1.0, 1.0), (1.0, 1.5)]
+  assert [b.get_y() + b.get_height() / 2 for b in bars] == [0, 1]
   green, red = mcolors.to_rgba("tab:green"), mcolors.to_rgba("tab:red")
-  assert [b.get_facecolor() for b in bars] == [green, red, green, green]  # gelu is incorrect
-  dots, one = ax.lines
+  assert [b.get_facecolor() for b in bars] == [green, red]  # gelu is incorrect
+  untimed, dots, failed, one = ax.lines
+  assert (list(untimed.get_xdata()), list(untimed.get_ydata())) == ([1.0, 1.0], [2, 3])
+  assert (untimed.get_marker(), untimed.get_color()) == ("x", "tab:red")
   assert (list(dots.get_xdata()), list(dots.get_ydata())) == ([0.5, 0.5, 0.5], [0, 1, 2])
   assert (dots.get_marker(), dots.get_linestyle(), dots.get_color()) == (".", "None", "k")
+  assert summary[3].Original_Status == "error"  # flash_attention's original: a cross
+  assert (list(failed.get_xdata()), list(failed.get_ydata())) == ([0.25], [3])
+  assert (failed.get_marker(), failed.get_color()) == ("x", "black")
   assert (list(one.get_xdata()), one.get_color(), one.get_linewidth()) == ([1.0, 1.0], "grey", 0.8)
   legend = ax.get_legend()
   assert [t.get_text() for t in legend.get_texts()] == [  # matplotlib lists lines first
-      "original kernel", "fixed kernel (green: pass, red: fails)"]
+      "fixed kernel fails, no speedup", "original kernel", "original kernel fails (no speedup)",
+      "fixed kernel, from 1.0 (green: pass, red: fails)"]
   assert legend._loc == 4 and {t.get_fontsize() for t in legend.get_texts()} == {7}
 
 
@@ -1198,12 +1208,12 @@ def test_speedup_plot_of_many_rows_cpu_rows_and_no_originals(trees, tmp_path, fi
            for i in range(1, 13)]
   plots.speedup_png(rows_, comparable=False)
   (ax,) = figures[0].axes
-  assert tuple(figures[0].get_size_inches()) == (8.0, pytest.approx(4.2))
+  assert tuple(figures[0].get_size_inches()) == (8.0, pytest.approx(4.6))
   assert ax.get_title() == ("Pallas speedup over the jitted JAX reference (NVIDIA H200, cpu)\n"
                             "CPU interpret-mode timings: not comparable")
-  assert len(ax.lines) == 1  # the 1x line only
+  assert len(ax.lines) == 1  # the 1x line only: the originals passed (no cross), untimed
   assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-      "fixed kernel (green: pass, red: fails)"]
+      "fixed kernel, from 1.0 (green: pass, red: fails)"]
 
 
 def test_speedup_plot_without_timings_says_so(trees, tmp_path, figures):
@@ -1222,7 +1232,9 @@ def test_speedup_plot_without_timings_says_so(trees, tmp_path, figures):
   only_originals = [dataclasses.replace(r, Pallas_Speedup=None) for r in _summary_rows(
       trees, tmp_path / "again")]
   plots.speedup_png(only_originals, comparable=True)
-  assert list(figures[2].axes[0].texts) == [] and len(figures[2].axes[0].patches) == 4
+  ax = figures[2].axes[0]
+  assert list(ax.texts) == [] and len(ax.patches) == 0  # no bar: a red cross at 1.0 each
+  assert list(ax.lines[0].get_ydata()) == [0, 1, 2, 3] and ax.lines[0].get_marker() == "x"
 
 
 def _roof_records(trees):
@@ -1239,43 +1251,49 @@ def _roof_records(trees):
 
 def test_roofline_plot(trees, figures):
   records = _roof_records(trees)
-  records[1] = dataclasses.replace(records[1], roofline=dataclasses.replace(
-      records[1].roofline, ceiling_gbps=3000.0, ceiling_tflops=500.0))
+  records[0] = dataclasses.replace(records[0], run=rf.run_info(run_id="run-a"))
+  records[1] = dataclasses.replace(records[1], run=rf.run_info(
+      run_id="run-a", gpu_index=1, copy=3000.0, read=2900.0, matmul=500.0))
   plots.roofline_png(records)
   (fig,) = figures
   (ax,) = fig.axes
-  assert tuple(fig.get_size_inches()) == (8.0, 5.5)
+  assert tuple(fig.get_size_inches()) == (12.0, 9.0)
   assert ax.get_title() == "Roofline of the fixed kernels (NVIDIA H200)"
-  assert ax.title.get_fontsize() == 9
+  assert ax.title.get_fontsize() == 10
   assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
   assert (ax.get_xlabel(), ax.get_ylabel()) == ("arithmetic intensity (FLOP / byte)",
                                                 "achieved TFLOP/s")
   relu, gelu = records[0].roofline, records[1].roofline
   points = [(relu.flops / relu.bytes, relu.achieved_tflops), (gelu.flops / gelu.bytes,
                                                               gelu.achieved_tflops)]
-  *marks, ceiling = ax.lines
+  *marks, roof_a, roof_b = ax.lines
   assert [(m.get_xdata()[0], m.get_ydata()[0]) for m in marks] == points
   assert [(m.get_marker(), m.get_color(), m.get_markersize()) for m in marks] == [
-      ("o", "tab:green", 4), ("o", "tab:red", 4)]
+      ("o", "tab:green", 5), ("s", "tab:red", 5)]  # passed at medium, failed at large
   assert _texts(ax) == ["relu (medium)", "gelu (large)"]
-  assert [(t.xy, t.get_fontsize(), t.xyann, t.anncoords) for t in ax.texts] == [
-      (points[0], 5, (3, 2), "offset points"), (points[1], 5, (3, 2), "offset points")]
-  xs, ys = list(ceiling.get_xdata()), list(ceiling.get_ydata())
-  lo, hi = min(p[0] for p in points) / 4, max(p[0] for p in points) * 4
-  assert len(xs) == 64 and xs[0] == lo and xs[-1] == pytest.approx(hi)
-  assert xs[1] == pytest.approx(lo * (hi / lo) ** (1 / 63))
-  assert ys == [min(500.0, 4000.0 * x / 1000.0) for x in xs]  # the highest of each ceiling
-  assert (ceiling.get_linestyle(), ceiling.get_color(), ceiling.get_linewidth()) == (
-      "--", "grey", 1)
+  assert [(t.xy, t.get_fontsize(), t.anncoords) for t in ax.texts] == [
+      (points[0], 7, "offset points"), (points[1], 7, "offset points")]
+  for roof, (bandwidth, peak) in ((roof_a, (4000.0, 400.0)), (roof_b, (3000.0, 500.0))):
+    xs, ys = list(roof.get_xdata()), list(roof.get_ydata())
+    lo, hi = min(p[0] for p in points) / 4, max(p[0] for p in points) * 4
+    assert len(xs) == 64 and xs[0] == lo and xs[-1] == pytest.approx(hi)
+    assert xs[1] == pytest.approx(lo * (hi / lo) ** (1 / 63))
+    assert ys == [min(peak, bandwidth * x / 1000.0) for x in xs]  # the run's own ceilings
+    assert (roof.get_linestyle(), roof.get_linewidth()) == ("--", 1)
   legend = ax.get_legend()
   assert [t.get_text() for t in legend.get_texts()] == [
-      "highest ceilings measured (per run and GPU: see the card): 4000.0 GB/s (larger of copy "
-      "and read), 500.0 TFLOP/s"]
-  assert legend._loc == 4 and legend.get_texts()[0].get_fontsize() == 7
+      "passed, size medium", "failed, size large",
+      "ceilings of run run-a, GPU 0 (the card's table): 4000.0 GB/s (larger of copy and read), "
+      "400.0 TFLOP/s (matmul)",
+      "ceilings of run run-a, GPU 1 (the card's table): 3000.0 GB/s (larger of copy and read), "
+      "500.0 TFLOP/s (matmul)"]
+  assert legend._loc == 4 and legend.get_texts()[0].get_fontsize() == 8
+  assert [t.get_text() for t in fig.texts] == [  # log's record has no bytes: named, not lost
+      "not on the log axes (0 FLOP or 0 bytes): log (medium)"]
 
 
 @pytest.mark.parametrize("gbps, tflops, label, peak, bandwidth", [
-    (None, 400.0, "no bandwidth, 400.0 TFLOP/s", 400.0, None),
+    (None, 400.0, "no bandwidth, 400.0 TFLOP/s (matmul)", 400.0, None),
     (4000.0, -1.0, "4000.0 GB/s (larger of copy and read), no matmul ceiling", None, 4000.0),
 ])
 def test_roofline_with_one_ceiling(trees, figures, gbps, tflops, label, peak, bandwidth):
@@ -1285,8 +1303,8 @@ def test_roofline_with_one_ceiling(trees, figures, gbps, tflops, label, peak, ba
   plots.roofline_png([record])
   ax = figures[0].axes[0]
   _, ceiling = ax.lines
-  assert ax.get_legend().get_texts()[0].get_text() == (
-      f"highest ceilings measured (per run and GPU: see the card): {label}")
+  assert ax.get_legend().get_texts()[1].get_text() == (
+      f"ceilings the records hold (their run not noted): {label}")
   xs = ceiling.get_xdata()
   assert list(ceiling.get_ydata()) == [peak if bandwidth is None else bandwidth * x / 1000.0
                                        for x in xs]
@@ -1298,7 +1316,8 @@ def test_roofline_without_ceilings_or_points(trees, figures):
       record.roofline, ceiling_gbps=None, ceiling_tflops=0.0))
   plots.roofline_png([bare])
   ax = figures[0].axes[0]
-  assert len(ax.lines) == 1 and ax.get_legend() is None
+  assert len(ax.lines) == 1  # the point, no roof
+  assert [t.get_text() for t in ax.get_legend().get_texts()] == ["passed, size medium"]
   plots.roofline_png(_roof_records(trees)[2:])
   plots.roofline_png([])
   for fig in figures[1:]:
@@ -1317,7 +1336,7 @@ def test_roofline_of_two_gpus_and_a_one_byte_kernel(trees, figures):
   (ax,) = figures[0].axes
   assert ax.get_title() == "Roofline of the fixed kernels (NVIDIA A100, NVIDIA H200)"
   assert _texts(ax) == ["relu (medium)", "gelu (medium)"]
-  assert ax.lines[1].get_xdata()[0] == 2.0  # 2 FLOP over 1 byte
+  assert ax.lines[0].get_xdata()[1] == 2.0  # 2 FLOP over 1 byte
 
 
 def test_png_bytes_are_deterministic_and_carry_no_software_tag(trees, tmp_path):
@@ -1598,8 +1617,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
                                            "p90": pytest.approx(0.2), "max": pytest.approx(0.2),
                                            "n_above": 1}
   assert files == sorted([
-      "README.md", "sakanaai_pallasbench.json", "fix.patch", "plots/speedup.png",
-      "plots/roofline.png", "default/level_1-00000-of-00001.parquet",
+      "README.md", "LICENSE", "NOTICE", "sakanaai_pallasbench.json", "fix.patch",
+      "plots/speedup.png", "plots/roofline.png", "default/level_1-00000-of-00001.parquet",
       "default/level_2-00000-of-00001.parquet", "default/level_3-00000-of-00001.parquet",
       "runs/train-00000-of-00001.parquet", "artifacts/train-00000-of-00001.parquet",
       "sft/train-00000-of-00001.parquet", "preference/train-00000-of-00001.parquet",
@@ -1629,8 +1648,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
                      (b, ("manifest.json", "records.jsonl"))):
     for name in names:
       assert (out / "results" / run.name / name).read_bytes() == (run / name).read_bytes()
-  assert (out / "plots" / "speedup.png").read_bytes() == plots.speedup_png(summary_rows,
-                                                                          comparable=True)
+  assert (out / "plots" / "speedup.png").read_bytes() == plots.speedup_png(
+      summary_rows, comparable=True, size="medium", runs=["a"])
   assert (out / "plots" / "roofline.png").read_bytes() == plots.roofline_png(merged.records)
   card_text = (out / "README.md").read_text()
   front = DatasetCard(card_text).data.to_dict()
@@ -1638,7 +1657,7 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
   assert "pallasbench-robust/pallasbench-robust-gpu-h200" in card_text and "<org>" not in card_text
   assert card.MARKER in card_text
   assert "1 repeated evaluation(s) got a different verdict in the other run" in card_text
-  assert "| relu | gpu | medium | a | b | 0.5000 | 0.6000 | 20.0% |" in card_text
+  assert "| relu | gpu | medium | a | b | 0.5 | 0.6 | 20.0% |" in card_text
   configs = {c["config_name"]: c for c in front["configs"]}
   assert configs["default"] == {"config_name": "default", "default": True, "data_files": [
       {"split": s, "path": f"default/{s}-*.parquet"} for s in ("level_1", "level_2", "level_3")]}
@@ -2363,7 +2382,8 @@ def test_regenerate_parser_defaults_and_types():
       "device": "auto", "sizes": None, "tasks": None, "levels": None, "variants": ["tpu", "gpu"],
       "precisions": ["float32"], "out": pathlib.Path("build/dataset"), "results": None,
       "resume": False, "new_run": False,
-      "from_results": None, "candidates": (), "kernel_trees": None, "measure_only": False,
+      "from_results": None, "candidates": (), "kernel_trees": None, "source": None,
+      "measure_only": False,
       "headline_size": None, "allow_partial": False, "timeout": None, "compile_budget": None,
       "scheduler": None, "gpus": None, "cpu_workers": None, "compile_cache": None,
       "git_commit": None, "push": False, "repo_id": None, "revision": None, "create_pr": False,
@@ -2383,7 +2403,7 @@ def test_regenerate_parser_defaults_and_types():
       "new_run": False,
       "from_results": [pathlib.Path("a"), pathlib.Path("b")],
       "candidates": [pathlib.Path("p"), pathlib.Path("q")], "kernel_trees": pathlib.Path("k"),
-      "measure_only": True, "headline_size": "large", "allow_partial": True, "timeout": 30.0,
+      "source": None, "measure_only": True, "headline_size": "large", "allow_partial": True, "timeout": 30.0,
       "compile_budget": 7.5, "scheduler": "tcp://h:1", "gpus": 2, "cpu_workers": 3,
       "compile_cache": pathlib.Path("cache"), "git_commit": "abc", "push": True,
       "repo_id": "o/r", "revision": "dev", "create_pr": True, "tag": "v2"}
@@ -2494,7 +2514,7 @@ def cli(monkeypatch, measured):
   return seen
 
 
-_NO_EXTRAS = {"candidate_runs": (), "kernel_trees": None}
+_NO_EXTRAS = {"candidate_runs": (), "kernel_trees": None, "source": None}
 
 
 def test_main_builds_from_results(cli, capsys):
@@ -2938,10 +2958,10 @@ def test_build_refuses_no_runs_and_names_filesystem_faults(tmp_path, monkeypatch
   assert calls == [
       (([str(tmp_path)], tmp_path / "o"), {"headline_size": "large", "kernel_trees": "t",
                                           "repo_id": "r", "allow_partial": True,
-                                          "candidate_runs": ["p"]}),
+                                          "candidate_runs": ["p"], "source": None}),
       (([tmp_path], tmp_path / "o"), {"headline_size": None, "kernel_trees": None,
                                       "repo_id": None, "allow_partial": False,
-                                      "candidate_runs": ()})]
+                                      "candidate_runs": (), "source": None})]
 
 
 def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):

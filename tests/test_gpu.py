@@ -33,6 +33,8 @@ GPU_OVERRIDES = {
     # The candidate's table of expected values was computed on the exporter's CPU; the GPU
     # draws the same seeds' inputs to within an ulp, so its exact lookup misses: incorrect.
     "public_seeds_public": (Status.INCORRECT, "not allclose"),
+    # Reads past the end of its input: one call runs under compute-sanitizer's memcheck.
+    "peek_past_end": (Status.REJECTED, "the kernel accessed device memory outside its buffers"),
 }
 # trisolve_outside and decoy_branch hide a contraction beside a trivial kernel too large for the
 # H200's shared memory: they were errors while a failed compile was reported first; since the
@@ -127,3 +129,13 @@ def test_a_mosaic_gpu_kernel_passes_the_judge():
   record = evaluate("matmul", tree_dir("gpu") / "matmul.py", size="medium", device="gpu")
   assert record.status is Status.PASS, (record.error, record.reasons)
   assert "mosaic_gpu" in record.backends
+
+
+def test_memcheck_finds_a_shipped_kernel_clean():
+  """One call of every candidate runs under compute-sanitizer's memcheck: on the shipped
+  reduce_sum it runs within its budget and finds nothing (a false alarm would reject honest
+  kernels; peek_past_end above is what it must find)."""
+  record = evaluate("reduce_sum", tree_dir("gpu") / "reduce_sum.py", size="medium", device="gpu")
+  assert record.status is Status.PASS, (record.error, record.reasons)
+  found = next(f for f in record.filters if f.name == "memcheck")
+  assert found.passed and found.detail.startswith("clean: "), found.detail

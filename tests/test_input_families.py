@@ -1,9 +1,12 @@
 """Input families beyond the nominal draw, and tolerances that follow the outputs' scale.
 
-Every family must be well conditioned where it is used: the float32 XLA baseline passes it on
-this CPU at the task's tolerance against the float64 reference, and so does every fixed kernel
-(interpret mode, `small`). The judge checks every family and names the one that failed; a wrong
-output at the edge shape is incorrect, a refusal there only general_shapes False.
+Every task has families that reach the regions where its formula can break, and every family
+must be well conditioned where it is used: the XLA baseline passes it on this CPU at the
+task's tolerance against the float64 reference at each precision it is kept at, and so does
+every fixed kernel at float32 (interpret mode, `small`). A family left out at bfloat16 names
+its bfloat16 replacement. The judge checks every family and names the one that failed; kernels
+right only on the nominal band (no max subtracted, no epsilon, a partial range test) fail
+there. A wrong output at the edge shape is incorrect, a refusal there only general_shapes False.
 """
 
 import dataclasses
@@ -17,9 +20,10 @@ import pytest
 
 from pallasbench_dataset import Size, list_tasks
 from pallasbench_dataset.evaluation.judge import checks
-from pallasbench_dataset.families import Affine, InputFamily
+from pallasbench_dataset.families import (INT32_MAX, INT32_MIN, Affine, InputFamily,
+                                          MatchedRows, OutOfRangeIds, ZeroRows)
 from pallasbench_dataset.kernels import load_kernel
-from pallasbench_dataset.precision import BFLOAT16
+from pallasbench_dataset.precision import BFLOAT16, PRECISIONS
 from pallasbench_dataset.tasks import get_task, input_family_rows
 from pallasbench_dataset.tolerance import (TOLERANCES, AtolScale, Tolerance, ToleranceClass,
                                            compare)
@@ -51,17 +55,21 @@ def _fixed_kernel(name):
 
 @pytest.mark.parametrize("spec", SPECS, ids=operator.attrgetter("name"))
 def test_every_task_has_well_formed_families(spec):
-  """Every task with a floating input has a family (one_hot and nucleotide_onehot take only
-  integer codes, whose nominal draw already covers the out-of-range and unknown ones)."""
-  assert bool(spec.families) == any(i.dtype == "float32" for i in spec.inputs), spec.name
+  """Every task has a family at each precision, and a family left out at a precision names a
+  replacement of the same task kept there."""
   names = [f.name for f in spec.families]
   assert len(set(names)) == len(names), names
-  floating = {i.name for i in spec.inputs if i.dtype == "float32"}
+  assert all(spec.at_precision(p).families for p in PRECISIONS), spec.name
+  inputs = {i.name for i in spec.inputs}
   for family in spec.families:
-    assert family.transforms and {t.input for t in family.transforms} <= floating, family
+    assert family.transforms and {t.input for t in family.transforms} <= inputs, family
     assert family.description.startswith(family.formula + ": ") and len(family.why) > 10
     assert "\n" not in family.description
     assert spec.family(family.name) is family
+    left_out = set(PRECISIONS) - set(family.precisions)
+    assert (family.replaced_by is None) == (not left_out), family
+    if left_out:
+      assert left_out <= set(spec.family(family.replaced_by).precisions), family
   with pytest.raises(KeyError, match=f"task {spec.name} has no input family 'nope'"):
     spec.family("nope")
 
@@ -71,8 +79,8 @@ def test_the_card_rows_list_every_family_and_every_task():
   assert {r["task"] for r in rows} == {s.name for s in SPECS}
   assert {"task": "softmax", "family": "shifted", "inputs": get_task("softmax").family(
       "shifted").description} in rows
-  assert [r["family"] for r in rows if r["task"] == "one_hot"] == ["-"]
-  assert len(rows) == sum(max(1, len(s.families)) for s in SPECS)
+  assert [r["family"] for r in rows if r["task"] == "one_hot"] == ["out_of_range"]
+  assert len(rows) == sum(len(s.families) for s in SPECS)
 
 
 def test_family_derives_its_inputs_from_the_nominal_draw():
@@ -256,4 +264,168 @@ def test_the_agent_prompt_states_the_atol_rule_and_the_families():
   text = prompt.describe(SOFTMAX, "gpu")
   assert "allclose(rtol=0.0001, atol=0.0001 x RMS(reference))" in text
   assert SOFTMAX.family("shifted").description in text
-  assert "input families" not in prompt.describe(get_task("one_hot"), "gpu")
+  assert get_task("one_hot").family("out_of_range").description in prompt.describe(
+      get_task("one_hot"), "gpu")
+
+
+# ---------------------------------------------------------------------------------------------
+# The transforms beyond affine maps
+
+def test_out_of_range_ids_span_the_whole_int32_range():
+  """Out-of-range ids of every bit length and both signs, the extremes among them, so that a
+  range test exact only for some band (a mask of low bits) fails; in-range ids are kept."""
+  spec = get_task("one_hot")
+  family = spec.family("out_of_range")
+  (nominal,) = (np.asarray(x) for x in spec.make_inputs(Size.SMALL, SEED))
+  (ids,) = (np.asarray(x) for x in spec.family_inputs(family, Size.SMALL, SEED))
+  outside = ids[(ids < 0) | (ids >= 1024)].astype(np.int64)
+  assert {INT32_MIN, -1, 1024, INT32_MAX} <= set(outside.tolist())
+  assert 0.15 < outside.size / ids.size < 0.4
+  assert outside.min() < -(1 << 24) and outside.max() > (1 << 24)
+  assert ((outside & 2047) < 1024).any()        # a low-bits range test lights a column here
+  kept = (ids >= 0) & (ids < 1024)
+  np.testing.assert_array_equal(ids[kept & (ids == nominal)], nominal[kept & (ids == nominal)])
+  (other,) = (np.asarray(x) for x in spec.family_inputs(family, Size.SMALL, SEED + 1))
+  assert not np.array_equal((ids < 0) | (ids >= 1024), (other < 0) | (other >= 1024))
+
+
+def test_spikes_end_ids_hard_labels_and_copies_change_only_what_they_say():
+  fused, gather = get_task("fused_softmax_cross_entropy"), get_task("embedding_lookup")
+  logits = np.asarray(fused.family_inputs(fused.family("spiked"), Size.SMALL, SEED)[0])
+  assert np.array_equal((logits == 100.0).sum(axis=1), np.ones(logits.shape[0]))
+  nominal = np.asarray(fused.make_inputs(Size.SMALL, SEED)[0])
+  np.testing.assert_array_equal(logits[logits != 100.0], nominal[logits != 100.0])
+  v = gather.dims(Size.SMALL)["V"]
+  ids = np.asarray(gather.family_inputs(gather.family("end_ids"), Size.SMALL, SEED)[1])
+  moved = ids != np.asarray(gather.make_inputs(Size.SMALL, SEED)[1])
+  assert moved.any() and set(ids[moved].tolist()) <= {0, v - 1}
+  bce = get_task("sigmoid_bce").at_precision(BFLOAT16)
+  z, t = bce.family_inputs(bce.family("saturated_hard"), Size.SMALL, SEED)
+  assert set(np.unique(np.asarray(t, np.float32)).tolist()) == {0.0, 1.0}
+  assert np.abs(np.asarray(z, np.float32)).max() > 88
+  block = get_task("transformer_block")
+  inputs = block.family_inputs(block.family("self_matched"), Size.SMALL, SEED)
+  np.testing.assert_array_equal(inputs[1], inputs[2] * np.float32(20.0))
+  assert [f.formula for f in (fused.family("spiked"), gather.family("end_ids"),
+                              bce.family("saturated_hard"), block.family("self_matched"))] == [
+      "logits with one element per row set to 100", "ids with 50% at 0 or V - 1",
+      "logits * 30, round(targets)", "wq = wk * 20"]
+
+
+def test_zero_rows_of_one_family_share_their_rows_and_follow_the_seed():
+  spec = get_task("rmsnorm_residual")
+  family = spec.family("zero_rows")
+  assert all(isinstance(t, ZeroRows) for t in family.transforms)
+  x, residual = (np.asarray(a) for a in spec.family_inputs(family, Size.SMALL, SEED))
+  zero = ~x.any(axis=1)
+  np.testing.assert_array_equal(zero, ~residual.any(axis=1))
+  assert zero[0] and 0.1 < zero.mean() < 0.45
+  nominal = np.asarray(spec.make_inputs(Size.SMALL, SEED)[0])
+  np.testing.assert_array_equal(x[~zero], nominal[~zero])
+  other = np.asarray(spec.family_inputs(family, Size.SMALL, SEED + 1)[0])
+  assert not np.array_equal(zero, ~other.any(axis=1))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_matched_queries_overflow_exp_and_leave_one_hot_rows(precision):
+  """Each query points along one key: its score is far past exp's overflow at 88.7 in most
+  rows, and each row of the softmax is one-hot, whatever rounding the scores carry."""
+  spec = get_task("qk_softmax").at_precision(precision)
+  family = spec.family("matched")
+  assert isinstance(family.transforms[0], MatchedRows)
+  q, k = spec.family_inputs(family, Size.SMALL, SEED)
+  scores = np.asarray(q, np.float64) @ np.asarray(k, np.float64).T / np.sqrt(q.shape[1])
+  assert np.mean(scores.max(axis=1) > 88.8) > 0.8
+  top2 = np.sort(scores, axis=1)[:, -2:]
+  assert np.min(top2[:, 1] - top2[:, 0]) > 15   # the second term is below e^-15
+  assert np.min(np.asarray(spec.expected(q, k), np.float32).max(axis=1)) > 0.999
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels right only on the nominal band fail on the families; the baseline passes them
+
+def _softmax_rows(s):
+  e = jnp.exp(s)
+  return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def _scores(q, k):
+  return jnp.dot(q, k.T, preferred_element_type=jnp.float32) * q.shape[-1] ** -0.5
+
+
+def _bit_exp(x):
+  """exp with 2^n built from exponent bits and n never clamped."""
+  n = jnp.floor(x * 1.4426950408889634 + 0.5)
+  r = x - n * 0.6931471805599453
+  p = 1 + r * (1 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r / 720)))))
+  return p * jax.lax.bitcast_convert_type((n.astype(jnp.int32) + 127) << 23, jnp.float32)
+
+
+def _naive_bce(z, t):
+  p = jax.nn.sigmoid(z.astype(jnp.float32))
+  t = t.astype(jnp.float32)
+  return (-(t * jnp.log(p) + (1 - t) * jnp.log(1 - p))).astype(z.dtype)
+
+
+def _norm_no_eps(x):
+  x32 = x.astype(jnp.float32)
+  c = x32 - jnp.mean(x32, axis=-1, keepdims=True)
+  return (c / jnp.sqrt(jnp.mean(c * c, axis=-1, keepdims=True))).astype(x.dtype)
+
+
+CHEATS = {
+    # name: (task, precision, the kernel, the family it must fail on)
+    "nomax_qk_softmax": ("qk_softmax", "float32",
+                         lambda q, k: _softmax_rows(_scores(q, k)).astype(q.dtype), "matched"),
+    "nomax_qk_softmax_bf16": ("qk_softmax", "bfloat16",
+                              lambda q, k: _softmax_rows(_scores(q, k)).astype(q.dtype), "matched"),
+    "nomax_attention_bf16": ("flash_attention", "bfloat16", lambda q, k, v: jnp.dot(
+        _softmax_rows(_scores(q, k)), v.astype(jnp.float32)).astype(q.dtype), "matched"),
+    "nomax_mha": ("multi_head_attention", "float32", lambda q, k, v: jax.vmap(
+        lambda a, b, c: _softmax_rows(_scores(a, b)) @ c)(q, k, v), "matched"),
+    "nomax_fused_loss_bf16": ("fused_softmax_cross_entropy", "bfloat16", lambda x, labels: (
+        jnp.log(jnp.sum(jnp.exp(x.astype(jnp.float32)), axis=-1))
+        - jnp.take_along_axis(x, labels[:, None], axis=-1)[:, 0]).astype(x.dtype), "spiked"),
+    "exp_no_underflow": ("exp", "float32", _bit_exp, "underflow"),
+    "naive_bce_bf16": ("sigmoid_bce", "bfloat16", _naive_bce, "saturated_hard"),
+    "cosine_no_eps": ("cosine_sim", "float32", lambda x, y: jnp.sum(x * y, axis=-1) / (
+        jnp.linalg.norm(x, axis=-1) * jnp.linalg.norm(y, axis=-1)), "zero_rows"),
+    "layernorm_no_eps_bf16": ("layernorm", "bfloat16", _norm_no_eps, "zero_rows"),
+    "log_no_eps": ("log", "float32", jnp.log, "zeros"),
+    "rsqrt_no_eps": ("rsqrt", "float32", jax.lax.rsqrt, "zeros"),
+    "tanh_by_exp": ("tanh", "float32",
+                    lambda x: (jnp.exp(2 * x) - 1) / (jnp.exp(2 * x) + 1), "small"),
+    "one_hot_low_bits": ("one_hot", "float32", lambda ids: (
+        (ids[:, None] & 2047) == jnp.arange(1024)).astype(jnp.float32), "out_of_range"),
+}
+
+
+@pytest.mark.parametrize("name", list(CHEATS))
+def test_a_kernel_right_only_on_the_nominal_band_fails_on_its_family(name):
+  """Each cheat passes every nominal seed and fails exactly where its formula breaks, at the
+  precision named; the baseline, run the same way, passes every family."""
+  task, precision, cheat, family = CHEATS[name]
+  spec = get_task(task).at_precision(precision)
+  dims = spec.dims(Size.SMALL)
+  runs = checks.run_candidate(jax.jit(cheat), spec, dims, SEEDS, on_gpu=False, edge=None)
+  verdict = checks.judge_outputs(runs, spec, dims, None)
+  assert all(c.passed for c in verdict.comparisons), verdict.failures(SEEDS)
+  assert not verdict.correct
+  failed = {what.split(" (")[0] for what, c in verdict.other_comparisons if not c.passed}
+  assert f"input family {family}" in failed, verdict.failures(SEEDS)
+  honest = checks.run_candidate(jax.jit(spec.reference), spec, dims, SEEDS, on_gpu=False,
+                                edge=None)
+  assert checks.judge_outputs(honest, spec, dims, None).correct
+
+
+def test_a_float32_contraction_carrying_bfloat16_precision_fails():
+  """A float32 matmul whose output is rounded to bfloat16 fails by the relative L2 bound on
+  the nominal draw; one whose operands are rounded to TF32 (a GPU's default) passes."""
+  spec = get_task("matmul")
+  inputs = spec.make_inputs(Size.SMALL, SEED)
+  want = spec.expected(*inputs)
+  rounded = compare((inputs[0] @ inputs[1]).astype(jnp.bfloat16).astype(jnp.float32), want,
+                    spec.tolerance)
+  assert not rounded.passed and rounded.reason.startswith("relative L2 error")
+  tf32 = [jax.lax.reduce_precision(x, 8, 10) for x in inputs]
+  assert compare(tf32[0] @ tf32[1], want, spec.tolerance).passed

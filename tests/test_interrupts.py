@@ -92,7 +92,9 @@ def test_ctrl_c_on_the_main_job_is_one_line_and_a_plain_rerun_resumes(tmp_path):
   head, command = last.split("; continue with: ")
   assert head == (f"interrupted (stopped by SIGINT): the {kept} evaluation(s) measured are kept "
                   f"in {run_dir}")
-  assert shlex.split(command) == ["python", *argv, "--resume", "--results", str(run_dir)]
+  python, *rest = shlex.split(command)  # the interpreter that ran it, as the user can type it
+  assert (REPO / python).samefile(sys.executable) and python != "python"
+  assert rest == [*argv, "--resume", "--results", str(run_dir)]
   manifest = json.loads((run_dir / suite.MANIFEST).read_text())
   assert manifest["interrupted_at"] and manifest["finished_at"] is None
 
@@ -104,6 +106,7 @@ def test_ctrl_c_on_the_main_job_is_one_line_and_a_plain_rerun_resumes(tmp_path):
                    "it (--new-run starts afresh)")
   assert (f"resuming {run_dir}: {kept} of the {len(TASKS)} planned evaluations are done, "
           f"{len(TASKS) - kept} to measure") in again.stderr
+  assert f"] {kept + 1}/{len(TASKS)} " in again.stderr  # the bar counts what was kept
   assert [p.name for p in (out.parent / "ds.runs").iterdir()] == [run_dir.name]
   assert sorted(r.task for r in suite.read_records(run_dir)) == sorted(TASKS)
   assert len(json.loads((run_dir / suite.MANIFEST).read_text())["resumes"]) == 1

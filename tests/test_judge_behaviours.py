@@ -141,7 +141,7 @@ def test_copy_ceiling_counts_the_bytes_read_and_written(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
-# More behaviours found by trying further plausible edits (issue #27, second part).
+# More behaviours that a plausible edit of the judge would break.
 
 def test_iqr_is_the_spread_between_the_first_and_third_quartiles():
   samples = timing.Samples(method=timing.TimingMethod.WALLCLOCK,

@@ -47,7 +47,7 @@ def test_tolerance_table_is_the_published_one():
       "exact": (ToleranceClass.EXACT, 1e-5, 1e-6, None),
       "transcendental": (ToleranceClass.TRANSCENDENTAL, 1e-4, 1e-5, None),
       "reduction": (ToleranceClass.REDUCTION, 1e-4, 1e-4, None),
-      "matmul": (ToleranceClass.MATMUL, 1e-2, 1e-2, 2e-3),
+      "matmul": (ToleranceClass.MATMUL, 1e-2, 1e-2, 1e-3),
   }
 
 
@@ -666,13 +666,11 @@ def test_load_artifact_accepts_the_tasks_interface_on_any_exported_platform():
 
 
 def test_load_artifact_refuses_bytes_that_do_not_deserialize():
+  """Garbage is refused by the header check, before jax reads it."""
   status, error_type, message = _failure(judge.load_artifact, b"\x00garbage", RELU, TINY, "cpu")
-  try:
-    jax.export.deserialize(bytearray(b"\x00garbage"))
-  except Exception as e:  # pylint: disable=broad-exception-caught
-    why = f"{type(e).__name__}: {e}"
   assert (status, error_type) == (Status.REJECTED, None)
-  assert message == f"the artifact does not deserialize: {why}"
+  assert message.startswith("the artifact is refused before it is read: the artifact's header "
+                            "does not read (error: unpack_from requires a buffer"), message
 
 
 def test_load_artifact_lists_every_interface_problem():
@@ -691,8 +689,8 @@ def test_load_artifact_refuses_side_effects(field):
   from jax._src.ffi import FfiEffect  # pylint: disable=import-outside-toplevel
   blob = _blob(**{field: (FfiEffect(),)})   # an effect type jax.export can deserialize
   assert _failure(judge.load_artifact, blob, RELU, TINY, "cpu") == (
-      Status.REJECTED, None,
-      f"the artifact does not implement the task's interface: side effects {[str(FfiEffect())]}")
+      Status.REJECTED, None, "the artifact is refused before it is read: the artifact declares "
+      "effects: an exported kernel has none")
 
 
 def test_load_artifact_refuses_other_input_structures():
@@ -777,7 +775,7 @@ def analysis(monkeypatch):
     return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
                                  kernels=[types.SimpleNamespace(backend=b) for b in box.backends]), text
 
-  def module_reasons(found, *, task_flops, output_elements):
+  def module_reasons(found, *, task_flops, output_elements, task_bytes):  # noqa: ARG001
     box.calls.append((found, task_flops, output_elements))
     return list(box.reasons)
   monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", analyse)
@@ -1264,7 +1262,7 @@ def test_base_fields_describe_the_task_and_where_it_ran():
       variant="candidate", size="small", candidate="matmul/fast",
       input_shapes=("(256, 256)", "(256, 256)"), device="cpu", interpret=True,
       kernel_sha256="0" * 64, seeds=(1, 2), tolerance="matmul", rtol=1e-2, atol=1e-2,
-      max_rel_l2=2e-3, atol_scale="reference_rms", input_families=("scaled",),
+      max_rel_l2=1e-3, atol_scale="reference_rms", input_families=("scaled", "small"),
       environment=CPU_ENV, precision="float32")
   low = dataclasses.replace(item, task="matmul", precision="bfloat16")
   at_bf16 = judge._base_fields(low, low.spec, matmul.dims("small"), (1, 2), CPU_ENV)  # pylint: disable=protected-access
@@ -1344,7 +1342,7 @@ def test_finish_fills_the_record():
           record.roofline, record.runtime_samples_ms, record.baseline_samples_ms) == (
       None, None, (), None, None, (), ())
   assert (record.timing_method, record.timing_iterations, record.runtime_ms) == (None, None, None)
-  assert record.eval_wall_s == 1.75 and record.judge_version == "2"
+  assert record.eval_wall_s == 1.75 and record.judge_version == "3"
   assert record.sandbox == ("net", "fs") and record.exporter_output == "x" * 4000
   assert record.compile == _profile(_report())
   measured = datetime.datetime.fromisoformat(record.measured_at)
@@ -1382,7 +1380,9 @@ def test_evaluate_passes_an_honest_artifact(analysis):
       Status.PASS, None, None, ())
   assert (record.correct, record.robust, record.general_shapes, record.seeds) == (
       True, True, None, (1, 2))
-  assert record.max_abs_error == 0.0 and record.rel_l2_error == 0.0 and len(record.filters) == 6
+  assert record.max_abs_error == 0.0 and record.rel_l2_error == 0.0 and len(record.filters) == 7
+  assert (record.filters[-1].name, record.filters[-1].passed) == ("memcheck", True)
+  assert record.filters[-1].detail.startswith("unavailable: a CPU judge runs interpret mode")
   assert record.runtime_ms > 0 and record.timed_outputs_checked == 2
   assert record.compile.artifact_bytes == len(artifacts["cpu"])
   assert 0.5 < record.eval_wall_s < 0.5 + 120     # the exporter's 0.5 s plus the judge's own

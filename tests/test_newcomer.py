@@ -1,4 +1,4 @@
-"""The newcomer's path (issue #24): refusals before measuring, commands that say what to run
+"""The newcomer's path: refusals before measuring, commands that say what to run
 next, paths that say what is wrong with them, tools that cannot write wrong data, and what a
 newcomer looks for (a licence, the tasks, the report command, docs that exist).
 
@@ -15,8 +15,10 @@ import pathlib
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -26,9 +28,8 @@ from builder.records import BuildError, check_headline
 from builder.trees import check_sha256
 from pallasbench_dataset import autotune, evaluate as evaluate_cli, kernels, scaffold
 from pallasbench_dataset.evaluate import DEFAULT_SIZE, evaluate, summary_text
-from pallasbench_dataset.evaluation.errors import MAX_FRAME_CHARS, candidate_frame
 from pallasbench_dataset.evaluation.pipeline import suite
-from pallasbench_dataset.kernels import KernelLoadError, tree_dir
+from pallasbench_dataset.kernels import MAX_FRAME_CHARS, KernelLoadError, candidate_frame, tree_dir
 from pallasbench_dataset.population import __main__ as population_cli, run as population_run
 from pallasbench_dataset.schema import EvalRecord, from_json_dict
 from pallasbench_dataset.tasks import list_tasks
@@ -110,7 +111,8 @@ def test_a_build_that_fails_after_measuring_says_how_to_build_what_was_kept(tmp_
   assert [r.task for r in suite.read_records(run)] == ["relu"]  # measured, and kept
   (hint,) = [line for line in err.splitlines() if "are kept in" in line]
   command = shlex.split(hint.split("without measuring again: ", 1)[1])
-  assert command[:5] == ["python", "-m", "builder.regenerate", "--from-results", str(run)]
+  assert pathlib.Path(command[0]).samefile(sys.executable) and command[0] != "python"
+  assert command[1:5] == ["-m", "builder.regenerate", "--from-results", str(run)]
   fixed = [a for a in command[3:] if a not in ("--headline-size", "medium")]
   assert regenerate.main(fixed) == 0, capsys.readouterr().err[-3000:]
   assert (out / "README.md").is_file() and len(suite.read_records(run)) == 1
@@ -133,7 +135,7 @@ def test_write_tables_never_writes_a_line_not_measured_on_a_gpu(tmp_path, monkey
   gpu = {"task": "relu", "size": "medium", "platform": "gpu", "device_kind": "NVIDIA H200",
          "shape_class": "4x4", "best": {"block": 1024, "num_warps": 4}}
   cpu = {**gpu, "platform": "cpu", "device_kind": "cpu"}
-  old_cpu = {k: v for k, v in cpu.items() if k != "platform"}  # a line from before `platform`
+  old_cpu = {k: v for k, v in cpu.items() if k != "platform"}  # a line without `platform`
   for lines in ([cpu], [gpu, old_cpu]):
     with pytest.raises(autotune.TuningError, match="not measured on a GPU"):
       autotune.write_tables(lines, tmp_path)
@@ -163,7 +165,7 @@ def test_evaluate_says_what_is_wrong_with_the_kernel_argument(tmp_path, make, er
 
 
 def test_a_kernel_str_of_several_lines_is_its_source_text_as_the_design_says():
-  """DESIGN.md: `kernel` is a path or source text. No path holds a newline, so a str of
+  """docs/design.md: `kernel` is a path or source text. No path holds a newline, so a str of
   several lines is the source; one line is a path (and a bad one says why, above)."""
   text = "def kernel(x, interpret=False):\n  return x\n"
   assert evaluate_cli._candidate(text, None) == (text, "<kernel source>")
@@ -343,3 +345,166 @@ def test_the_readme_names_the_report_command_and_the_docs_point_to_what_exists()
   assert [p for p in paths - made_here if not list(REPO.glob(p))] == []
   report = _program("-m", "pallasbench_dataset.evaluation.pipeline.report", "--help")
   assert report.returncode == 0 and report.stdout.startswith("usage: ")
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. A trainer's script or notebook: the README's GRPO example runs as printed, without a main
+#     guard, and leaves nothing behind; Ctrl-C reaches it as a KeyboardInterrupt.
+
+STAND_INS = REPO / "tests" / "stand_ins"  # `trl` for the default suite (test_trainers: the real one)
+SANDBOX_FOLDER = "pallasbench-sandbox-"  # the exporter sandbox's own leftovers, tracked apart
+
+
+def _readme_grpo_example() -> str:
+  readme = (REPO / "README.md").read_text()
+  (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.DOTALL) if "GRPOTrainer" in b]
+  return block
+
+
+def _private_env(tmp: pathlib.Path, *, stand_ins: bool = False) -> dict[str, str]:
+  """A private TMPDIR and HOME (so the verdict cache), the checkout importable."""
+  for name in ("tmp", "home"):
+    (tmp / name).mkdir(exist_ok=True)
+  path = [str(STAND_INS)] * stand_ins + [str(REPO)]
+  return {**os.environ, "TMPDIR": str(tmp / "tmp"), "HOME": str(tmp / "home"),
+          "PYTHONPATH": os.pathsep.join(path)}
+
+
+def _processes_with(marker: str) -> list[int]:
+  """Live processes whose environment holds `marker` (the private TMPDIR: every process a
+  command started inherits it, wherever it was reparented)."""
+  found = []
+  for entry in pathlib.Path("/proc").glob("[0-9]*"):
+    try:
+      if marker.encode() in (entry / "environ").read_bytes().split(b"\0") and not (
+          (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"):
+        found.append(int(entry.name))
+    except OSError:
+      continue
+  return found
+
+
+def _left_in(tmp: pathlib.Path) -> list[str]:
+  return sorted(p.name for p in (tmp / "tmp").iterdir() if not p.name.startswith(SANDBOX_FOLDER))
+
+
+def test_the_readme_grpo_example_runs_as_a_script_and_in_python_c(tmp_path):
+  example = _readme_grpo_example()
+  assert "__main__" not in example
+  script = tmp_path / "train.py"
+  script.write_text(example)
+  env = _private_env(tmp_path, stand_ins=True)
+  for argv in ([str(script)], ["-c", example]):  # the second is a notebook's cell
+    run = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True,
+                         timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines() == ["rewards [0.2]"], run.stdout  # a CPU pass: the floor
+    assert "Traceback" not in run.stderr and "Nanny failed" not in run.stderr, run.stderr[-3000:]
+    assert _left_in(tmp_path) == [] and _processes_with(f"TMPDIR={tmp_path / 'tmp'}") == []
+
+
+CTRL_C_CELL = """
+import pathlib
+from pallasbench_dataset.reward import KernelReward
+hang = pathlib.Path("tests/controls/hangs_relu.py").read_text()
+reward = KernelReward(device="cpu", budget_s=600, cpu_workers=1)
+try:
+  reward(completions=["```python\\n" + hang + "```\\n"], task="relu")
+except Exception as e:
+  print("an Exception:", type(e).__name__)
+except KeyboardInterrupt as e:
+  print("a KeyboardInterrupt:", type(e).__name__, e)
+reward.close()
+print("closed")
+"""
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+  parents = {}
+  for entry in pathlib.Path("/proc").glob("[0-9]*"):
+    try:
+      parents[int(entry.name)] = (int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]),
+                                  (entry / "cmdline").read_bytes().decode(errors="replace"))
+    except (OSError, IndexError, ValueError):
+      continue
+  found, todo = [], [pid]
+  while todo:
+    parent = todo.pop()
+    children = [(p, cmd) for p, (pp, cmd) in parents.items() if pp == parent]
+    found += children
+    todo += [p for p, _ in children]
+  return found
+
+
+def test_ctrl_c_inside_the_reward_is_a_keyboard_interrupt(tmp_path):
+  proc = subprocess.Popen([sys.executable, "-c", CTRL_C_CELL], cwd=REPO, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=_private_env(tmp_path), start_new_session=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+  deadline, started = time.monotonic() + 300, []
+  while time.monotonic() < deadline and proc.poll() is None and not any(
+      "exporter" in cmd for _, cmd in started):  # the cluster is up, the candidate is running
+    started = _descendants(proc.pid)
+    time.sleep(0.2)
+  assert proc.poll() is None, proc.communicate()
+  os.killpg(proc.pid, signal.SIGINT)
+  out, err = proc.communicate(timeout=120)
+  assert proc.returncode == 0, err[-3000:]
+  assert out.splitlines() == ["a KeyboardInterrupt: Interrupted batch 1 stopped by SIGINT: no "
+                              "reward was computed", "closed"], (out, err[-3000:])
+  assert "Traceback" not in err, err[-3000:]
+  time.sleep(1)
+  alive = [(pid, cmd) for pid, cmd in started if pathlib.Path(f"/proc/{pid}").exists()
+           and (pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")]
+  assert alive == [] and _left_in(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 11. Messages: the closest task name, the fix for a missing `interpret`, each reason once, the
+#     caller's own words, a homepage that exists.
+
+def test_an_unknown_task_names_the_closest_one(capsys):
+  assert evaluate_cli.main(["--task", "rellu", "--kernel", RELU, "--device", "cpu"]) == 2
+  assert capsys.readouterr().err.startswith("error: unknown task 'rellu' (did you mean 'relu'?); "
+                                            "known tasks: relu, gelu,")
+
+
+def test_a_kernel_without_interpret_is_told_to_add_it_and_each_reason_is_printed_once(
+    tmp_path, capsys):
+  path = tmp_path / "relu.py"
+  path.write_text("def kernel(x):\n  return x\n")
+  assert evaluate_cli.main(["--task", "relu", "--kernel", str(path), "--device", "cpu"]) == 1
+  lines = capsys.readouterr().out.splitlines()
+  reason = "TypeError: kernel() got an unexpected keyword argument 'interpret'"
+  assert lines[0] == "relu [small, cpu]: error"
+  assert [line for line in lines if reason in line] == [f"  - {reason}"]
+  assert lines[-1] == ("  to fix: the entry point takes `interpret`: define `def kernel(..., "
+                       "interpret: bool = False)` and pass it on to "
+                       "`pl.pallas_call(..., interpret=interpret)`")
+
+
+def test_no_gpu_is_said_in_python_s_words_from_python_and_in_flags_from_the_command(capsys):
+  with pytest.raises(RuntimeError) as info:
+    evaluate("relu", RELU, device="gpu")
+  assert str(info.value).startswith("device='gpu', but no usable NVIDIA GPU")
+  assert str(info.value).endswith("or pass device='cpu')") and "--device" not in str(info.value)
+  assert evaluate_cli.main(["--task", "relu", "--kernel", RELU, "--device", "gpu"]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("error: --device gpu, but no usable") and "use --device cpu" in err
+
+
+def test_the_homepage_is_the_dataset_s_hub_page():
+  hub = "https://huggingface.co/datasets/pallasbench-robust/pallasbench-robust-gpu-h200"
+  assert f'Homepage = "{hub}"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_the_readme_says_which_configs_data_holds_and_times_are_load_dependent():
+  from huggingface_hub import DatasetCard  # pylint: disable=import-outside-toplevel
+  card = DatasetCard.load(REPO / "data" / "README.md").data.to_dict()
+  configs = {c["config_name"] for c in card["configs"]}
+  readme = (REPO / "README.md").read_text()
+  words = " ".join(readme.split())
+  for config in set(re.findall(r'to_pandas\("data", "(\w+)"\)', readme)) - configs:
+    assert f'`to_pandas("data", "{config}")` fails there' in words, config
+  opening = readme.split("\n\n")[2]  # the paragraph under the two commands
+  assert "3 min 53 s" in opening and "17 min 48 s" in opening and "depends on load" in opening

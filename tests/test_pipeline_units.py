@@ -76,7 +76,7 @@ def test_worker_specs_pin_judges_and_spread_compilers():
   for name, o in options.items():
     assert (o["name"], o["nthreads"], o["host"], o["memory_limit"], o["dashboard"],
             o["local_directory"]) == (name, 1, "127.0.0.1", 0, False, "/scratch")
-  assert all(spec["cls"] is cluster.distributed.Nanny for spec in specs.values())
+  assert all(spec["cls"] is cluster.NannyProgram for spec in specs.values())  # its own program
 
 
 def test_worker_specs_on_a_cpu_host():
@@ -575,8 +575,8 @@ def test_sink_writes_the_artifacts_line_before_the_record_line(tmp_path, monkeyp
   sink.close()
   assert len((tmp_path / suite.ARTIFACTS).read_text().splitlines()) == 2  # an orphan: resume drops it
   assert len((tmp_path / suite.RECORDS).read_text().splitlines()) == 1
-  assert stream.getvalue() == ("[############............] 1/2 0:00:00 relu gpu medium: pass  "
-                               "0.5 ms (3.5 s gpu1)\n")  # no throughput: no time has passed
+  assert stream.getvalue() == ("[############............] 1/2 0:00:00 ETA 0:00:00 relu gpu "
+                               "medium: pass  0.5 ms (3.5 s gpu1)\n")  # no throughput: no time has passed
 
 
 def test_progress_line_without_a_time_or_a_gpu():
@@ -995,7 +995,8 @@ def test_run_suite_writes_each_record_with_its_artifacts_and_the_manifest(
                       "compile_cache_lookups": 4}
   lines = stream.getvalue().splitlines()
   assert [line.split("] ")[1].split(" relu")[0].split(" gelu")[0] for line in lines] == [
-      "1/4 0:00:02", "2/4 0:00:04", "3/4 0:00:06", "4/4 0:00:08"]
+      "1/4 0:00:02 ETA 0:00:06", "2/4 0:00:04 ETA 0:00:04", "3/4 0:00:06 ETA 0:00:02",
+      "4/4 0:00:08 ETA 0:00:00"]  # 2 s an evaluation, times those left
   assert " relu gpu large: pass  0.5 ms (3.5 s gpu0)" in lines[-1]
   # every stage got the run's settings; the scratch folder is gone after the run
   settings = stand_ins.settings[0]
@@ -1037,7 +1038,7 @@ def test_run_suite_resumes_with_only_what_is_missing(stand_ins, dask_cluster, tm
   assert {slug for _, slug in stand_ins.events} == {"silu-gpu-medium"}
   assert (run_dir / suite.RECORDS).read_text().startswith(before)
   assert [r["task"] for r in _lines_of(run_dir / suite.RECORDS)] == ["relu", "gelu", "silu"]
-  assert stream.getvalue().count("\n") == 1 and "] 1/1 " in stream.getvalue()
+  assert stream.getvalue().count("\n") == 1 and "] 3/3 " in stream.getvalue()  # counts the kept 2
   manifest = json.loads((run_dir / suite.MANIFEST).read_text())
   assert manifest["command"] == "regen --test" and manifest["resumed_with"] == 0
   (resumed,) = manifest["resumes"]

@@ -38,7 +38,7 @@ from pallasbench_dataset.population.candidates import (
 from pallasbench_dataset.population.run import evaluate_population, summarize
 from pallasbench_dataset.schema import (
     Artifacts, ErrorType, EvalRecord, Status, from_json_dict, to_json_dict)
-from pallasbench_dataset.tasks import get_task
+from pallasbench_dataset.tasks import TASKS, get_task
 
 from tests import runfixtures as rf
 
@@ -159,7 +159,7 @@ def test_generation_is_deterministic_and_mixed():
 
 def test_the_default_population_covers_every_task_in_its_shares():
   population = gen.generate()
-  assert len(population) == 500 and len({c.task for c in population}) == 45
+  assert len(population) == 500 and len({c.task for c in population}) == len(TASKS)
   assert collections.Counter(c.kind for c in population) == {"tuning": 300, "broken": 100,
                                                               "cheat": 100}
 
@@ -525,7 +525,8 @@ def test_the_release_rebuilds_unchanged_from_its_results(tmp_path):
   but for the plots, which show the same content (their pixels vary between machines)."""
   data = pathlib.Path(__file__).resolve().parents[1] / "data"
   build_dataset(sorted((data / "results").iterdir()), tmp_path / "out", repo_id=None,
-                kernel_trees=KernelTrees.within(data))
+                kernel_trees=KernelTrees.within(data),
+                source=next((data / "source").glob("*.tar"), None))
   def files(folder):
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
   def shown(name, data):

@@ -1,5 +1,5 @@
-"""The dataset at two precisions (issue #25): a `precision` column in `runs` and `artifacts`
-(float32 for records from before it was noted), a `bf16` config holding the headline table at
+"""The dataset at two precisions: a `precision` column in `runs` and `artifacts` (float32
+for records that name none), a `bf16` config holding the headline table at
 bfloat16 only where bfloat16 was measured, the default config float32 and unchanged whatever
 else the runs hold, and a card that says the precision of its tables and claims nothing of
 bfloat16 without its records. Small fake records, as the other builder tests use."""
@@ -33,8 +33,8 @@ def _hashes(folder: pathlib.Path, under: str = "") -> dict[str, str]:
 
 
 def _write_old_run(path, records, artifacts, **manifest):
-  """A run folder as the evaluator wrote it before the precision was noted: no `precision` in
-  its records, artifacts lines or manifest."""
+  """A run folder that names no precision: no `precision` in its records, artifacts lines or
+  manifest."""
   rf.write_run(path, records, artifacts, **manifest)
   for name in ("records.jsonl", "artifacts.jsonl"):
     lines = [json.loads(line) for line in (path / name).read_text().splitlines()]
@@ -59,7 +59,7 @@ def _bfloat16(records):
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-  """One folder built from a float32 run written before the precision was noted, and one from
+  """One folder built from a float32 run that names no precision, and one from
   that run and a run of the same evaluations at bfloat16."""
   root = tmp_path_factory.mktemp("precisions")
   trees = rf.write_tree(root / "trees")
@@ -184,9 +184,9 @@ def _first_run_of_data() -> pathlib.Path:
   return sorted((ROOT / "data" / "results").iterdir())[0]
 
 
-def test_the_45_row_default_stays_float32_beside_bfloat16_records(tmp_path, load):
+def test_the_default_config_stays_float32_beside_bfloat16_records(tmp_path, load):
   """The published folder's first run alone, and with a run of bfloat16 records of its fixed
-  kernels beside it: the default config is the same 45 float32 rows, byte for byte."""
+  kernels beside it: the default config is the same float32 rows, one a task, byte for byte."""
   first = rec.read_run(_first_run_of_data())
   float32 = [r for r in first.records if r.precision == "float32"]
   plan = {"tasks": first.manifest.tasks, "sizes": first.manifest.sizes,
@@ -200,12 +200,12 @@ def test_the_45_row_default_stays_float32_beside_bfloat16_records(tmp_path, load
   both = build_dataset([run, bf16], tmp_path / "both", kernel_trees=trees).out_dir
   assert _hashes(both, "default") == _hashes(alone, "default")
   default = pd.concat([d.to_pandas() for d in load(both, "default").values()])
-  assert len(default) == 45 and sorted(default["Pallas_Runtime"].dropna()) == sorted(
+  assert len(default) == len(plan["tasks"]) and sorted(default["Pallas_Runtime"].dropna()) == sorted(
       r.runtime_ms for r in float32
       if r.variant == "gpu" and r.size == "medium" and r.runtime_ms is not None)
-  assert sum(d.num_rows for d in load(both, "bf16").values()) == len(half) == 45
+  assert sum(d.num_rows for d in load(both, "bf16").values()) == len(half) == len(plan["tasks"])
   runs = load(both, "runs")["train"].to_pandas()
-  assert (runs["precision"] == "bfloat16").sum() == 45
+  assert (runs["precision"] == "bfloat16").sum() == len(plan["tasks"])
 
 
 def _readme_block(after: str) -> str:

@@ -1,7 +1,7 @@
-"""Precision as part of every key that names an evaluation (issue #25): a float32 and a
+"""Precision as part of every key that names an evaluation: a float32 and a
 bfloat16 evaluation of one kernel and size never share a run folder's key, a resume's skip, a
-verdict-cache entry or a measurement; float32 records from before the precision was noted
-(no `precision` field) keep the keys they always had. And `--precisions` from the command line
+verdict-cache entry or a measurement; float32 records that name no precision (no
+`precision` field) have the same keys as those that do. And `--precisions` from the command line
 and the release script to the plan and the manifest."""
 # pylint: disable=protected-access  (the pipeline's keys and bookkeeping are what these check)
 
@@ -50,7 +50,7 @@ def _artifacts(precision="float32"):
 
 
 def _old_line(obj) -> str:
-  """A line as a run before the precision was noted wrote it: no `precision` field."""
+  """A line that names no precision: no `precision` field."""
   data = to_json_dict(obj)
   assert data.pop("precision") == "float32"
   return json.dumps(data)
@@ -104,7 +104,7 @@ def _judge_at_the_items_precision(item, exported, notes, settings):
 
 def test_a_resume_measures_the_bfloat16_half_a_float32_run_lacks(stand_ins, dask_cluster,
                                                                   tmp_path, monkeypatch):
-  """A folder of float32 records written before the precision was noted, resumed with both
+  """A folder of float32 records that name no precision, resumed with both
   precisions planned: only the bfloat16 half is measured, each artifacts line carries its
   record's precision, and the resume's manifest entry names both precisions."""
   monkeypatch.setattr(stages, "judge_stage", _judge_at_the_items_precision)
@@ -141,7 +141,7 @@ def test_a_plain_rerun_continues_only_a_run_of_its_own_precisions(tmp_path):
     (runs / name / suite.MANIFEST).write_text(json.dumps(
         {"finished_at": None, "device": "cpu", "tasks": ["relu"], "sizes": ["medium"],
          "variants": ["gpu"], **manifest}))
-  unfinished("cpu-1")  # from before the precisions were recorded: float32
+  unfinished("cpu-1")  # names no precision: float32
   float32, bfloat16 = [_item()], [_item("bfloat16")]
   assert suite.unfinished_run(runs, float32, "cpu") == runs / "cpu-1"
   assert suite.unfinished_run(runs, bfloat16, "cpu") is None

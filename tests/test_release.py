@@ -1,4 +1,4 @@
-"""Release 5 (issue #23): the published folder is what the code measures, and its card tells
+"""Release 5: the published folder is what the code measures, and its card tells
 the whole truth. One test (or more) per defect the audit of release 4 found:
 
 - tests named `test_data_*` read the published folder `data/` (they fail on release 4 and pass
@@ -81,11 +81,12 @@ def _card(folder):
 
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory):
-  """Release 4's records and kernels (data/results, data/kernels_*) built by this builder into
-  `data/` of a stand-in checkout."""
+  """Release 4's records and kernels (data/results, data/kernels_*) and the source it ships
+  (data/source) built by this builder into `data/` of a stand-in checkout."""
   clone = tmp_path_factory.mktemp("clone")
   build_dataset(sorted((DATA / "results").iterdir()), clone / "data",
-                kernel_trees=KernelTrees.within(DATA))
+                kernel_trees=KernelTrees.within(DATA),
+                source=next((DATA / "source").glob("*.tar"), None))  # the source it ships
   return clone / "data"
 
 
@@ -185,8 +186,8 @@ def test_data_speedup_plot_is_comparable_on_a_gpu_release(folder):
   rows = _summary_rows(folder)
   assert {r.Backend for r in rows} >= {"triton", "mosaic_gpu"}  # release 4 already mixed them
   assert plots.comparable(_records(folder), rows[0].Size)
-  assert (folder / "plots" / "speedup.png").read_bytes() == plots.speedup_png(rows,
-                                                                              comparable=True)
+  assert (folder / "plots" / "speedup.png").read_bytes() == plots.speedup_png(
+      rows, comparable=True, size=rows[0].Size, runs=[_runs(folder)[0].name])
 
 
 def test_comparability_follows_timing_comparable_only():
@@ -322,7 +323,8 @@ def test_data_reproducibility_of_kernel_baseline_and_speedup(folder):
   pairs = repeats.pairs(merged)
   text = _card(folder)
   section = text[text.index("### Reproducibility"):text.index("### Compile time")]
-  assert card.md_table(repeats.spread(pairs), card._REPRO_FORMATS) in section
+  spread = card._with_threshold(repeats.spread(pairs))
+  assert card.md_table(spread, card._REPRO_FORMATS) in section
   gpus = repeats.same_gpu_counts(pairs)
   assert f"{gpus['same']} of {gpus['n']} pairs ran on the same GPU" in section
   for row in repeats.crossings(pairs).itertuples():
@@ -624,7 +626,7 @@ def test_data_compile_times_say_how_many_compiles_ran_at_once():
   text = _card(folder)
   section = " ".join(text[text.index("### Compile time"):].split())
   assert "**one sample** per run" in section and (
-      "compiles running at once, this one included" in section)
+      "the compiles that overlapped each one (itself included" in section)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -698,11 +700,11 @@ def test_card_sections_from_synthetic_records(tmp_path):
   run = rf.write_run(tmp_path / "run1", records, rf.artifacts_for(records))
   out = build_dataset([run], tmp_path / "out", kernel_trees=trees).out_dir
   text = " ".join(_card(out).split())
-  assert ("| run1 | 0 | 60 | cuda | GPU-x | 1.76e+03 | 1.98e+03 | 3.2e+03 | P0 | 410 | 700 | 0x0 "
+  assert ("| run1 | 0 | 60 | cuda | GPU-x | 1755 | 1980 | 3201 | P0 | 410 | 700 | 0x0 (none) "
           "| 8 |") in text
   assert "of the 7 timed evaluations, 2 rotated through inputs that fit in the L2" in text
   assert "| relu | gpu | medium | 4 | 1.00 | 60 |" in text
-  assert "compiles running at once, this one included, median 3, max 3" in text
-  assert "bandwidth baseline: 8; compute measured: 8" in text
+  assert "overlapping compiles median 3, max 3 (4 of 4 recorded)" in text
+  assert "- `run1`: bandwidth baseline: 8; compute measured: 8" in text
   assert "Method: cupti: 1 GiB copy and read-only sum; cupti: m." in text
   assert "this release has one run, so its spread is not measured" in text

@@ -51,6 +51,8 @@ BATCH = (
     ("exp", fenced(_control("outside_exp.py")), "exp in XLA, copied by Pallas"),
     ("relu", fenced(HONEST, before="Again:\n```python\nx = 1\n```\nThe module:\n"), "duplicate"),
     ("relu", "I cannot write this kernel.", "no fenced block"),
+    ("relu", fenced(HONEST + "NOTE = '\ud800'\n"), "a lone surrogate"),
+    ("relu", fenced(HONEST).replace("```python", "```Python3"), "tagged Python3"),
 )
 
 
@@ -113,6 +115,16 @@ def test_an_honest_kernel_scores_above_zero_and_every_cheat_zero(judged):
   assert by_kind["no fenced block"] == (0.0, rw._no_kernel("relu"))
   assert "no closed fenced ```python block" in by_kind["no fenced block"][1].text()
   assert by_kind["exp in XLA, copied by Pallas"][1].task == "exp"
+  assert by_kind["tagged Python3"][0] == rw.PASS_FLOOR
+
+
+def test_an_unreadable_completion_scores_zero_with_its_reason_and_the_batch_goes_on(judged):
+  value, fb = {kind: (r, f) for (_, _, kind), r, f in zip(BATCH, judged["plain"],
+                                                           judged["feedback"])}["a lone surrogate"]
+  assert (value, fb.status, fb.record) == (0.0, rw.UNREADABLE, None)
+  assert fb.reasons == ("the kernel holds a character that is not text ('\\ud800' at character "
+                        f"{len(HONEST.rstrip()) + 9}: surrogates not allowed)",)
+  assert fb.text() == f"relu: the answer could not be read: {fb.reasons[0]}"
 
 
 def test_conversational_completions_get_the_same_rewards_from_the_cache(judged):
@@ -129,9 +141,9 @@ def test_the_judge_stays_warm_from_batch_to_batch(judged):
 
 
 def test_duplicates_in_a_batch_are_judged_once(judged):
-  assert judged["evaluations"] == 4  # 6 completions: a duplicate, and one without a kernel
+  assert judged["evaluations"] == 4  # 8: two twins, one without a kernel, one unreadable
   first = json.loads((judged["root"] / "runs" / "batch-000001" / suite.MANIFEST).read_text())
-  assert (first["pipeline"]["evaluations"], first["pipeline"]["cached"]) == (4, 1)
+  assert (first["pipeline"]["evaluations"], first["pipeline"]["cached"]) == (4, 2)
   honest, duplicate = judged["feedback"][0], judged["feedback"][4]
   assert duplicate.cached and not honest.cached
   assert duplicate.kernel_sha256 == honest.kernel_sha256 and duplicate.reward == honest.reward
@@ -139,7 +151,7 @@ def test_duplicates_in_a_batch_are_judged_once(judged):
 
 def test_the_trainer_s_loggers_get_the_verdicts(judged):
   assert judged["logged"]["judge_status"] == [f.status for f in judged["feedback"]]
-  assert judged["logged"]["judge/pass_rate"] == [2 / 6]
+  assert judged["logged"]["judge/pass_rate"] == [3 / 8]
 
 
 def test_feedback_is_the_judge_s_for_a_multi_turn_loop(judged):
@@ -177,9 +189,44 @@ def test_the_kernel_is_the_last_closed_python_block():
   assert rw.extract_kernel("```python\ne = 5\n```\n```text\nnot code\n```") == "e = 5\n"
   assert rw.extract_kernel("```python\nf = 6\n") is None  # cut off mid-block
   assert rw.extract_kernel("no code") is None
+  for tag in ("Python", "py3", "python3", "PY", "python title=kernel.py"):
+    assert rw.extract_kernel(f"```{tag}\ng = 7\n```") == "g = 7\n", tag
+  assert rw.extract_kernel("~~~python\nh = 8\n~~~") == "h = 8\n"
+  # An indented fence (a list item), CRLF lines; a longer fence holds a shorter one.
+  assert rw.extract_kernel("1. code:\r\n   ```python\r\n   def f():\r\n     pass\r\n   ```\r\n"
+                           ) == "def f():\n  pass\n"
+  assert rw.extract_kernel("````python\ns = '```'\n```\n````") == "s = '```'\n```\n"
+  assert rw.extract_kernel("```text\n```python\nnot = 1\n```\n") is None
   assert rw.completion_text([{"role": "assistant", "content": "x"}]) == "x"
   assert rw.completion_text([{"role": "user", "content": "u"},
                              {"role": "assistant", "content": "a"}]) == "a"
+
+
+def test_any_completion_is_read_in_linear_time_or_refused_with_its_reason():
+  """Completions of MAX_COMPLETION_CHARS (1 MiB) shaped to make a backtracking scan quadratic
+  are read in a second or so (a loaded machine: 10 s allowed); a quadratic scan takes 12 s at
+  20 KB (a fence, then spaces) and hours at 1 MiB. Anything longer, or not text, is refused at
+  once with its reason."""
+  n = rw.MAX_COMPLETION_CHARS
+  shapes = {"spaces after a fence": "```" + " " * (n - 4) + "\n",
+            "openings without a close": "```python\n" * (n // 10),
+            "backticks": "`" * n, "short blocks": "```\nx\n" * (n // 6)}
+  for name, text in shapes.items():
+    start = time.perf_counter()
+    rw.read_kernel(text)
+    assert time.perf_counter() - start < 10.0, name
+  for completion, reason in (
+      ("x" * (n + 1), f"the completion has {n + 1} characters; at most {n} are read"),
+      (b"```python\n\xff\n```", "the completion's bytes are not UTF-8 (invalid start byte at byte 10)"),
+      (None, "a completion is a string or a list of message dicts, not NoneType"),
+      ([{"role": "assistant", "content": 3}, "text"], "a completion is a string or a list of "
+                                                       "message dicts, not list")):
+    with pytest.raises(rw.UnreadableCompletion) as info:
+      rw.read_kernel(completion)
+    assert str(info.value) == reason
+  assert rw.read_kernel(b"```python\nx = 1\n```") == "x = 1\n"
+  assert rw.read_kernel([{"role": "assistant", "content": [
+      {"type": "text", "text": "```py\ny = 2\n```"}, {"type": "image"}]}]) == "y = 2\n"
 
 
 def _record(trees, status=Status.PASS, runtime_ms=0.5, comparable=True):
@@ -207,5 +254,10 @@ def test_bad_arguments_raise_instead_of_scoring_zero():
   with pytest.raises(ValueError, match="2 completions but 1 task names"):
     reward.judge(["a", "b"], ["relu"])
   assert reward(completions=["no code"], task="relu") == [0.0]  # nothing to judge: no cluster
+  assert reward(completions=[None, fenced("'\udfff'")], task="relu") == [0.0, 0.0]
+  assert [f.status for f in reward.last_feedback] == [rw.UNREADABLE] * 2
   assert reward.scheduler is None
+  with pytest.raises(RuntimeError, match=r"^device='gpu', but no usable NVIDIA GPU .* or pass "
+                                         r"device='cpu'\)$"):
+    rw.KernelReward(device="gpu")
   reward.close()

@@ -34,6 +34,7 @@ import pytest
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.sandbox import (
     ALL_WALLS, OUTPUT_CAP, SANDBOX_EXIT, WallsUnavailable, run_sandboxed, tripwire, walls)
+from pallasbench_dataset.tasks import TASKS
 
 MEMORY_BYTES = 4 << 30
 MARK_ENV = "SANDBOX_TEST_MARK"
@@ -880,7 +881,7 @@ def test_all_kernels_export_in_one_sandboxed_child():
   with run_child(action, with_jax=True, timeout_s=300) as run:
     assert run.returncode == 0 and not run.violations, (run.violations, run.stderr[-2000:])
     result = json.loads(run.stdout.splitlines()[0])
-  assert result["exported"]["gpu"] == 45, result["failed"]
+  assert result["exported"]["gpu"] == len(TASKS), result["failed"]
   assert result["exported"]["gpu"] + result["exported"].get("tpu", 0) + len(
       result["failed"]) == 90
 
@@ -1034,7 +1035,7 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
 def test_private_proc_as_a_non_root_host_hides_every_other_process_s_links():
   """A host that is not root has no user to run the child as, and Landlock never governs
   reading a link: without the private /proc the child reads its parent's cwd, exe and open
-  files (#22). Started as user nobody (a non-root host's child), after the wall: only its own
+  files. Started as user nobody (a non-root host's child), after the wall: only its own
   entry, and no capability from the user namespace that made it."""
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))  # nobody reaches it
   os.chown(scratch, walls.NOBODY, walls.NOBODY)

@@ -1,4 +1,4 @@
-"""benchmarks.speed_goals: the issue's goals read from run records."""
+"""benchmarks.speed_goals: the float32 goals read from run records."""
 import json
 import math
 

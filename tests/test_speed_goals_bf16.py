@@ -1,4 +1,4 @@
-"""benchmarks.speed_goals --precision bfloat16: issue #25's goals read from a run's bfloat16
+"""benchmarks.speed_goals --precision bfloat16: the bfloat16 goals read from a run's bfloat16
 records, the float32 records beside them ignored (and the float32 goals ignoring them)."""
 import json
 
@@ -89,3 +89,59 @@ def test_a_float32_run_has_no_bfloat16_goals_to_read(tmp_path, capsys):
   (tmp_path / "records.jsonl").write_text(_line("matmul", "large", 1.0, "float32") + "\n")
   assert speed_goals.main([str(tmp_path), "--precision", "bfloat16"]) == 2
   assert "holds no bfloat16 record of the fixed kernels" in capsys.readouterr().err
+
+
+def _both(tmp_path, bf16, f32, *, tflops=720.0):
+  """A run folder with `bf16` and `f32` ((task, size) -> speedup, None: failed) at their
+  precisions; each passing record's roofline carries `tflops` and XLA's rate at half of it."""
+  lines = []
+  for precision, speedups in (("bfloat16", bf16), ("float32", f32)):
+    for (task, size), value in speedups.items():
+      shapes = MATMUL_LARGE if task == "matmul" and size == "large" else ("(8, 8)",)
+      lines.append(json.dumps({
+          "task": task, "variant": "gpu", "size": size, "status": "pass" if value else "error",
+          "speedup": value, "precision": precision, "input_shapes": list(shapes),
+          "roofline": {"achieved_tflops": tflops, "baseline_tflops": tflops / 2}}))
+  (tmp_path / "records.jsonl").write_text("\n".join(lines) + "\n")
+  return tmp_path
+
+
+FAMILY = {(t, s): 1.0 for t in speed_goals.CONTRACTION for s in speed_goals.SIZES}
+
+
+def _met_37(run):
+  return {goal: (ok, detail) for goal, ok, detail in speed_goals.goals_contractions(run)}
+
+
+def test_the_contraction_goals_read_both_precisions_and_each_can_be_missed(tmp_path):
+  fast = {key: 1.15 for key in FAMILY} | {("add", s): 1.2 for s in speed_goals.SIZES}
+  met = _met_37(_both(tmp_path, fast, FAMILY))
+  assert all(ok for ok, _ in met.values()) and len(met) == 5, met
+  slow = dict(fast)
+  slow["swiglu", "large"] = 0.89       # under 0.90 at bfloat16 only
+  slow["add", "medium"] = None         # failed: the bfloat16 medium geomean is NaN
+  f32 = dict(FAMILY)
+  f32["batched_matmul", "large"] = 0.81
+  del f32["geglu", "large"]            # not measured counts as failing
+  met = _met_37(_both(tmp_path, slow, f32, tflops=690.0))
+  assert met["every contraction-family kernel >= 0.90 at large, bfloat16"] == (
+      False, "swiglu large 0.89")
+  assert met["every contraction-family kernel >= 0.90 at large, float32"] == (
+      False, "geglu large fail, batched_matmul large 0.81")
+  assert met["bf16 matmul at 4096^3 >= 700 TFLOP/s"] == (
+      False, "690.0 (roofline achieved_tflops, 4096^3)")
+  assert met["geomean over 11 fixed kernels, bfloat16, at medium >= 1.10"] == (False, "nan")
+  assert met["geomean over 11 fixed kernels, bfloat16, at large >= 1.10"] == (True, "1.128")
+
+
+def test_main_prints_each_contraction_s_rates_per_precision_and_size(tmp_path, capsys):
+  bf16 = FAMILY | {("matmul", "large"): None}
+  assert speed_goals.main([str(_both(tmp_path, bf16, FAMILY)), "--contractions"]) == 1
+  rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+  assert ["matmul", "bfloat16", "large", "fail", "fail", "fail"] in rows
+  assert ["swiglu", "float32", "medium", "720.0", "360.0", "1.00"] in rows
+  with pytest.raises(SystemExit):
+    speed_goals.main([str(tmp_path), "--contractions", "--precision", "bfloat16"])
+  (tmp_path / "records.jsonl").write_text(_line("add", "large", 1.0, "float32") + "\n")
+  assert speed_goals.main([str(tmp_path), "--contractions"]) == 2
+  assert "no record of the GPU-fixed contraction kernels" in capsys.readouterr().err

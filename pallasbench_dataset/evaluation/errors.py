@@ -7,11 +7,10 @@ import re
 import traceback
 from typing import Final
 
+from pallasbench_dataset.kernels import candidate_frame
 from pallasbench_dataset.schema import ErrorType
 
 MAX_ERROR_CHARS: Final = 4000
-CANDIDATE_FRAME: Final = "raised in the kernel at "  # starts the line naming the candidate's frame
-MAX_FRAME_CHARS: Final = 300
 _ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\[0-7]{3}|\\[nrt'\"]){4,}")
 _ESCAPE: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|[0-7]{3})")
 _MEMORY_ERROR: Final = re.compile(r"(?:^|raised )MemoryError\b")
@@ -46,28 +45,6 @@ def short_error(e: BaseException | str, *, filename: str | None = None,
   if frame is None:
     return digest[:MAX_ERROR_CHARS]
   return digest[:MAX_ERROR_CHARS - len(frame) - 1] + "\n" + frame
-
-
-def candidate_frame(e: BaseException, filename: str, source: str | None = None) -> str | None:
-  """Where in the candidate's own file `e` was raised: the innermost frame of `filename` in its
-  traceback (or in the tracebacks of its causes), with the line's text, at most
-  MAX_FRAME_CHARS; None when the error never passed through the candidate's code."""
-  frames = []
-  seen: set[int] = set()
-  while e is not None and id(e) not in seen:
-    seen.add(id(e))
-    frames += [f for f in traceback.extract_tb(e.__traceback__) if f.filename == filename]
-    if frames:
-      break
-    e = e.__cause__ or e.__context__
-  if not frames:
-    return None
-  frame = frames[-1]
-  lines = source.splitlines() if source is not None else []
-  line = lines[frame.lineno - 1].strip() if frame.lineno and frame.lineno <= len(lines) else (
-      frame.line or "")
-  text = f"{CANDIDATE_FRAME}{filename}:{frame.lineno} in {frame.name}" + (f": {line}" if line else "")
-  return text[:MAX_FRAME_CHARS]
 
 
 MAX_HEADLINE_CHARS: Final = 300

@@ -21,7 +21,7 @@ END: Final = "# EVOLVE-BLOCK-END"
 
 # Top-level names whose values are not the search's to choose: the kernel's metadata (TASK_NAME
 # names the pallas_call; FIX_APPLIED and FIX_REASON are dataset columns) and numbers the task
-# defines (TASKS.md: the eps of norms and logs, 1024 one-hot classes, 4 nucleotides, the clamp
+# defines (its reference: the eps of norms and logs, 1024 one-hot classes, 4 nucleotides, the clamp
 # bounds, the tanh-gelu constant). Every other top-level name is a tuning choice.
 FIXED_NAMES: Final = frozenset({"TASK_NAME", "FIX_APPLIED", "FIX_REASON", "BACKEND", "EPS",
                                 "NUM_CLASSES", "NUM_BASES", "LOW", "HIGH", "SQRT_2_OVER_PI"})

@@ -3,7 +3,7 @@ and the user's request of the fine-tuning configs (`task_prompt`, `repair_prompt
 
 One text for every use, written from the registry (inputs, sizes, output, tolerance, the
 corrections to the public suite) and the reference source, with the judge's rules in the
-words of TASKS.md and the README, so that what the LLM is told is what the judge checks.
+words of docs/design.md and the README, so that what the LLM is told is what the judge checks.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
   g.add_argument("--count", type=int, default=500, help="candidates (default 500)")
   g.add_argument("--seed", type=int, default=0, help="another seed, another population")
   g.add_argument("--tasks", action=ListOption,
-                 help="task names, separated by spaces or commas (default: all 45)")
+                 help="task names, separated by spaces or commas (default: all)")
   e = sub.add_parser("evaluate", help="evaluate a population into a run folder")
   e.add_argument("--candidates", type=pathlib.Path, metavar="FILE_OR_DIR",
                  help="a JSON Lines file or a folder of <task>/<name>.py (with --resume: "

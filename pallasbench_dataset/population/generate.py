@@ -336,7 +336,7 @@ def _candidate(spec: TaskSpec, kind: str, mutation: Mutation, parent: str) -> Ca
 
 def generate(count: int = 500, *, seed: int = 0, tasks: Sequence[str] | None = None
              ) -> list[Candidate]:
-  """`count` candidates of `tasks` (default: all 45), in task order; the same arguments give
+  """`count` candidates of `tasks` (default: all), in task order; the same arguments give
   the same candidates."""
   if count < 1:
     raise PopulationError(f"--count must be at least 1, not {count}")

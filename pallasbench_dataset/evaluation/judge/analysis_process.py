@@ -41,7 +41,7 @@ from jax._src.interpreters import mlir
 from jax._src.lib import _jax
 
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.judge.process import death_message, process_rss_bytes
+from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
 
@@ -65,7 +65,8 @@ def _report_from_json(data: dict[str, Any]) -> ModuleReport:
       KernelCall(**{**k, "grid": tuple(k["grid"])}) for k in fields["kernels"])
   for name in ("unknown_ops", "disallowed_custom_calls", "stateful_ops"):
     fields[name] = tuple(fields[name])
-  fields["top_ops"] = tuple((name, cost) for name, cost in fields["top_ops"])
+  for name in ("top_ops", "top_byte_ops"):
+    fields[name] = tuple((op, cost) for op, cost in fields[name])
   return ModuleReport(**fields)
 
 

@@ -27,7 +27,8 @@ import jax
 import numpy as np
 
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.judge import checks, fingerprint, module_analysis, timing
+from pallasbench_dataset.evaluation.judge import (
+    artifact_header, checks, fingerprint, memcheck, module_analysis, timing)
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
@@ -35,8 +36,8 @@ from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
-    Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, PallasCallInfo, Roofline,
-    StageTimes, Status, from_json_dict)
+    Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, FilterResult, PallasCallInfo,
+    Roofline, StageTimes, Status, from_json_dict)
 from pallasbench_dataset.tasks import Dims, Size, TaskSpec, get_task
 from pallasbench_dataset.tolerance import compare
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-JUDGE_VERSION: Final = "2"
+JUDGE_VERSION: Final = "3"
 # What jax says when a host callback is lowered for a platform the process has no backend for
 # (the exporter runs on the CPU and exports for cuda): a callback, not a lowering bug.
 _CALLBACK_PLATFORM_ERROR: Final = "ValueError: the platform for the specified backend"
@@ -60,7 +61,7 @@ MAX_OUTPUT_CHARS: Final = 4000
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class EvalOptions:
-  """How thoroughly to evaluate; the defaults follow DESIGN.md's measurement protocol."""
+  """How thoroughly to evaluate; the defaults follow docs/design.md's measurement protocol."""
   seeds: tuple[int, ...] = ()      # empty: fresh seeds from the OS, recorded in the record
   num_seeds: int = 5
   check_edge: bool = True          # also run the task's edge shape (general_shapes)
@@ -69,6 +70,7 @@ class EvalOptions:
   warmup: int = 3
   input_budget_bytes: int = 4 << 30
   capture_artifacts: bool = True
+  memcheck: bool = True            # one call under compute-sanitizer memcheck (a GPU judge)
   reject_copies: bool = False      # reject a candidate whose kernels are a shipped kernel's
 
   def checks_edge(self, size: str) -> bool:
@@ -166,7 +168,12 @@ def _shape_text(shape: Sequence[int]) -> str:
 
 
 def load_artifact(blob: bytes, spec: TaskSpec, dims: Dims, platform: str) -> jax.export.Exported:
-  """Deserializes an artifact and checks its interface against the task; Failure if off."""
+  """Deserializes an artifact and checks its interface against the task; Failure if off. The
+  header is read first (`artifact_header`): symbolic shapes never reach jax's parser."""
+  try:
+    artifact_header.check_header(blob)
+  except artifact_header.HeaderError as e:
+    raise Failure(Status.REJECTED, None, f"the artifact is refused before it is read: {e}") from None
   try:
     exported = jax.export.deserialize(bytearray(blob))
   except Exception as e:  # hostile bytes may fail in any way
@@ -180,9 +187,6 @@ def load_artifact(blob: bytes, spec: TaskSpec, dims: Dims, platform: str) -> jax
     problems.append(f"inputs {got_in} differ from the task's {want_in}")
   if exported.nr_devices != 1:
     problems.append(f"{exported.nr_devices} devices")
-  if exported.ordered_effects or exported.unordered_effects:
-    problems.append("side effects "
-                    f"{[str(e) for e in (*exported.ordered_effects, *exported.unordered_effects)]}")
   if exported.in_tree != jax.tree.structure((tuple(range(len(want_in))), {})):
     problems.append(f"an input structure {exported.in_tree} other than the task's arrays")
   if problems:
@@ -234,7 +238,8 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   found, state.structure_text = _analyze(exported, ctx)
   state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
   reasons = module_analysis.module_reasons(
-      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)))
+      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
+      task_bytes=spec.io_bytes(dims))
   if item.variant == Variant.CANDIDATE and platform == "cuda":
     copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
                                         ctx.analyser)
@@ -406,7 +411,36 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   if failed:
     state.fields.update(status=Status.INCORRECT, reasons=tuple(failed))
     return
+  reasons += _memcheck(item, spec, seeds[0], ctx, state)
+  if reasons:
+    state.fields.update(status=Status.REJECTED, reasons=tuple(reasons), robust=False)
+    return
   _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state)
+
+
+def _memcheck(item: JudgeItem, spec: TaskSpec, seed: int, ctx: Context, state: _State) -> list[str]:
+  """One call of the run artifact under compute-sanitizer's memcheck, on a GPU judge whose
+  options ask for it; its outcome is recorded as the `memcheck` filter, and the errors it finds
+  reject the kernel. A CPU judge runs interpret mode: memcheck is recorded as unavailable."""
+  if not item.options.memcheck:
+    return []
+  if ctx.on_gpu:
+    ctx.stage("memcheck")
+    found = memcheck.check(state.run_blob, task=spec.name, size=item.size,
+                           precision=spec.precision, seed=seed,
+                           padding_bytes=spec.io_bytes(item.size),  # a whole task past any buffer
+                           cache_dir=jax.config.jax_compilation_cache_dir)
+  else:
+    found = memcheck.Result(outcome=memcheck.Outcome.UNAVAILABLE,
+                            detail="a CPU judge runs interpret mode, no device kernel")
+  errors = found.outcome is memcheck.Outcome.ERRORS
+  state.fields["filters"] = (*state.fields.get("filters", ()), FilterResult(
+      name="memcheck", passed=not errors, value=None, threshold=None,
+      detail=f"{found.outcome}: {found.detail}"))
+  if errors:
+    return [f"the kernel accessed device memory outside its buffers (compute-sanitizer "
+            f"memcheck: {found.detail})"]
+  return []
 
 
 def _edge_dims(item: JudgeItem, spec: TaskSpec) -> Dims | None:

@@ -26,6 +26,13 @@ pick data by its content: that is the work of an embedding or a mask, counted ap
 arithmetic as `data_dependent_moves`; so are the results of a `case`/`if` whose branch index
 derives from data (a switch that picks data by its content is a select).
 
+Bytes cost like FLOPs: memory that XLA fills costs no arithmetic, yet a splat broadcast to
+gigabytes behind an `optimization_barrier` makes every call allocate and fill it. Every op is
+charged the bytes of its results that XLA must store (used by anything but an op XLA fuses them
+into: a kernel, a barrier, a loop, a return; reshapes are views, scalars registers; an in-place
+update writes its update), and the kernels the buffers they return; module_reasons limits both
+relative to the task's own bytes.
+
 An exported kernel must also be a pure function of its inputs: ops with hidden state or effects
 outside their results (`stablehlo.rng`, infeed/outfeed, send/recv, custom calls marked
 `has_side_effect`) are listed as `stateful_ops` and rejected wherever they appear.
@@ -60,6 +67,13 @@ PLUMBING_CUSTOM_CALLS: Final = frozenset(
 # module_reasons' limits, as fractions of the task's work.
 OUTSIDE_WORK_LIMIT: Final = 0.10
 OUTSIDE_CONTRACTION_LIMIT: Final = 0.01
+# The bytes plain XLA ops may write per call, and the bytes of the buffers the kernels return,
+# as multiples of the task's own bytes (its inputs and output), and at the least (a small
+# task's wrapper may still pad or reshape). Kernels may return more: a decomposed kernel hands
+# float32 intermediates to the next (triangle_update at bfloat16 returns 3.9x its own bytes).
+OUTSIDE_BYTES_LIMIT: Final = 4.0
+KERNEL_BYTES_LIMIT: Final = 16.0
+BYTES_FLOOR: Final = 16 << 20
 TOP_OPS: Final = 5
 # Integer expressions followed deeper than this when bounding a loop are unknown.
 MAX_EXPRESSION_DEPTH: Final = 64
@@ -93,11 +107,29 @@ _TRANSCENDENTAL: Final = frozenset({
     "chlo.digamma", "chlo.tan", "chlo.sinh", "chlo.cosh", "chlo.asin", "chlo.acos", "chlo.atan",
     "chlo.asinh", "chlo.acosh", "chlo.atanh", "chlo.polygamma", "chlo.zeta", "chlo.bessel_i1e",
 })
+# Ops XLA fuses their operands into (loop and input fusions): an operand used only by these
+# (or by views of it that are) is computed inside the fusion and never stored. Anything else
+# that uses a value (a kernel, a barrier, a loop, a return, a sort) makes XLA store it.
+_FUSING: Final = _ELEMENTWISE | _TRANSCENDENTAL | frozenset({
+    "stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.select",
+    "stablehlo.reduce", "stablehlo.transpose", "stablehlo.slice", "stablehlo.dynamic_slice",
+    "stablehlo.concatenate", "stablehlo.pad", "stablehlo.reverse", "stablehlo.bitcast_convert",
+})
 # Ops with hidden state or effects beyond their results: the same artifact, called twice on
 # the same input, may compute differently (and so tell checked calls from timed ones).
 STATEFUL_OPS: Final = frozenset({
     "stablehlo.rng", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
 })
+# Ops that write no buffer of their own: plumbing, views (a reshape is a bitcast of its
+# operand's buffer), and ops whose results are what their regions (costed op by op) or a
+# callee yield.
+_NO_BUFFER: Final = frozenset({
+    "func.return", "stablehlo.return", "stablehlo.tuple", "stablehlo.get_tuple_element",
+    "stablehlo.while", "stablehlo.case", "stablehlo.if", "func.call", "stablehlo.reshape",
+})
+# Views: a value used by one is stored exactly when the view's result is.
+_VIEWS: Final = frozenset({"stablehlo.reshape"})
+_FUSING_OR_VIEW: Final = _FUSING | _VIEWS
 # Ops that only pass their operand's value on: seen through when proving a loop's trip count
 # (for scalars; an integer `convert` only where it keeps every value, see _preserves).
 _IDENTITIES: Final = frozenset({
@@ -156,11 +188,14 @@ class ModuleReport:
   outside_contraction_flops: int   # dot_general, convolution, triangular_solve, cholesky, fft
   outside_transcendentals: int     # elements of exp, log, tanh, ... outside kernels
   data_dependent_moves: int        # elements gathered, scattered, sliced or selected by data
+  outside_bytes: int               # bytes plain XLA ops write per call (buffers they fill)
+  kernel_bytes: int                # bytes of the buffers the kernels return per call
   unknown_ops: tuple[str, ...]     # ops without a cost model, composites included: refused
   unbounded_loops: int             # while loops not provably bounded that change their carry
   disallowed_custom_calls: tuple[str, ...]  # targets neither kernels, plumbing nor allowed
   stateful_ops: tuple[str, ...]    # ops with hidden state or side effects, anywhere in the module
   top_ops: tuple[tuple[str, int], ...]      # (op name, cost), most costly first
+  top_byte_ops: tuple[tuple[str, int], ...]  # (op name, bytes written), most first
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -170,7 +205,10 @@ class _Tally:
   contraction: int = 0
   transcendentals: int = 0
   moves: int = 0
+  bytes: int = 0
+  kernel_bytes: int = 0
   op_costs: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+  op_bytes: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
   kernels: collections.Counter[_KernelKey] = dataclasses.field(default_factory=collections.Counter)
   unknown: set[str] = dataclasses.field(default_factory=set)
   disallowed: set[str] = dataclasses.field(default_factory=set)
@@ -183,13 +221,15 @@ class _Tally:
   @staticmethod
   def most(tallies: Iterable[_Tally]) -> _Tally:
     """Each cost at its highest over `tallies` (of which one runs): FLOPs, contractions,
-    transcendentals, moves and each op's share apart; kernels and findings of all of them."""
+    transcendentals, moves, bytes and each op's share apart; kernels and findings of all."""
     out = _Tally()
     for t in tallies:
       out.flops, out.contraction = max(out.flops, t.flops), max(out.contraction, t.contraction)
       out.transcendentals = max(out.transcendentals, t.transcendentals)
       out.moves = max(out.moves, t.moves)
+      out.bytes, out.kernel_bytes = max(out.bytes, t.bytes), max(out.kernel_bytes, t.kernel_bytes)
       out.op_costs |= t.op_costs
+      out.op_bytes |= t.op_bytes
       out.kernels += t.kernels
       out.unknown |= t.unknown
       out.disallowed |= t.disallowed
@@ -197,13 +237,16 @@ class _Tally:
     return out
 
   def charge(self, name: str, *, flops: int = 0, contraction: int = 0, transcendentals: int = 0,
-             moves: int = 0) -> None:
+             moves: int = 0, written: int = 0) -> None:
     self.flops += flops
     self.contraction += contraction
     self.transcendentals += transcendentals
     self.moves += moves
+    self.bytes += written
     if flops + moves:
       self.op_costs[name] += flops + moves
+    if written:
+      self.op_bytes[name] += written
 
   def add(self, other: _Tally, times: int = 1, *, label: str | None = None) -> None:
     """Adds `other` run `times` times; under `label` its cost is filed as that one op's."""
@@ -211,11 +254,18 @@ class _Tally:
     self.contraction += other.contraction * times
     self.transcendentals += other.transcendentals * times
     self.moves += other.moves * times
+    self.bytes += other.bytes * times
+    self.kernel_bytes += other.kernel_bytes * times
     if label is None:
       for name, cost in other.op_costs.items():
         self.op_costs[name] += cost * times
-    elif other.work:
-      self.op_costs[label] += other.work * times
+      for name, written in other.op_bytes.items():
+        self.op_bytes[name] += written * times
+    else:
+      if other.work:
+        self.op_costs[label] += other.work * times
+      if other.bytes:
+        self.op_bytes[label] += other.bytes * times
     for key, launches in other.kernels.items():
       self.kernels[key] += launches * times
     self.unknown |= other.unknown
@@ -236,6 +286,32 @@ def _elements(value_type: ir.Type) -> int:
 
 def _out_elements(op: ir.Operation) -> int:
   return max(1, sum(_elements(r.type) for r in op.results))
+
+
+def _bytes(value_type: ir.Type) -> int:
+  """Bytes of a value in memory: whole bytes per element (i1 and i4 take one), two parts of a
+  complex; tokens none."""
+  if isinstance(value_type, ir.TupleType):
+    return sum(_bytes(value_type.get_type(i)) for i in range(value_type.num_types))
+  if not isinstance(value_type, ir.ShapedType):
+    return 0
+  element = value_type.element_type
+  parts = 2 if isinstance(element, ir.ComplexType) else 1
+  if parts == 2:
+    element = ir.ComplexType(element).element_type
+  width = element.width if isinstance(element, (ir.IntegerType, ir.FloatType)) else 64
+  return _elements(value_type) * parts * max(1, -(-width // 8))
+
+
+def _results_bytes(op: ir.Operation) -> int:
+  return sum(_bytes(r.type) for r in op.results)
+
+
+def _is_array(value: ir.Value) -> bool:
+  """A value of rank one or more: a buffer. Scalars (a combiner's, a loop counter) live in
+  registers."""
+  t = value.type
+  return isinstance(t, ir.ShapedType) and t.has_rank and t.rank > 0
 
 
 def _only_block(region: ir.Region) -> ir.Block:
@@ -642,6 +718,7 @@ class _Analyzer:
     self._visits = 0
     self._depth = 0  # calls and regions entered, along the current chain of calls
     self._data: dict[ir.Value, bool] = {}
+    self._stored: dict[ir.Value, bool] = {}
     self._memo: dict[tuple[str, tuple[bool, ...]], tuple[_Tally, tuple[bool, ...]]] = {}
     self._active: set[str] = set()
     self._ranges = _IntegerRanges(self._visit)
@@ -803,14 +880,52 @@ class _Analyzer:
   # -- what the ops cost --------------------------------------------------------------------------
 
   def _block(self, block: ir.Block) -> _Tally:
+    self._mark_stored(block)
     tally = _Tally()
     for op in block.operations:
       self._visit()
       self._op(op.operation, tally)
     return tally
 
+  # -- which values XLA stores --------------------------------------------------------------------
+
+  def _mark_stored(self, block: ir.Block) -> None:
+    """Marks the block's array values that XLA must write to memory: those with a user other
+    than a fusing op (_FUSING) in this block, or a view of them that is stored. Last op first,
+    so a view's result is marked before its operand."""
+    ops = [op.operation for op in block.operations]
+    here = set(ops)
+    for op in reversed(ops):
+      for result in op.results:
+        self._stored[result] = _is_array(result) and self._needs_memory(result, here)
+
+  def _needs_memory(self, value: ir.Value, here: set[ir.Operation]) -> bool:
+    for use in value.uses:
+      self._visit()
+      user = use.owner.operation
+      if user not in here or user.name not in _FUSING_OR_VIEW:
+        return True
+      if user.name in _VIEWS and any(self._stored.get(r, True) for r in user.results):
+        return True
+    return False
+
+  def _written(self, op: ir.Operation) -> int:
+    """The bytes an op outside the kernels writes per run: its stored results (a constant,
+    broadcast, iota or barrier included), only the updates of an in-place update; nothing for
+    plumbing, views and control flow (their regions' ops are charged) or for a kernel (its
+    results are the kernel's own)."""
+    name = op.name
+    if name in _NO_BUFFER or name.startswith("sdy.") or _custom_target(op) in KERNEL_TARGETS:
+      return 0
+    if name == "stablehlo.dynamic_update_slice":
+      return _bytes(op.operands[1].type)
+    if name == "stablehlo.scatter":
+      return sum(_bytes(u.type) for u in op.operands[(len(op.operands) - 1) // 2 + 1:])
+    return sum(_bytes(r.type) for r in op.results if self._stored.get(r, True))
+
   def _op(self, op: ir.Operation, tally: _Tally) -> None:
     name = op.name
+    tally.charge(name, written=self._written(op))
     rule = self._rules.get(name)
     if rule is not None:
       rule(op, tally)
@@ -921,6 +1036,7 @@ class _Analyzer:
     target = _custom_target(op)
     if target in KERNEL_TARGETS:
       tally.kernels[_kernel_key(op, target)] += 1
+      tally.kernel_bytes += _results_bytes(op)
     elif target not in PLUMBING_CUSTOM_CALLS and target not in self._allowed:
       tally.disallowed.add(target)
       tally.charge(f"custom_call @{target}", flops=_out_elements(op))
@@ -1025,21 +1141,32 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
   return ModuleReport(
       kernels=kernels, outside_flops=tally.flops, outside_contraction_flops=tally.contraction,
       outside_transcendentals=tally.transcendentals, data_dependent_moves=tally.moves,
+      outside_bytes=tally.bytes, kernel_bytes=tally.kernel_bytes,
       unknown_ops=tuple(sorted(tally.unknown)), unbounded_loops=tally.unbounded,
       disallowed_custom_calls=tuple(sorted(tally.disallowed)),
       stateful_ops=_stateful_ops(module),
-      top_ops=tuple((name, cost) for name, cost in tally.op_costs.most_common(TOP_OPS) if cost))
+      top_ops=tuple((name, cost) for name, cost in tally.op_costs.most_common(TOP_OPS) if cost),
+      top_byte_ops=tuple((name, n) for name, n in tally.op_bytes.most_common(TOP_OPS) if n))
 
 
 def _percent(part: int, whole: int) -> str:
   return f"{100 * part / whole:.1f}%"
 
 
-def module_reasons(report: ModuleReport, *, task_flops: int, output_elements: int) -> list[str]:
+def bytes_limit(task_bytes: int, factor: float = OUTSIDE_BYTES_LIMIT) -> int:
+  """The most bytes per call, `factor` times a task's `task_bytes` own bytes or the floor."""
+  return max(int(factor * task_bytes), BYTES_FLOOR)
+
+
+def module_reasons(report: ModuleReport, *, task_flops: int, output_elements: int,
+                   task_bytes: int) -> list[str]:
   """Why the module is not an honest Pallas kernel for the task; empty when it is.
 
   The work limit is relative to W = max(task FLOPs, output elements), so tasks with no
-  arithmetic (gathers, one-hot) still allow a small wrapper.
+  arithmetic (gathers, one-hot) still allow a small wrapper. Bytes cost like FLOPs: what plain
+  XLA ops write per call (broadcasts, constants, barriers, copies, pads included) is limited
+  relative to the task's own bytes `task_bytes` (its inputs and output), and so are the buffers
+  the kernels return: memory that costs no arithmetic is still the judge's to provide.
   """
   reasons = []
   work = max(task_flops, output_elements, 1)
@@ -1068,6 +1195,16 @@ def module_reasons(report: ModuleReport, *, task_flops: int, output_elements: in
     reasons.append(f"the real work is done outside the kernel: plain XLA ops do "
                    f"{_percent(outside, work)} of the task's work (top ops: {top}; limit "
                    f"{OUTSIDE_WORK_LIMIT:.0%})")
+  for what, written, top, factor in (
+      ("plain XLA ops outside the kernel write", report.outside_bytes, report.top_byte_ops,
+       OUTSIDE_BYTES_LIMIT),
+      ("the kernels return buffers of", report.kernel_bytes, (), KERNEL_BYTES_LIMIT)):
+    limit = bytes_limit(task_bytes, factor)
+    if written > limit:
+      ops = f"; top ops: {', '.join(f'{name} {n}' for name, n in top)}" if top else ""
+      reasons.append(f"memory beyond the task's: {what} {written} bytes per call, "
+                     f"{written / max(task_bytes, 1):.1f}x the task's own {task_bytes} bytes of "
+                     f"inputs and output (limit {limit} bytes{ops})")
   if report.unbounded_loops:
     reasons.append(f"{report.unbounded_loops} while loop(s) outside the kernels run with a "
                    "trip count that cannot be proven (data-dependent loop?)")

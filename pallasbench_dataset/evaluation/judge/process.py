@@ -18,7 +18,6 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Final
 
 from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict
 
 POLL_S: Final = 0.1
@@ -38,6 +38,10 @@ STARTUP_TIMEOUT_S: Final = 300.0
 # reference, filter, input and eager-baseline executables (no candidate's code is among them:
 # each artifact is a fresh function); clearing bounds what many evaluations' executables hold.
 CLEAR_CACHES_EVERY: Final = 256
+
+
+# Seconds per export and per judge evaluation unless told, by device.
+DEFAULT_TIMEOUT_S: Final = {"gpu": 300.0, "cpu": 900.0}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,27 +152,6 @@ def _load_mosaic_gpu_runtime() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # The parent's side.
-
-def process_rss_bytes(pid: int) -> int:
-  try:
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-      for line in f:
-        if line.startswith("VmRSS:"):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  return 0
-
-
-def death_message(returncode: int | None, what: str = "the judge process") -> str:
-  if returncode is not None and returncode < 0:
-    try:
-      name = signal.Signals(-returncode).name
-    except ValueError:
-      name = f"signal {-returncode}"
-    return f"{what} died with {name}"
-  return f"{what} exited with code {returncode} without a result"
-
 
 def _stderr_fd() -> int | None:
   """The judge's stdout goes to our stderr: the CLI's stdout carries only the record."""

@@ -3,10 +3,16 @@
 Several functions are timed in one process, interleaved in rounds (kernel, baseline,
 baseline, kernel, ...) so that clock and thermal drift hit both alike, and each call takes
 the next of several input sets so that a memory-bound kernel does not run from L2. Each
-function has its own input sets: a candidate never runs on buffers the baseline used, and
-the outputs of chosen timed calls are kept so the judge can check them afterwards.
+function has its own input sets: a candidate never runs on buffers the baseline used.
 A sample is the device time of one call: the sum of the durations of every GPU kernel the
 call launched (a Pallas kernel plus any XLA glue it needs), launch gaps excluded.
+
+A kernel sees only its own buffers: a Pallas kernel on a GPU is raw pointer arithmetic, and
+one that reads past its refs finds whatever the allocator placed beside them. So no output of
+an earlier call is alive while a call runs, nor its bytes: each call's output is overwritten
+in place with a poison pattern (donated to a fill, which XLA writes into the same buffer) and
+freed before the next call starts. The outputs the judge checks afterwards are copied to the
+host first.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 
 class TimingMethod(enum.StrEnum):
@@ -71,31 +79,70 @@ def _cupti_session(out: list) -> Iterator[None]:
     out.extend(ext._cupti_get_timings(True) or ())  # pylint: disable=protected-access
 
 
-def _cupti_round(fn: Callable, sets: Sequence[tuple], start: int, n: int):
+def _poison(x: jax.Array) -> jax.Array:
+  """NaN for floating point, all bits set otherwise: what a retired output is left holding."""
+  if jnp.issubdtype(x.dtype, jnp.inexact):
+    return jnp.full_like(x, jnp.nan)
+  return jnp.invert(jnp.zeros_like(x))
+
+
+_poison_in_place = jax.jit(_poison, donate_argnums=0, keep_unused=True)
+
+
+def retire(out: Any, keep: bool, args: tuple = ()) -> Any:
+  """Ends a timed call's output on the device: its buffers poisoned in place and freed (except
+  an input of the call, `args`, that jax handed back as the output). Returns a host copy when
+  `keep`, else None."""
+  # A copy: on a CPU a host view would share the buffer, and the buffer could not be donated.
+  host = jax.tree.map(lambda a: np.array(a, copy=True), out) if keep else None
+  inputs = {a.unsafe_buffer_pointer() for a in jax.tree.leaves(args) if isinstance(a, jax.Array)}
+  for leaf in jax.tree.leaves(out):
+    if (isinstance(leaf, jax.Array) and not leaf.is_deleted()
+        and leaf.unsafe_buffer_pointer() not in inputs):
+      jax.block_until_ready(_poison_in_place(leaf)).delete()
+      if not leaf.is_deleted():  # a buffer XLA would not donate is freed unpoisoned
+        leaf.delete()
+  return host
+
+
+def _cupti_call(fn: Callable, args: tuple) -> tuple[float, tuple[str, ...], Any]:
+  """One call in a CUPTI session of its own (what `retire` runs is never in one)."""
   events: list = []
   with _cupti_session(events):
-    results = [fn(*sets[(start + i) % len(sets)]) for i in range(n)]
-    jax.block_until_ready(results)
-  if not events or len(events) % n:
-    raise RuntimeError(f"CUPTI saw {len(events)} kernel launches for {n} calls")
-  per_call = len(events) // n
-  samples = [sum(ms for _, ms in events[i * per_call:(i + 1) * per_call]) for i in range(n)]
-  return samples, tuple(name for name, _ in events[:per_call]), results
+    out = jax.block_until_ready(fn(*args))
+  if not events:
+    raise RuntimeError("CUPTI saw no kernel launch for a call")
+  return sum(ms for _, ms in events), tuple(name for name, _ in events), out
 
 
-def _wallclock_round(fn: Callable, sets: Sequence[tuple], start: int, n: int):
-  samples, results = [], []
+def _wallclock_call(fn: Callable, args: tuple) -> tuple[float, tuple[str, ...], Any]:
+  t0 = time.perf_counter()
+  out = jax.block_until_ready(fn(*args))
+  return (time.perf_counter() - t0) * 1e3, (), out
+
+
+def _round(fn: Callable, sets: Sequence[tuple], start: int, n: int, method: TimingMethod,
+           keep: frozenset[int]):
+  """n calls from call `start` on; each output retired before the next call (kept ones copied
+  to the host first). The kernel names are the first call's."""
+  one_call = _cupti_call if method is TimingMethod.CUPTI else _wallclock_call
+  samples, names, kept = [], (), {}
   for i in range(n):
-    args = sets[(start + i) % len(sets)]
-    t0 = time.perf_counter()
-    results.append(jax.block_until_ready(fn(*args)))
-    samples.append((time.perf_counter() - t0) * 1e3)
-  return samples, (), results
+    call = start + i
+    args = sets[call % len(sets)]
+    ms, launched, out = one_call(fn, args)
+    samples.append(ms)
+    names = names or launched
+    host = retire(out, keep=call in keep, args=args)
+    if call in keep:
+      kept[call] = (call % len(sets), host)
+  return samples, names, kept
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Timed:
-  """One function's samples, and the outputs of the calls asked for: call -> (set, output)."""
+  """One function's samples, and the outputs of the calls asked for, on the host:
+  call -> (set, output)."""
   samples: Samples
   kept: dict[int, tuple[int, Any]]
 
@@ -104,24 +151,23 @@ def time_interleaved(fns: Sequence[Callable], sets: Sequence[Sequence[tuple]], *
                      iterations: int, rounds: int, warmup: int, method: TimingMethod,
                      keep: Sequence[frozenset[int]] = ()) -> list[Timed]:
   """Times fns[j] on its own rotating input sets sets[j]; `iterations` samples each, over
-  `rounds` rounds. keep[j] names timed calls (0-based) of fns[j] whose outputs are returned."""
+  `rounds` rounds. keep[j] names timed calls (0-based) of fns[j] whose outputs are returned,
+  copied to the host; every other output is poisoned and freed as soon as its call ends."""
   for fn, fn_sets in zip(fns, sets, strict=True):  # on the last sets: the timed calls start
     for i in range(warmup):                         # at the first, which warm-up left cold
-      jax.block_until_ready(fn(*fn_sets[-1 - i % len(fn_sets)]))
+      args = fn_sets[-1 - i % len(fn_sets)]
+      retire(jax.block_until_ready(fn(*args)), keep=False, args=args)
   per_round = max(1, -(-iterations // rounds))
-  one_round = _cupti_round if method is TimingMethod.CUPTI else _wallclock_round
   samples: list[list[float]] = [[] for _ in fns]
   names: list[tuple[str, ...]] = [() for _ in fns]
   kept: list[dict[int, tuple[int, Any]]] = [{} for _ in fns]
   for r in range(rounds):
     order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
     for j in order:
-      start = r * per_round
-      got, names[j], results = one_round(fns[j], sets[j], start, per_round)
-      samples[j].extend(got)
       wanted = keep[j] if j < len(keep) else frozenset()
-      kept[j].update({start + i: ((start + i) % len(sets[j]), out)
-                      for i, out in enumerate(results) if start + i in wanted})
+      got, names[j], outputs = _round(fns[j], sets[j], r * per_round, per_round, method, wanted)
+      samples[j].extend(got)
+      kept[j].update(outputs)
   return [Timed(samples=Samples(method=method, samples_ms=tuple(s[:iterations]), kernel_names=n),
                 kept={c: v for c, v in k.items() if c < iterations})
           for s, n, k in zip(samples, names, kept)]

@@ -3,7 +3,11 @@
 The local cluster binds to 127.0.0.1 and has, on a GPU host, one judge worker per GPU
 (pinned with CUDA_VISIBLE_DEVICES, as dask_cuda's LocalCUDACluster does) and CPU workers for
 the export and compile stages; on a CPU host, one judge worker and the CPU workers. Every
-worker runs one task at a time: its stage's process is the real worker.
+worker runs one task at a time: its stage's process is the real worker. Each worker's Nanny
+runs in a program of its own (`nanny`), started as `python -m`: nothing is spawned from the
+caller's process, so a trainer's script or notebook that starts a cluster is never imported
+again by a worker and needs no main guard. Dask's scratch space lives in the folder the
+caller names, which it removes: nothing is left in the temporary folder.
 
 An existing cluster (`--scheduler ADDRESS`) needs workers that declare the resources the
 stages ask for, e.g. on each GPU `CUDA_VISIBLE_DEVICES=i dask worker ADDRESS --nthreads 1
@@ -14,18 +18,23 @@ cache folder (`--compile-cache`) that all hosts share.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import pathlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Final
 
 import dask
 import distributed
+import psutil
+from distributed.deploy.spec import ProcessInterface
 
 from pallasbench_dataset.evaluation.pipeline import stages
 
@@ -36,6 +45,11 @@ MAX_CPU_WORKERS: Final = 16
 # another worker; lost twice, the evaluation is recorded as an error.
 ALLOWED_FAILURES: Final = 1
 NVIDIA_GPUS: Final = pathlib.Path("/proc/driver/nvidia/gpus")
+NANNY_PROGRAM: Final = (sys.executable, "-m", "pallasbench_dataset.evaluation.pipeline.nanny")
+# The Dask settings a Nanny program takes from the driver (those `connect` sets).
+NANNY_SETTINGS: Final = ("distributed.worker.daemon", "temporary-directory")
+NANNY_START_S: Final = 120.0  # a worker that has not joined by then failed to start
+NANNY_STOP_S: Final = 30.0  # a Nanny closes its worker within this, or is killed
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,8 +74,57 @@ def default_plan(device: str, gpus: int | None = None, cpu_workers: int | None =
   return WorkerPlan(gpus=tuple(range(n_gpus)), cpu_workers=cpus)
 
 
+class NannyProgram(ProcessInterface):
+  """A worker of a SpecCluster whose Nanny runs in a program of its own (module `nanny`),
+  with the options a `distributed.Nanny` takes. Awaited, it returns once the worker has
+  joined the scheduler; closed, it closes the program's standard input (the Nanny then closes
+  its worker) and kills what is left after NANNY_STOP_S."""
+
+  def __init__(self, scheduler: str, **options):
+    super().__init__()
+    self.name = options.get("name")
+    self._spec = json.dumps({"scheduler": scheduler, "options": options,
+                             "config": {k: dask.config.get(k, None) for k in NANNY_SETTINGS}})
+    self._process: asyncio.subprocess.Process | None = None
+
+  async def start(self) -> None:
+    self._process = await asyncio.create_subprocess_exec(
+        *NANNY_PROGRAM, self._spec, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE)
+    try:
+      line = await asyncio.wait_for(self._process.stdout.readline(), NANNY_START_S)
+    except asyncio.TimeoutError:
+      line = b""
+    if not line:
+      await self.close()
+      raise RuntimeError(f"the Dask worker {self.name} did not start within {NANNY_START_S:.0f} "
+                         "s (its errors are above)")
+    self.address = line.decode().strip()
+    await super().start()
+
+  async def close(self) -> None:
+    process, self._process = self._process, None
+    if process is not None and process.returncode is None:
+      process.stdin.close()
+      try:
+        await asyncio.wait_for(process.wait(), NANNY_STOP_S)
+      except asyncio.TimeoutError:
+        _kill_tree(process.pid)
+        await process.wait()
+    await super().close()
+
+
+def _kill_tree(pid: int) -> None:
+  try:
+    parent = psutil.Process(pid)
+    for process in (*parent.children(recursive=True), parent):
+      process.kill()
+  except psutil.NoSuchProcess:
+    pass
+
+
 def _worker(name: str, resource: str, env: dict[str, str], directory: str) -> dict:
-  return {"cls": distributed.Nanny, "options": dict(
+  return {"cls": NannyProgram, "options": dict(
       name=name, nthreads=1, resources={resource: 1}, env=env, memory_limit=0,
       host="127.0.0.1", dashboard=False, local_directory=directory, silence_logs=logging.WARNING)}
 
@@ -126,7 +189,7 @@ def connect(plan: WorkerPlan, *, scheduler: str | None, directory: pathlib.Path
       yield client
     return
   config = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-            "distributed.worker.daemon": False}
+            "distributed.worker.daemon": False, "temporary-directory": str(directory)}
   with dask.config.set(config):
     cluster = distributed.SpecCluster(
         workers=worker_specs(plan, str(directory)),

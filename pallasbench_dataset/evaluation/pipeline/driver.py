@@ -17,7 +17,8 @@ from typing import Final
 
 from pallasbench_dataset.evaluation import protocol, sandbox
 from pallasbench_dataset.evaluation.judge.core import EvalOptions, JudgeItem, Precompiled, failure_record as judge_failure
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, death_message
+from pallasbench_dataset.evaluation.judge.children import death_message
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status

@@ -9,9 +9,8 @@ import argparse
 import pathlib
 from typing import Final
 
-from pallasbench_dataset.evaluate import DEFAULT_TIMEOUT_S
 from pallasbench_dataset.evaluation.pipeline.cluster import default_plan
-from pallasbench_dataset.evaluation.judge.process import Limits, default_memory_limit
+from pallasbench_dataset.evaluation.judge.process import DEFAULT_TIMEOUT_S, Limits, default_memory_limit
 from pallasbench_dataset.evaluation.pipeline.suite import ClusterOptions
 
 DEFAULT_COMPILE_BUDGET_S: Final = {"gpu": 60.0, "cpu": 300.0}

@@ -74,7 +74,7 @@ def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str
 
 def _planned_precisions(manifest: Mapping) -> list[str]:
   """The precisions a run's manifest (or one of its resumes) planned: float32 for a manifest
-  from before they were recorded."""
+  that names none."""
   return list(manifest.get("precisions") or (DEFAULT_PRECISION,))
 
 
@@ -130,8 +130,8 @@ def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
 
 
 # An evaluation's identity in a run: (task, variant, size), its precision where it is not
-# float32 (`precision.key_part`: a float32 record, or one from before the precision was noted,
-# keeps the key it always had), and in a population run the candidate's id as well (many
+# float32 (`precision.key_part`: a float32 record, or one that names no precision, has no
+# precision part), and in a population run the candidate's id as well (many
 # candidates share a task, the variant and the size).
 Key = tuple[str, ...]
 
@@ -209,12 +209,13 @@ def per_judge_minute(measured: int, wall_s: float, judges: int) -> float | None:
 
 
 class _Progress:
-  """One line per finished evaluation: a bar, the counts, elapsed time, the outcome and the
-  throughput so far (evaluations per judge-minute; verdicts from the cache cost none)."""
+  """One line per finished evaluation: a bar, the counts (a resumed run counts from what it
+  kept), elapsed time, the estimated time left, the outcome and the throughput so far
+  (evaluations per judge-minute; verdicts from the cache cost none)."""
 
-  def __init__(self, total: int, judges: int, stream: TextIO):
-    self.total, self.judges, self.stream = total, judges, stream
-    self.done = self.measured = 0
+  def __init__(self, total: int, judges: int, stream: TextIO, *, kept: int = 0):
+    self.total, self.judges, self.stream, self.kept = total, judges, stream, kept
+    self.done, self.measured = kept, 0
     self.start = time.monotonic()
 
   def finished(self, record: EvalRecord) -> None:
@@ -224,13 +225,15 @@ class _Progress:
     filled = width * self.done // max(self.total, 1)
     wall_s = time.monotonic() - self.start
     elapsed = datetime.timedelta(seconds=int(wall_s))
+    left = datetime.timedelta(seconds=round(wall_s / (self.done - self.kept)
+                                            * max(self.total - self.done, 0)))
     speed = "" if record.runtime_ms is None else f"  {record.runtime_ms:.4g} ms"
     gpu = "" if record.run is None or record.run.gpu_index is None else f" gpu{record.run.gpu_index}"
     how = "cached" if record.cached else f"{record.eval_wall_s:.1f} s{gpu}"
     rate = per_judge_minute(self.measured, wall_s, self.judges)
     rate_text = f"  {rate:.2g}/judge-min" if rate is not None and self.measured else ""
     print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed} "
-          f"{' '.join(_key(record))}: {record.status.value}{speed} ({how}){rate_text}",
+          f"ETA {left} {' '.join(_key(record))}: {record.status.value}{speed} ({how}){rate_text}",
           file=self.stream, flush=True)
 
 
@@ -418,7 +421,8 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key]
   try:
     with cluster.connect(options.plan, scheduler=options.scheduler, directory=scratch) as client:
       judges = _judge_slots(client)
-      with contextlib.closing(_Sink(run_dir, _Progress(len(todo), judges, stream))) as sink:
+      with contextlib.closing(_Sink(run_dir, _Progress(len(items), judges, stream,
+                                                  kept=len(items) - len(todo)))) as sink:
         for record, artifacts in _outcomes(client, todo, settings, git_commit, cache):
           sink(record, artifacts)
           if not record.cached:  # a cached record was measured elsewhere

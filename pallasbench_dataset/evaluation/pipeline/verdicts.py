@@ -62,8 +62,8 @@ class VerdictKey:
   precision: str = DEFAULT_PRECISION
 
   def fields(self) -> dict[str, str]:
-    """The key as its entry stores it: without the precision at float32, so that the entries
-    written before the precision was part of the key (all float32) are still found."""
+    """The key as its entry stores it: without the precision at float32, so that a float32
+    key also finds the entries that name no precision (all float32)."""
     fields = dataclasses.asdict(self)
     if self.precision == DEFAULT_PRECISION:
       del fields["precision"]

@@ -338,9 +338,9 @@ def _shared_mounts(mountinfo: str) -> list[str]:
   return shared
 
 
-# The veil's mounts must never reach the host's namespace, whatever went wrong before them
-# (once, a veil put up on the host hid /root from every process there): it checks that it is
-# in a mount namespace of its own before it changes any mount, and that none of its mounts
+# The veil's mounts must never reach the host's namespace, whatever went wrong before them (a
+# veil mounted there would hide the folders it covers from every process of the host): it
+# checks that it is in a mount namespace of its own before it changes any mount, and that none of its mounts
 # propagates before it mounts anything.
 def _check_own_namespace(host_namespace: int) -> None:
   if os.stat("/proc/self/ns/mnt").st_ino == host_namespace:

@@ -1,8 +1,9 @@
 """What a newcomer asks of the registry: which tasks there are, and what one of them is.
 
-    python -m pallasbench_dataset.tasks            # the 45 tasks, one a line
+    python -m pallasbench_dataset.tasks            # every task, one a line
     python -m pallasbench_dataset.tasks softmax    # one task: inputs per size, tolerance, reference
     python -m pallasbench_dataset.tasks --precisions   # per task, its dtypes at bfloat16 (Markdown)
+    python -m pallasbench_dataset.tasks --markdown > docs/tasks.md   # the registry as a page
 
 Exit status 0, or 2 for an unknown task name.
 """
@@ -13,8 +14,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from pallasbench_dataset.inputs import InputSpec
 from pallasbench_dataset.precision import BFLOAT16, FLOAT32
-from pallasbench_dataset.tasks import HEADLINE_SIZE, Size, TaskSpec, get_task, list_tasks
+from pallasbench_dataset.tasks import (
+    HEADLINE_SIZE, LEVEL_SPLITS, Size, TaskSpec, get_task, input_family_rows, list_tasks)
+from pallasbench_dataset.tolerance import TOLERANCES_BY_DTYPE
 
 
 def listing() -> str:
@@ -80,6 +84,66 @@ def precision_table() -> str:
   return "\n".join(lines)
 
 
+DOC_COMMAND = "python -m pallasbench_dataset.tasks --markdown > docs/tasks.md"
+
+
+def _shapes(shape_at) -> str:
+  return " / ".join(str(shape_at(size)) for size in Size)
+
+
+def _input_cell(spec: TaskSpec, n: int, inp: InputSpec) -> str:
+  dtype = "" if inp.dtype == FLOAT32 else f" {inp.dtype}"
+  return f"`{inp.name}`{dtype} {_shapes(lambda size: spec.input_shapes(size)[n])}"
+
+
+def _task_row(spec: TaskSpec) -> str:
+  inputs = "; ".join(_input_cell(spec, n, inp) for n, inp in enumerate(spec.inputs))
+  return (f"| {spec.task_id} | {spec.name} | {spec.category} | {inputs} | "
+          f"{_shapes(spec.output_shape)} | {spec.tolerance_class.value} |")
+
+
+def _tolerance_rows() -> list[str]:
+  rows = ["| output dtype | class | rtol | atol | atol is a fraction of | relative L2 <= |",
+          "|---|---|---|---|---|---|"]
+  for dtype, classes in TOLERANCES_BY_DTYPE.items():
+    rows += [f"| {dtype} | {kind.value} | {tol.rtol:g} | {tol.atol:g} | {tol.atol_scale.value} | "
+             f"{'-' if tol.max_rel_l2 is None else f'{tol.max_rel_l2:g}'} |"
+             for kind, tol in classes.items()]
+  return rows
+
+
+def markdown() -> str:
+  """The registry as a Markdown page (docs/tasks.md): every task's inputs and output at every
+  size, its tolerance class, the classes' limits, the notes and the input families."""
+  specs = list_tasks()
+  lines = ["# The tasks", "",
+           f"Generated from the task registry (`pallasbench_dataset/tasks/`) by `{DOC_COMMAND}`;",
+           "tests/test_tasks.py checks that it is current. Edit the registry, not this page.",
+           "",
+           f"{len(specs)} tasks. A kernel is `kernel(*inputs, interpret=False)`, taking the "
+           "inputs in the order listed.",
+           "Inputs are float32 unless a dtype is named; shapes are at the sizes "
+           f"{' / '.join(size.value for size in Size)} (headline: {HEADLINE_SIZE.value}).",
+           "`python -m pallasbench_dataset.tasks NAME` prints one task with its reference "
+           "(`pallasbench_dataset/references/NAME.py`, the JAX baseline)."]
+  for level, split in sorted(LEVEL_SPLITS.items()):
+    at_level = [s for s in specs if s.level == level]
+    lines += ["", f"## Level {level} ({len(at_level)} tasks, split `{split}`)", "",
+              "| # | task | category | inputs | output | tolerance |", "|---|---|---|---|---|---|"]
+    lines += [_task_row(s) for s in at_level]
+  lines += ["", "## Tolerance classes", "",
+            "An element passes when |out - ref| <= atol_abs + rtol * |ref| (atol_abs: atol times "
+            "the RMS of the reference; docs/tolerance.md says why); a task is judged by its "
+            "class at its output's dtype.", "", *_tolerance_rows()]
+  lines += ["", "## Notes", "", "What each task is, and where it corrects the public suite "
+            "(`(corrected)`).", ""]
+  lines += [f"- **{s.name}**: {s.notes}" for s in specs if s.notes]
+  lines += ["", "## Input families", "", "Inputs beyond the nominal draw, checked like it.", "",
+            "| task | family | inputs |", "|---|---|---|"]
+  lines += [f"| {r['task']} | {r['family']} | {r['inputs']} |" for r in input_family_rows()]
+  return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m pallasbench_dataset.tasks",
                                    description=__doc__.split("\n\n")[0],
@@ -87,7 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("name", nargs="?", help="a task to show (default: list them all)")
   parser.add_argument("--precisions", action="store_true",
                       help="print, per task, its dtypes and tolerance at bfloat16 (Markdown)")
+  parser.add_argument("--markdown", action="store_true",
+                      help=f"print the registry as a Markdown page ({DOC_COMMAND})")
   args = parser.parse_args(argv)
+  if args.markdown:
+    print(markdown(), end="")
+    return 0
   if args.precisions:
     print(precision_table())
     return 0

@@ -1,15 +1,18 @@
-"""The task registry: the 45 PallasBench tasks as frozen specs (see TASKS.md for the semantics).
+"""The task registry: the PallasBench tasks as frozen specs (docs/tasks.md is its page).
 
 `list_tasks()` gives them in task-id order, `get_task(name)` one by name. A spec knows its
 inputs (names, dtypes, distributions, symbolic shapes), its input families beyond the nominal
-draw (shifted, scaled: `families`), its registered sizes, its output shape, tolerance class,
-analytic FLOP and byte counts, the corrections made to the public suite (`notes`), and its
-reference (`references/<name>.py`, the JAX baseline).
+draw (the regions where its formula can break: `families`), its registered sizes, its output
+shape, tolerance class, analytic FLOP and byte counts, the corrections made to the public
+suite (`notes`), and its reference (`references/<name>.py`, the JAX baseline). `info.py`
+renders the registry for a reader, `python -m pallasbench_dataset.tasks` (`__main__.py`)
+prints it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import importlib
 import importlib.resources
@@ -22,7 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallasbench_dataset.families import Affine, InputFamily
+from pallasbench_dataset.families import (
+    Affine, EndIds, InputFamily, MatchedRows, OutOfRangeIds, Rounded, ScaledCopy, SetTo, Spikes,
+    Transform, ZeroRows)
 from pallasbench_dataset.precision import DEFAULT_PRECISION, FLOAT32, check_precision
 from pallasbench_dataset.inputs import (
     INT32, BinaryMask, Dims, DNACodes, FanInNormal, InputSpec, Integers, Normal, OneHotDNA,
@@ -44,6 +49,8 @@ SIZE_TAGS: Final[Mapping[str, tuple[Size, ...]]] = types.MappingProxyType({
 })
 LEVEL_SPLITS: Final[Mapping[int, str]] = types.MappingProxyType(
     {1: "level_1", 2: "level_2", 3: "level_3"})
+# make_input folds an input's index (0 to 7) into the seed's key; a family's draws fold this.
+FAMILY_KEY_STREAM: Final = 1 << 16
 # How TaskSpec.expected compiles the correctness reference (see there).
 REFERENCE_COMPILER_OPTIONS: Final[Mapping[str, int]] = types.MappingProxyType(
     {"xla_gpu_autotune_level": 0})
@@ -66,6 +73,10 @@ class TaskSpec:
   # element (4 at float32, 2 at bfloat16).
   touched_bytes: Callable[[Dims, int], int] | None = None
   output_dtype: str = "float32"
+  # Whether a floating output takes the precision's dtype where the inputs do (what the
+  # reference returns: pwm_scan accumulates and returns float32). Declared, so that a spec at a
+  # precision is made without running the reference (the exporter cannot read the references).
+  output_follows_precision: bool = True
   families: tuple[InputFamily, ...] = ()  # inputs beyond the nominal draw, checked like it
   precision: str = DEFAULT_PRECISION      # the dtype of the floating inputs (precision.py)
 
@@ -79,9 +90,10 @@ class TaskSpec:
     """This task at `precision` (precision.PRECISIONS), made from its float32 spec (the
     registry's): its floating inputs in that dtype,
     drawn from the same distributions and keys, then rounded (integer inputs unchanged), and
-    the output dtype the reference returns on them; the input families that are well
+    the output dtype the task declares there; the input families that are well
     conditioned there (InputFamily.precisions). At the task's own precision, the spec itself
-    (float32: today's spec, the same inputs bit for bit)."""
+    (float32: today's spec, the same inputs bit for bit). The output dtype is the declared one
+    (`output_follows_precision`); tests/test_precision.py holds it to what the reference returns."""
     if check_precision(precision) == self.precision:
       return self
     base = self if self.precision == FLOAT32 else TASKS[self.name]
@@ -89,9 +101,9 @@ class TaskSpec:
       return base
     inputs = tuple(dataclasses.replace(i, dtype=precision) if _floating(i.dtype) else i
                    for i in base.inputs)
-    dims = base.dims(Size.SMALL)
-    structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in inputs]
-    output_dtype = str(jax.eval_shape(base.reference, *structs).dtype)
+    follows = (base.output_follows_precision and _floating(base.output_dtype)
+               and any(_floating(i.dtype) for i in base.inputs))
+    output_dtype = precision if follows else base.output_dtype
     families = tuple(f for f in base.families if precision in f.precisions)
     return dataclasses.replace(base, inputs=inputs, output_dtype=output_dtype,
                                families=families, precision=precision)
@@ -151,8 +163,11 @@ class TaskSpec:
 
   def family_inputs(self, family: InputFamily, size: Size | str | Dims,
                     seed: int) -> tuple[jax.Array, ...]:
-    """The inputs of `family` for (size, seed): derived from make_inputs(size, seed)."""
-    return family.derive(self.make_inputs(size, seed), self.inputs)
+    """The inputs of `family` for (size, seed): derived from make_inputs(size, seed), with
+    the positions a transform picks drawn from a key of the seed's own (FAMILY_KEY_STREAM)."""
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), self.task_id),
+                             FAMILY_KEY_STREAM)
+    return family.derive(self.make_inputs(size, seed), self.inputs, key, self.dims(size))
 
   def expected(self, *inputs: jax.Array) -> jax.Array:
     """The correctness reference: the baseline in float64 (floating inputs widened, integer
@@ -225,7 +240,7 @@ _WEIGHT_NOTE: Final = ("The second operand is drawn normal / sqrt(K) like a weig
                        "tolerance (public: standard normal, output scale sqrt(K)).")
 
 
-def _family(name: str, why: str, *transforms: Affine) -> InputFamily:
+def _family(name: str, why: str, *transforms: Transform) -> InputFamily:
   return InputFamily(name=name, why=why, transforms=transforms)
 
 
@@ -237,42 +252,70 @@ def _shifted(name: str, why: str, shift: float, *inputs: str) -> InputFamily:
   return _family(name, why, *(Affine(input=i, shift=shift) for i in inputs or ("x",)))
 
 
-def _float32_only(family: InputFamily) -> InputFamily:
+def _zero_rows(why: str, *inputs: str) -> InputFamily:
+  return _family("zero_rows", why, *(ZeroRows(input=i) for i in inputs or ("x",)))
+
+
+def _float32_only(family: InputFamily, replaced_by: str) -> InputFamily:
   """A family that bfloat16 inputs make ill conditioned: the bfloat16 XLA baseline fails it
-  (tests/test_precision.py shows each), so a task at bfloat16 leaves it out. Offsets of 35 to
-  100 standard deviations leave bfloat16 (8 significant bits) a resolution of 0.25 to 0.5,
-  about the spread: a layer norm's mean rounded to bfloat16 is off by up to 0.125 standard
-  deviations, a loss near 5 moves in steps of 0.25 (one bfloat16 ulp at 100), and the
-  saturated BCE's max(z, 0) - z t cancels in bfloat16."""
-  return dataclasses.replace(family, precisions=(FLOAT32,))
+  (tests/test_precision.py shows each), so a task at bfloat16 leaves it out, and checks
+  `replaced_by` there, a family conditioned for bfloat16 that reaches the same region. Offsets
+  of 35 to 100 standard deviations leave bfloat16 (8 significant bits) a resolution of 0.25
+  to 0.5, about the spread: a layer norm's mean rounded to bfloat16 is off by up to 0.125
+  standard deviations, a loss near 5 moves in steps of 0.25 (one bfloat16 ulp at 100), and
+  the saturated BCE's max(z, 0) - z t cancels in bfloat16 where t is not 0 or 1."""
+  return dataclasses.replace(family, precisions=(FLOAT32,), replaced_by=replaced_by)
 
 
-# Input families (see InputFamily). Each is well conditioned for float32 at the task's
-# tolerance: the XLA baseline passes it (tests/test_input_families.py). A layer norm of rows
-# whose mean is r standard deviations from zero errs by about r float32 ulps in any float32
-# algorithm (the mean itself rounds), and a one-pass variance E[x^2] - E[x]^2 by about r^2:
-# r = 35 is where the first still passes (at about 60% of the tolerance) and the second
-# fails (at twice it).
+# Input families (see InputFamily): for every task, the regions of its domain where its
+# formula can break, each well conditioned in float64 and passed by the XLA baseline at the
+# task's tolerance at every precision the family is kept at (tests/test_input_families.py).
+# A layer norm of rows whose mean is r standard deviations from zero errs by about r float32
+# ulps in any float32 algorithm (the mean itself rounds), and a one-pass variance
+# E[x^2] - E[x]^2 by about r^2: r = 35 is where the first still passes (at about 60% of the
+# tolerance) and the second fails (at twice it). Scores far above 88 make exp overflow
+# float32 (and bfloat16, which has its exponent range); a row whose largest score stands far
+# above the rest is one-hot, whatever rounding the scores carry, so a family of such rows
+# stays well conditioned for TF32 and bfloat16 contractions alike.
 _SATURATED: Final = (_scaled("saturated", "arguments out to about +-130, where exp overflows "
                                           "float32 and the function saturates", 30.0),)
+_UNDERFLOW_WHY: Final = ("exp(x) underflows float32 everywhere without the row max subtracted "
+                         "(0 / 0)")
 _SOFTMAX_FAMILIES: Final = (
     _shifted("shifted", "the result is shift-invariant; exp(x) without the row max subtracted "
                         "overflows", 100.0),
+    _shifted("shifted_down", f"the result is shift-invariant; {_UNDERFLOW_WHY}", -100.0),
     _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0))
 _LOGITS_FAMILIES: Final = (
     _shifted("shifted", "the loss is shift-invariant in the logits; exp(logits) without the "
                         "row max subtracted overflows", 100.0, "logits"),
+    _shifted("shifted_down", "the loss is shift-invariant in the logits; exp(logits) "
+                             "underflows to 0 without the row max subtracted", -100.0, "logits"),
     _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0, "logits"))
+_SPIKED: Final = _family("spiked", "one logit of every row at 100, where exp overflows float32 "
+                                   "and bfloat16 without the row max subtracted (the loss "
+                                   "stays near 100 or 0, exact enough in bfloat16)",
+                         Spikes(input="logits", value=100.0))
 _REDUCE_FAMILIES: Final = (
     _shifted("shifted", "rows with a common offset 100 times their spread", 100.0),
     _scaled("scaled_down", "values near 1e-3: the tolerance follows the outputs' scale", 1e-3))
 _MATMUL_FAMILIES: Final = (
-    _scaled("scaled", "the contraction is linear in x (outputs about 100 times larger)", 100.0),)
+    _scaled("scaled", "the contraction is linear in x; outputs near 1e5, past float16's "
+                      "largest value (65504)", 1e5),
+    _scaled("small", "the contraction is linear in x; outputs near 1e-6, below float16's "
+                     "normal range (6e-5)", 1e-6))
 _GLU_FAMILIES: Final = (
     _scaled("scaled", "pre-activations 10 times larger (saturated gates, outputs near 100)",
             10.0),)
+_MATCHED_WHY: Final = ("each query points along one key: scores near 120, where exp overflows "
+                       "without the row max subtracted; the rows are one-hot")
 _ATTENTION_FAMILIES: Final = (
-    _scaled("scaled", "values 100 times larger: attention is linear in v", 100.0, "v"),)
+    _scaled("scaled", "values 100 times larger: attention is linear in v", 100.0, "v"),
+    _family("matched", _MATCHED_WHY, MatchedRows(input="q", source="k", norm=120.0)))
+_OFFSET_WHY: Final = ("the shift of `shifted` as far as bfloat16 resolves it (at an offset of 2 "
+                      "layernorm_residual's bfloat16 baseline fails); a one-pass variance in "
+                      "bfloat16 cancels")
+_NORM_ZERO_WHY: Final = "all-zero rows: the variance is 0 and only eps keeps the output 0, not NaN"
 
 
 def _x(name: str = "x", shape=("N", "M"), dist=Normal()) -> InputSpec:
@@ -364,17 +407,24 @@ _L1: Final = (
     _unary(2, "gelu", "activation", ToleranceClass.TRANSCENDENTAL, 8, _SATURATED),
     _unary(3, "silu", "activation", ToleranceClass.TRANSCENDENTAL, 4, _SATURATED),
     _unary(4, "sigmoid", "activation", ToleranceClass.TRANSCENDENTAL, 3, _SATURATED),
-    _unary(5, "tanh", "activation", ToleranceClass.TRANSCENDENTAL, 1, _SATURATED),
+    _unary(5, "tanh", "activation", ToleranceClass.TRANSCENDENTAL, 1, (
+        *_SATURATED,
+        _scaled("small", "arguments near 1e-4, where tanh(x) = x and a tanh through "
+                         "(exp(2x) - 1) / (exp(2x) + 1) cancels", 1e-4))),
     _norm(6, "layernorm", 6, (
         _float32_only(_shifted("shifted", "layernorm is shift-invariant; rows whose mean is 35 "
                                           "standard deviations from zero, where a one-pass "
-                                          "variance cancels", 35.0)),
+                                          "variance cancels", 35.0), "offset"),
+        _shifted("offset", f"rows whose mean is 1.5 standard deviations from zero: {_OFFSET_WHY}",
+                 1.5),
         _scaled("scaled_down", "rows of variance 1e-4, where eps = 1e-5 is not negligible",
-                0.01))),
+                0.01),
+        _zero_rows(_NORM_ZERO_WHY))),
     _norm(7, "rmsnorm", 4, (
         _scaled("scaled_up", "rmsnorm is scale-invariant (up to eps); x^2 near 1e4", 100.0),
         _scaled("scaled_down", "mean(x^2) near 1e-4, where eps = 1e-5 is not negligible",
-                0.01))),
+                0.01),
+        _zero_rows("all-zero rows: mean(x^2) is 0 and only eps keeps the output 0, not NaN"))),
     _matmul_act(8, "matmul", 1, 0, notes=_WEIGHT_NOTE),
     TaskSpec(task_id=9, name="batched_matmul", level=1, category="matmul",
              inputs=(_x("x", ("B", "M", "K")),
@@ -402,20 +452,30 @@ _L1: Final = (
              flops_per_call=_per_element(4), notes="", families=_SOFTMAX_FAMILIES),
     _unary(16, "exp", "elementwise", ToleranceClass.TRANSCENDENTAL, 1, (
         _shifted("shifted_down", "outputs near 1e-13: exp is relatively accurate everywhere",
-                 -30.0),)),
+                 -30.0),
+        _family("underflow", "arguments about -85 +- 5 (out to -110): below -87.3 exp leaves "
+                             "float32's normal range and below -103.3 it underflows to 0, where "
+                             "a 2^n built from exponent bits wraps",
+                Affine(input="x", scale=5.0, shift=-85.0)))),
     _unary(17, "log", "elementwise", ToleranceClass.TRANSCENDENTAL, 2, (
-        _scaled("small", "arguments 1e-5 to 5e-4, where the + 1e-7 shows", 1e-4),),
+        _scaled("small", "arguments 1e-5 to 5e-4, where the + 1e-7 shows", 1e-4),
+        _family("zeros", "arguments 0, where only the + 1e-7 keeps log finite (-16.1)",
+                SetTo(input="x", value=0.0))),
            dist=Uniform(low=0.1, high=5.0),
            notes="Inputs uniform in [0.1, 5) (the public suite first drew normal inputs, so "
                  "log of negatives gave NaN on both sides)."),
     _binary(18, "add", 1, (_scaled("unbalanced", "an addend a thousand times smaller", 1e-3, "y"),)),
     _binary(19, "multiply", 1, (_scaled("scaled", "the product is linear in x", 1e3),)),
     _unary(20, "rsqrt", "elementwise", ToleranceClass.TRANSCENDENTAL, 2, (
-        _scaled("small", "arguments 1e-5 to 5e-4, where the + 1e-5 is of their size", 1e-4),),
+        _scaled("small", "arguments 1e-5 to 5e-4, where the + 1e-5 is of their size", 1e-4),
+        _family("zeros", "arguments 0, where only the + 1e-5 keeps rsqrt finite (316)",
+                SetTo(input="x", value=0.0))),
            dist=Uniform(low=0.1, high=5.0),
            notes="Inputs uniform in [0.1, 5), as for log."),
     _unary(21, "clamp", "elementwise", ToleranceClass.EXACT, 2,
-           (_scaled("inside", "most values inside [-1, 1]", 0.25),), dist=Normal(scale=2.0),
+           (_scaled("inside", "most values inside [-1, 1]", 0.25),
+            _scaled("large", "values near 1e30, far outside [-1, 1]", 1e30)),
+           dist=Normal(scale=2.0),
            notes="Inputs are normal * 2 so that about 60% of them are clipped."),
     TaskSpec(task_id=22, name="cross_entropy", level=1, category="loss",
              inputs=(_x("logits", ("N", "C")), _x("labels", ("N", "C"), SoftmaxRows())),
@@ -439,7 +499,11 @@ _L1: Final = (
              flops_per_call=_per_element(6), notes="", families=(
                  _scaled("scaled", "cosine similarity is scale-invariant", 1e3),
                  _shifted("correlated", "rows sharing an offset (similarities near 0.5)", 1.0,
-                          "x", "y"))),
+                          "x", "y"),
+                 _scaled("tiny", "norms near 1e-4, whose product is the size of the + 1e-8",
+                         1e-5, "x", "y"),
+                 _zero_rows("all-zero rows of x: the similarity is 0 / (0 + 1e-8) = 0, NaN "
+                            "without the epsilon", "x"))),
     TaskSpec(task_id=25, name="embedding_lookup", level=1, category="index",
              inputs=(_x("table", ("V", "D")),
                      InputSpec(name="ids", shape=("S",), dtype=INT32, dist=Integers(high="V"))),
@@ -448,7 +512,10 @@ _L1: Final = (
                           dict(V=128000, D=1024, S=2048), dict(V=1000, D=300, S=100)),
              flops_per_call=lambda d: 0,
              families=(_scaled("scaled", "a gather copies values whatever their scale", 1e3,
-                               "table"),),
+                               "table"),
+                       _family("end_ids", "ids at the ends of the table (0 and V - 1), the "
+                                          "rows at its masked edges",
+                               EndIds(input="ids", high="V"))),
              touched_bytes=lambda d, f: f * 2 * d["S"] * d["D"] + 4 * d["S"],
              notes="(corrected) ids are uniform over all of [0, V); the public suite drew them "
                    "from [0, S), so only the first S rows of the table were ever read. The "
@@ -459,6 +526,11 @@ _L1: Final = (
              output=lambda d: (d["S"], 1024), tolerance_class=ToleranceClass.EXACT,
              sizes=_sizes(dict(S=128), dict(S=512), dict(S=2048), dict(S=100)),
              flops_per_call=lambda d: d["S"] * 1024,
+             families=(_family("out_of_range", "ids outside [0, 1024) from the whole int32 "
+                                               "range, each a zero row: a range test exact "
+                                               "only for the nominal band (-1024 to 2047), a "
+                                               "mask of low bits, lights a column",
+                               OutOfRangeIds(input="ids", high=1024)),),
              notes="(corrected) ids uniform in [0, 1024) with about 1% out of range (negative "
                    "or >= 1024), which give all-zero rows as jax.nn.one_hot does; the public "
                    "suite drew ids from [0, S), half out of range at the large size."),
@@ -467,6 +539,9 @@ _L1: Final = (
              output=lambda d: (d["L"], 4), tolerance_class=ToleranceClass.EXACT,
              sizes=_sizes(dict(L=1024), dict(L=4096), dict(L=16384), dict(L=1001)),
              flops_per_call=lambda d: 4 * d["L"],
+             families=(_family("unknown", "half the codes N (4): all-zero rows next to one-hot "
+                                          "ones at any position", SetTo(input="seq", value=4,
+                                                                        fraction=0.5)),),
              notes="(corrected) codes 0..3 = A,C,G,T with about 2% code 4 (N), which gives an "
                    "all-zero row; the public suite drew codes from [0, L), so 99.9% of rows "
                    "were zero."),
@@ -478,15 +553,21 @@ _L2: Final = (
     _matmul_act(30, "matmul_silu", 2, 4, notes=_WEIGHT_NOTE),
     _norm(31, "rmsnorm_residual", 5, (
         _scaled("large_residual", "a residual stream 100 times larger than the branch", 100.0,
-                "residual"),), ("x", "residual"), 2, "norm_residual",
+                "residual"),
+        _zero_rows("rows where x and the residual are zero: only eps keeps the output 0",
+                   "x", "residual")), ("x", "residual"), 2, "norm_residual",
           notes="(corrected) rmsnorm(x + residual): add, then normalise, the fused pattern "
                 "real models use; the public suite normalised x and added the residual after."),
     _norm(32, "layernorm_residual", 7, (
         _float32_only(_shifted("shifted", "layernorm is shift-invariant; sums whose mean is 35 "
                                           "standard deviations from zero, where a one-pass "
-                                          "variance cancels", 50.0, "residual")),
+                                          "variance cancels", 50.0, "residual"), "offset"),
+        _shifted("offset", f"sums whose mean is 1 standard deviation from zero: {_OFFSET_WHY}",
+                 1.5, "residual"),
         _scaled("large_residual", "a residual stream 100 times larger than the branch", 100.0,
-                "residual")), ("x", "residual"), 2, "norm_residual",
+                "residual"),
+        _zero_rows("rows where x and the residual are zero: only eps keeps the output 0",
+                   "x", "residual")), ("x", "residual"), 2, "norm_residual",
           notes="(corrected) layernorm(x + residual), as for rmsnorm_residual."),
     _glu(33, "swiglu", 4),
     _glu(34, "geglu", 8),
@@ -506,7 +587,9 @@ _L2: Final = (
              flops_per_call=lambda d: 2 * d["S"] * d["S"] * d["d"] + 5 * d["S"] * d["S"],
              notes="", families=(
                  _scaled("flat", "nearly uniform rows (outputs near 1/S): rtol governs", 0.1,
-                         "q"),)),
+                         "q"),
+                 _family("matched", _MATCHED_WHY, MatchedRows(input="q", source="k",
+                                                              norm=120.0)))),
     TaskSpec(task_id=37, name="fused_softmax_cross_entropy", level=2, category="loss_fusion",
              inputs=(_x("logits", ("N", "V")),
                      InputSpec(name="labels", shape=("N",), dtype=INT32, dist=Integers(high="V"))),
@@ -514,7 +597,8 @@ _L2: Final = (
              sizes=_sizes(dict(N=128, V=512), dict(N=1024, V=4096), dict(N=4096, V=32000),
                           dict(N=100, V=1000)),
              flops_per_call=lambda d: 4 * d["N"] * d["V"],
-             families=(_float32_only(_LOGITS_FAMILIES[0]), *_LOGITS_FAMILIES[1:]),
+             families=(*(_float32_only(f, "spiked") for f in _LOGITS_FAMILIES[:2]),
+                       *_LOGITS_FAMILIES[2:], _SPIKED),
              notes="(corrected) the hard-label LLM loss logsumexp(logits) - logits[label] with "
                    "int labels and a vocabulary that is not a power of two at the large size; "
                    "the public suite duplicated L1 cross_entropy here."),
@@ -523,7 +607,12 @@ _L2: Final = (
              output=_like_x, tolerance_class=ToleranceClass.TRANSCENDENTAL, sizes=_ROWLOSS,
              flops_per_call=_per_element(7), families=(
                  _float32_only(_scaled("saturated", "logits out to about +-130, where exp(-z) "
-                                                    "overflows float32", 30.0, "logits")),),
+                                                    "overflows float32", 30.0, "logits"),
+                               "saturated_hard"),
+                 _family("saturated_hard", "logits out to about +-130 with hard labels (0 or "
+                                           "1): 1 - sigmoid(z) rounds to 0 above 17 and exp(-z) "
+                                           "overflows below -88; no cancellation in bfloat16",
+                         Affine(input="logits", scale=30.0), Rounded(input="targets"))),
              notes="(corrected) elementwise BCE with logits in the stable form max(z,0) - z t + "
                    "log1p(exp(-|z|)) with targets uniform in [0, 1]; the public formula "
                    "returned softplus(-z) - t z + t softplus(-z), and its targets were normal."),
@@ -534,6 +623,7 @@ _L2: Final = (
              sizes=_sizes(dict(L=256, W=8), dict(L=1024, W=12), dict(L=4096, W=16),
                           dict(L=1000, W=7)),
              flops_per_call=lambda d: 8 * (d["L"] - d["W"] + 1) * d["W"],
+             output_follows_precision=False,
              families=(_scaled("scaled", "the scan is linear in the weights", 100.0, "pwm"),),
              notes="(corrected) seq_onehot is a real one-hot encoding of random A/C/G/T; the "
                    "public suite fed standard-normal data."),
@@ -544,7 +634,9 @@ _L2: Final = (
                           dict(N=100, D=20)),
              flops_per_call=lambda d: 3 * d["N"] * d["N"] * d["D"] + 2 * d["N"] * d["N"],
              families=(_shifted("shifted", "distances are shift-invariant; norms through "
-                                           "|x|^2 cancel more", 10.0),),
+                                           "|x|^2 cancel more", 10.0),
+                       _scaled("tiny", "distances near 1e-4, where the + 1e-8 under the root "
+                                       "is of their square's size", 1e-5)),
              notes="The distance through norms and a dot product cancels; kernels need full "
                    "float32 precision there (the diagonal is sqrt(1e-8) = 1e-4)."),
 )
@@ -589,7 +681,12 @@ _L3: Final = (
                           dict(S=100, D=96, H=3, dh=32, F=200)),
              flops_per_call=_transformer_flops, families=(
                  _scaled("scaled", "a residual stream 10 times larger (rmsnorm makes the "
-                                   "branches scale-free)", 10.0),),
+                                   "branches scale-free)", 10.0),
+                 _family("self_matched", "every query 20 times its own key (wq = 20 wk): "
+                                         "diagonal scores of 60 to 230, where exp overflows "
+                                         "without the row max subtracted; the rows are one-hot",
+                         ScaledCopy(input="wq", source="wk", scale=20.0)),
+                 _zero_rows("tokens whose x is all zero: only rmsnorm's eps keeps them 0")),
              notes="(corrected) a pre-norm block with multi-head attention (heads read from the "
                    "weight shapes) and a SwiGLU feed-forward; the public task was a single-head "
                    "toy with a relu feed-forward and no down-projection."),
@@ -603,7 +700,9 @@ _L3: Final = (
                           dict(N=50, C=24)),
              flops_per_call=_triangle_flops, families=(
                  _scaled("scaled", "a pair tensor 10 times larger (layernorm makes the update "
-                                   "scale-free)", 10.0, "z"),),
+                                   "scale-free)", 10.0, "z"),
+                 _zero_rows("pairs whose features are all zero: only layernorm's eps keeps "
+                            "them finite", "z")),
              notes="(corrected) the AlphaFold triangle multiplicative update (outgoing edges: "
                    "layernorm, masked projections, the triangle product, layernorm, output "
                    "projection and sigmoid gate); the public task was a bare masked einsum of "
@@ -621,27 +720,17 @@ def list_tasks(*, levels: tuple[int, ...] | None = None) -> tuple[TaskSpec, ...]
 
 
 def input_family_rows() -> tuple[dict[str, str], ...]:
-  """The input families of every task, for the card's table (task, family, inputs); a task
-  whose inputs are all integer codes or ids has none beyond its nominal draw."""
-  rows = []
-  for spec in list_tasks():
-    rows += [{"task": spec.name, "family": f.name, "inputs": f.description} for f in spec.families]
-    if not spec.families:
-      rows.append({"task": spec.name, "family": "-",
-                   "inputs": "the nominal draw only: its inputs are integer codes"})
-  return tuple(rows)
+  """The input families of every task, for the card's table (task, family, inputs)."""
+  return tuple({"task": spec.name, "family": f.name, "inputs": f.description}
+               for spec in list_tasks() for f in spec.families)
 
 
 def get_task(name: str) -> TaskSpec:
-  """The spec of one task by name; a clear error that lists the names for an unknown one."""
+  """The spec of one task by name; for an unknown one, a clear error that names the closest
+  task and lists them all."""
   try:
     return TASKS[name]
   except KeyError:
-    raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
-
-
-
-if __name__ == "__main__":  # python -m pallasbench_dataset.tasks [NAME]
-  import sys
-  from pallasbench_dataset.task_info import main
-  sys.exit(main())
+    close = difflib.get_close_matches(str(name), TASKS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise KeyError(f"unknown task {name!r}{hint}; known tasks: {', '.join(TASKS)}") from None
