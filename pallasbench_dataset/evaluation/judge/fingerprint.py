@@ -21,11 +21,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-  from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
-  from pallasbench_dataset.evaluation.judge.module_analysis import KernelCall
+from typing import Any, Final, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +29,12 @@ SHIPPED_TREES: Final = ("gpu", "tpu")
 # Symbol definitions and references in the generic form: `sym_name = "matmul"`, `@matmul`.
 _SYMBOL_NAME: Final = re.compile(r'sym_name = "(?:[^"\\]|\\.)*"')
 _SYMBOL_REF: Final = re.compile(r'@(?:"(?:[^"\\]|\\.)*"|[\w$.\-]+)')
+
+
+class Analyser(Protocol):
+  """What reads a serialized module (analysis_process.ModuleAnalyser): its report and text."""
+
+  def analyse(self, serialized: bytes) -> tuple[Any, str]: ...
 
 
 def triton_fingerprint(ir_bytecode: bytes) -> str:
@@ -60,10 +62,11 @@ def copy_reason(copies: Iterable[str]) -> str:
           "only the candidate's own work is rewarded")
 
 
-def shipped_copies(kernels: Iterable[KernelCall], task: str, size: str, precision: str,
-                   analyser: ModuleAnalyser) -> tuple[str, ...]:
+def shipped_copies(kernels: Iterable[Any], task: str, size: str, precision: str,
+                   analyser: Analyser) -> tuple[str, ...]:
   """The shipped kernels (paths relative to the checkout) that share a kernel fingerprint with
-  `kernels`, a candidate's kernel calls at `size` and `precision` of `task`."""
+  `kernels`, a candidate's kernel calls (module_analysis.KernelCall) at `size` and `precision`
+  of `task`."""
   found = {k.fingerprint for k in kernels if k.fingerprint}
   if not found:
     return ()
@@ -72,7 +75,7 @@ def shipped_copies(kernels: Iterable[KernelCall], task: str, size: str, precisio
 
 
 @functools.lru_cache(maxsize=32)
-def _shipped(task: str, size: str, precision: str, analyser: ModuleAnalyser
+def _shipped(task: str, size: str, precision: str, analyser: Analyser
              ) -> dict[str, frozenset[str]]:
   """Each shipped tree's kernel fingerprints for `task` at `size` and `precision`: its kernel
   exported for cuda here (trusted code) and analysed by `analyser`. A tree whose kernel does
