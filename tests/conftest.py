@@ -34,7 +34,9 @@ SLOW = frozenset({
     "test_newcomer.py::test_a_plot_is_compared_by_what_it_shows",
     "test_scaffold.py::test_openevolve_scores_the_initial_program_and_zeroes_a_broken_child",
     "test_scaffold.py::test_shinka_scores_the_initial_program_and_zeroes_a_broken_one",
+    "test_tasks.py::test_degeneracy_check_rejects_passthrough_and_zeros",
     "test_tasks.py::test_inputs_are_deterministic_per_seed_and_differ_across_seeds",
+    "test_tasks.py::test_io_bytes_are_inputs_plus_output",
     "test_tasks.py::test_reference_is_a_sound_non_degenerate_oracle",
 })
 
