@@ -221,14 +221,16 @@ def _no_max_softmax(x):
 def test_judge_runs_every_family_on_its_seed_and_names_the_one_that_failed():
   runs = checks.run_candidate(jax.jit(_no_max_softmax), SOFTMAX, TINY, SEEDS, on_gpu=False,
                               edge=None)
-  assert len(runs.family_outputs) == len(SOFTMAX.families) == 2
+  assert len(runs.family_outputs) == len(SOFTMAX.families) == 3
   verdict = checks.judge_outputs(runs, SOFTMAX, TINY, None)
   assert all(c.passed for c in verdict.comparisons) and not verdict.correct
-  (failure,) = verdict.failures(SEEDS)
-  assert failure.startswith("input family shifted (x + 100), seed 1: ")
-  assert "NaN/Inf" in failure
+  overflow, underflow = verdict.failures(SEEDS)
+  assert overflow.startswith("input family shifted (x + 100), seed 1: ")
+  assert underflow.startswith("input family shifted_down (x - 100), seed 2: ")
+  assert "NaN/Inf" in overflow and "NaN/Inf" in underflow
   assert [what for what, _ in verdict.other_comparisons] == [
-      "input family shifted (x + 100), seed 1", "input family peaked (x * 10), seed 2"]
+      "input family shifted (x + 100), seed 1", "input family shifted_down (x - 100), seed 2",
+      "input family peaked (x * 10), seed 1"]
   honest = checks.run_candidate(jax.jit(SOFTMAX.reference), SOFTMAX, TINY, SEEDS, on_gpu=False,
                                 edge=None)
   assert checks.judge_outputs(honest, SOFTMAX, TINY, None).correct
