@@ -478,7 +478,7 @@ def test_a_kernel_without_interpret_is_told_to_add_it_and_each_reason_is_printed
   lines = capsys.readouterr().out.splitlines()
   reason = "TypeError: kernel() got an unexpected keyword argument 'interpret'"
   assert lines[0] == "relu [small, cpu]: error"
-  assert [line for line in lines if reason in line] == [f"  - {reason}"]
+  assert [line for line in lines if reason in line] == [f"  error: {reason}"]
   assert lines[-1] == ("  to fix: the entry point takes `interpret`: define `def kernel(..., "
                        "interpret: bool = False)` and pass it on to "
                        "`pl.pallas_call(..., interpret=interpret)`")
