@@ -299,7 +299,7 @@ def test_evaluate_defaults_to_medium_on_a_gpu_like_the_other_commands(monkeypatc
   monkeypatch.setattr(evaluate_cli, "run_items", lambda items, *a, on_result: asked.extend(items)
                       or on_result(None, None))
   for device, size in (("gpu", "medium"), ("cpu", "small")):
-    monkeypatch.setattr(evaluate_cli, "resolve_device", lambda _, device=device: device)
+    monkeypatch.setattr(evaluate_cli, "resolve_device", lambda _, device=device, **words: device)
     evaluate("relu", RELU)
     assert asked.pop().size == size == DEFAULT_SIZE[device]
   assert evaluate_cli.build_parser().parse_args(["--task", "relu", "--kernel", RELU]).size is None
