@@ -143,11 +143,11 @@ def summary_text(record: EvalRecord) -> str:
            f"  kernel {ms(record.runtime_ms)}  baseline {ms(record.baseline_ms)}  "
            f"speedup {'-' if record.speedup is None else f'{record.speedup:.3g}x'}"
            + ("" if record.timing_comparable else "  (CPU interpret mode: not comparable)")]
-  lines += [f"  - {reason}" for reason in record.reasons]
+  first, *rest = record.error.splitlines() if record.error else [None]
+  # Said once: a failure's reason often quotes its error, which is printed below with its frame.
+  lines += [f"  - {reason}" for reason in record.reasons if reason != first]
   if record.error:
-    first, *rest = record.error.splitlines()
-    if first not in record.reasons:  # said once: the reasons often quote the error
-      lines.append("  error: " + first)
+    lines.append("  error: " + first)
     lines += [f"    {line}" for line in rest if line.startswith(CANDIDATE_FRAME)]
     lines += [f"  to fix: {advice}" for text, advice in ADVICE if text in record.error]
   if record.exporter_output:

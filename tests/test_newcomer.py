@@ -298,7 +298,7 @@ def test_evaluate_defaults_to_medium_on_a_gpu_like_the_other_commands(monkeypatc
   monkeypatch.setattr(evaluate_cli, "run_items", lambda items, *a, on_result: asked.extend(items)
                       or on_result(None, None))
   for device, size in (("gpu", "medium"), ("cpu", "small")):
-    monkeypatch.setattr(evaluate_cli, "resolve_device", lambda _, device=device: device)
+    monkeypatch.setattr(evaluate_cli, "resolve_device", lambda _, device=device, **words: device)
     evaluate("relu", RELU)
     assert asked.pop().size == size == DEFAULT_SIZE[device]
   assert evaluate_cli.build_parser().parse_args(["--task", "relu", "--kernel", RELU]).size is None
@@ -477,7 +477,7 @@ def test_a_kernel_without_interpret_is_told_to_add_it_and_each_reason_is_printed
   lines = capsys.readouterr().out.splitlines()
   reason = "TypeError: kernel() got an unexpected keyword argument 'interpret'"
   assert lines[0] == "relu [small, cpu]: error"
-  assert [line for line in lines if reason in line] == [f"  - {reason}"]
+  assert [line for line in lines if reason in line] == [f"  error: {reason}"]
   assert lines[-1] == ("  to fix: the entry point takes `interpret`: define `def kernel(..., "
                        "interpret: bool = False)` and pass it on to "
                        "`pl.pallas_call(..., interpret=interpret)`")
