@@ -78,6 +78,9 @@ def test_every_contraction_runs_a_tuned_mosaic_gpu_config_at_bfloat16_on_an_h200
   assert not untuned, untuned
 
 
+ROUNDED_TO_TF32 = {"gated_mlp", "transformer_block", "swiglu", "geglu"}
+
+
 @pytest.mark.parametrize("task", MOSAIC)
 def test_the_bfloat16_mosaic_path_runs_bf16_wgmma_on_the_operands_as_they_are(task):
   """At bfloat16 no operand is transposed or rounded before the kernels (16-bit `wgmma` reads
@@ -93,6 +96,8 @@ def test_the_bfloat16_mosaic_path_runs_bf16_wgmma_on_the_operands_as_they_are(ta
     texts[precision] = exported.mlir_module()
   assert "stablehlo.transpose" in texts[FLOAT32]
   assert ".f32.tf32.tf32" in texts[FLOAT32]
+  # The gated contractions round their f32 operands to TF32 before `wgmma` truncates them.
+  assert ("stablehlo.reduce_precision" in texts[FLOAT32]) == (task in ROUNDED_TO_TF32)
   assert "stablehlo.transpose" not in texts[BFLOAT16]
   assert "stablehlo.reduce_precision" not in texts[BFLOAT16]
   assert ".f32.bf16.bf16" in texts[BFLOAT16]
