@@ -98,7 +98,18 @@ def _expectation(name):
   return case.status, case.detail[0] if case.detail else None
 
 
-@pytest.mark.parametrize("name", sorted({*ev.EXPECTED, *adv.CASES, "split_interpret"}))
+# Controls the GPU judge does not stop yet, each with what was seen on the H200.
+KNOWN_OPEN = {
+    "peek_past_end": "memcheck (platform allocator, red zones of 16 MiB and more) reports its "
+                     "read past the input clean on the H200 at b477529 (docs/runs/"
+                     "h200-2026-12-03-session15/check-b477529); the timing round's poisoned, "
+                     "freed outputs leave that read nothing to replay",
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_OPEN[n]))
+    if n in KNOWN_OPEN else n for n in sorted({*ev.EXPECTED, *adv.CASES, "split_interpret"})])
 def test_control_on_the_gpu(records, name):
   record = records[name]
   status, detail = _expectation(name)
