@@ -206,6 +206,14 @@ def _timing_facts(records: Sequence[EvalRecord]) -> dict[str, str]:
 
 
 _JUDGE_TEXT: Final = {
+    "3": ("- **Judge** (`judge_version` 3, {n} evaluation(s)): as judge 2 below, and: the exporter "
+          "reads\n  neither the project's kernel trees, data nor references, and reports its walls on "
+          "a pipe\n  closed before kernel code runs; the judge reads the artifact's header itself "
+          "(static shapes\n  only), charges every op outside the kernels its bytes as well as its "
+          "FLOPs, checks every\n  task on input families that reach where its formula breaks, "
+          "poisons and frees each timed\n  output before the next call, and on a GPU can run one "
+          "call under compute-sanitizer's memcheck\n  (the project's trees: only with "
+          "`regenerate --memcheck`)."),
     "2": ("- **Judge** (`judge_version` 2, {n} evaluation(s)): the kernel's code runs only in a "
           "sandboxed exporter\n  process, which hands back `jax.export` artifacts; a separate judge "
           "process, which never\n  imports kernel code, analyses the exported module (the Triton "

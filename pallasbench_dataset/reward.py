@@ -66,6 +66,7 @@ from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import Limits, default_memory_limit
 from pallasbench_dataset.evaluation.pipeline import cluster, suite, verdicts
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem
+from pallasbench_dataset.evaluation.sandbox.launch import remove_orphaned_scratch
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.population.run import DEFAULT_SIZE
 from pallasbench_dataset.schema import EvalRecord, Status
@@ -373,3 +374,6 @@ def _shut(stack: contextlib.ExitStack, scratch: pathlib.Path) -> None:
     stack.close()
   finally:
     shutil.rmtree(scratch, ignore_errors=True)
+    # An exporter stopped by Ctrl-C leaves its sandbox's scratch folder until its owner, a
+    # worker of the cluster just stopped, is gone: now.
+    remove_orphaned_scratch()

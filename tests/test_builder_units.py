@@ -3073,3 +3073,10 @@ def test_write_parquet_is_strict(trees, tmp_path):
     message = str(_write_error(tmp_path / "c.parquet", [bad], features))
     assert message.startswith("rows for c.parquet do not match schema.py's features: ")
     assert not (tmp_path / "c.parquet").exists()
+
+
+def test_the_card_describes_the_judge_version_the_judge_writes():
+  """A judge version the card has no text for fails every build of that judge's records."""
+  from builder import card  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION  # pylint: disable=import-outside-toplevel
+  assert JUDGE_VERSION in card._JUDGE_TEXT  # pylint: disable=protected-access
