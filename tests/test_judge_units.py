@@ -773,7 +773,8 @@ def analysis(monkeypatch):
     text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
     box.texts.append(text)
     return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
-                                 kernels=[types.SimpleNamespace(backend=b) for b in box.backends]), text
+                                 kernels=[types.SimpleNamespace(backend=b, fingerprint=None)
+                                          for b in box.backends]), text
 
   def module_reasons(found, *, task_flops, output_elements, task_bytes):  # noqa: ARG001
     box.calls.append((found, task_flops, output_elements))
