@@ -599,7 +599,7 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
   assert _readable(allowed, sys.executable) and _readable(allowed, os.__file__)
   assert _readable(allowed, np.__file__) and _readable(allowed, jax.__file__)
   assert _readable(allowed, sandbox.__file__) and _readable(allowed, tripwire.__file__)
-  assert _readable(allowed, str(REPO / "pallasbench_dataset" / "tasks.py"))
+  assert _readable(allowed, str(REPO / "pallasbench_dataset" / "tasks" / "__init__.py"))
   for name in PROJECT_SECRETS:
     assert not _readable(allowed, str(REPO / name)), name
   assert str(REPO / "pallasbench_dataset") in allowed.listed
