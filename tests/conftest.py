@@ -47,7 +47,22 @@ def _pin_jax_config():
   yield
 
 
+# Fixtures computed once per file (a driver run judging every control, a built dataset):
+# under pytest-xdist (`-n 2 --dist loadgroup`, the README's command) a file that uses one runs
+# on one worker, so the fixture is computed once; every other test goes to whichever worker is
+# free.
+SHARED_SCOPES = frozenset({"module", "class", "package"})
+
+
+def _shares_a_fixture(item) -> bool:
+  info = getattr(item, "_fixtureinfo", None)
+  return info is not None and any(d.scope in SHARED_SCOPES for defs in info.name2fixturedefs.values()
+                                   for d in defs)
+
+
 def pytest_collection_modifyitems(items):
   for item in items:
     if {item.path.name, f"{item.path.name}::{item.originalname}"} & SLOW:
       item.add_marker(pytest.mark.slow)
+    if _shares_a_fixture(item):
+      item.add_marker(pytest.mark.xdist_group(item.path.name))
