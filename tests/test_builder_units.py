@@ -907,7 +907,7 @@ _LEVELS_HEADER = ("| level | tasks | passed | fast_0 | fast_1 | fast_2 | geomean
 
 def test_results_of_the_fixed_and_original_kernels(trees, tmp_path):
   *_, runs_df = _frames(trees, tmp_path)
-  (results,) = sections.results.results_by_size(runs_df, ["medium"], tables.md_table)
+  (results,) = sections.results.results_by_size(runs_df, ["medium"])
   assert results == {
       "size": "medium", "n_fixed": 4,
       "fixed": _LEVELS_HEADER + (
@@ -926,7 +926,7 @@ def test_results_of_the_fixed_and_original_kernels(trees, tmp_path):
           "Triton limit |")}
   # the originals at another size are not this size's; each size has its own section
   large = runs_df.assign(size=["medium" if v == "gpu" else "large" for v in runs_df["variant"]])
-  medium, other = sections.results.results_by_size(large, ["medium", "large"], tables.md_table)
+  medium, other = sections.results.results_by_size(large, ["medium", "large"])
   assert medium["original"] == "(the original kernels were not measured)"
   assert (medium["original_status"], medium["original_failures"]) == ("none", "(none)")
   assert other["size"] == "large" and other["n_fixed"] == 0
@@ -939,7 +939,7 @@ def test_eager_tables_only_with_eager_timings(trees, tmp_path):
                        status=r.status, correct=r.correct, error=r.error)
              for r in rf.standard_records(trees)]
   *_, runs_df = _frames(trees, tmp_path, records)
-  (results,) = sections.results.results_by_size(runs_df, ["medium"], tables.md_table)
+  (results,) = sections.results.results_by_size(runs_df, ["medium"])
   assert results["eager"] == _LEVELS_HEADER + (
       "| 1 | 2 | 1 | 50% | 50% | 50% | 6.000 |\n| 2 | 1 | 1 | 100% | 100% | 100% | 4.286 |\n"
       "| 3 | 1 | 1 | 100% | 100% | 100% | 3.750 |\n| all | 4 | 3 | 75% | 75% | 75% | 4.586 |")
@@ -1088,8 +1088,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       **sections.protocol._timing_facts(merged.records),
       "l2": {**l2, "table": tables.md_table(l2["table"])},
       "sizes": [{"precision": "float32", **entry}
-                for entry in sections.results.results_by_size(runs_df, ["medium"],
-                                                              tables.md_table)],
+                for entry in sections.results.results_by_size(runs_df, ["medium"])],
       "artifacts_table": tables.md_table(coverage["table"]),
       "ptx": sections.artifacts._ptx_facts(coverage),
       "compile_table": sections.compile_time._compile_table(runs_df),

@@ -29,7 +29,7 @@ def sizes_of(merged: Merged, headline: str) -> list[str]:
   return [headline] * (headline in measured) + sorted(measured - {headline}, key=order.index)
 
 
-def results(merged: Merged, headline: str, table) -> list[dict[str, Any]]:
+def results(merged: Merged, headline: str) -> list[dict[str, Any]]:
   """`results_by_size` for each precision measured (PRECISIONS order: float32 first), each
   entry naming its precision."""
   out = []
@@ -37,36 +37,35 @@ def results(merged: Merged, headline: str, table) -> list[dict[str, Any]]:
     view = merged.at_precision(precision)
     runs_df = pd.DataFrame([to_json_dict(r) for r in view.records])
     out += [{"precision": precision, **entry}
-            for entry in results_by_size(runs_df, sizes_of(view, headline), table)]
+            for entry in results_by_size(runs_df, sizes_of(view, headline))]
   return out
 
 
-def results_by_size(runs_df: pd.DataFrame, sizes: Sequence[str], table) -> list[dict[str, Any]]:
+def results_by_size(runs_df: pd.DataFrame, sizes: Sequence[str]) -> list[dict[str, Any]]:
   """Per size: the fixed kernels' and the originals' fast_p tables (against the jitted
-  reference; the fixed kernels also against the eager one), failures and outcomes. `table`
-  renders a DataFrame (the card's md_table)."""
+  reference; the fixed kernels also against the eager one), failures and outcomes."""
   out = []
   for size in sizes:
     at = runs_df[runs_df["size"] == size]
     fixed, original = at[at["variant"] == "gpu"], at[at["variant"] == "tpu"]
     eager = (None if fixed["speedup_eager"].isna().all() else
-             table(analysis.summary_by_level(fixed, baseline="eager"), LEVEL_FORMATS))
+             md_table(analysis.summary_by_level(fixed, baseline="eager"), LEVEL_FORMATS))
     fails = analysis.failures(fixed)[["task", "level", "status", "error"]]
     orig_fails = analysis.failures(original) if not original.empty else original
     status = collections.Counter(original["status"]) if not original.empty else {}
     out.append({
         "size": size, "n_fixed": len(fixed),
-        "fixed": table(analysis.summary_by_level(fixed), LEVEL_FORMATS),
+        "fixed": md_table(analysis.summary_by_level(fixed), LEVEL_FORMATS),
         "eager": eager,
-        "original": (table(analysis.summary_by_level(original), LEVEL_FORMATS)
+        "original": (md_table(analysis.summary_by_level(original), LEVEL_FORMATS)
                      if not original.empty else "(the original kernels were not measured)"),
-        "failures": table(fails),
+        "failures": md_table(fails),
         "original_status": ", ".join(f"{k}: {v}" for k, v in sorted(status.items())) or "none",
-        "original_failures": table(orig_fails[[c for c in ("task", "status", "error_type", "error")
-                                               if c in orig_fails]])})
+        "original_failures": md_table(orig_fails[[
+            c for c in ("task", "status", "error_type", "error") if c in orig_fails]])})
   return out
 
 
 def context(card: CardInputs) -> Mapping[str, Any]:
   """A section per size and precision measured."""
-  return {"sizes": results(card.merged, card.headline, md_table)}
+  return {"sizes": results(card.merged, card.headline)}
