@@ -54,13 +54,15 @@ from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
-from builder import card, plots, release, repeats, sections, training
+from builder import card, plots, release, repeats, training
 from builder import source as shipped_source
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
     BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured, key_of,
     make_key, merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
 from builder.rows import summary_rows
+from builder.sections.inputs import CardInputs
+from builder.sections.rebuild import rebuild_command
 from builder.trees import KernelTrees, check_sha256, fix_patch
 from builder.validate import EXPECTED_FEATURES, validate_folder
 
@@ -167,7 +169,7 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   bf16_repeats = {"repro_bf16": repeats.pairs(bf16_view),
                   "verdict_changes_bf16": _verdict_changes(bf16_view)}
   repo_id = repo_id or release.default_repo_id(_hardware(merged))
-  rebuild = sections.rebuild_command(
+  rebuild = rebuild_command(
       [run.name for run in runs], [pop.name for pop in populations], repo_id=repo_id,
       hardware=_hardware(merged), allow_partial=bool(missing or lost) or any(
           pop.missing for pop in populations),
@@ -421,11 +423,12 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   hardware = ", ".join(sorted({r.Target_Hardware for r in rows}))
   text = card.render_card(
       f"PallasBench-Robust ({hardware})", [metadata, infos],
-      **card.stats(rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
-                   verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
-                   missing=missing, lost_artifacts=lost_artifacts, **bf16_repeats),
-      candidates=card.candidates_stats(populations, candidates), source=shipped,
-      training=training.card_stats(fine_tuning) if fine_tuning else None)
+      **card.stats(CardInputs(
+          rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
+          verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
+          missing=missing, lost_artifacts=lost_artifacts, **bf16_repeats,
+          populations=populations, candidates=candidates, source=shipped,
+          fine_tuning=fine_tuning)))
   (folder / "README.md").write_text(text)
 
 

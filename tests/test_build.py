@@ -22,7 +22,7 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from tests import runfixtures as rf
-from builder import card as card_module
+from builder import sections
 from builder import release
 from builder.build import BuildError, build_dataset
 from builder.rows import functional_source
@@ -825,7 +825,7 @@ def test_card_commands_and_extras_match_readme_and_pyproject(built):
   assert installs and all(group <= set(extras) for group in installs)
   readme_extras = {e for m in _PIP.finditer(readme) for e in m.group(1).split(",")}
   gpu_extras = {e for group in installs for e in group if e.startswith("cuda")}
-  assert gpu_extras == {card_module.GPU_EXTRA} and gpu_extras <= readme_extras
+  assert gpu_extras == {sections.intro.GPU_EXTRA} and gpu_extras <= readme_extras
 
 
 def test_card_uses_one_release_tag(built):
@@ -860,9 +860,9 @@ def test_hardware_of_runs_names_the_default_repo(tmp_path):
 
 def test_runs_table_names_the_commit_of_every_segment():
   from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
-  from builder import card  # pylint: disable=import-outside-toplevel
   segment = lambda commit: SimpleNamespace(git_commit=commit)  # noqa: E731
   run = SimpleNamespace(manifest=SimpleNamespace(
       git_commit="a" * 40, resumes=(segment("b" * 40), segment("a" * 40), segment(None))))
-  assert card._commits(run) == "aaaaaaaaaaaa, bbbbbbbbbbbb"  # pylint: disable=protected-access
-  assert card._commits(SimpleNamespace(manifest=SimpleNamespace(git_commit=None, resumes=()))) is None
+  commits = sections.hardware._commits  # pylint: disable=protected-access
+  assert commits(run) == "aaaaaaaaaaaa, bbbbbbbbbbbb"
+  assert commits(SimpleNamespace(manifest=SimpleNamespace(git_commit=None, resumes=()))) is None

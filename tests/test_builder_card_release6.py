@@ -234,9 +234,9 @@ def test_input_sets_clocks_and_clock_reasons_read_as_numbers(r5_card):
   state = r5_card.split("| run | GPU | L2 MiB |", 1)[1].split("\n\n", 1)[0]
   assert "e+03" not in state and "| 1965 | 1980 | 3201 |" in state
   assert "0x4 (SW power cap)" in state
-  assert sections.clock_event_reasons("0x0000000000000044") == (
+  assert sections.hardware.clock_event_reasons("0x0000000000000044") == (
       "0x44 (SW power cap, HW thermal slowdown)")
-  assert sections.clock_event_reasons("0x0") == "0x0 (none)"
+  assert sections.hardware.clock_event_reasons("0x0") == "0x0 (none)"
 
 
 def test_no_stale_text_of_earlier_releases_and_judges(r5_card):

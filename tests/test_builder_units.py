@@ -33,7 +33,8 @@ from huggingface_hub import DatasetCard
 from builder import build, card, plots, push, regenerate, validate
 from builder import candidates as bc
 from builder import records as rec
-from builder import release, repeats, rows, sections
+from builder import release, repeats, rows, sections, tables
+from builder.sections.inputs import CardInputs
 from builder.records import BuildError
 from builder.trees import KernelTrees, check_sha256, fix_patch, gpu_fix
 from builder.trees import _lines as trees_lines
@@ -724,17 +725,17 @@ def test_summary_rows_one_per_fixed_kernel_at_the_headline(trees, tmp_path):
     ("a" * 60 + " \\x00\\x01\\x02\\x03 then", None, "a" * 60 + " <bytes> then"),
 ])
 def test_cell(value, fmt, text):
-  assert card._cell(value, fmt) == text
+  assert tables._cell(value, fmt) == text
 
 
 def test_md_table():
-  assert card.md_table(pd.DataFrame()) == "(none)"
-  assert card.md_table(pd.DataFrame(columns=["a"])) == "(none)"
+  assert tables.md_table(pd.DataFrame()) == "(none)"
+  assert tables.md_table(pd.DataFrame(columns=["a"])) == "(none)"
   df = pd.DataFrame([{"name": "relu", "x": 0.5, "ok": True},
                      {"name": "gelu", "x": None, "ok": False}])
-  assert card.md_table(df) == ("| name | x | ok |\n|---|---|---|\n| relu | 0.5 | yes |\n"
+  assert tables.md_table(df) == ("| name | x | ok |\n|---|---|---|\n| relu | 0.5 | yes |\n"
                                "| gelu | – | no |")
-  assert card.md_table(df, {"x": ".2f"}) == ("| name | x | ok |\n|---|---|---|\n"
+  assert tables.md_table(df, {"x": ".2f"}) == ("| name | x | ok |\n|---|---|---|\n"
                                              "| relu | 0.50 | yes |\n| gelu | – | no |")
 
 
@@ -745,25 +746,25 @@ def _card_run(trees, tmp_path, name="run-a", records=None, **manifest):
 
 def test_environment_of_a_run(trees, tmp_path):
   run = _card_run(trees, tmp_path)
-  assert card._environment(run) == rf.ENV
+  assert sections.hardware._environment(run) == rf.ENV
   other = dataclasses.replace(rf.ENV, device_kind="NVIDIA B200")
   late = _card_run(trees, tmp_path, "b", [rf.record(trees, "relu", environment=other)],
                    environment=None)
-  assert card._environment(late) == other
+  assert sections.hardware._environment(late) == other
   empty = _card_run(trees, tmp_path, "c", [], environment=None)
-  assert card._environment(empty) is None
+  assert sections.hardware._environment(empty) is None
 
 
 def test_commits_of_every_segment():
   segment = lambda commit: types.SimpleNamespace(git_commit=commit)  # noqa: E731
   run = types.SimpleNamespace(manifest=types.SimpleNamespace(
       git_commit="a" * 40, resumes=(segment("b" * 40), segment("a" * 40), segment(None))))
-  assert card._commits(run) == "aaaaaaaaaaaa, bbbbbbbbbbbb"
+  assert sections.hardware._commits(run) == "aaaaaaaaaaaa, bbbbbbbbbbbb"
   run = types.SimpleNamespace(manifest=types.SimpleNamespace(git_commit=None,
                                                              resumes=(segment("c" * 40),)))
-  assert card._commits(run) == "cccccccccccc"
+  assert sections.hardware._commits(run) == "cccccccccccc"
   run = types.SimpleNamespace(manifest=types.SimpleNamespace(git_commit=None, resumes=()))
-  assert card._commits(run) is None
+  assert sections.hardware._commits(run) is None
 
 
 def test_runs_table(trees, tmp_path):
@@ -773,7 +774,7 @@ def test_runs_table(trees, tmp_path):
   runs = [_card_run(trees, tmp_path, "a", environment=to_json_dict(env), sizes=["medium", "large"]),
           _card_run(trees, tmp_path, "b", [], environment=None, finished_at=None,
                     git_commit=None, variants=["gpu"])]
-  assert card._runs_table(runs) == (
+  assert sections.hardware._runs_table(runs) == (
       "| run | device | CC | driver | CUDA | jax | jaxlib | Python | commit | started | "
       "finished | sizes | variants | records |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -794,7 +795,7 @@ def test_ceiling_rows_from_records_then_manifest_devices_then_manifest(trees, tm
   records = [dataclasses.replace(r, run=gpu and rf.run_info(gpu_index=gpu[0], copy=gpu[1]))
              for r, gpu in zip(rf.standard_records(trees), gpus)]
   by_records = _card_run(trees, tmp_path, "r", records)
-  assert card._ceiling_rows(by_records) == [
+  assert sections.protocol._ceiling_rows(by_records) == [
       {"run": "r", "GPU": 0, "copy GB/s": 3900.0, "read GB/s": 4000.0, "matmul TFLOP/s": 400.0,
        "evaluations": 2, "from": "records"},
       {"run": "r", "GPU": 1, "copy GB/s": 3800.0, "read GB/s": 4000.0, "matmul TFLOP/s": 400.0,
@@ -806,28 +807,30 @@ def test_ceiling_rows_from_records_then_manifest_devices_then_manifest(trees, tm
                                                         {"device": "1", "ceilings": None}],
                       resumes=[_resume(per_device=[{"device": 2, "ceilings": {
                           **ceilings, "copy_gbps": 5.0, "method": "m2"}}])])
-  assert card._ceiling_rows(devices) == [
+  assert sections.protocol._ceiling_rows(devices) == [
       {"run": "d", "GPU": "0", "copy GB/s": 1.0, "read GB/s": 2.0, "matmul TFLOP/s": 3.0,
        "evaluations": None, "from": "manifest"},
       {"run": "d", "GPU": "1", "copy GB/s": None, "read GB/s": None, "matmul TFLOP/s": None,
        "evaluations": None, "from": "not recorded"},
       {"run": "d", "GPU": "2", "copy GB/s": 5.0, "read GB/s": 2.0, "matmul TFLOP/s": 3.0,
        "evaluations": None, "from": "manifest"}]
-  assert sections.ceiling_methods([devices], []) == "cupti: 1 GiB copy and read-only sum; m1; m2"
+  assert (sections.protocol.ceiling_methods([devices], [])
+          == "cupti: 1 GiB copy and read-only sum; m1; m2")
   single = _card_run(trees, tmp_path, "s", per_device=[])
-  assert card._ceiling_rows(single) == [
+  assert sections.protocol._ceiling_rows(single) == [
       {"run": "s", "GPU": None, "copy GB/s": 3900.0, "read GB/s": 4000.0,
        "matmul TFLOP/s": 400.0, "evaluations": None, "from": "manifest"}]
   bare = _card_run(trees, tmp_path, "n", per_device=[], ceilings=None)
-  assert card._ceiling_rows(bare) == [
+  assert sections.protocol._ceiling_rows(bare) == [
       {"run": "n", "GPU": None, "copy GB/s": None, "read GB/s": None, "matmul TFLOP/s": None,
        "evaluations": None, "from": "not recorded"}]
-  assert sections.ceiling_methods([bare], []) == "not recorded"
+  assert sections.protocol.ceiling_methods([bare], []) == "not recorded"
   no_method = _card_run(trees, tmp_path, "m", per_device=[], ceilings={**ceilings, "method": ""})
-  assert sections.ceiling_methods([no_method, bare], []) == "not recorded"
+  assert sections.protocol.ceiling_methods([no_method, bare], []) == "not recorded"
   measured = rf.record(trees, "relu", run=dataclasses.replace(rf.run_info(), ceiling_method="r"))
-  assert sections.ceiling_methods([bare], [measured]) == "r"  # the records' word, release 5 on
-  assert card._ceilings_table([single, bare]) == (
+  # the records' word, release 5 on
+  assert sections.protocol.ceiling_methods([bare], [measured]) == "r"
+  assert sections.protocol._ceilings_table([single, bare]) == (
       "| run | GPU | copy GB/s | read GB/s | matmul TFLOP/s | evaluations | from |\n"
       "|---|---|---|---|---|---|---|\n"
       "| s | – | 3900.0 | 4000.0 | 400.0 | – | manifest |\n"
@@ -841,16 +844,16 @@ def test_tolerance_and_filters_tables(trees):
                               detail="constant"),
                  FilterResult(name="input_impact", passed=True, value=1.0, threshold=0.5,
                               detail="ok")))]
-  assert card._tolerance_table(records) == (
+  assert sections.protocol._tolerance_table(records) == (
       "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
       "|---|---|---|---|---|---|\n"
       "| float32 | exact | 1e-05 | 1e-06 | – | 2 |\n"
       "| float32 | matmul | 0.01 | 0.01 | 0.001 | 1 |\n"
       "| float32 | transcendental | 0.0001 | 1e-05 | – | 1 |")
-  assert card._filters_table(records) == (
+  assert sections.protocol._filters_table(records) == (
       "| filter | evaluations | failed |\n|---|---|---|\n| input_impact | 1 | 0 |\n"
       "| output_std | 4 | 1 |")
-  assert card._filters_table([]) == "(none)"
+  assert sections.protocol._filters_table([]) == "(none)"
 
 
 def test_tolerance_table_of_unusual_tolerances(trees):
@@ -860,7 +863,7 @@ def test_tolerance_table_of_unusual_tolerances(trees):
   records = [dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=None),
              dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=2.5e-05),
              dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=2.5e-05)]
-  assert card._tolerance_table(records) == (
+  assert sections.protocol._tolerance_table(records) == (
       "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
       "|---|---|---|---|---|---|\n| float32 | exact | 2.5625e-05 | 1e-06 | 2.5e-05 | 2 |\n"
       "| float32 | exact | 2.5625e-05 | 1e-06 | – | 1 |")
@@ -872,16 +875,17 @@ def test_timing_facts_and_judge_text(trees):
              rf.record(trees, "relu", "tpu", device="cpu", comparable=False,
                        timing_input_sets=None),
              rf.record(trees, "gelu", "tpu", timing_method=None, timing_iterations=None)]
-  facts = card._timing_facts(records)
+  facts = sections.protocol._timing_facts(records)
   assert {k: v for k, v in facts.items() if k != "judge_text"} == {
       "methods": "cupti (2), wallclock (1)", "iterations": "20 (1), 100 (2)",
       "input_sets": "4 (3)", "seeds": "2 seeds (1), 5 seeds (3)", "not_comparable": "1"}
   assert facts["judge_text"] == (
-      card._JUDGE_TEXT["2"].format(n=2) + "\n" + card._JUDGE_TEXT["1"].format(n=2))
+      sections.protocol._JUDGE_TEXT["2"].format(n=2) + "\n"
+      + sections.protocol._JUDGE_TEXT["1"].format(n=2))
   assert facts["judge_text"].startswith("- **Judge** (`judge_version` 2, 2 evaluation(s)): ")
   assert ("\n- **Evaluator** (`judge_version` 1, release 1, 2 evaluation(s)): "
           in facts["judge_text"])
-  assert card._timing_facts([]) == {
+  assert sections.protocol._timing_facts([]) == {
       "methods": "none", "iterations": "none", "input_sets": "none", "seeds": "none",
       "not_comparable": "0", "judge_text": ""}
 
@@ -903,7 +907,7 @@ _LEVELS_HEADER = ("| level | tasks | passed | fast_0 | fast_1 | fast_2 | geomean
 
 def test_results_of_the_fixed_and_original_kernels(trees, tmp_path):
   *_, runs_df = _frames(trees, tmp_path)
-  (results,) = sections.results_by_size(runs_df, ["medium"], card.md_table)
+  (results,) = sections.results.results_by_size(runs_df, ["medium"])
   assert results == {
       "size": "medium", "n_fixed": 4,
       "fixed": _LEVELS_HEADER + (
@@ -922,7 +926,7 @@ def test_results_of_the_fixed_and_original_kernels(trees, tmp_path):
           "Triton limit |")}
   # the originals at another size are not this size's; each size has its own section
   large = runs_df.assign(size=["medium" if v == "gpu" else "large" for v in runs_df["variant"]])
-  medium, other = sections.results_by_size(large, ["medium", "large"], card.md_table)
+  medium, other = sections.results.results_by_size(large, ["medium", "large"])
   assert medium["original"] == "(the original kernels were not measured)"
   assert (medium["original_status"], medium["original_failures"]) == ("none", "(none)")
   assert other["size"] == "large" and other["n_fixed"] == 0
@@ -935,7 +939,7 @@ def test_eager_tables_only_with_eager_timings(trees, tmp_path):
                        status=r.status, correct=r.correct, error=r.error)
              for r in rf.standard_records(trees)]
   *_, runs_df = _frames(trees, tmp_path, records)
-  (results,) = sections.results_by_size(runs_df, ["medium"], card.md_table)
+  (results,) = sections.results.results_by_size(runs_df, ["medium"])
   assert results["eager"] == _LEVELS_HEADER + (
       "| 1 | 2 | 1 | 50% | 50% | 50% | 6.000 |\n| 2 | 1 | 1 | 100% | 100% | 100% | 4.286 |\n"
       "| 3 | 1 | 1 | 100% | 100% | 100% | 3.750 |\n| all | 4 | 3 | 75% | 75% | 75% | 4.586 |")
@@ -946,7 +950,7 @@ def test_compile_table_of_the_fixed_kernels(trees, tmp_path):
   records[0] = rf.record(trees, "relu", compile=dataclasses.replace(
       records[0].compile, trace_s=1.2345, lower_s=0.5, compile_s=2.0625, triton_ir_bytes=7))
   *_, runs_df = _frames(trees, tmp_path, records)
-  table = card._compile_table(runs_df)
+  table = sections.compile_time._compile_table(runs_df)
   assert table.splitlines()[:3] == [
       "| task | size | trace_s | lower_s | compile_s | total_s | triton_ir_bytes | ptx_bytes |",
       "|---|---|---|---|---|---|---|---|",
@@ -969,8 +973,9 @@ def _repro_table(rows_):
 
 
 def test_repro_section():
-  assert card._repro(None, None, ()) is None
-  assert card._repro(_repro_table([]), None, ()) == {"n": 0, "n_changed": 0, "changed": None}
+  assert sections.reproducibility._repro(None, None, ()) is None
+  assert sections.reproducibility._repro(_repro_table([]), None, ()) == {
+      "n": 0, "n_changed": 0, "changed": None}
   table = _repro_table([
       ("relu", "gpu", "medium", "a", "b", 0.5, 0.56, 0.12, True),
       ("gelu", "tpu", "medium", "a", "c", 2.0, 1.76, 0.12, True),
@@ -980,10 +985,10 @@ def test_repro_section():
   changes = pd.DataFrame([{"task": "gelu", "variant": "tpu", "size": "medium", "run_a": "a",
                            "run_b": "c", "status_a": "pass", "status_b": "timeout",
                            "error_a": None, "error_b": "slow"}])
-  got = card._repro(table, changes, ())
+  got = sections.reproducibility._repro(table, changes, ())
   assert (got["n_crossing"], got["gpus"]) == (0, {"same": 5, "different": 0, "unknown": 0, "n": 5})
-  crossing = card._repro(_repro_table([("exp", "gpu", "large", "a", "b", 0.96, 1.04, 0.083, True)]),
-                         None, ())
+  crossing = sections.reproducibility._repro(
+      _repro_table([("exp", "gpu", "large", "a", "b", 0.96, 1.04, 0.083, True)]), None, ())
   assert crossing["n_crossing"] == 1
   assert crossing["crossing"].splitlines()[2] == "| exp | gpu | large | a | b | 1.042 | 0.962 | yes |"
   assert got["spread"].splitlines()[2:] == [
@@ -1012,22 +1017,23 @@ def test_repro_section():
       "| gelu | tpu | medium | a | c | 2 | 1.76 | 12.0% |\n"
       "| relu | gpu | medium | a | b | 0.5 | 0.56 | 12.0% |\n"
       "| silu | gpu | large | a | b | 1 | 1.07 | 7.0% |")
-  same = card._repro(table, changes.iloc[0:0], ())
+  same = sections.reproducibility._repro(table, changes.iloc[0:0], ())
   assert (same["n_changed"], same["changed"]) == (0, None)
-  assert card._repro(table, None, ())["n_changed"] == 0
+  assert sections.reproducibility._repro(table, None, ())["n_changed"] == 0
 
 
 def test_corrections_missing_lost_and_citation(trees, tmp_path):
   _, merged, summary, *_ = _frames(trees, tmp_path)
   notes = {r.Op_Name: r.Corrections for r in summary}
-  assert card._corrections(summary) == [
+  assert sections.corrections._corrections(summary) == [
       f"**{name}** (task {get_task(name).task_id}): {note}" for name, note in notes.items() if note]
-  assert card._corrections([dataclasses.replace(summary[0], Corrections="")]) == []
-  assert card._missing_table([]) == "" and card._lost_table([]) == ""
-  assert card._missing_table([("relu", "tpu", "large"), ("gelu", "gpu", "medium", "bfloat16")]) == (
+  assert sections.corrections._corrections([dataclasses.replace(summary[0], Corrections="")]) == []
+  assert sections.gaps._missing_table([]) == "" and sections.gaps._lost_table([]) == ""
+  assert sections.gaps._missing_table(
+      [("relu", "tpu", "large"), ("gelu", "gpu", "medium", "bfloat16")]) == (
       "| task | variant | size | precision |\n|---|---|---|---|\n| relu | tpu | large | float32 |\n"
       "| gelu | gpu | medium | bfloat16 |")
-  assert card._lost_table([("run-a", ("relu", "tpu", "large"))]) == (
+  assert sections.gaps._lost_table([("run-a", ("relu", "tpu", "large"))]) == (
       "| run | task | variant | size | precision |\n|---|---|---|---|---|\n"
       "| run-a | relu | tpu | large | float32 |")
   records = list(merged.records)
@@ -1036,10 +1042,10 @@ def test_corrections_missing_lost_and_citation(trees, tmp_path):
       rf.ENV, hardware="b200"))
   records[3] = dataclasses.replace(records[3], environment=dataclasses.replace(
       rf.ENV, hardware="zz"))  # an original kernel's: not in the key
-  assert card._citation("org/pb", "NVIDIA H200", records) == {
+  assert sections.citation._citation("org/pb", "NVIDIA H200", records) == {
       "key": "pallasbench_robust_b200_h200_2027", "year": "2027", "hardware": "NVIDIA H200",
       "url": "https://huggingface.co/datasets/org/pb", "release": "Release 5"}
-  assert card._citation("o/p", "", []) == {
+  assert sections.citation._citation("o/p", "", []) == {
       "key": "pallasbench_robust", "year": "", "hardware": "",
       "url": "https://huggingface.co/datasets/o/p", "release": "Release 5"}
 
@@ -1053,45 +1059,49 @@ def test_stats_gather_every_section(trees, tmp_path):
                  sizes=("medium",), variants=("gpu",), tasks=("relu",)),)))
   missing, lost = [("relu", "gpu", "large")], [("run-a", ("gelu", "tpu", "medium"))]
   repro = _repro_table([("relu", "gpu", "medium", "run-a", "b", 0.5, 0.6, 0.2, True)])
-  got = card.stats(rows=summary, merged=merged, runs=[resumed], headline="medium", repro=repro,
-                   verdict_changes=None, repo_id="org/pb", configs={"default": {"level_1": 2}},
-                   rebuild="the command", missing=missing, lost_artifacts=lost)
+  got = card.stats(CardInputs(
+      rows=summary, merged=merged, runs=[resumed], headline="medium", repro=repro,
+      verdict_changes=None, repo_id="org/pb", configs={"default": {"level_1": 2}},
+      rebuild="the command", missing=missing, lost_artifacts=lost))
   published = [r for _, r in merged.published]
-  l2 = sections.l2_resident(merged.records)
-  coverage = sections.artifact_coverage(merged)
+  l2 = sections.protocol.l2_resident(merged.records)
+  coverage = sections.artifacts.artifact_coverage(merged)
   assert got == {
       "marker": card.MARKER, "repo_id": "org/pb", "headline": "medium",
       "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": "v5",
       "release": "Release 5", "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
       "precisions": {"headline": "float32", "measured": "float32", "n_bf16": 0},
-      "n_runs": 1, "n_published": 8, "runs_table": card._runs_table([resumed]),
+      "n_runs": 1, "n_published": 8, "runs_table": sections.hardware._runs_table([resumed]),
       "commands": [("run-a", run.manifest.command), ("run-a", "regen --resume")],
-      "n_missing": 1, "missing_table": card._missing_table(missing),
-      "n_lost": 1, "lost_table": card._lost_table(lost),
-      "ceilings_table": card._ceilings_table([resumed]), "ceiling_bf16": False, "repro_bf16": None,
+      "n_missing": 1, "missing_table": sections.gaps._missing_table(missing),
+      "n_lost": 1, "lost_table": sections.gaps._lost_table(lost),
+      "ceilings_table": sections.protocol._ceilings_table([resumed]), "ceiling_bf16": False,
+      "repro_bf16": None, "candidates": None, "source": None, "training": None,
       "ceiling_methods": "cupti: 1 GiB copy and read-only sum",
-      "ceiling_sources": sections.ceiling_sources(merged), "ceiling_tolerance": "5%",
+      "ceiling_sources": sections.protocol.ceiling_sources(merged), "ceiling_tolerance": "5%",
       "eager_over": "(none)", "n_eager_over": 0, "primary_runs": "`run-a`",
       "legacy": {"judge_1": True, "no_run": True},
-      "load": sections.load_facts([resumed], merged, None), "gpu_sharing": None,
-      "gpu_state_table": card.md_table(sections.gpu_state(merged)),
-      "tolerance_table": card._tolerance_table(merged.records),
-      "filters_table": card._filters_table(merged.records),
-      **card._timing_facts(merged.records),
-      "l2": {**l2, "table": card.md_table(l2["table"])},
+      "load": sections.limitations.load_facts([resumed], merged, None), "gpu_sharing": None,
+      "gpu_state_table": tables.md_table(sections.hardware.gpu_state(merged)),
+      "tolerance_table": sections.protocol._tolerance_table(merged.records),
+      "filters_table": sections.protocol._filters_table(merged.records),
+      **sections.protocol._timing_facts(merged.records),
+      "l2": {**l2, "table": tables.md_table(l2["table"])},
       "sizes": [{"precision": "float32", **entry}
-                for entry in sections.results_by_size(runs_df, ["medium"], card.md_table)],
-      "artifacts_table": card.md_table(coverage["table"]),
-      "ptx": card._ptx_facts(coverage),
-      "compile_table": card._compile_table(runs_df),
-      "compile_conditions": sections.compile_conditions([resumed]),
-      "repro": card._repro(repro, None, published), "corrections": card._corrections(summary),
-      "cpu_rows": 1, "limits": sections.limits(merged.records), "rebuild": "the command",
+                for entry in sections.results.results_by_size(runs_df, ["medium"])],
+      "artifacts_table": tables.md_table(coverage["table"]),
+      "ptx": sections.artifacts._ptx_facts(coverage),
+      "compile_table": sections.compile_time._compile_table(runs_df),
+      "compile_conditions": sections.compile_time.compile_conditions([resumed]),
+      "repro": sections.reproducibility._repro(repro, None, published),
+      "corrections": sections.corrections._corrections(summary),
+      "cpu_rows": 1, "limits": sections.limitations.limits(merged.records),
+      "rebuild": "the command",
       "contact": "https://huggingface.co/datasets/org/pb/discussions",
-      "citation": card._citation("org/pb", "NVIDIA H200", merged.records)}
+      "citation": sections.citation._citation("org/pb", "NVIDIA H200", merged.records)}
   def again(m):
-    return card.stats(rows=summary, merged=m, runs=[run], headline="medium", repro=None,
-                      verdict_changes=None, repo_id="o/p", configs={}, rebuild="")
+    return card.stats(CardInputs(rows=summary, merged=m, runs=[run], headline="medium",
+                                 repo_id="o/p", configs={}, rebuild=""))
   assert again(merged)["n_missing"] == 0
   two = dataclasses.replace(merged, records=(*merged.records[:-1], dataclasses.replace(
       merged.records[-1], environment=dataclasses.replace(rf.ENV, device_kind="A100"))))
@@ -1117,9 +1127,10 @@ def test_card_data_and_render(trees, tmp_path, monkeypatch):
       "tags": ["jax", "pallas", "gpu-kernels", "triton", "benchmark", "code", "kernels",
                "performance"], "configs": [{"config_name": "default"}], "extra": 1}
   run, merged, summary, *_ = _frames(trees, tmp_path)
-  values = card.stats(rows=summary, merged=merged, runs=[run], headline="medium", repro=None,
-                      verdict_changes=None, repo_id="org/pb", configs={"runs": {"train": 8}},
-                      rebuild="python -m builder.regenerate --from-results data/results/*")
+  values = card.stats(CardInputs(
+      rows=summary, merged=merged, runs=[run], headline="medium", repo_id="org/pb",
+      configs={"runs": {"train": 8}},
+      rebuild="python -m builder.regenerate --from-results data/results/*"))
   text = card.render_card("PB (H200)", [_Block("configs", [{"config_name": "runs"}])], **values)
   assert text.startswith("---\n") and text.endswith("the\nreferences and the measurements.\n")
   assert "```bash\npython -m builder.regenerate --from-results data/results/*\n```" in text
@@ -2808,7 +2819,7 @@ def _candidate_row(name, *, kind=None, status="pass", speedup=1.0, run="r", cach
 
 
 def test_candidates_stats_count_by_kind_and_list_the_fastest():
-  assert card.candidates_stats([], []) is None
+  assert sections.candidates.candidates_stats([], []) is None
   populations = [_population("p1", "abcx", "abc"), dataclasses.replace(
       _population("p2", "d", "d"), command="evaluate --out p2")]
   rows_ = [_candidate_row("t1", kind="tuning", speedup=1.5, cached=True),
@@ -2818,7 +2829,7 @@ def test_candidates_stats_count_by_kind_and_list_the_fastest():
            _candidate_row("c0", kind="cheat", speedup=3.0, run="q"),
            _candidate_row("u", speedup=0.25, cached=True),
            _candidate_row("b", kind="broken", status="timeout")]
-  got = card.candidates_stats(populations, rows_)
+  got = sections.candidates.candidates_stats(populations, rows_)
   assert got == {
       "n": 7, "n_runs": 2, "n_cached": 2, "n_missing": 1, "n_cheats": 3,
       "cheats_passed": "`relu/c1`, `relu/c0`",
@@ -2837,16 +2848,17 @@ def test_candidates_stats_count_by_kind_and_list_the_fastest():
       "comparable": True,
       "commands": [("p1", "c"), ("p2", "evaluate --out p2")]}
   many = [_candidate_row(f"{i:02d}", speedup=1 + i, run=f"r{i % 2}") for i in range(12)]
-  best = card.candidates_stats(populations, many)["best"].splitlines()[2:]
+  best = sections.candidates.candidates_stats(populations, many)["best"].splitlines()[2:]
   assert [line.split(" | ")[0] for line in best] == [f"| relu/{i:02d}" for i in range(11, 1, -1)]
-  cpu = card.candidates_stats(populations, [*rows_, _candidate_row("z", comparable=False)])
+  cpu = sections.candidates.candidates_stats(
+      populations, [*rows_, _candidate_row("z", comparable=False)])
   assert cpu["comparable"] is False and cpu["cheats_passed"] == "`relu/c1`, `relu/c0`"
-  honest = card.candidates_stats(populations, rows_[:2])
+  honest = sections.candidates.candidates_stats(populations, rows_[:2])
   assert (honest["n_cheats"], honest["cheats_passed"]) == (0, "none")
 
 
 def test_candidates_stats_of_runs_that_judged_nothing():
-  got = card.candidates_stats([_population("p", "ab", "")], [])
+  got = sections.candidates.candidates_stats([_population("p", "ab", "")], [])
   assert got == {"n": 0, "n_runs": 1, "n_cached": 0, "n_missing": 2, "n_cheats": 0,
                  "cheats_passed": "none", "by_kind": "(none)", "best": "(none)",
                  "comparable": True, "commands": [("p", "c")]}
@@ -3078,6 +3090,5 @@ def test_write_parquet_is_strict(trees, tmp_path):
 
 def test_the_card_describes_the_judge_version_the_judge_writes():
   """A judge version the card has no text for fails every build of that judge's records."""
-  from builder import card  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION  # pylint: disable=import-outside-toplevel
-  assert JUDGE_VERSION in card._JUDGE_TEXT  # pylint: disable=protected-access
+  assert JUDGE_VERSION in sections.protocol._JUDGE_TEXT  # pylint: disable=protected-access

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from huggingface_hub import DatasetCard
 
-from builder import card, sections
+from builder import sections, tables
 from builder import records as rec
 from builder.build import BuildError, build_dataset
 from builder.trees import KernelTrees
@@ -133,8 +133,8 @@ def test_the_card_has_a_results_section_per_precision(two):
   frame = pd.DataFrame([to_json_dict(r) for r in two.half])
   section = text.split("### Size `medium` (bfloat16)", 1)[1].split("### ", 1)[0]
   for variant in ("gpu", "tpu"):
-    table = card.md_table(analysis.summary_by_level(frame[frame["variant"] == variant]),
-                          sections.LEVEL_FORMATS)
+    table = tables.md_table(analysis.summary_by_level(frame[frame["variant"] == variant]),
+                          sections.results.LEVEL_FORMATS)
     assert table in section, variant
   def float32(card_text):
     return card_text.split("### Size `medium` (float32)", 1)[1].split("### ", 1)[0].split(

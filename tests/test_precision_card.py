@@ -11,7 +11,7 @@ import types
 import pandas as pd
 import pytest
 
-from builder import card, plots, repeats, sections
+from builder import plots, repeats, sections, tables
 from builder import records as rec
 from builder.build import build_dataset
 from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
@@ -89,8 +89,8 @@ def test_the_reproducibility_section_has_a_part_per_precision(built):
   float32, bf16 = _section(section, "#### float32\n", "#### "), _section(section, "#### bfloat16\n")
   for precision, part in ((DEFAULT_PRECISION, float32), (BFLOAT16, bf16)):
     pairs = repeats.pairs(built.merged.at_precision(precision))
-    assert card.md_table(card._with_threshold(repeats.spread(pairs)),
-                         card._REPRO_FORMATS) in part, precision
+    assert tables.md_table(sections.reproducibility._with_threshold(repeats.spread(pairs)),
+                         sections.reproducibility._REPRO_FORMATS) in part, precision
   assert "| relu | gpu | medium | run-1 | run-2 | 0.5 | 0.55 | 10.0% |" in float32
   assert "No pair's speedup lies above 1.0" in float32 and "the same verdict" in float32
   assert "| matmul_relu | gpu | medium | run-1 | run-2 | 0.952 | 1.058 |" in bf16
@@ -173,10 +173,10 @@ def test_the_ceilings_table_has_a_bfloat16_matmul_column_where_measured(built, t
   assert new.manifest.ceilings.matmul_bf16_tflops == 9.0
   assert new.manifest.per_device[0].ceilings.matmul_bf16_tflops == 9.0
   assert old.manifest.ceilings.matmul_bf16_tflops is None  # a manifest without it
-  assert card._ceilings_table([new, old]).splitlines()[2:] == [
+  assert sections.protocol._ceilings_table([new, old]).splitlines()[2:] == [
       "| new | 0 | 1.0 | 2.0 | 3.0 | 9.0 | – | manifest |",
       "| old | – | 1.0 | 2.0 | 3.0 | – | – | manifest |"]
-  assert "matmul bf16" not in card._ceilings_table([old])
+  assert "matmul bf16" not in sections.protocol._ceilings_table([old])
   del trees
 
 
@@ -218,8 +218,8 @@ def test_a_bfloat16_speedup_plot_beside_the_float32_ones(built):
 
 def test_sections_join_tables_of_each_precision():
   one = pd.DataFrame([{"run": "a", "n": 1}])
-  assert sections.joined({"float32": one}, "run") is one
-  both = sections.joined({"float32": one, "bfloat16": pd.DataFrame(), "x": one}, "run")
+  assert tables.joined({"float32": one}, "run") is one
+  both = tables.joined({"float32": one, "bfloat16": pd.DataFrame(), "x": one}, "run")
   assert both.to_dict("records") == [{"run": "a", "precision": "float32", "n": 1},
                                      {"run": "a", "precision": "x", "n": 1}]
-  assert sections.joined({"float32": pd.DataFrame(), "bfloat16": pd.DataFrame()}, "run").empty
+  assert tables.joined({"float32": pd.DataFrame(), "bfloat16": pd.DataFrame()}, "run").empty

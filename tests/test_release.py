@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from tests import runfixtures as rf
-from builder import card, plots, release, repeats, sections
+from builder import plots, release, repeats, sections, tables
 from builder import records as rec
 from builder.build import build_dataset
 from builder.trees import KernelTrees
@@ -159,9 +159,9 @@ def test_data_readme_prints_the_cards_rebuild_command(folder):
 def test_rebuild_command_names_what_the_build_took():
   base = dict(repo_id=release.default_repo_id("h200"), hardware="h200", headline=None,
               allow_partial=False)
-  assert sections.rebuild_command(["run1", "run2"], [], **base) == (
+  assert sections.rebuild.rebuild_command(["run1", "run2"], [], **base) == (
       "python -m builder.regenerate --from-results data/results/* --kernel-trees data --out data")
-  assert sections.rebuild_command(["run2", "run1"], ["pop"], **{
+  assert sections.rebuild.rebuild_command(["run2", "run1"], ["pop"], **{
       **base, "repo_id": "me/x", "headline": "large", "allow_partial": True}) == (
       "python -m builder.regenerate --from-results data/results/run2 data/results/run1 "
       "--candidates data/results/pop --kernel-trees data --out data --repo-id me/x "
@@ -323,8 +323,8 @@ def test_data_reproducibility_of_kernel_baseline_and_speedup(folder):
   pairs = repeats.pairs(merged)
   text = _card(folder)
   section = text[text.index("### Reproducibility"):text.index("### Compile time")]
-  spread = card._with_threshold(repeats.spread(pairs))
-  assert card.md_table(spread, card._REPRO_FORMATS) in section
+  spread = sections.reproducibility._with_threshold(repeats.spread(pairs))
+  assert tables.md_table(spread, sections.reproducibility._REPRO_FORMATS) in section
   gpus = repeats.same_gpu_counts(pairs)
   assert f"{gpus['same']} of {gpus['n']} pairs ran on the same GPU" in section
   for row in repeats.crossings(pairs).itertuples():
@@ -355,7 +355,7 @@ def test_data_card_has_results_and_originals_for_each_size(folder):
     section = text.split(f"### Size `{size}`", 1)[1].split("### ", 1)[0]
     for variant in ("gpu", "tpu"):
       at = frame[(frame["size"] == size) & (frame["variant"] == variant)]
-      table = card.md_table(analysis.summary_by_level(at), sections.LEVEL_FORMATS)
+      table = tables.md_table(analysis.summary_by_level(at), sections.results.LEVEL_FORMATS)
       assert table in section, (size, variant)
 
 

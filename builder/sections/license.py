@@ -1,0 +1,13 @@
+"""The licence of the folder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from builder.sections.inputs import CardInputs
+
+
+def context(card: CardInputs) -> Mapping[str, Any]:  # pylint: disable=unused-argument
+  """Nothing: the text is the same for every build."""
+  return {}
