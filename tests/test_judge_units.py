@@ -883,8 +883,8 @@ def test_compile_stage_failures_are_not_tried_again(analysis, monkeypatch):  # p
   assert _failure(_compile, _blob(), _ctx(), failed) == (
       Status.ERROR, ErrorType.COMPILE, "ptxas fatal: too big\nmore")
   ran_out = judge.Precompiled(outcome="timeout", message="not within the 60 s budget")
-  assert _failure(_compile, _blob(), _ctx(), ran_out) == (
-      Status.TIMEOUT, ErrorType.TIMEOUT, "compile stage: not within the 60 s budget")
+  assert _failure(_compile, _blob(), _ctx(), ran_out) == (  # the candidate's: a cached verdict
+      Status.REJECTED, None, "compile stage: not within the 60 s budget")
 
 
 def test_compile_stage_checks_still_come_first(analysis):

@@ -25,7 +25,7 @@ import distributed
 import pytest
 
 from pallasbench_dataset.evaluation import protocol
-from pallasbench_dataset.evaluation.judge import environment
+from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import cluster, driver, stages, suite, verdicts
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
@@ -263,6 +263,39 @@ def test_a_judge_that_never_answered_is_a_record_with_empty_artifacts(processes)
   assert artifacts == Artifacts(task="relu", variant="gpu", size="medium", jaxpr=None,
                                 stablehlo=None, triton_ir=None, ptx=None)
   assert processes.started[0].closed
+
+def test_a_stage_over_its_budget_is_a_cached_rejection_and_a_crash_is_no_verdict(processes,
+                                                                                 tmp_path):
+  """A stage that ran past its budget is the candidate's doing: `rejected`, naming the stage
+  and the budget, and stored in the verdict cache. A judge that died says nothing about the
+  kernel: its record is measured again, never cached."""
+  cache = verdicts.VerdictCache(tmp_path)
+  over = budgets.overrun(budgets.CORRECTNESS, 120)
+  processes.answers += [("over_budget", over)]
+  rejected, _ = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
+  assert (rejected.status, rejected.error_type, rejected.error) == (Status.REJECTED, None, None)
+  assert rejected.reasons == ("the correctness runs stage ran past its 120 s budget; its "
+                              "process was killed",)
+  assert processes.started[0].closed  # killed mid-stage: the next item gets a fresh judge
+  processes.answers[:] = [("crash", "killed by SIGKILL in its timing stage")]  # the next judge's
+  crashed, _ = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
+  assert crashed.error_type is ErrorType.CRASH
+  cache.put(ITEM, rejected, driver.empty_artifacts(ITEM))
+  assert cache.get(verdicts.key_of(ITEM, rejected))[0].reasons == rejected.reasons
+  crashed_item = dataclasses.replace(ITEM, source="another source")
+  cache.put(crashed_item, crashed, driver.empty_artifacts(crashed_item))
+  assert cache.get(verdicts.key_of(crashed_item, crashed)) is None
+
+
+def test_a_compile_stage_part_over_its_budget_is_noted_as_run_out(processes):
+  """The compiler's own stages have budgets too: one run out is the compile stage's word
+  (not tried again on the device), with the stage's reason."""
+  over = budgets.overrun(budgets.MODULE_ANALYSIS, 210)
+  processes.answers += [("over_budget", over)]
+  notes = stages.compile_stage(ITEM, _outcome(_report({"medium": {"cuda": b"m"}})), SETTINGS)
+  assert (notes["medium"].outcome, notes["medium"].message) == ("timeout", over)
+  assert processes.started[0].closed
+
 
 # ---------------------------------------------------------------------------------------------
 # suite: the run folder

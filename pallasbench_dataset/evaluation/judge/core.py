@@ -205,6 +205,7 @@ def _export_failure(export: ExportOutcome) -> Failure | None:
     return None
   status, error_type = {
       "timeout": (Status.TIMEOUT, ErrorType.TIMEOUT),
+      "over_budget": (Status.REJECTED, None),
       "violation": (Status.REJECTED, None),
       "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
       "crash": (Status.ERROR, ErrorType.CRASH),
@@ -283,8 +284,8 @@ def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Con
   if note is not None and note.outcome == "failed":
     raise Failure(Status.ERROR, classify(note.message or "", "compile"),
                   short_error(note.message or "compile failed"))
-  if note is not None and note.outcome == "timeout":
-    raise Failure(Status.TIMEOUT, ErrorType.TIMEOUT, f"compile stage: {note.message}")
+  if note is not None and note.outcome == "timeout":  # over the compile stage's budget
+    raise Failure(Status.REJECTED, None, f"compile stage: {note.message}")
   ctx.stage("compile")
   try:
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
@@ -737,11 +738,13 @@ def _compile_profile(item: JudgeItem, state: _State) -> CompileProfile:
 
 def failure_record(item: JudgeItem, environment: Environment, status: Status,
                    error_type: ErrorType, message: str) -> EvalRecord:
-  """The record of an evaluation whose judge never reported back (timeout, crash, memory)."""
+  """The record of an evaluation whose judge never reported back (a stage over its budget,
+  timeout, crash, memory)."""
   spec = item.spec
   state = _State(fields=_base_fields(item, spec, spec.dims(item.size), item.options.seeds,
                                      environment))
-  state.fields.update(status=status, error_type=error_type, error=short_error(message),
+  state.fields.update(status=status, error_type=error_type,
+                      error=short_error(message) if error_type else None,
                       reasons=(headline(message),))
   return _finish(item, state, environment, 0.0)
 
