@@ -592,7 +592,7 @@ def test_judge_outputs_edge_shape():
 
 from pallasbench_dataset.evaluation import protocol, sandbox  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
-from pallasbench_dataset.evaluation.judge import analysis_process, module_analysis, timing  # noqa: E402
+from pallasbench_dataset.evaluation.judge import analysis_process, budgets, module_analysis, timing  # noqa: E402
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
@@ -1438,7 +1438,11 @@ def test_evaluate_rejects_on_structure_and_the_exporters_input_writes(analysis, 
                             "k1: input 1): inputs mutated in place")
   assert (record.correct, record.robust, record.runtime_ms, record.general_shapes) == (
       False, False, None, None)
-  assert stages == ["module analysis"] * 2 and len(analysis.texts) == 2  # structure, run artifact
+  # The structure's analysis, the judge's own exports of the shipped kernels (no budget: a slow
+  # one is not the candidate's doing), then the run artifact's checks and analysis.
+  assert stages == ["module analysis", "copy check", "checks of the artifact", "module analysis"]
+  assert [budgets.budget_s(d, "copy check") for d in ("gpu", "cpu")] == [None, None]
+  assert len(analysis.texts) == 2
   assert (record.compile.compile_s, record.stages.compile_cache_hit, record.stages.checks_s) == (
       None, None, None)
   assert saved.stablehlo == analysis.texts[0] and saved.ptx is None

@@ -6,7 +6,7 @@ evaluation: the process doing the work is killed, and the record is `rejected` w
 naming the stage and its budget. That is a verdict on the candidate (its code or artifact
 made the work that long; the judge's own part of each stage is bounded far below it), so the
 verdict cache keeps it and a resubmitted candidate costs nothing. A stage that runs only the
-judge's own code (the eager baseline) has no budget: the evaluation's limit
+judge's own code (the copy check, the eager baseline) has no budget: the evaluation's limit
 (`Limits.timeout_s`) bounds it and running out of that is a `timeout`, as it is when a
 caller sets the limit below a stage's budget.
 
@@ -28,6 +28,11 @@ COMPILE: Final = "compile"          # the compile stage's process, and the judge
 CORRECTNESS: Final = "correctness runs"
 MEMCHECK: Final = "memcheck"
 TIMING: Final = "timing"
+# Stages of the judge's own work, with no budget of their own (the evaluation's limit bounds
+# them): exporting and analysing the shipped kernels a candidate's are compared with, and
+# timing the reference op by op.
+COPY_CHECK: Final = "copy check"
+EAGER_BASELINE: Final = "eager baseline"
 
 # What the analysis helper and memcheck allow one run of theirs (they end it themselves and
 # report it as the candidate's: an unanalysable module, a memcheck that did not finish).
