@@ -7,8 +7,9 @@ naming the stage and its budget. That is a verdict on the candidate (its code or
 made the work that long; the judge's own part of each stage is bounded far below it), so the
 verdict cache keeps it and a resubmitted candidate costs nothing. A stage that runs only the
 judge's own code (the copy check, the eager baseline) has no budget: the evaluation's limit
-(`Limits.timeout_s`) bounds it and running out of that is a `timeout`, as it is when a
-caller sets the limit below a stage's budget.
+(`Limits.timeout_s`) bounds it, and running out of that there is the judge's failure, a
+harness error that is no verdict and never cached. In a stage of the candidate's, running out
+of the limit (a caller's limit below the stage's budget) is a `timeout`.
 
 Each budget is sized well above what an honest kernel's stage takes, with room for a loaded
 host; the helpers that bound their own work (the module analysis, memcheck) get their budget
@@ -33,6 +34,7 @@ TIMING: Final = "timing"
 # timing the reference op by op.
 COPY_CHECK: Final = "copy check"
 EAGER_BASELINE: Final = "eager baseline"
+JUDGES_OWN: Final = frozenset({COPY_CHECK, EAGER_BASELINE})
 
 # What the analysis helper and memcheck allow one run of theirs (they end it themselves and
 # report it as the candidate's: an unanalysable module, a memcheck that did not finish).

@@ -230,8 +230,9 @@ class JudgeWorker:
   def run(self, item, limits: Limits) -> tuple[str, Any]:
     """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or
     (failure kind, message); kills the judge on failure. A stage (the judge announces each as
-    it starts) that runs past its budget (`budgets`) is 'over_budget'; a timeout or crash
-    names the stage the judge was in."""
+    it starts) that runs past its budget (`budgets`) is 'over_budget'; one of the judge's own
+    stages that runs out of the limit is a 'harness_error'; a timeout or crash names the
+    stage the judge was in."""
     self._conn.send(item)
     start = time.monotonic()
     stage, stage_start = budgets.ARTIFACT_CHECKS, start
@@ -256,9 +257,11 @@ class JudgeWorker:
         return "over_budget", budgets.overrun(stage, budget)
       if time.monotonic() - start > limits.timeout_s:
         self._end()  # its dump folder stays: what it had written says where it hung
-        return "timeout", (f"the judge found no verdict within the {limits.timeout_s:.0f} s limit: "
-                           f"its {stage} stage ran for the last {time.monotonic() - stage_start:.0f} s; "
-                           "the process was killed")
+        own = stage in budgets.JUDGES_OWN
+        return "harness_error" if own else "timeout", (
+            f"the judge found no verdict within the {limits.timeout_s:.0f} s limit: its "
+            f"{'own ' if own else ''}{stage} stage ran for the last "
+            f"{time.monotonic() - stage_start:.0f} s; the process was killed")
       rss = process_rss_bytes(self._proc.pid)
       if rss > limits.memory_bytes:
         self._end()
