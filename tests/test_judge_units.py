@@ -10,6 +10,9 @@ import dataclasses
 import datetime
 import json
 import math
+import shutil
+import subprocess
+import sys
 import types
 
 import jax
@@ -589,7 +592,7 @@ def test_judge_outputs_edge_shape():
 
 from pallasbench_dataset.evaluation import protocol, sandbox  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
-from pallasbench_dataset.evaluation.judge import analysis_process, module_analysis, timing  # noqa: E402
+from pallasbench_dataset.evaluation.judge import analysis_process, budgets, module_analysis, timing  # noqa: E402
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
@@ -883,8 +886,8 @@ def test_compile_stage_failures_are_not_tried_again(analysis, monkeypatch):  # p
   assert _failure(_compile, _blob(), _ctx(), failed) == (
       Status.ERROR, ErrorType.COMPILE, "ptxas fatal: too big\nmore")
   ran_out = judge.Precompiled(outcome="timeout", message="not within the 60 s budget")
-  assert _failure(_compile, _blob(), _ctx(), ran_out) == (
-      Status.TIMEOUT, ErrorType.TIMEOUT, "compile stage: not within the 60 s budget")
+  assert _failure(_compile, _blob(), _ctx(), ran_out) == (  # the candidate's: a cached verdict
+      Status.REJECTED, None, "compile stage: not within the 60 s budget")
 
 
 def test_compile_stage_checks_still_come_first(analysis):
@@ -1435,7 +1438,11 @@ def test_evaluate_rejects_on_structure_and_the_exporters_input_writes(analysis, 
                             "k1: input 1): inputs mutated in place")
   assert (record.correct, record.robust, record.runtime_ms, record.general_shapes) == (
       False, False, None, None)
-  assert stages == ["module analysis"] * 2 and len(analysis.texts) == 2  # structure, run artifact
+  # The structure's analysis, the judge's own exports of the shipped kernels (no budget: a slow
+  # one is not the candidate's doing), then the run artifact's checks and analysis.
+  assert stages == ["module analysis", "copy check", "checks of the artifact", "module analysis"]
+  assert [budgets.budget_s(d, "copy check") for d in ("gpu", "cpu")] == [None, None]
+  assert len(analysis.texts) == 2
   assert (record.compile.compile_s, record.stages.compile_cache_hit, record.stages.checks_s) == (
       None, None, None)
   assert saved.stablehlo == analysis.texts[0] and saved.ptx is None
@@ -1805,6 +1812,53 @@ def test_compile_empties_the_dump_folder_and_reads_only_its_own_ptx(tmp_path):
   artifact = compile_exported(exported, [struct], dump)
   assert artifact.ptx == () and list(dump.iterdir()) == [] and artifact.cache_hit is False
   assert np.allclose(artifact.executable(jnp.ones(8)), np.sin(1.0))
+
+
+# One compile of artifact `a` (x * 2) or `b` (x * 3) in a fresh process through the run's
+# persistent cache, as a judge does: whether the cache served it, its answer, the cache's files.
+_CACHED_COMPILE = """
+import json, pathlib, sys
+import jax, jax.numpy as jnp, numpy as np
+from pallasbench_dataset.evaluation.judge import compile_profile
+cache, which = pathlib.Path(sys.argv[1]), sys.argv[2]
+compile_profile.use_persistent_cache(cache)
+struct = jax.ShapeDtypeStruct((8,), jnp.float32)
+factor = {"a": 2.0, "b": 3.0}[which]
+exported = jax.export.export(jax.jit(lambda x: x * factor), platforms=("cpu",))(struct)
+artifact = compile_profile.compile_exported(exported, [struct], None)
+print(json.dumps({"hit": artifact.cache_hit, "out": float(artifact.executable(jnp.ones(8))[0]),
+                  "entries": sorted(p.name for p in cache.glob("jit_pallasbench_candidate-*"))}))
+"""
+
+
+def _cached_compile(cache, which):
+  done = subprocess.run([sys.executable, "-c", _CACHED_COMPILE, str(cache), which],
+                        capture_output=True, text=True, check=True, timeout=120)
+  return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_compile_cache_serves_an_artifact_only_its_own_entry(tmp_path):
+  """JAX names a persistent cache entry by a hash of the module and its compile options, so a
+  judge loads only the entry of the artifact it judges: entries of other artifacts, under
+  their own names or planted under any other name, are never read, and a corrupt entry under
+  the artifact's own name fails to decompress and is compiled afresh. A well-formed entry of
+  another module put under the artifact's name would be loaded (the last step): what keeps
+  it out is that only the project's compile stage and judges write the folder (the exporter,
+  the one process running candidate code, can write nothing: test_sandbox_behaviours)."""
+  first = _cached_compile(tmp_path, "a")
+  assert (first["hit"], first["out"], len(first["entries"])) == (False, 2.0, 1)
+  (own,) = first["entries"]
+  other = _cached_compile(tmp_path, "b")
+  (b_entry,) = set(other["entries"]) - {own}
+  assert (other["hit"], other["out"]) == (False, 3.0)
+  shutil.copy(tmp_path / b_entry, tmp_path / f"jit_pallasbench_candidate-{'0' * 64}-cache")
+  assert _cached_compile(tmp_path, "a") == {"hit": True, "out": 2.0, "entries": sorted(
+      [own, b_entry, f"jit_pallasbench_candidate-{'0' * 64}-cache"])}
+  (tmp_path / own).write_bytes(b"not a compressed executable")
+  corrupt = _cached_compile(tmp_path, "a")
+  assert (corrupt["hit"], corrupt["out"]) == (False, 2.0)
+  shutil.copy(tmp_path / b_entry, tmp_path / own)
+  assert _cached_compile(tmp_path, "a")["out"] == 3.0  # the cache trusts its writers
 
 
 def test_compile_returns_the_ptx_its_compile_dumped(tmp_path, monkeypatch):

@@ -14,21 +14,24 @@ import pathlib
 import re
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import types
+from multiprocessing.connection import Connection
 
 import dask
 import distributed
 import pytest
 
 from pallasbench_dataset.evaluation import protocol
-from pallasbench_dataset.evaluation.judge import environment
+from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import cluster, driver, stages, suite, verdicts
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.population import run as pop_run
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, to_jsonl)
@@ -263,6 +266,70 @@ def test_a_judge_that_never_answered_is_a_record_with_empty_artifacts(processes)
   assert artifacts == Artifacts(task="relu", variant="gpu", size="medium", jaxpr=None,
                                 stablehlo=None, triton_ir=None, ptx=None)
   assert processes.started[0].closed
+
+def test_a_stage_over_its_budget_is_a_cached_rejection_and_a_crash_is_no_verdict(processes,
+                                                                                 tmp_path):
+  """A stage that ran past its budget is the candidate's doing: `rejected`, naming the stage
+  and the budget, and stored in the verdict cache. A judge that died says nothing about the
+  kernel: its record is measured again, never cached."""
+  cache = verdicts.VerdictCache(tmp_path)
+  over = budgets.overrun(budgets.CORRECTNESS, 120)
+  processes.answers += [("over_budget", over)]
+  rejected, _ = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
+  assert (rejected.status, rejected.error_type, rejected.error) == (Status.REJECTED, None, None)
+  assert rejected.reasons == ("the correctness runs stage ran past its 120 s budget; its "
+                              "process was killed",)
+  assert processes.started[0].closed  # killed mid-stage: the next item gets a fresh judge
+  processes.answers[:] = [("crash", "killed by SIGKILL in its timing stage")]  # the next judge's
+  crashed, _ = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
+  assert crashed.error_type is ErrorType.CRASH
+  cache.put(ITEM, rejected, driver.empty_artifacts(ITEM))
+  assert cache.get(verdicts.key_of(ITEM, rejected))[0].reasons == rejected.reasons
+  crashed_item = dataclasses.replace(ITEM, source="another source")
+  cache.put(crashed_item, crashed, driver.empty_artifacts(crashed_item))
+  assert cache.get(verdicts.key_of(crashed_item, crashed)) is None
+
+
+def _sleeping_worker():
+  """A CPU JudgeWorker around a process that never answers, and the judge's end of its socket."""
+  worker = JudgeWorker.__new__(JudgeWorker)
+  worker._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # pylint: disable=protected-access
+  ours, theirs = socket.socketpair()
+  worker._conn = Connection(ours.detach())  # pylint: disable=protected-access
+  worker._dump_dir, worker._device = None, "cpu"  # pylint: disable=protected-access
+  return worker, Connection(theirs.detach())
+
+
+@pytest.mark.parametrize("stage, kind, after_s", [
+    ("correctness runs", "over_budget", 0.3), ("timing", "timeout", 1.5),
+    ("copy check", "harness_error", 1.5), ("eager baseline", "harness_error", 1.5)])
+def test_a_judge_is_killed_at_its_stages_budget_and_its_own_stages_are_no_verdict(
+    monkeypatch, stage, kind, after_s):
+  """A stage of the candidate's is cut at its budget (over_budget: a cached rejection) or at
+  the limit where it has no budget under it (timeout); the judge's own stages that run out of
+  the limit are the judge's failure (a harness error: no verdict, measured again)."""
+  monkeypatch.setattr(budgets, "STAGE_BUDGETS_S", {"cpu": {budgets.CORRECTNESS: 0.3}})
+  worker, judge_end = _sleeping_worker()
+  judge_end.send(("stage", stage))
+  start = time.monotonic()
+  got, message = worker.run("an item", Limits(timeout_s=1.5, memory_bytes=1 << 40))
+  assert got == kind and after_s <= time.monotonic() - start < after_s + 1.0, message
+  assert worker._proc.returncode is not None  # pylint: disable=protected-access
+  assert stage in message
+  record = driver.failure_record(ITEM, runfixtures.ENV, got, message, 0.0)
+  assert driver.has_verdict(record) is (kind != "harness_error")
+  judge_end.close()
+
+
+def test_a_compile_stage_part_over_its_budget_is_noted_as_run_out(processes):
+  """The compiler's own stages have budgets too: one run out is the compile stage's word
+  (not tried again on the device), with the stage's reason."""
+  over = budgets.overrun(budgets.MODULE_ANALYSIS, 210)
+  processes.answers += [("over_budget", over)]
+  notes = stages.compile_stage(ITEM, _outcome(_report({"medium": {"cuda": b"m"}})), SETTINGS)
+  assert (notes["medium"].outcome, notes["medium"].message) == ("timeout", over)
+  assert processes.started[0].closed
+
 
 # ---------------------------------------------------------------------------------------------
 # suite: the run folder

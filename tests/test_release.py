@@ -586,7 +586,7 @@ def test_a_timed_out_process_keeps_its_dump_folder_until_closed(tmp_path):
   worker._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # pylint: disable=protected-access
   ours, theirs = socket.socketpair()
   worker._conn = Connection(ours.detach())  # pylint: disable=protected-access
-  worker._dump_dir = tmp_path  # pylint: disable=protected-access
+  worker._dump_dir, worker._device = tmp_path, "gpu"  # pylint: disable=protected-access
   (worker.dump_folder / "m.before_optimizations.txt").parent.mkdir(parents=True)
   (worker.dump_folder / "m.before_optimizations.txt").write_text("")
   kind, _ = worker.run("compile me", Limits(timeout_s=0.3, memory_bytes=1 << 40))

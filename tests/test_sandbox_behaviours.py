@@ -10,6 +10,7 @@ whatever the layers look like inside.
 
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,6 +90,34 @@ def test_no_file_can_be_written_not_even_in_scratch():
       """)
   printed = outcome.output.splitlines()
   assert "written" not in printed and "files 0" in printed, outcome.output
+
+
+def test_the_exporter_cannot_fill_a_compile_cache():
+  """The run's persistent compilation cache is written by the compile stage and read by the
+  judges, which load an entry by its name alone (test_judge_units: a well-formed entry under
+  an artifact's name is trusted). A candidate that points JAX's cache at that folder and
+  compiles, or writes an entry file there itself, must leave it empty, although the folder
+  is open to anyone."""
+  cache = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-run-")) / "compile-cache"
+  cache.mkdir()
+  cache.chmod(0o777)
+  try:
+    outcome = _export(f"""
+        import jax, jax.numpy as jnp
+        for name, value in (("jax_compilation_cache_dir", "{cache}"),
+                            ("jax_persistent_cache_min_compile_time_secs", 0.0),
+                            ("jax_persistent_cache_min_entry_size_bytes", 0)):
+          jax.config.update(name, value)
+        try:
+          jax.jit(lambda x: x * 3.0)(jnp.ones(8)).block_until_ready()
+          with open("{cache}/jit_pallasbench_candidate-{'0' * 64}-cache", "wb") as f:
+            f.write(b"planted")
+        except OSError as e:
+          print("refused", e.errno, flush=True)
+        """)
+    assert list(cache.iterdir()) == [], (outcome.failure, outcome.message, outcome.output)
+  finally:
+    shutil.rmtree(cache.parent, ignore_errors=True)
 
 
 def test_the_file_size_limit_alone_refuses_a_write():

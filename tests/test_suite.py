@@ -98,12 +98,12 @@ def test_a_run_measures_every_item_through_the_three_stages(finished):
   assert [d["device"] for d in manifest["per_device"]] == ["cpu"]
 
 
-def test_a_compile_over_its_budget_is_a_timeout_record_naming_the_stage(tmp_path):
+def test_a_compile_over_its_budget_is_a_rejection_naming_the_stage(tmp_path):
   tight = suite.ClusterOptions(plan=CLUSTER.plan, compile_budget_s=0.01)
   _run(tmp_path, _items("gpu"), cluster_options=tight)
   (record,) = _records(tmp_path)
-  assert record.status is Status.TIMEOUT and record.error_type is ErrorType.TIMEOUT
-  assert record.error.startswith("compile stage:") and "0 s compile budget" in record.error
+  assert record.status is Status.REJECTED and record.error_type is None
+  assert record.reasons[0].startswith("compile stage:") and "0 s compile budget" in record.reasons[0]
 
 
 def test_resume_measures_only_what_is_missing(gpu_only):

@@ -41,14 +41,15 @@ from jax._src.interpreters import mlir
 from jax._src.lib import _jax
 
 from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
 
 # An honest module is analysed in well under a second; the op budget ends any analysis in
 # seconds. What runs longer is the C++ reader or parser stuck on the bytes.
-ANALYSIS_TIMEOUT_S: Final = 60.0
-STARTUP_TIMEOUT_S: Final = 120.0
+ANALYSIS_TIMEOUT_S: Final = budgets.ANALYSIS_RUN_S
+STARTUP_TIMEOUT_S: Final = budgets.ANALYSIS_STARTUP_S
 MEMORY_BYTES: Final = 4 << 30
 POLL_S: Final = 0.05
 REMEMBERED: Final = 4  # answers kept: on a GPU the analysed artifact is also the one compiled

@@ -28,7 +28,7 @@ import numpy as np
 
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import (
-    artifact_header, checks, fingerprint, memcheck, module_analysis, timing)
+    artifact_header, budgets, checks, fingerprint, memcheck, module_analysis, timing)
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
@@ -205,6 +205,7 @@ def _export_failure(export: ExportOutcome) -> Failure | None:
     return None
   status, error_type = {
       "timeout": (Status.TIMEOUT, ErrorType.TIMEOUT),
+      "over_budget": (Status.REJECTED, None),
       "violation": (Status.REJECTED, None),
       "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
       "crash": (Status.ERROR, ErrorType.CRASH),
@@ -241,8 +242,10 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
       found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
       task_bytes=spec.io_bytes(dims))
   if item.variant == Variant.CANDIDATE and platform == "cuda":
+    ctx.stage(budgets.COPY_CHECK)  # the shipped kernels exported here: the judge's own work
     copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
                                         ctx.analyser)
+    ctx.stage(budgets.ARTIFACT_CHECKS)
     state.fields["copy_of"] = copies
     if copies and item.options.reject_copies:
       reasons.append(fingerprint.copy_reason(copies))
@@ -251,7 +254,7 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
 
 def _analyze(exported: jax.export.Exported, ctx: Context) -> tuple[module_analysis.ModuleReport, str]:
   """The artifact's module, read and analysed in the helper process, and its text."""
-  ctx.stage("module analysis")
+  ctx.stage(budgets.MODULE_ANALYSIS)
   try:
     return ctx.analyser.analyse(exported.mlir_module_serialized)
   except module_analysis.ModuleAnalysisError as e:
@@ -283,9 +286,9 @@ def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Con
   if note is not None and note.outcome == "failed":
     raise Failure(Status.ERROR, classify(note.message or "", "compile"),
                   short_error(note.message or "compile failed"))
-  if note is not None and note.outcome == "timeout":
-    raise Failure(Status.TIMEOUT, ErrorType.TIMEOUT, f"compile stage: {note.message}")
-  ctx.stage("compile")
+  if note is not None and note.outcome == "timeout":  # over the compile stage's budget
+    raise Failure(Status.REJECTED, None, f"compile stage: {note.message}")
+  ctx.stage(budgets.COMPILE)
   try:
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
@@ -310,7 +313,7 @@ def precompile(item: CompileItem, ctx: Context) -> Precompiled:
     exported = _admit(item.blob, spec, dims, ctx)
   except Failure as e:  # Unanalysable included
     return Precompiled(outcome="skipped", message=str(e), wall_s=time.perf_counter() - start)
-  ctx.stage("compile")
+  ctx.stage(budgets.COMPILE)
   try:
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
@@ -393,7 +396,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   state.cache_hit = state.compiled.cache_hit
   edge = _edge(admitted_edge, item, spec, ctx)
   start = time.perf_counter()
-  ctx.stage("correctness runs")
+  ctx.stage(budgets.CORRECTNESS)
   runs = checks.run_candidate(state.compiled.executable, spec, dims, seeds, on_gpu=ctx.on_gpu,
                               edge=edge)
   verdict = checks.judge_outputs(runs, spec, dims, edge[1] if edge else _edge_dims(item, spec))
@@ -425,7 +428,7 @@ def _memcheck(item: JudgeItem, spec: TaskSpec, seed: int, ctx: Context, state: _
   if not item.options.memcheck:
     return []
   if ctx.on_gpu:
-    ctx.stage("memcheck")
+    ctx.stage(budgets.MEMCHECK)
     found = memcheck.check(state.run_blob, task=spec.name, size=item.size,
                            precision=spec.precision, seed=seed,
                            padding_bytes=spec.io_bytes(item.size),  # a whole task past any buffer
@@ -630,7 +633,7 @@ def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: Sequence[tuple
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
                        state: _State) -> None:
   start = time.perf_counter()
-  ctx.stage("timing")
+  ctx.stage(budgets.TIMING)
   fields = state.fields
   kernel_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes, copies=ctx.on_gpu)
   baseline_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes,
@@ -669,7 +672,7 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   fields.update(status=Status.REJECTED if reasons else Status.PASS, reasons=tuple(reasons),
                 robust=not reasons)
   state.seconds["timing_s"] = time.perf_counter() - start
-  ctx.stage("eager baseline")
+  ctx.stage(budgets.EAGER_BASELINE)
   fields.update(_eager_fields(spec, baseline_sets, opts, ctx, kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
 
@@ -737,11 +740,13 @@ def _compile_profile(item: JudgeItem, state: _State) -> CompileProfile:
 
 def failure_record(item: JudgeItem, environment: Environment, status: Status,
                    error_type: ErrorType, message: str) -> EvalRecord:
-  """The record of an evaluation whose judge never reported back (timeout, crash, memory)."""
+  """The record of an evaluation whose judge never reported back (a stage over its budget,
+  timeout, crash, memory)."""
   spec = item.spec
   state = _State(fields=_base_fields(item, spec, spec.dims(item.size), item.options.seeds,
                                      environment))
-  state.fields.update(status=status, error_type=error_type, error=short_error(message),
+  state.fields.update(status=status, error_type=error_type,
+                      error=short_error(message) if error_type else None,
                       reasons=(headline(message),))
   return _finish(item, state, environment, 0.0)
 

@@ -31,7 +31,9 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-MEMCHECK_TIMEOUT_S: Final = 120.0
+from pallasbench_dataset.evaluation.judge import budgets
+
+MEMCHECK_TIMEOUT_S: Final = budgets.MEMCHECK_RUN_S
 # Red zones after every allocation (compute-sanitizer's --padding): an access that lands in the
 # buffer XLA placed next would be a valid access to memcheck; in a red zone it is an error.
 MIN_PADDING_BYTES: Final = 16 << 20

@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Final
 
 from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict
 
@@ -165,6 +166,7 @@ class JudgeWorker:
   """One judge process and the socket to it."""
 
   def __init__(self, config: JudgeConfig):
+    self._device = config.device
     self._dump_dir = config.dump_dir if config.device == "gpu" else None
     parent_sock, child_sock = socket.socketpair()
     env = dict(os.environ)
@@ -227,11 +229,13 @@ class JudgeWorker:
 
   def run(self, item, limits: Limits) -> tuple[str, Any]:
     """('result', (record, artifacts)), for a CompileItem ('result', Precompiled), or
-    (failure kind, message); kills the judge on failure. A timeout or crash names the stage
-    the judge was in (it announces each as it starts)."""
+    (failure kind, message); kills the judge on failure. A stage (the judge announces each as
+    it starts) that runs past its budget (`budgets`) is 'over_budget'; one of the judge's own
+    stages that runs out of the limit is a 'harness_error'; a timeout or crash names the
+    stage the judge was in."""
     self._conn.send(item)
     start = time.monotonic()
-    stage, stage_start = "checks of the artifact", start
+    stage, stage_start = budgets.ARTIFACT_CHECKS, start
     while True:
       if self._conn.poll(POLL_S):
         kind, payload = self._receive()
@@ -247,11 +251,17 @@ class JudgeWorker:
         return kind, payload[0]
       if self._proc.poll() is not None:
         return "crash", f"{death_message(self._proc.returncode)} in its {stage} stage"
+      budget = budgets.budget_s(self._device, stage)
+      if budget is not None and time.monotonic() - stage_start > budget:
+        self._end()
+        return "over_budget", budgets.overrun(stage, budget)
       if time.monotonic() - start > limits.timeout_s:
         self._end()  # its dump folder stays: what it had written says where it hung
-        return "timeout", (f"the judge found no verdict within the {limits.timeout_s:.0f} s limit: "
-                           f"its {stage} stage ran for the last {time.monotonic() - stage_start:.0f} s; "
-                           "the process was killed")
+        own = stage in budgets.JUDGES_OWN
+        return "harness_error" if own else "timeout", (
+            f"the judge found no verdict within the {limits.timeout_s:.0f} s limit: its "
+            f"{'own ' if own else ''}{stage} stage ran for the last "
+            f"{time.monotonic() - stage_start:.0f} s; the process was killed")
       rss = process_rss_bytes(self._proc.pid)
       if rss > limits.memory_bytes:
         self._end()

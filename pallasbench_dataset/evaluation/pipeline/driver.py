@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from pallasbench_dataset.evaluation import protocol, sandbox
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.core import EvalOptions, JudgeItem, Precompiled, failure_record as judge_failure
 from pallasbench_dataset.evaluation.judge.children import death_message
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
@@ -63,11 +64,14 @@ def _printed(run: sandbox.SandboxRun) -> str:
 
 
 def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcome:
-  """Runs the exporter for `item` in the sandbox; every way it can fail is an outcome."""
+  """Runs the exporter for `item` in the sandbox; every way it can fail is an outcome. It
+  runs within the export stage's budget, or the evaluation's limit where that is lower."""
   request = export_request(item, device)
+  budget = budgets.budget_s(device, budgets.EXPORT)
+  timeout_s = min(limits.timeout_s, budget)
   try:
     run = sandbox.run_sandboxed(list(EXPORTER), stdin=request.to_json().encode(),
-                                timeout_s=limits.timeout_s, memory_bytes=limits.memory_bytes,
+                                timeout_s=timeout_s, memory_bytes=limits.memory_bytes,
                                 result_cap=protocol.MAX_RESULT_BYTES)
   except sandbox.WallsUnavailable as e:
     return protocol.ExportOutcome(report=None, failure="unavailable", output="", layers=(),
@@ -82,6 +86,9 @@ def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcom
                      "interpreter or write files)")
     elif run.unavailable is not None:
       outcome.update(failure="unavailable", message=UNAVAILABLE + run.unavailable)
+    elif run.timed_out and budget < limits.timeout_s:
+      outcome.update(failure="over_budget", message=budgets.overrun(
+          budgets.EXPORT, budget, "import, trace, lower"))
     elif run.timed_out:
       outcome.update(failure="timeout", message=f"export (import, trace, lower) took longer "
                      f"than {limits.timeout_s:.0f} s; the exporter was killed")
@@ -104,6 +111,7 @@ def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcom
 
 _FAILURES: Final = {
     "timeout": (Status.TIMEOUT, ErrorType.TIMEOUT),
+    "over_budget": (Status.REJECTED, None),  # a verdict on the candidate: `budgets`
     "crash": (Status.ERROR, ErrorType.CRASH),
     "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
     "harness_error": (Status.ERROR, ErrorType.HARNESS),

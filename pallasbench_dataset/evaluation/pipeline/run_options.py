@@ -9,11 +9,13 @@ import argparse
 import pathlib
 from typing import Final
 
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.pipeline.cluster import default_plan
 from pallasbench_dataset.evaluation.judge.process import DEFAULT_TIMEOUT_S, Limits, default_memory_limit
 from pallasbench_dataset.evaluation.pipeline.suite import ClusterOptions
 
-DEFAULT_COMPILE_BUDGET_S: Final = {"gpu": 60.0, "cpu": 300.0}
+DEFAULT_COMPILE_BUDGET_S: Final = {device: budgets.budget_s(device, budgets.COMPILE)
+                                   for device in ("gpu", "cpu")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       f"{DEFAULT_TIMEOUT_S['gpu']:.0f} GPU, {DEFAULT_TIMEOUT_S['cpu']:.0f} CPU)")
   p.add_argument("--compile-budget", type=float,
                  help="seconds per artifact in the compile stage; a compile that runs longer "
-                      f"is a timeout record (default {DEFAULT_COMPILE_BUDGET_S['gpu']:.0f} GPU, "
+                      f"is rejected, naming the stage (default {DEFAULT_COMPILE_BUDGET_S['gpu']:.0f} GPU, "
                       f"{DEFAULT_COMPILE_BUDGET_S['cpu']:.0f} CPU)")
   p.add_argument("--scheduler", metavar="ADDRESS",
                  help="an existing Dask scheduler (tcp://host:port) whose workers declare the "

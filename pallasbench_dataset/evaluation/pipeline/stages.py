@@ -138,9 +138,10 @@ def compile_stage(item: driver.WorkItem, exported: ExportOutcome,
     if kind == "result":
       notes[size] = dataclasses.replace(payload, wall_s=wall_s, concurrent=concurrent())
       continue
-    if kind == "timeout":
+    if kind in ("timeout", "over_budget"):  # over the stage's budget, or one of its parts'
+      message = payload if kind == "over_budget" else _timeout_message(budget.timeout_s, compiler)
       notes[size] = Precompiled(outcome="timeout", wall_s=wall_s, concurrent=concurrent(),
-                                message=_timeout_message(budget.timeout_s, compiler))
+                                message=message)
     else:  # the compiler died or broke: the judge compiles it itself, within its own limit
       notes[size] = Precompiled(outcome="skipped", wall_s=wall_s, message=str(payload))
     _retire(COMPILE)  # after the message: retiring removes the compiler's dump folder
