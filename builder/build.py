@@ -49,6 +49,7 @@ from typing import Any, Final
 import pandas as pd
 
 from pallasbench_dataset import analysis, schema
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population.candidates import CANDIDATES
 from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
 from pallasbench_dataset.schema import to_json_dict
@@ -58,8 +59,8 @@ from builder import card, plots, release, repeats, training
 from builder import source as shipped_source
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
-    BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured, key_of,
-    make_key, merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
+    BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured,
+    merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
 from builder.rows import summary_rows
 from builder.sections.inputs import CardInputs
 from builder.sections.rebuild import rebuild_command
@@ -265,7 +266,7 @@ def _against_repeats(merged: Merged, compare: Callable[[pd.DataFrame, pd.DataFra
   for name, repeated in merged.repeats:
     table = compare(rows_df, pd.DataFrame([to_json_dict(r) for r in repeated]))
     precision = table.pop("precision")  # one precision: the card's section says which
-    table.insert(3, "run_a", [merged.source_run[make_key(*k)] for k in zip(
+    table.insert(3, "run_a", [merged.source_run[EvalKey(*k)] for k in zip(
         table["task"], table["variant"], table["size"], precision)])
     table.insert(4, "run_b", name)
     tables.append(table)
@@ -305,7 +306,7 @@ def _published(merged: Merged, items, cls: type) -> list[dict[str, Any]]:
   """Every run's records (or artifacts) as rows of `cls`: the item, its run, and whether it is
   the one the default config and the card's tables use."""
   return [schema.config_row(cls(**{f.name: getattr(item, f.name) for f in dataclasses.fields(item)},
-                                run_name=name, primary=merged.source_run[key_of(item)] == name))
+                                run_name=name, primary=merged.source_run[EvalKey.of(item)] == name))
           for name, item in items]
 
 
@@ -434,7 +435,7 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
 
 def _runs_of(view: Merged, size: str) -> list[str]:
   """The runs the rows at `size` come from, in the order the build took them."""
-  return list(dict.fromkeys(view.source_run[key_of(r)] for r in view.records if r.size == size))
+  return list(dict.fromkeys(view.source_run[EvalKey.of(r)] for r in view.records if r.size == size))
 
 
 def _swap_in(staging: pathlib.Path, out_dir: pathlib.Path) -> None:

@@ -18,16 +18,14 @@ from typing import Any, Final
 
 from pallasbench_dataset import schema
 from pallasbench_dataset.kernels import Variant
-from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, key_part
+from pallasbench_dataset.keys import EvalKey
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord
 from pallasbench_dataset.tasks import TASKS, Size
 
 log = logging.getLogger(__name__)
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
-# (task, variant, size), and the precision where it is not float32 (`precision.key_part`, as
-# the run folder's keys): a float32 record's key has no precision part.
-Key = tuple[str, ...]
 # Records written by the driver when the judge never reported back: they have no artifacts.
 NO_ARTIFACTS: Final = frozenset({ErrorType.TIMEOUT, ErrorType.CRASH, ErrorType.OUT_OF_MEMORY,
                                  ErrorType.HARNESS})
@@ -99,9 +97,9 @@ class Manifest:
   cpu_workers: int | None = None
   compile_budget_s: float | None = None
 
-  def planned(self) -> set[Key]:
+  def planned(self) -> set[EvalKey]:
     """Every (task, variant, size, precision) the run's commands set out to measure."""
-    return {make_key(t, v, s, p) for seg in (self, *self.resumes)
+    return {EvalKey(t, v, s, p) for seg in (self, *self.resumes)
             for t in seg.tasks for v in seg.variants for s in seg.sizes for p in seg.precisions}
 
 
@@ -121,7 +119,7 @@ class Merged:
   """The rows of the dataset and the repeats, from several runs."""
   records: tuple[EvalRecord, ...]          # one per key, sorted by (task_id, variant, size)
   artifacts: tuple[Artifacts, ...]         # same order and precedence
-  source_run: Mapping[Key, str]            # which run each row comes from
+  source_run: Mapping[EvalKey, str]        # which run each row comes from
   repeats: tuple[tuple[str, tuple[EvalRecord, ...]], ...]  # (run name, its repeated records)
   # Every record and artifacts line of every run as (run name, item), in key order and within a
   # key in the order the runs were given: what the `runs` and `artifacts` configs publish.
@@ -139,7 +137,7 @@ class Merged:
     repeats = tuple((name, keep(records)) for name, records in self.repeats)
     return Merged(records=keep(self.records), artifacts=keep(self.artifacts),
                   source_run={k: v for k, v in self.source_run.items()
-                              if precision_of(k) == precision},
+                              if k.precision == precision},
                   repeats=tuple((name, records) for name, records in repeats if records),
                   published=keep_tagged(self.published),
                   published_artifacts=keep_tagged(self.published_artifacts))
@@ -147,23 +145,6 @@ class Merged:
   def precisions(self) -> tuple[str, ...]:
     """The precisions measured, in PRECISIONS order."""
     return tuple(p for p in PRECISIONS if any(r.precision == p for r in self.records))
-
-
-def key_of(item: EvalRecord | Artifacts) -> Key:
-  return make_key(item.task, item.variant, item.size, item.precision)
-
-
-def make_key(task: str, variant: str, size: str, precision: str) -> Key:
-  return (task, variant, size, *key_part(precision))
-
-
-def precision_of(key: Key) -> str:
-  return key[3] if len(key) > 3 else DEFAULT_PRECISION
-
-
-def label(key: Key) -> str:
-  """A key as messages name it: task/variant/size, and the precision unless float32."""
-  return "/".join(key)
 
 
 def sort_key(item: EvalRecord | Artifacts) -> tuple[int, str, str, int]:
@@ -184,7 +165,7 @@ def read_run(path: pathlib.Path) -> Run:
   artifacts = tuple(read_jsonl(artifacts_path, Artifacts)) if artifacts_path.is_file() else ()
   for item, where in [(r, records_path) for r in records] + [(a, artifacts_path) for a in artifacts]:
     _check_known(item.task, item.variant, item.size, item.precision,
-                 f"{where} ({label(key_of(item))})")
+                 f"{where} ({EvalKey.of(item).label()})")
   for r in records:
     check_record(r, records_path)
   _check_unique(records, records_path)
@@ -211,7 +192,7 @@ def read_manifest(path: pathlib.Path) -> Manifest:
   except (ValueError, TypeError) as e:
     raise BuildError(f"{path} is not a valid run manifest: {e}") from None
   for key in manifest.planned():
-    _check_known(*key[:3], precision_of(key), str(path))
+    _check_known(key.task, key.variant, key.size, key.precision, str(path))
   return manifest
 
 
@@ -316,40 +297,42 @@ def _check_registry(record: EvalRecord, path: pathlib.Path) -> None:
 def _check_speedup(record: EvalRecord, path: pathlib.Path) -> None:
   """speedup must be baseline_ms / runtime_ms (above 1: the kernel is faster), or absent;
   speedup_eager likewise eager_baseline_ms / runtime_ms."""
+  # named without a candidate's id: a population run's reader names the candidate
+  key = dataclasses.replace(EvalKey.of(record), candidate=None)
   for name, speedup, base, baseline in [
       ("speedup", record.speedup, "baseline_ms", record.baseline_ms),
       ("speedup_eager", record.speedup_eager, "eager_baseline_ms", record.eager_baseline_ms)]:
     if speedup is None:
       continue
     if record.runtime_ms is None or baseline is None or record.runtime_ms <= 0:
-      raise BuildError(f"{path}: {label(key_of(record))} has a {name} but no {base} or "
+      raise BuildError(f"{path}: {key.label()} has a {name} but no {base} or "
                        "runtime_ms")
     expected = baseline / record.runtime_ms
     if abs(speedup - expected) > 1e-6 * abs(expected):
-      raise BuildError(f"{path}: {label(key_of(record))} {name} {speedup!r} is not "
+      raise BuildError(f"{path}: {key.label()} {name} {speedup!r} is not "
                        f"{base} / runtime_ms = {expected!r}; fix the evaluator")
 
 
 def _check_unique(items: Sequence[EvalRecord | Artifacts], path: pathlib.Path) -> None:
-  seen: set[Key] = set()
-  for item in items:
-    if key_of(item) in seen:
-      raise BuildError(f"{path}: {label(key_of(item))} appears twice; a run holds one "
+  seen: set[EvalKey] = set()
+  for key in map(EvalKey.of, items):
+    if key in seen:
+      raise BuildError(f"{path}: {key.label()} appears twice; a run holds one "
                        "evaluation per (task, variant, size) at each precision: remove the stale "
                        "line")
-    seen.add(key_of(item))
+    seen.add(key)
 
 
 def merge_runs(runs: Sequence[Run]) -> Merged:
   """First run wins per key; later records with a known key become repeats."""
-  rows: dict[Key, EvalRecord] = {}
-  source: dict[Key, str] = {}
+  rows: dict[EvalKey, EvalRecord] = {}
+  source: dict[EvalKey, str] = {}
   repeats: list[tuple[str, tuple[EvalRecord, ...]]] = []
   for run in runs:
-    repeated = tuple(r for r in run.records if key_of(r) in rows)
+    repeated = tuple(r for r in run.records if EvalKey.of(r) in rows)
     for r in run.records:
-      if key_of(r) not in rows:
-        rows[key_of(r)], source[key_of(r)] = r, run.name
+      rows.setdefault(EvalKey.of(r), r)
+      source.setdefault(EvalKey.of(r), run.name)
     if repeated:
       repeats.append((run.name, tuple(sorted(repeated, key=sort_key))))
   artifacts = _merge_artifacts(runs, source)
@@ -366,22 +349,23 @@ def _every(runs: Sequence[Run], items) -> tuple[tuple[str, Any], ...]:
   return tuple(sorted(tagged, key=lambda t: (*sort_key(t[1]), order[t[0]])))
 
 
-def _merge_artifacts(runs: Sequence[Run], source: Mapping[Key, str]) -> tuple[Artifacts, ...]:
+def _merge_artifacts(runs: Sequence[Run], source: Mapping[EvalKey, str]) -> tuple[Artifacts, ...]:
   """Artifacts of the run that gave each row; an artifact without its record in its own run
   is an error (the `artifacts` config pairs each line with its run's record)."""
-  chosen: dict[Key, Artifacts] = {}
+  chosen: dict[EvalKey, Artifacts] = {}
   for run in runs:
-    measured = {key_of(r) for r in run.records}
+    measured = {EvalKey.of(r) for r in run.records}
     for a in run.artifacts:
-      if key_of(a) not in measured:
-        raise BuildError(f"{run.path / 'artifacts.jsonl'}: {label(key_of(a))} has no record "
+      key = EvalKey.of(a)
+      if key not in measured:
+        raise BuildError(f"{run.path / 'artifacts.jsonl'}: {key.label()} has no record "
                          "in its run; artifacts must belong to a measured evaluation")
-      if source[key_of(a)] == run.name:
-        chosen[key_of(a)] = a
+      if source[key] == run.name:
+        chosen[key] = a
   return tuple(sorted(chosen.values(), key=sort_key))
 
 
-def missing_artifacts(runs: Sequence[Run]) -> list[tuple[str, Key]]:
+def missing_artifacts(runs: Sequence[Run]) -> list[tuple[str, EvalKey]]:
   """(run name, key) of every record without its line in a run that wrote artifacts.jsonl.
 
   The driver writes a record and its artifacts together; a record the judge reported without
@@ -392,17 +376,17 @@ def missing_artifacts(runs: Sequence[Run]) -> list[tuple[str, Key]]:
   for run in runs:
     if not run.records_artifacts:
       continue
-    have = {key_of(a) for a in run.artifacts}
-    missing += [(run.name, key_of(r)) for r in run.records
-                if key_of(r) not in have and r.error_type not in NO_ARTIFACTS]
+    have = {EvalKey.of(a) for a in run.artifacts}
+    missing += [(run.name, EvalKey.of(r)) for r in run.records
+                if EvalKey.of(r) not in have and r.error_type not in NO_ARTIFACTS]
   return missing
 
 
-def check_artifacts(missing: Sequence[tuple[str, Key]], *, allow_partial: bool) -> None:
+def check_artifacts(missing: Sequence[tuple[str, EvalKey]], *, allow_partial: bool) -> None:
   """Refuses a build whose records lost their artifacts (each one named), unless allowed."""
   if not missing or allow_partial:
     return
-  listed = some([f"{run}: {label(key)}" for run, key in missing])
+  listed = some([f"{run}: {key.label()}" for run, key in missing])
   raise BuildError(f"{len(missing)} record(s) have no line in their run's artifacts.jsonl: "
                    f"{listed}. Re-measure them (remove their lines from records.jsonl, then "
                    "regenerate --resume --results RUN), or build with --allow-partial (the card "
@@ -439,23 +423,23 @@ def check_headline_measured(merged: Merged, headline: str) -> None:
                      "medium when measured, else the first size measured)")
 
 
-def unmeasured(runs: Sequence[Run], merged: Merged, headline: str) -> list[Key]:
+def unmeasured(runs: Sequence[Run], merged: Merged, headline: str) -> list[EvalKey]:
   """Planned evaluations without a record, plus any task lacking its GPU-kernel headline row
   (float32: the default config's)."""
   have = set(merged.source_run)
-  tasks = {r.task for r in merged.records} | {k[0] for run in runs for k in run.manifest.planned()}
-  wanted = {make_key(t, Variant.GPU.value, headline, DEFAULT_PRECISION) for t in tasks}
-  wanted |= {k for run in runs for k in run.manifest.planned()}
-  return sorted(wanted - have, key=lambda k: (k[2] != headline, k[2],
-                                               PRECISIONS.index(precision_of(k)),
-                                               TASKS[k[0]].task_id, k[1]))
+  planned = {k for run in runs for k in run.manifest.planned()}
+  tasks = {r.task for r in merged.records} | {k.task for k in planned}
+  wanted = planned | {EvalKey(t, Variant.GPU.value, headline) for t in tasks}
+  return sorted(wanted - have, key=lambda k: (k.size != headline, k.size,
+                                               PRECISIONS.index(k.precision),
+                                               TASKS[k.task].task_id, k.variant))
 
 
-def check_headline(missing: Sequence[Key], headline: str, *, allow_partial: bool) -> None:
+def check_headline(missing: Sequence[EvalKey], headline: str, *, allow_partial: bool) -> None:
   """Refuses a build with evaluations missing at the headline size, unless allowed."""
-  at_headline = [k for k in missing if k[2] == headline]
+  at_headline = [k for k in missing if k.size == headline]
   if at_headline and not allow_partial:
-    listed = some([f"{k[0]} ({', '.join((k[1], *k[3:]))})" for k in at_headline])
+    listed = some([f"{k.task} ({', '.join((k.variant, *k.parts()[3:]))})" for k in at_headline])
     raise BuildError(f"the headline size {headline!r} lacks records for {len(at_headline)} "
                      f"evaluation(s): {listed}. To build what was measured, pass --allow-partial "
                      "(the card then lists every evaluation that was not measured); or finish "

@@ -14,9 +14,10 @@ from typing import Any, Final
 import pandas as pd
 
 from pallasbench_dataset import analysis
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import EvalRecord
 
-from builder.records import Merged, key_of, sort_key
+from builder.records import Merged, sort_key
 
 THRESHOLD: Final = 0.05
 QUANTITIES: Final = (("kernel time", "rel_diff"), ("baseline time", "baseline_diff"),
@@ -63,10 +64,10 @@ def pairs(merged: Merged) -> pd.DataFrame | None:
   """One row per repeated, comparably timed evaluation (COLUMNS); None without a repeat run."""
   if not merged.repeats:
     return None
-  rows = {key_of(r): r for r in merged.records}
-  found = [(rows[key_of(b)], b, name) for name, repeated in merged.repeats for b in repeated]
+  rows = {EvalKey.of(r): r for r in merged.records}
+  found = [(rows[EvalKey.of(b)], b, name) for name, repeated in merged.repeats for b in repeated]
   found.sort(key=lambda t: (*sort_key(t[1]), t[2]))
-  table = [_pair(a, b, merged.source_run[key_of(a)], name) for a, b, name in found
+  table = [_pair(a, b, merged.source_run[EvalKey.of(a)], name) for a, b, name in found
            if _timed(a) and _timed(b)]
   return pd.DataFrame(table, columns=list(COLUMNS))
 

@@ -9,11 +9,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pallasbench_dataset import inputs
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import EvalRecord, SummaryRow
 from pallasbench_dataset.tasks import TASKS, TaskSpec
 
-from builder.records import Key, Merged, key_of, make_key
+from builder.records import Merged
 from builder.trees import KernelTrees, gpu_fix
 
 NOT_MEASURED = "not_measured"  # Original_Status when the run did not measure the original kernel
@@ -143,8 +144,8 @@ def summary_rows(merged: Merged, trees: KernelTrees, headline: str,
                  precision: str = DEFAULT_PRECISION) -> tuple[SummaryRow, ...]:
   """One row per task that has a GPU-kernel record at the headline size and `precision`, in
   task-id order; its original's record is the one at the same size and precision."""
-  by_key: Mapping[Key, EvalRecord] = {key_of(r): r for r in merged.records}
-  rows = [summary_row(r, by_key.get(make_key(r.task, "tpu", headline, precision)), trees)
+  by_key: Mapping[EvalKey, EvalRecord] = {EvalKey.of(r): r for r in merged.records}
+  rows = [summary_row(r, by_key.get(EvalKey(r.task, "tpu", headline, precision)), trees)
           for r in merged.records
           if r.variant == "gpu" and r.size == headline and r.precision == precision]
   return tuple(sorted(rows, key=lambda row: row.Task_ID))

@@ -22,9 +22,3 @@ def check_precision(precision: str) -> str:
     raise ValueError(f"unknown precision {precision!r}; valid precisions: {', '.join(PRECISIONS)}")
   return precision
 
-
-def key_part(precision: str) -> tuple[str, ...]:
-  """What an evaluation's key adds for its precision: nothing at float32, `(precision,)` at any
-  other. A float32 evaluation, and a record that names no precision (absent means float32),
-  has a key without it, so that runs whose records name none resume and match."""
-  return () if precision == DEFAULT_PRECISION else (precision,)

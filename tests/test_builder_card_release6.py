@@ -25,6 +25,7 @@ from builder.build import build_dataset
 from builder.records import BuildError
 from builder.trees import KernelTrees
 from pallasbench_dataset.evolve.prompt import GPU_RULES
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status
 from tests import runfixtures as rf
 
@@ -216,7 +217,7 @@ def test_compile_paragraph_is_per_run_with_the_cards_own_spread(r5_card, r5_runs
   assert "180 of 180" not in section and "running at once" not in section
   assert "`h200-133eada-run1`: 90 fixed kernel(s) compiled" in section
   assert "overlapping compiles median 12, max 33 (90 of 90" in section.replace("\n  ", " ")
-  first, second = ({rec.key_of(r): r.compile.compile_s for r in run.records
+  first, second = ({EvalKey.of(r): r.compile.compile_s for r in run.records
                     if r.variant == "gpu" and r.compile and r.compile.compile_s}
                    for run in r5_runs)
   spreads = [abs(second[k] - a) / a for k, a in first.items() if k in second]

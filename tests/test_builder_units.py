@@ -43,6 +43,7 @@ from pallasbench_dataset.evaluation.pipeline import run_options
 from pallasbench_dataset.evaluation.pipeline import suite as suite_module
 from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.evaluation.pipeline.suite import ClusterOptions
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population.candidates import CANDIDATES, Candidate, to_jsonl
 from pallasbench_dataset.schema import (
     Artifacts, Environment, ErrorType, FilterResult, Status, SummaryRow, to_json_dict)
@@ -259,7 +260,7 @@ def test_read_manifest_picks_the_known_keys(tmp_path):
       sizes=("large",), variants=("gpu",), tasks=("relu",),
       per_device=(rec.DeviceCeilings(device="1", ceilings=rec.Ceilings(
           copy_gbps=1.0, read_gbps=2.0, bandwidth_gbps=None, matmul_tflops=3.0, method=None)),))
-  assert manifest.planned() == (
+  assert {k.parts() for k in manifest.planned()} == (
       {(t, v, "medium") for t in rf.TASKS for v in ("tpu", "gpu")} | {("relu", "gpu", "large")})
   # a resume without per_device entries, a manifest without resumes
   data = rf.manifest(resumes=[{k: v for k, v in resume.items() if k != "per_device"}])
@@ -335,11 +336,11 @@ def test_merge_runs_first_run_wins_and_later_ones_are_repeats(trees, tmp_path):
           _run(trees, tmp_path, "c", third)]
   merged = rec.merge_runs(runs)
   assert merged.records == (first[1], second[1], first[0])  # task id, then variant
-  assert [rec.key_of(a) for a in merged.artifacts] == [
+  assert [EvalKey.of(a).parts() for a in merged.artifacts] == [
       ("relu", "gpu", "medium"), ("relu", "tpu", "medium"), ("gelu", "gpu", "medium")]
   assert merged.artifacts[0] == rf.artifacts_for(first)[1]  # the row's run gives the artifacts
-  assert dict(merged.source_run) == {("gelu", "gpu", "medium"): "a", ("relu", "gpu", "medium"): "a",
-                                     ("relu", "tpu", "medium"): "b"}
+  assert {k.parts(): run for k, run in merged.source_run.items()} == {
+      ("gelu", "gpu", "medium"): "a", ("relu", "gpu", "medium"): "a", ("relu", "tpu", "medium"): "b"}
   assert merged.repeats == (("b", (second[0], second[2])), ("c", (third[0],)))
   assert rec.merge_runs(runs[:1]).repeats == ()
 
@@ -349,9 +350,14 @@ def test_sort_key_is_task_id_variant_size():
                      ptx=None)
            for t, v, s in [("gelu", "gpu", "large"), ("relu", "tpu", "medium"),
                            ("gelu", "gpu", "edge"), ("relu", "gpu", "small")]]
-  assert [rec.key_of(i) for i in sorted(items, key=rec.sort_key)] == [
+  assert [EvalKey.of(i).parts() for i in sorted(items, key=rec.sort_key)] == [
       ("relu", "gpu", "small"), ("relu", "tpu", "medium"), ("gelu", "gpu", "edge"),
       ("gelu", "gpu", "large")]
+
+
+def _named(missing):
+  """(run, key) pairs with each key as its parts."""
+  return [(run, key.parts()) for run, key in missing]
 
 
 def test_missing_artifacts_names_records_without_their_line(trees, tmp_path):
@@ -365,21 +371,21 @@ def test_missing_artifacts_names_records_without_their_line(trees, tmp_path):
                              runtime_ms=None, baseline_ms=None, kernel_sha256="0" * 64))
     run = _run(trees, tmp_path, "a", records, rf.artifacts_for(records[:1]),
                tasks=("relu", "gelu", "silu", "tanh"))
-    assert rec.missing_artifacts([run]) == [("a", ("relu", "tpu", "medium")),
+    assert _named(rec.missing_artifacts([run])) == [("a", ("relu", "tpu", "medium")),
                                             ("a", ("silu", "gpu", "medium"))]
     records.pop()
   without = _run(trees, tmp_path, "b", records)  # no artifacts.jsonl: nothing expected
   assert rec.missing_artifacts([without]) == []
   empty = _run(trees, tmp_path, "c", records[:1], [])
-  assert rec.missing_artifacts([without, empty]) == [("c", ("relu", "gpu", "medium"))]
+  assert _named(rec.missing_artifacts([without, empty])) == [("c", ("relu", "gpu", "medium"))]
   also = _run(trees, tmp_path, "d", records[1:2], [])
-  assert rec.missing_artifacts([empty, without, also]) == [("c", ("relu", "gpu", "medium")),
-                                                           ("d", ("relu", "tpu", "medium"))]
+  assert _named(rec.missing_artifacts([empty, without, also])) == [
+      ("c", ("relu", "gpu", "medium")), ("d", ("relu", "tpu", "medium"))]
 
 
 def test_check_artifacts_lists_each_lost_line():
   rec.check_artifacts([], allow_partial=False)
-  lost = [("a", ("relu", "gpu", "medium")), ("b", ("gelu", "tpu", "large"))]
+  lost = [("a", EvalKey("relu", "gpu", "medium")), ("b", EvalKey("gelu", "tpu", "large"))]
   rec.check_artifacts(lost, allow_partial=True)
   _raises("2 record(s) have no line in their run's artifacts.jsonl: a: relu/gpu/medium, "
           "b: gelu/tpu/large. Re-measure them (remove their lines from records.jsonl, then "
@@ -437,17 +443,18 @@ def test_unmeasured_lists_planned_and_headline_rows_missing(trees, tmp_path):
                                               kernel_sha256="0" * 64)],
              tasks=("relu", "gelu"), sizes=("medium", "large"), variants=("tpu", "gpu"))
   merged = rec.merge_runs([run])
-  assert rec.unmeasured([run], merged, "medium") == [
+  assert [k.parts() for k in rec.unmeasured([run], merged, "medium")] == [
       ("relu", "tpu", "medium"), ("gelu", "gpu", "medium"), ("gelu", "tpu", "medium"),
       ("silu", "gpu", "medium"),                                   # the headline row of silu
       ("relu", "gpu", "large"), ("relu", "tpu", "large"), ("gelu", "gpu", "large"),
       ("gelu", "tpu", "large")]
-  assert rec.unmeasured([run], merged, "large")[:3] == [
+  assert [k.parts() for k in rec.unmeasured([run], merged, "large")[:3]] == [
       ("relu", "gpu", "large"), ("relu", "tpu", "large"), ("gelu", "gpu", "large")]
 
 
 def test_check_headline_refuses_only_missing_headline_rows():
-  missing = [("relu", "tpu", "medium"), ("gelu", "gpu", "medium"), ("relu", "gpu", "large")]
+  missing = [EvalKey("relu", "tpu", "medium"), EvalKey("gelu", "gpu", "medium"),
+             EvalKey("relu", "gpu", "large")]
   rec.check_headline(missing[2:], "medium", allow_partial=False)
   rec.check_headline(missing, "medium", allow_partial=True)
   _raises("the headline size 'medium' lacks records for 2 evaluation(s): relu (tpu), gelu "
@@ -1030,10 +1037,10 @@ def test_corrections_missing_lost_and_citation(trees, tmp_path):
   assert sections.corrections._corrections([dataclasses.replace(summary[0], Corrections="")]) == []
   assert sections.gaps._missing_table([]) == "" and sections.gaps._lost_table([]) == ""
   assert sections.gaps._missing_table(
-      [("relu", "tpu", "large"), ("gelu", "gpu", "medium", "bfloat16")]) == (
+      [EvalKey("relu", "tpu", "large"), EvalKey("gelu", "gpu", "medium", "bfloat16")]) == (
       "| task | variant | size | precision |\n|---|---|---|---|\n| relu | tpu | large | float32 |\n"
       "| gelu | gpu | medium | bfloat16 |")
-  assert sections.gaps._lost_table([("run-a", ("relu", "tpu", "large"))]) == (
+  assert sections.gaps._lost_table([("run-a", EvalKey("relu", "tpu", "large"))]) == (
       "| run | task | variant | size | precision |\n|---|---|---|---|---|\n"
       "| run-a | relu | tpu | large | float32 |")
   records = list(merged.records)
@@ -1057,7 +1064,7 @@ def test_stats_gather_every_section(trees, tmp_path):
   resumed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, resumes=(
       rec.Resume(command="regen --resume", started_at="s", finished_at=None, git_commit=None,
                  sizes=("medium",), variants=("gpu",), tasks=("relu",)),)))
-  missing, lost = [("relu", "gpu", "large")], [("run-a", ("gelu", "tpu", "medium"))]
+  missing, lost = [EvalKey("relu", "gpu", "large")], [("run-a", EvalKey("gelu", "tpu", "medium"))]
   repro = _repro_table([("relu", "gpu", "medium", "run-a", "b", 0.5, 0.6, 0.2, True)])
   got = card.stats(CardInputs(
       rows=summary, merged=merged, runs=[resumed], headline="medium", repro=repro,

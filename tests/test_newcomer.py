@@ -29,6 +29,7 @@ from builder.trees import check_sha256
 from pallasbench_dataset import autotune, evaluate as evaluate_cli, kernels, scaffold
 from pallasbench_dataset.evaluate import DEFAULT_SIZE, evaluate, summary_text
 from pallasbench_dataset.evaluation.pipeline import suite
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.kernels import MAX_FRAME_CHARS, KernelLoadError, candidate_frame, tree_dir
 from pallasbench_dataset.population import __main__ as population_cli, run as population_run
 from pallasbench_dataset.schema import EvalRecord, from_json_dict
@@ -220,7 +221,7 @@ def test_an_import_error_names_the_line_and_a_frame_is_bounded():
 
 def test_refusals_count_what_they_list_and_name_the_flag(tmp_path):
   tasks = [s.name for s in list_tasks()][1:]
-  missing = [(t, v, "medium") for t in tasks for v in ("tpu", "gpu")]
+  missing = [EvalKey(t, v, "medium") for t in tasks for v in ("tpu", "gpu")]
   with pytest.raises(BuildError) as info:
     check_headline(missing, "medium", allow_partial=False)
   text = str(info.value)

@@ -32,6 +32,7 @@ from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import cluster, driver, stages, suite, verdicts
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population import run as pop_run
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, to_jsonl)
@@ -363,7 +364,8 @@ def test_reconcile_keeps_whole_units_and_drops_the_rest(tmp_path):
           _artifacts("exp"), _artifacts("relu")])
   with (tmp_path / suite.RECORDS).open("a") as f:
     f.write('{"task": "relu", "va')  # torn
-  assert suite.reconcile(tmp_path) == {("relu", "gpu", "medium"), ("silu", "gpu", "medium")}
+  assert suite.reconcile(tmp_path) == {EvalKey("relu", "gpu", "medium"),
+                                       EvalKey("silu", "gpu", "medium")}
   records = [json.loads(line) for line in (tmp_path / suite.RECORDS).read_text().splitlines()]
   artifacts = [json.loads(line) for line in (tmp_path / suite.ARTIFACTS).read_text().splitlines()]
   assert [(r["task"], r["variant"]) for r in records] == [("relu", "gpu"), ("silu", "gpu")]
@@ -374,7 +376,7 @@ def test_reconcile_keeps_whole_units_and_drops_the_rest(tmp_path):
 def test_reconcile_leaves_a_clean_folder_untouched(tmp_path):
   _write(tmp_path, [_record()], [_artifacts("relu")])
   before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
-  assert suite.reconcile(tmp_path) == {("relu", "gpu", "medium")}
+  assert suite.reconcile(tmp_path) == {EvalKey("relu", "gpu", "medium")}
   assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
 
 
@@ -491,7 +493,7 @@ def test_reconcile_says_what_it_measures_again_and_drops_lone_artifacts(tmp_path
                        "gelu gpu medium has a record but no artifacts (the write was cut): "
                        "re-measured"]
   _write(tmp_path, [_record()], [_artifacts("relu"), _artifacts("exp")])  # records all kept
-  assert suite.reconcile(tmp_path) == {("relu", "gpu", "medium")}
+  assert suite.reconcile(tmp_path) == {EvalKey("relu", "gpu", "medium")}
   assert len((tmp_path / suite.ARTIFACTS).read_text().splitlines()) == 1
 
 
@@ -608,7 +610,7 @@ def test_check_resumable(tmp_path):
   with pytest.raises(FileNotFoundError, match="holds 1 records but no manifest.json"):
     suite._check_resumable(tmp_path, resume=True)  # pylint: disable=protected-access
   (tmp_path / suite.MANIFEST).write_text("{}")
-  assert suite._check_resumable(tmp_path, resume=True) == {("relu", "gpu", "medium")}  # pylint: disable=protected-access
+  assert suite._check_resumable(tmp_path, resume=True) == {EvalKey("relu", "gpu", "medium")}  # pylint: disable=protected-access
   assert [r.task for r in suite.read_records(tmp_path)] == ["relu"]
   assert suite.read_records(tmp_path / "absent") == []
 

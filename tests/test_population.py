@@ -30,6 +30,7 @@ from pallasbench_dataset.evaluation.pipeline.driver import WorkItem
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.kernels import kernel_path, load_module, sha256
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.lowering import abstract_gpu
 from pallasbench_dataset.population import __main__ as cli
 from pallasbench_dataset.population import generate as gen
@@ -316,10 +317,11 @@ def test_resume_keeps_each_candidate_apart(tmp_path):
       "".join(json.dumps(to_json_dict(r)) + "\n" for r in (ra, rb)))
   (tmp_path / suite.ARTIFACTS).write_text(
       "".join(json.dumps(to_json_dict(x)) + "\n" for x in (aa, ab)))
-  keys = {("relu", "candidate", "small", "relu/a"), ("relu", "candidate", "small", "relu/b")}
+  keys = {EvalKey("relu", "candidate", "small", candidate="relu/a"),
+          EvalKey("relu", "candidate", "small", candidate="relu/b")}
   assert suite.reconcile(tmp_path) == keys
   (tmp_path / suite.ARTIFACTS).write_text(json.dumps(to_json_dict(aa)) + "\n")
-  assert suite.reconcile(tmp_path) == {("relu", "candidate", "small", "relu/a")}
+  assert suite.reconcile(tmp_path) == {EvalKey("relu", "candidate", "small", candidate="relu/a")}
   assert [r.candidate for r in suite.read_records(tmp_path)] == ["relu/a"]
 
 

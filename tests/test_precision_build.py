@@ -20,6 +20,7 @@ from builder import records as rec
 from builder.build import BuildError, build_dataset
 from builder.trees import KernelTrees
 from pallasbench_dataset import analysis, loading
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import to_json_dict
 
 from tests import runfixtures as rf
@@ -152,19 +153,20 @@ def test_the_runs_keys_and_plan_include_the_precision(tmp_path):
   run = rf.write_run(tmp_path / "r", [relu, dataclasses.replace(relu, precision="bfloat16")],
                      precisions=["float32", "bfloat16"], tasks=["relu"], variants=["gpu"])
   read = rec.read_run(run)
-  assert read.manifest.planned() == {("relu", "gpu", "medium"),  # float32: the key it always had
-                                     ("relu", "gpu", "medium", "bfloat16")}
+  assert {k.parts() for k in read.manifest.planned()} == {
+      ("relu", "gpu", "medium"),  # float32: the key it always had
+      ("relu", "gpu", "medium", "bfloat16")}
   merged = rec.merge_runs([read])
   assert not merged.repeats and len(merged.records) == 2
   assert merged.precisions() == ("float32", "bfloat16")
-  assert rec.label(rec.key_of(merged.records[1])) == "relu/gpu/medium/bfloat16"
-  assert rec.label(rec.key_of(relu)) == "relu/gpu/medium"
+  assert EvalKey.of(merged.records[1]).label() == "relu/gpu/medium/bfloat16"
+  assert EvalKey.of(relu).label() == "relu/gpu/medium"
   old = rf.write_run(tmp_path / "old", [relu], tasks=["relu"], variants=["gpu"])
-  assert rec.read_run(old).manifest.planned() == {("relu", "gpu", "medium")}
+  assert {k.parts() for k in rec.read_run(old).manifest.planned()} == {("relu", "gpu", "medium")}
   half = rf.write_run(tmp_path / "half", [relu], precisions=["float32", "bfloat16"],
                       tasks=["relu"], variants=["gpu"])
   merged = rec.merge_runs([rec.read_run(half)])
-  assert rec.unmeasured([rec.read_run(half)], merged, "medium") == [
+  assert [k.parts() for k in rec.unmeasured([rec.read_run(half)], merged, "medium")] == [
       ("relu", "gpu", "medium", "bfloat16")]
 
 

@@ -20,6 +20,7 @@ from benchmarks import speed_goals
 from builder import regenerate
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.pipeline import driver, report, stages, suite, verdicts
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import Artifacts, EvalRecord, Status, from_json_dict, to_json_dict
 from pallasbench_dataset.tasks import get_task
@@ -70,13 +71,13 @@ def _write(run_dir, records, artifacts):
 
 
 def test_float32_keys_are_as_they_were_and_bfloat16_keys_differ():
-  assert suite._key(_item()) == ("relu", "gpu", "medium")
-  assert suite._key(_item("bfloat16")) == ("relu", "gpu", "medium", "bfloat16")
+  assert EvalKey.of(_item()).parts() == ("relu", "gpu", "medium")
+  assert EvalKey.of(_item("bfloat16")).parts() == ("relu", "gpu", "medium", "bfloat16")
   old = from_json_dict(EvalRecord, json.loads(_old_line(_record())))
-  assert suite._key(old) == suite._key(_item()) == suite._key(_artifacts())
+  assert EvalKey.of(old) == EvalKey.of(_item()) == EvalKey.of(_artifacts())
   assert suite._slug(_item("bfloat16")) == "relu-gpu-medium-bfloat16"
   candidate = dataclasses.replace(_item("bfloat16", "candidate"), candidate="relu/a")
-  assert suite._key(candidate) == ("relu", "candidate", "medium", "bfloat16", "relu/a")
+  assert EvalKey.of(candidate).parts() == ("relu", "candidate", "medium", "bfloat16", "relu/a")
 
 
 def test_reconcile_keeps_both_precisions_of_one_kernel_and_size(tmp_path):
@@ -86,11 +87,11 @@ def test_reconcile_keeps_both_precisions_of_one_kernel_and_size(tmp_path):
   _write(tmp_path, [_old_line(_record()), _line(_record("bfloat16"))],
          [_old_line(_artifacts()), _line(_artifacts("bfloat16"))])
   before = (tmp_path / suite.RECORDS).read_text()
-  assert suite.reconcile(tmp_path) == {("relu", "gpu", "medium"),
-                                       ("relu", "gpu", "medium", "bfloat16")}
+  assert {k.parts() for k in suite.reconcile(tmp_path)} == {
+      ("relu", "gpu", "medium"), ("relu", "gpu", "medium", "bfloat16")}
   assert (tmp_path / suite.RECORDS).read_text() == before  # nothing dropped: no rewrite
   _write(tmp_path, [_old_line(_record()), _line(_record("bfloat16"))], [_old_line(_artifacts())])
-  assert suite.reconcile(tmp_path) == {("relu", "gpu", "medium")}
+  assert {k.parts() for k in suite.reconcile(tmp_path)} == {("relu", "gpu", "medium")}
   assert [json.loads(line).get("precision") for line in
           (tmp_path / suite.RECORDS).read_text().splitlines()] == [None]
 

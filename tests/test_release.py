@@ -33,6 +33,7 @@ from pallasbench_dataset.evaluation import errors
 from pallasbench_dataset.evaluation.judge import (
     ceilings as ceil_mod, compile_profile, core as judge, environment, timing)
 from pallasbench_dataset.evaluation.pipeline import stages
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status, SummaryRow
 from pallasbench_dataset.tasks import TASKS, Size, get_task
 
@@ -244,10 +245,10 @@ def _without_ptx(folder):
   """The records whose kernel compiled but whose artifacts line has no PTX."""
   missing = []
   for run in _runs(folder):
-    have = {rec.key_of(a): a for a in run.artifacts}
-    missing += [(run.name, rec.key_of(r)) for r in run.records
+    have = {EvalKey.of(a): a for a in run.artifacts}
+    missing += [(run.name, EvalKey.of(r)) for r in run.records
                 if r.compile is not None and r.compile.compile_s is not None
-                and not have[rec.key_of(r)].ptx]
+                and not have[EvalKey.of(r)].ptx]
   return missing
 
 
@@ -413,10 +414,10 @@ def test_data_every_ceiling_has_its_method():
         assert device.ceilings is not None and device.ceilings.method, (run.name, device)
   for r in _records(folder):
     if r.roofline is not None and r.roofline.ceiling_gbps is not None:
-      assert r.roofline.ceiling_method and r.roofline.ceiling_gbps_source, rec.key_of(r)
+      assert r.roofline.ceiling_method and r.roofline.ceiling_gbps_source, EvalKey.of(r)
       assert r.run.ceiling_method
       baseline = r.roofline.bytes / r.baseline_ms / 1e6
-      assert r.roofline.ceiling_gbps >= baseline * (1 - 1e-12), rec.key_of(r)
+      assert r.roofline.ceiling_gbps >= baseline * (1 - 1e-12), EvalKey.of(r)
   assert "Method: not recorded" not in _card(folder)
 
 
@@ -503,11 +504,11 @@ def test_data_reasons_lead_with_a_diagnostic_and_timeouts_name_their_step():
   folder = DATA  # what the records say: release 5's runs
   for r in _records(folder):
     if r.reasons:
-      assert not r.reasons[0].endswith(":"), (rec.key_of(r), r.reasons[0])
+      assert not r.reasons[0].endswith(":"), (EvalKey.of(r), r.reasons[0])
       assert len(r.reasons[0]) <= errors.MAX_HEADLINE_CHARS
     if r.status is Status.TIMEOUT:  # the stage that ran out (the XLA step: from 1fbfc9e's runs on)
       assert r.error.startswith("compile stage: ") or " stage ran for the last " in r.error, (
-          rec.key_of(r), r.error)
+          EvalKey.of(r), r.error)
 
 
 @pytest.mark.parametrize("files, step", [
@@ -646,7 +647,7 @@ def test_data_card_shows_the_clocks_power_state_and_l2_the_runs_recorded():
   text = _card(DATA)
   table = text[text.index("| run | GPU | L2 MiB |"):].split("\n\n")[0]
   for r in _records(DATA):
-    assert r.environment.gpu is not None and r.environment.gpu.sm_clock_mhz, rec.key_of(r)
+    assert r.environment.gpu is not None and r.environment.gpu.sm_clock_mhz, EvalKey.of(r)
     assert f"| {r.environment.l2_bytes / 2**20:.3g} |" in table
 
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Artifacts, EvalRecord
 from pallasbench_dataset.tasks import TASKS
 
-from builder.records import Merged, key_of
+from builder.records import Merged
 from builder.sections.inputs import CardInputs
 from builder.tables import joined, md_table
 
@@ -39,11 +40,11 @@ def artifact_coverage(merged: Merged) -> dict[str, Any]:
 
 def _coverage(merged: Merged) -> dict[str, Any]:
   """`artifact_coverage` of one precision's records."""
-  records = {(name, key_of(r)): r for name, r in merged.published}
+  records = {(name, EvalKey.of(r)): r for name, r in merged.published}
   rows, no_ptx, compiled = [], [], []
   by_run: dict[str, list[tuple[EvalRecord, Artifacts]]] = collections.defaultdict(list)
   for name, a in merged.published_artifacts:
-    by_run[name].append((records[(name, key_of(a))], a))
+    by_run[name].append((records[(name, EvalKey.of(a))], a))
   for name in dict.fromkeys(n for n, _ in merged.published):
     pairs = by_run.get(name, [])
     gpu_compiled = [(r, a) for r, a in pairs if is_compiled(r) and r.device == "gpu"]

@@ -10,9 +10,10 @@ from typing import Any
 import pandas as pd
 
 from pallasbench_dataset import analysis
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import PRECISIONS
 
-from builder.records import Run, key_of
+from builder.records import Run
 from builder.sections.artifacts import is_compiled
 from builder.sections.inputs import CardInputs
 from builder.tables import joined, md_table
@@ -34,7 +35,7 @@ def compile_conditions(runs: Sequence[Run]) -> dict[str, Any]:
   run, the difference |b - a| / a of a kernel's compile_s against the first run's (a)."""
   per_run, first = [], None
   for run in runs:
-    fixed = {key_of(r): r.compile.compile_s for r in run.records
+    fixed = {EvalKey.of(r): r.compile.compile_s for r in run.records
              if r.variant == "gpu" and is_compiled(r)}
     overlap = [r.compile.concurrent_compiles for r in run.records
                if r.variant == "gpu" and is_compiled(r) and r.compile.concurrent_compiles is not None]

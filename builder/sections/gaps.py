@@ -7,21 +7,22 @@ from typing import Any
 
 import pandas as pd
 
-from builder.records import Key, precision_of
+from pallasbench_dataset.keys import EvalKey
+
 from builder.sections.inputs import CardInputs
 from builder.tables import md_table
 
 
-def _key_columns(key: Key) -> dict[str, str]:
-  return {"task": key[0], "variant": key[1], "size": key[2], "precision": precision_of(key)}
+def _key_columns(key: EvalKey) -> dict[str, str]:
+  return {"task": key.task, "variant": key.variant, "size": key.size, "precision": key.precision}
 
 
-def _missing_table(missing: Sequence[Key]) -> str:
+def _missing_table(missing: Sequence[EvalKey]) -> str:
   rows = [_key_columns(key) for key in missing]
   return md_table(pd.DataFrame(rows)) if rows else ""
 
 
-def _lost_table(lost: Sequence[tuple[str, Key]]) -> str:
+def _lost_table(lost: Sequence[tuple[str, EvalKey]]) -> str:
   rows = [{"run": run, **_key_columns(key)} for run, key in lost]
   return md_table(pd.DataFrame(rows)) if rows else ""
 

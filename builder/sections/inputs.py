@@ -9,10 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import CandidateRow, EvalRecord, SummaryRow, to_json_dict
 
 from builder.candidates import PopulationRun
-from builder.records import Key, Merged, Run
+from builder.records import Merged, Run
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,8 +33,8 @@ class CardInputs:
   verdict_changes: pd.DataFrame | None = None
   repro_bf16: pd.DataFrame | None = None
   verdict_changes_bf16: pd.DataFrame | None = None
-  missing: Sequence[Key] = ()
-  lost_artifacts: Sequence[tuple[str, Key]] = ()
+  missing: Sequence[EvalKey] = ()
+  lost_artifacts: Sequence[tuple[str, EvalKey]] = ()
   populations: Sequence[PopulationRun] = ()
   candidates: Sequence[CandidateRow] = ()
   source: Mapping[str, str] | None = None

@@ -19,15 +19,15 @@ import sys
 from collections.abc import Sequence
 
 from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, read_records
-from pallasbench_dataset.precision import PRECISIONS, key_part
+from pallasbench_dataset.keys import EvalKey
+from pallasbench_dataset.precision import PRECISIONS
 from pallasbench_dataset.schema import EvalRecord
 
 MEMORY_BOUND_CATEGORIES = ("activation", "elementwise")
 
 
 def _size(r: EvalRecord) -> str:
-  """The record's size, and its precision unless float32 (the run folder's key)."""
-  return "/".join((r.size, *key_part(r.precision)))
+  return EvalKey.of(r).sized()
 
 
 def _num(value: float | None, fmt: str) -> str:

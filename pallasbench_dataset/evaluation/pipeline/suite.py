@@ -41,7 +41,8 @@ from pallasbench_dataset.evaluation.pipeline.driver import (
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
-from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, key_part
+from pallasbench_dataset.keys import EvalKey
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
 from pallasbench_dataset.tasks import TaskSpec
@@ -129,18 +130,6 @@ def _single_writer(run_dir: pathlib.Path) -> Iterator[None]:
       fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-# An evaluation's identity in a run: (task, variant, size), its precision where it is not
-# float32 (`precision.key_part`: a float32 record, or one that names no precision, has no
-# precision part), and in a population run the candidate's id as well (many
-# candidates share a task, the variant and the size).
-Key = tuple[str, ...]
-
-
-def _key(x) -> Key:
-  base = (x.task, x.variant, str(x.size), *key_part(x.precision))
-  return base if x.candidate is None else (*base, x.candidate)
-
-
 def _replace(path: pathlib.Path, text: str) -> None:
   """Writes `path` whole or not at all: a temporary beside it, renamed over it."""
   tmp = path.with_name(path.name + ".tmp")
@@ -155,7 +144,7 @@ def _rewrite(path: pathlib.Path, lines: Sequence[str]) -> None:
   _replace(path, "".join(line + "\n" for line in lines))
 
 
-def reconcile(run_dir: pathlib.Path) -> set[Key]:
+def reconcile(run_dir: pathlib.Path) -> set[EvalKey]:
   """Before a resume: keeps each record whose artifacts line exists and that is not to be
   retried, drops the rest of both files (orphans, duplicates, invalid lines), and returns
   the keys that are done."""
@@ -163,21 +152,22 @@ def reconcile(run_dir: pathlib.Path) -> set[Key]:
     _repair_tail(run_dir / name)
   records = _read_lines(run_dir / RECORDS, EvalRecord)
   artifacts = _read_lines(run_dir / ARTIFACTS, Artifacts)
-  with_artifacts = {_key(a) for _, a in artifacts}
-  kept: dict[Key, str] = {}
+  with_artifacts = {EvalKey.of(a) for _, a in artifacts}
+  kept: dict[EvalKey, str] = {}
   for line, record in records:
-    if _key(record) not in with_artifacts:
+    key = EvalKey.of(record)
+    if key not in with_artifacts:
       logger.warning("%s has a record but no artifacts (the write was cut): re-measured",
-                     " ".join(_key(record)))
+                     key.label(" "))
     elif not has_verdict(record):  # killed from outside, or a harness bug: measured again
-      logger.info("%s was %s (%s): re-measured", " ".join(_key(record)),
-                  record.error_type.value, record.error)
+      logger.info("%s was %s (%s): re-measured", key.label(" "), record.error_type.value,
+                  record.error)
     else:
-      kept.setdefault(_key(record), line)
-  kept_artifacts: dict[Key, str] = {}
+      kept.setdefault(key, line)
+  kept_artifacts: dict[EvalKey, str] = {}
   for line, item in artifacts:
-    if _key(item) in kept:
-      kept_artifacts.setdefault(_key(item), line)
+    if EvalKey.of(item) in kept:
+      kept_artifacts.setdefault(EvalKey.of(item), line)
   if len(kept) != len(records) or len(kept_artifacts) != len(artifacts):
     _rewrite(run_dir / RECORDS, list(kept.values()))
     _rewrite(run_dir / ARTIFACTS, [kept_artifacts[k] for k in kept])
@@ -233,7 +223,8 @@ class _Progress:
     rate = per_judge_minute(self.measured, wall_s, self.judges)
     rate_text = f"  {rate:.2g}/judge-min" if rate is not None and self.measured else ""
     print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed} "
-          f"ETA {left} {' '.join(_key(record))}: {record.status.value}{speed} ({how}){rate_text}",
+          f"ETA {left} {EvalKey.of(record).label(' ')}: {record.status.value}{speed} ({how})"
+          f"{rate_text}",
           file=self.stream, flush=True)
 
 
@@ -375,7 +366,7 @@ def run_suite(items: Sequence[WorkItem], run_dir: pathlib.Path, *, device: str, 
                        resume=resume, stream=stream, cache=cache)
 
 
-def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[Key]:
+def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[EvalKey]:
   existing = read_records(run_dir)
   if existing and not resume:
     raise FileExistsError(f"{run_dir} already holds {len(existing)} records: pass --resume to "
@@ -390,10 +381,11 @@ def _check_resumable(run_dir: pathlib.Path, resume: bool) -> set[Key]:
   return reconcile(run_dir)
 
 
-def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key], *, device: str,
-                limits: Limits, git_commit: str | None, command: str, options: ClusterOptions,
-                resume: bool, stream: TextIO, cache: verdicts.VerdictCache | None) -> pathlib.Path:
-  todo = [item for item in items if _key(item) not in done]
+def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[EvalKey], *,
+                device: str, limits: Limits, git_commit: str | None, command: str,
+                options: ClusterOptions, resume: bool, stream: TextIO,
+                cache: verdicts.VerdictCache | None) -> pathlib.Path:
+  todo = [item for item in items if EvalKey.of(item) not in done]
   if resume:
     logger.info("resuming %s: %d of the %d planned evaluations are done, %d to measure", run_dir,
                 len(items) - len(todo), len(items), len(todo))
@@ -437,7 +429,7 @@ def _run_locked(items: Sequence[WorkItem], run_dir: pathlib.Path, done: set[Key]
 
 
 def _slug(item: WorkItem) -> str:
-  return "-".join(_key(item))
+  return EvalKey.of(item).label("-")
 
 
 def _outcomes(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,

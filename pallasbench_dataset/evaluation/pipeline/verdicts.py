@@ -27,6 +27,7 @@ from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.keys import precision_field
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
@@ -62,12 +63,11 @@ class VerdictKey:
   precision: str = DEFAULT_PRECISION
 
   def fields(self) -> dict[str, str]:
-    """The key as its entry stores it: without the precision at float32, so that a float32
-    key also finds the entries that name no precision (all float32)."""
+    """The key as its entry stores it, the precision as an evaluation's key names it (none at
+    float32, so that a float32 key also finds the entries that name no precision)."""
     fields = dataclasses.asdict(self)
-    if self.precision == DEFAULT_PRECISION:
-      del fields["precision"]
-    return fields
+    precision = fields.pop("precision")
+    return {**fields, **precision_field(precision)}
 
   def digest(self) -> str:
     text = json.dumps({"format": FORMAT, **self.fields()}, sort_keys=True)
