@@ -17,7 +17,7 @@ SLOW = frozenset({
     "test_judge.py", "test_kernels.py", "test_mosaic_bf16.py", "test_population.py",
     "test_precision.py", "test_precision_build.py", "test_precision_card.py", "test_push.py",
     "test_regenerate.py", "test_release.py", "test_reward.py", "test_sandbox.py",
-    "test_sandbox_behaviours.py", "test_suite.py",
+    "test_sandbox_behaviours.py", "test_suite.py", "test_tuned_configs.py",
     "test_builder_units.py::test_build_with_its_own_repo_id_at_the_first_size_planned",
     "test_builder_units.py::test_build_with_population_runs",
     "test_builder_units.py::test_build_writes_every_file_of_the_folder",
@@ -47,22 +47,7 @@ def _pin_jax_config():
   yield
 
 
-# Fixtures computed once per file (a driver run judging every control, a built dataset):
-# under pytest-xdist (`-n 2 --dist loadgroup`, the README's command) a file that uses one runs
-# on one worker, so the fixture is computed once; every other test goes to whichever worker is
-# free.
-SHARED_SCOPES = frozenset({"module", "class", "package"})
-
-
-def _shares_a_fixture(item) -> bool:
-  info = getattr(item, "_fixtureinfo", None)
-  return info is not None and any(d.scope in SHARED_SCOPES for defs in info.name2fixturedefs.values()
-                                   for d in defs)
-
-
 def pytest_collection_modifyitems(items):
   for item in items:
     if {item.path.name, f"{item.path.name}::{item.originalname}"} & SLOW:
       item.add_marker(pytest.mark.slow)
-    if _shares_a_fixture(item):
-      item.add_marker(pytest.mark.xdist_group(item.path.name))

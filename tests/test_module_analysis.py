@@ -1156,6 +1156,7 @@ def test_a_judge_that_hangs_or_dies_is_reported_in_its_stage(ending):
   worker._conn, judge_end = multiprocessing.Pipe()  # pylint: disable=protected-access
   worker._proc = _FakeJudge()  # pylint: disable=protected-access
   worker._dump_dir = None  # pylint: disable=protected-access
+  worker._device = "cpu"  # pylint: disable=protected-access
   judge_end.send(("stage", "module analysis"))
   judge_end.send(("stage", "compile"))
   if ending == "crash":
