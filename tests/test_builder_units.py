@@ -24,6 +24,7 @@ import datasets
 import httpx2
 import matplotlib
 import matplotlib.colors as mcolors
+import jinja2
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -40,7 +41,9 @@ from builder.trees import KernelTrees, check_sha256, fix_patch, gpu_fix
 from builder.trees import _lines as trees_lines
 from pallasbench_dataset import inputs, kernels, schema
 from pallasbench_dataset.evaluation.pipeline import run_options
+from pallasbench_dataset.evaluation.pipeline import stages as stages_module
 from pallasbench_dataset.evaluation.pipeline import suite as suite_module
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.evaluation.pipeline.suite import ClusterOptions
 from pallasbench_dataset.keys import EvalKey
@@ -1055,6 +1058,37 @@ def test_corrections_missing_lost_and_citation(trees, tmp_path):
   assert sections.citation._citation("o/p", "", []) == {
       "key": "pallasbench_robust", "year": "", "hardware": "",
       "url": "https://huggingface.co/datasets/o/p", "release": "Release 5"}
+
+
+def test_the_card_counts_stage_budget_rejections_beside_timeouts(trees, tmp_path):
+  """A record rejected because a stage ran past its budget depends on the host's load as a
+  timeout does: the Limitations section counts it, with the words for either; a rejection for
+  another reason is not counted, and a release with none keeps the timeout-only words."""
+  compile_out = "compile stage: " + stages_module._timeout_message(
+      60, types.SimpleNamespace(dump_folder=None))
+  checks_out = budgets.overrun(budgets.CORRECTNESS, 120.0)
+  assert budgets.ran_out([compile_out]) and budgets.ran_out(["x", checks_out])
+  assert not budgets.ran_out(["stateful ops ['rng'] in the artifact", "ran past its budget"])
+  records = rf.standard_records(trees)
+  rejected = dict(status=Status.REJECTED, correct=False, runtime_ms=None, baseline_ms=None)
+  records[0] = rf.record(trees, records[0].task, reasons=(compile_out,), **rejected)
+  records[1] = rf.record(trees, records[1].task, "tpu", reasons=(checks_out,), **rejected)
+  records[3] = rf.record(trees, records[3].task, "tpu", reasons=("stateful ops",), **rejected)
+  run, merged, *_ = _frames(trees, tmp_path, records)
+  assert sections.limitations.load_facts([run], merged, None)["overruns"] == f"2 in `{run.name}`"
+  template = (pathlib.Path(card.__file__).parent / "templates" / "sections" /
+              "limitations.md.j2").read_text()
+  def said(overruns):
+    text = jinja2.Template(template).render(
+        limits={"gpu_kinds": "x", "n_gpu_kinds": 1, "float_dtypes": "float32"},
+        precisions={"n_bf16": 0}, gpu_sharing=None, cpu_rows=0,
+        load={"budget": "60 s", "workers": None, "timeouts": "none", "overruns": overruns,
+              "flipped": 0})
+    return " ".join(text.split())
+  assert "rejected because a stage ran past its budget" in said("2 in `r`")
+  assert "or a rejection at a stage's budget, says the work did not finish" in said("2 in `r`")
+  assert "budget" not in said(None).split("Timeouts among")[1].split("did not finish")[0]
+  assert "A `timeout` says the compile did not finish under that load" in said(None)
 
 
 def test_stats_gather_every_section(trees, tmp_path):

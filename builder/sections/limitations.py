@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pallasbench_dataset.evaluation.judge.budgets import ran_out
 from pallasbench_dataset.schema import EvalRecord, Status
 from pallasbench_dataset.tasks import TASKS
 
@@ -31,17 +32,21 @@ def limits(records: Sequence[EvalRecord]) -> Mapping[str, Any]:
 def load_facts(runs: Sequence[Run], merged: Merged,
                changes: pd.DataFrame | None) -> dict[str, Any]:
   """What the Limitations section says of load: the compile budget and the compile stage's
-  workers (the manifests'), the published records that timed out, and the repeated
-  evaluations whose verdict is a timeout in one run and not in the other."""
+  workers (the manifests'), the published records that timed out, those rejected because a
+  stage ran past its budget (judge 3: `budgets.ran_out`; None where there are none), and the
+  repeated evaluations whose verdict is a timeout in one run and not in the other."""
   budgets = sorted({r.manifest.compile_budget_s for r in runs if r.manifest.compile_budget_s})
   workers = sorted({r.manifest.cpu_workers for r in runs if r.manifest.cpu_workers})
   timeouts = collections.Counter(name for name, r in merged.published
                                  if r.status is Status.TIMEOUT)
+  overruns = collections.Counter(name for name, r in merged.published
+                                 if r.status is Status.REJECTED and ran_out(r.reasons))
   flipped = (0 if changes is None or changes.empty else
              int(((changes["status_a"] == "timeout") != (changes["status_b"] == "timeout")).sum()))
   return {"budget": " or ".join(f"{b:g} s" for b in budgets) or None,
           "workers": " or ".join(map(str, workers)) or None,
           "timeouts": ", ".join(f"{n} in `{name}`" for name, n in timeouts.items()) or "none",
+          "overruns": ", ".join(f"{n} in `{name}`" for name, n in overruns.items()) or None,
           "flipped": flipped}
 
 

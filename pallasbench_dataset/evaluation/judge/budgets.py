@@ -18,8 +18,9 @@ from here too, and the stage around them some more for starting the helper.
 
 from __future__ import annotations
 
+import re
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 EXPORT: Final = "export"            # the sandboxed exporter: import, trace, lower
@@ -64,3 +65,14 @@ def overrun(stage: str, budget: float, detail: str = "") -> str:
   """The reason of a record whose `stage` ran past its budget."""
   return (f"the {stage} stage ran past its {budget:.0f} s budget{f' ({detail})' if detail else ''}; "
           "its process was killed")
+
+
+# What the reasons of a stage that ran out say: `overrun`'s text, and the compile stage's
+# (pipeline/stages.py: "the compile did not finish within the N s compile budget").
+_RAN_OUT: Final = re.compile(r"ran past its \d+ s budget|within the \d+ s compile budget")
+
+
+def ran_out(reasons: Iterable[str]) -> bool:
+  """Whether a record's reasons say one of its stages ran past its budget (a `rejected` that,
+  like a `timeout`, can depend on the host's load)."""
+  return any(_RAN_OUT.search(reason) for reason in reasons)
