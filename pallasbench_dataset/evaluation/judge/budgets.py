@@ -67,8 +67,14 @@ def overrun(stage: str, budget: float, detail: str = "") -> str:
           "its process was killed")
 
 
-# What the reasons of a stage that ran out say: `overrun`'s text, and the compile stage's
-# (pipeline/stages.py: "the compile did not finish within the N s compile budget").
+def compile_overrun(budget: float, where: str | None = None) -> str:
+  """The compile stage's note when a compile ran past the run's compile budget; `where`: the
+  step it had reached."""
+  return (f"the compile did not finish within the {budget:.0f} s compile budget"
+          f"{f' ({where})' if where else ''}; it was killed")
+
+
+# What the reasons of a stage that ran out say: `overrun`'s and `compile_overrun`'s texts.
 _RAN_OUT: Final = re.compile(r"ran past its \d+ s budget|within the \d+ s compile budget")
 
 

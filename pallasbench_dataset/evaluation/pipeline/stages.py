@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline import driver
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.compile_profile import compile_progress
 from pallasbench_dataset.evaluation.judge.core import CompileItem, Precompiled
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
@@ -153,8 +154,7 @@ def _timeout_message(budget_s: float, compiler: JudgeWorker) -> str:
   XLA dump folder holds."""
   folder = compiler.dump_folder
   where = compile_progress(folder) if folder is not None else None
-  return (f"the compile did not finish within the {budget_s:.0f} s compile budget"
-          f"{f' ({where})' if where else ''}; it was killed")
+  return budgets.compile_overrun(budget_s, where)
 
 
 def _gpu_index() -> int | None:
