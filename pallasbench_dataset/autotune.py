@@ -54,7 +54,7 @@ from typing import Any, Final
 import jax
 
 from pallasbench_dataset.arguments import ListOption
-from pallasbench_dataset.evaluation.judge import checks, compile_profile, environment, timing
+from pallasbench_dataset.evaluation.judge import budgets, checks, compile_profile, environment, timing
 from pallasbench_dataset.evaluation.errors import short_error
 from pallasbench_dataset.evaluation.judge.core import timing_sets
 from pallasbench_dataset.kernels import load_kernel, load_module, tree_dir
@@ -62,7 +62,7 @@ from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, check_p
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
-DEFAULT_COMPILE_BUDGET_S: Final = 60.0  # as the pipeline's compile stage on a GPU
+DEFAULT_COMPILE_BUDGET_S: Final = budgets.STAGE_BUDGETS_S["gpu"][budgets.COMPILE]  # the pipeline's
 FINALISTS: Final = 3
 SCREEN_ITERATIONS: Final = 10
 TABLE_NAME: Final = "TUNED_CONFIGS"

@@ -27,9 +27,10 @@ import dask
 import distributed
 import pytest
 
+from pallasbench_dataset import autotune
 from pallasbench_dataset.evaluation import protocol
 from pallasbench_dataset.evaluation.judge import budgets, environment
-from pallasbench_dataset.evaluation.pipeline import cluster, driver, stages, suite, verdicts
+from pallasbench_dataset.evaluation.pipeline import cluster, driver, run_options, stages, suite, verdicts
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.keys import EvalKey
@@ -1618,3 +1619,12 @@ def test_a_record_of_a_candidate_the_population_lacks_counts_as_unknown(tmp_path
   summary = pop_run.summarize(run_dir)
   assert summary.by_kind == {"unknown": {"pass": 1}}
   assert summary.holes == {"broken": (), "cheat": ()}
+
+
+def test_every_default_compile_budget_is_the_budgets_tables():
+  """The suite's, the run options' and the tuner's default compile budgets are read from one
+  table: a change there reaches all three (no second copy of the number to drift)."""
+  table = {device: budgets.STAGE_BUDGETS_S[device][budgets.COMPILE] for device in ("gpu", "cpu")}
+  assert suite.ClusterOptions(plan=None).compile_budget_s == table["gpu"]
+  assert autotune.DEFAULT_COMPILE_BUDGET_S == table["gpu"]
+  assert run_options.DEFAULT_COMPILE_BUDGET_S == table

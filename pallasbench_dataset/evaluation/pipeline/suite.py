@@ -34,7 +34,7 @@ import distributed
 
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.pipeline import cluster
-from pallasbench_dataset.evaluation.judge import environment
+from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import stages, verdicts
 from pallasbench_dataset.evaluation.pipeline.driver import (
     WorkItem, empty_artifacts, failure_record, has_verdict)
@@ -306,7 +306,7 @@ class ClusterOptions:
   """Where the stages run: a local cluster (`plan`) unless `scheduler` names one."""
   plan: cluster.WorkerPlan
   scheduler: str | None = None
-  compile_budget_s: float = 60.0
+  compile_budget_s: float = budgets.STAGE_BUDGETS_S["gpu"][budgets.COMPILE]
   compile_cache: pathlib.Path | None = None  # default: a fresh folder for the run, removed after
 
 
