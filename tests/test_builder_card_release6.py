@@ -24,6 +24,7 @@ from builder import records as rec
 from builder.build import build_dataset
 from builder.records import BuildError
 from builder.trees import KernelTrees
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evolve.prompt import GPU_RULES
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status
@@ -330,3 +331,31 @@ def test_the_cards_fix_recipes_work_inside_a_git_checkout(r5, r5_card, tmp_path)
                           timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("identical"), (
         recipe, proc.stdout[-1000:], proc.stderr[-1000:])
+
+
+# ---------------------------------------------------------------------------------------------
+# #36/#38: judge 3's stage budgets in the protocol; budget overruns beside timeouts between
+# runs, at either precision, and the reason of a changed verdict that is a rejection.
+
+def test_judge_3_names_each_stages_budget_and_that_an_overrun_is_a_kept_rejection(
+    r5_card, tmp_path, monkeypatch):
+  trees = rf.write_tree(tmp_path / "trees")
+  run = rf.write_run(tmp_path / "run", [dataclasses.replace(r, judge_version="3")
+                                        for r in rf.standard_records(trees)])
+  def protocol(name):
+    out = build_dataset([run], tmp_path / name / "data", kernel_trees=trees).out_dir
+    return _section((out / "README.md").read_text(), "## Measurement protocol")
+  text = protocol("real")
+  gpu, cpu = budgets.STAGE_BUDGETS_S["gpu"], budgets.STAGE_BUDGETS_S["cpu"]
+  for stage in (budgets.EXPORT, budgets.COMPILE, budgets.CORRECTNESS, budgets.TIMING):
+    assert f"\n  - {stage}: {gpu[stage]:.0f} s / {cpu[stage]:.0f} s\n" in text
+  words = " ".join(text.split())
+  assert "Each stage that works on the candidate has its own time budget" in words
+  assert ("its process is killed and the record is `rejected`, with a reason naming the stage "
+          "and its budget; that is a verdict on the candidate, which the verdict cache keeps"
+          ) in words
+  monkeypatch.setattr(budgets, "STAGE_BUDGETS_S", {"gpu": {"a stage": 1234.0},
+                                                   "cpu": {"a stage": 4321.0}})
+  patched = protocol("patched")
+  assert "\n  - a stage: 1234 s / 4321 s\n" in patched and f"- {budgets.EXPORT}:" not in patched
+  assert "own time budget" not in r5_card  # judge 2's records: no such stages
