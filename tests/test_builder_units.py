@@ -1625,7 +1625,8 @@ def test_reproducibility_and_verdict_changes_name_both_runs(trees, tmp_path):
   changes = build._verdict_changes(merged)
   assert changes.to_dict("records") == [
       {"task": "gelu", "variant": "tpu", "size": "medium", "run_a": "a", "run_b": "b",
-       "status_a": "pass", "status_b": "timeout", "error_a": None, "error_b": "slow"}]
+       "status_a": "pass", "status_b": "timeout", "error_a": None, "error_b": "slow",
+       "reasons_a": [], "reasons_b": []}]
   single = rec.merge_runs([_card_run(trees, tmp_path, "d", first)])
   assert repeats.pairs(single) is None and build._verdict_changes(single) is None
 
