@@ -172,17 +172,19 @@ def reproducibility(runs_a: pd.DataFrame, runs_b: pd.DataFrame,
 
 def verdict_changes(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> pd.DataFrame:
   """The evaluations two runs share whose status differs: the verdicts a single run would
-  have got by luck. Columns: task, variant, size, status_a, status_b, error_a, error_b
-  (an absent error is None), in key order; precision after size where both frames have it."""
+  have got by luck. Columns: task, variant, size, status_a, status_b, error_a, error_b,
+  reasons_a, reasons_b (an absent error or reasons is None), in key order; precision after
+  size where both frames have it."""
   key = _key(runs_a, runs_b)
 
   def side(df: pd.DataFrame, tag: str) -> pd.DataFrame:
     out = df[[*key, "status"]].rename(columns={"status": f"status_{tag}"})
-    out[f"error_{tag}"] = df["error"] if "error" in df.columns else None
+    for column in ("error", "reasons"):
+      out[f"{column}_{tag}"] = df[column] if column in df.columns else None
     return out
   both = side(runs_a, "a").merge(side(runs_b, "b"), on=key, how="inner")
   changed = both[both["status_a"] != both["status_b"]]
-  columns = [*key, "status_a", "status_b", "error_a", "error_b"]
+  columns = [*key, "status_a", "status_b", "error_a", "error_b", "reasons_a", "reasons_b"]
   return (changed[columns].astype(object).where(changed[columns].notna(), None)
           .sort_values(key, kind="stable").reset_index(drop=True))
 

@@ -140,10 +140,16 @@ def test_verdict_changes_names_every_status_that_differs():
   table = analysis.verdict_changes(a, b)   # tanh is not in b: not a change
   assert table.to_dict("records") == [
       dict(task="gelu", variant="tpu", size="medium", status_a="timeout", status_b="pass",
-           error_a="t", error_b=None),
+           error_a="t", error_b=None, reasons_a=None, reasons_b=None),
       dict(task="relu", variant="tpu", size="medium", status_a="error", status_b="timeout",
-           error_a="e1", error_b="e2")]
+           error_a="e1", error_b="e2", reasons_a=None, reasons_b=None)]
   assert analysis.verdict_changes(a, a).empty
+  a["reasons"] = [["r1"], [], ["r2", "r3"], []]
+  b["reasons"] = [[], [], ["the timing stage ran past its 200 s budget"]]
+  reasons = analysis.verdict_changes(a, b)[["reasons_a", "reasons_b"]]
+  assert reasons.to_dict("records") == [
+      dict(reasons_a=["r2", "r3"], reasons_b=["the timing stage ran past its 200 s budget"]),
+      dict(reasons_a=["r1"], reasons_b=[])]
 
 
 def test_reproducibility_ignores_missing_and_zero_runtimes():

@@ -24,6 +24,7 @@ from builder import records as rec
 from builder.build import build_dataset
 from builder.records import BuildError
 from builder.trees import KernelTrees
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evolve.prompt import GPU_RULES
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status
@@ -330,3 +331,98 @@ def test_the_cards_fix_recipes_work_inside_a_git_checkout(r5, r5_card, tmp_path)
                           timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("identical"), (
         recipe, proc.stdout[-1000:], proc.stderr[-1000:])
+
+
+# ---------------------------------------------------------------------------------------------
+# #36/#38: judge 3's stage budgets in the protocol; budget overruns beside timeouts between
+# runs, at either precision, and the reason of a changed verdict that is a rejection.
+
+def test_judge_3_names_each_stages_budget_and_that_an_overrun_is_a_kept_rejection(
+    r5_card, tmp_path, monkeypatch):
+  trees = rf.write_tree(tmp_path / "trees")
+  run = rf.write_run(tmp_path / "run", [dataclasses.replace(r, judge_version="3")
+                                        for r in rf.standard_records(trees)])
+  def protocol(name):
+    out = build_dataset([run], tmp_path / name / "data", kernel_trees=trees).out_dir
+    return _section((out / "README.md").read_text(), "## Measurement protocol")
+  text = protocol("real")
+  gpu, cpu = budgets.STAGE_BUDGETS_S["gpu"], budgets.STAGE_BUDGETS_S["cpu"]
+  for stage in (budgets.EXPORT, budgets.COMPILE, budgets.CORRECTNESS, budgets.TIMING):
+    assert f"\n  - {stage}: {gpu[stage]:.0f} s / {cpu[stage]:.0f} s\n" in text
+  words = " ".join(text.split())
+  assert "Each stage that works on the candidate has its own time budget" in words
+  assert ("its process is killed and the record is `rejected`, with a reason naming the stage "
+          "and its budget; that is a verdict on the candidate, which the verdict cache keeps"
+          ) in words
+  monkeypatch.setattr(budgets, "STAGE_BUDGETS_S", {"gpu": {"a stage": 1234.0},
+                                                   "cpu": {"a stage": 4321.0}})
+  patched = protocol("patched")
+  assert "\n  - a stage: 1234 s / 4321 s\n" in patched and f"- {budgets.EXPORT}:" not in patched
+  assert "own time budget" not in r5_card  # judge 2's records: no such stages
+
+
+@pytest.fixture(scope="module")
+def overruns(tmp_path_factory):
+  """Two runs at both precisions; the second's verdicts differ: float32 relu/gpu ran past the
+  correctness runs' budget and flash_attention/gpu timed out, bfloat16 relu/tpu ran past the
+  compile budget (a reason longer than the table shows) and matmul_relu/tpu was rejected for
+  something else."""
+  root = tmp_path_factory.mktemp("overruns")
+  trees = rf.write_tree(root / "trees")
+  f32 = rf.standard_records(trees)
+  half = [dataclasses.replace(r, precision="bfloat16") for r in rf.standard_records(trees)]
+  failed = dict(correct=False, runtime_ms=None, baseline_ms=None)
+  compile_out = "compile stage: " + budgets.compile_overrun(60.0, "ptxas, " + "x" * 200)
+  again = {("relu", "gpu", "float32"): dict(status=Status.REJECTED, reasons=(
+               budgets.overrun(budgets.CORRECTNESS, 120.0),)),
+           ("flash_attention", "gpu", "float32"): dict(status=Status.TIMEOUT, error="slow"),
+           ("relu", "tpu", "bfloat16"): dict(status=Status.REJECTED, reasons=(compile_out,)),
+           ("matmul_relu", "tpu", "bfloat16"): dict(status=Status.REJECTED, reasons=(
+               "stateful ops ['rng'] in the artifact",))}
+  second = [rf.record(trees, r.task, r.variant, precision=r.precision, **failed,
+                      **again[r.task, r.variant, r.precision])
+            if (r.task, r.variant, r.precision) in again else r for r in f32 + half]
+  both = ["float32", "bfloat16"]
+  runs = [rf.write_run(root / "r1", f32 + half, precisions=both),
+          rf.write_run(root / "r2", second, precisions=both)]
+  out = build_dataset(runs, root / "data", kernel_trees=trees).out_dir
+  return (out / "README.md").read_text()
+
+
+def test_limitations_count_budget_overruns_that_flipped_at_either_precision(overruns):
+  limits = " ".join(_section(overruns, "## Limitations").split())
+  assert ("3 repeated evaluation(s) timed out or were rejected at a stage's budget in one run "
+          "and not in the other") in limits  # not matmul_relu's rejection for stateful ops
+
+
+def test_the_changed_verdicts_show_a_rejections_reason_shortened(overruns):
+  repro = overruns.split("### Reproducibility\n", 1)[1].split("\n## ", 1)[0]
+  float32, bf16 = repro.split("#### bfloat16\n")
+  assert ("| relu | gpu | medium | r1 | r2 | pass | rejected | – | – | – | the correctness runs "
+          "stage ran past its 120 s budget; its process was killed |") in float32
+  assert "| flash_attention | gpu | medium | r1 | r2 | pass | timeout | – | slow | – | – |" in (
+      float32)
+  assert "`reason_a`, `reason_b`: a `rejected` verdict's first reason, shortened" in " ".join(
+      bf16.split())
+  assert ("| matmul_relu | tpu | medium | r1 | r2 | pass | rejected | – | – | – | stateful ops "
+          "['rng'] in the artifact |") in bf16
+  (row,) = [ln for ln in bf16.splitlines() if ln.startswith("| relu | tpu |")]
+  reason = row.split(" | ")[-1].removesuffix(" |")
+  assert reason.startswith("compile stage: the compile did not finish within the 60 s compile "
+                           "budget (ptxas, xxx") and reason.endswith("…") and len(reason) == 100
+
+
+def test_a_timeout_in_one_run_and_an_overrun_in_the_other_is_no_flip():
+  """Both verdicts are ones a loaded host can cause: the evaluation did not finish in either
+  run. A rejection for another reason against a pass is no flip either."""
+  over = budgets.overrun(budgets.TIMING, 200.0)
+  def changes(*rows):
+    return pd.DataFrame([dict(status_a=a, status_b=b, reasons_a=ra, reasons_b=rb)
+                         for a, b, ra, rb in rows])
+  f32 = changes(("timeout", "rejected", [], [over]), ("rejected", "pass", ["stateful ops"], []))
+  bf16 = changes(("rejected", "timeout", [over], []), ("pass", "rejected", [], ["x", over]))
+  nothing = dataclasses.make_dataclass("Nothing", [("published", list)])([])
+  facts = sections.limitations.load_facts([], nothing, f32, None, bf16)
+  assert (facts["flipped"], facts["flipped_overruns"]) == (1, True)
+  facts = sections.limitations.load_facts([], nothing, changes(("pass", "timeout", [], [])))
+  assert (facts["flipped"], facts["flipped_overruns"]) == (1, False)

@@ -985,7 +985,7 @@ def _repro_table(rows_):
 def test_repro_section():
   assert sections.reproducibility._repro(None, None, ()) is None
   assert sections.reproducibility._repro(_repro_table([]), None, ()) == {
-      "n": 0, "n_changed": 0, "changed": None}
+      "n": 0, "n_changed": 0, "changed": None, "reasons": False}
   table = _repro_table([
       ("relu", "gpu", "medium", "a", "b", 0.5, 0.56, 0.12, True),
       ("gelu", "tpu", "medium", "a", "c", 2.0, 1.76, 0.12, True),
@@ -994,7 +994,8 @@ def test_repro_section():
       ("tanh", "gpu", "large", "a", "b", 1.0, 1.004, 0.004, False)])
   changes = pd.DataFrame([{"task": "gelu", "variant": "tpu", "size": "medium", "run_a": "a",
                            "run_b": "c", "status_a": "pass", "status_b": "timeout",
-                           "error_a": None, "error_b": "slow"}])
+                           "error_a": None, "error_b": "slow", "reasons_a": [],
+                           "reasons_b": []}])
   got = sections.reproducibility._repro(table, changes, ())
   assert (got["n_crossing"], got["gpus"]) == (0, {"same": 5, "different": 0, "unknown": 0, "n": 5})
   crossing = sections.reproducibility._repro(
@@ -1012,6 +1013,7 @@ def test_repro_section():
       "| task | variant | size | run_a | run_b | status_a | status_b | error_a | error_b |\n"
       "|---|---|---|---|---|---|---|---|---|\n"
       "| gelu | tpu | medium | a | c | pass | timeout | – | slow |")
+  assert got["reasons"] is False  # no rejection: no reason columns
   assert got["bands"] == (
       "| difference | evaluations | share |\n|---|---|---|\n| 0% – 1% | 2 | 40% |\n"
       "| 1% – 2% | 0 | 0% |\n| 2% – 5% | 0 | 0% |\n| 5% – 10% | 1 | 20% |\n"
@@ -1625,7 +1627,8 @@ def test_reproducibility_and_verdict_changes_name_both_runs(trees, tmp_path):
   changes = build._verdict_changes(merged)
   assert changes.to_dict("records") == [
       {"task": "gelu", "variant": "tpu", "size": "medium", "run_a": "a", "run_b": "b",
-       "status_a": "pass", "status_b": "timeout", "error_a": None, "error_b": "slow"}]
+       "status_a": "pass", "status_b": "timeout", "error_a": None, "error_b": "slow",
+       "reasons_a": [], "reasons_b": []}]
   single = rec.merge_runs([_card_run(trees, tmp_path, "d", first)])
   assert repeats.pairs(single) is None and build._verdict_changes(single) is None
 

@@ -29,25 +29,37 @@ def limits(records: Sequence[EvalRecord]) -> Mapping[str, Any]:
           "float_dtypes": ", ".join(floats)}
 
 
+def _load_bound(status: str, reasons: Sequence[str]) -> str | None:
+  """What a loaded host can have made of a verdict: "timeout", "overrun" (rejected because a
+  stage ran past its budget: judge 3, `budgets.ran_out`), or None."""
+  if status == Status.TIMEOUT:
+    return "timeout"
+  return "overrun" if status == Status.REJECTED and ran_out(reasons) else None
+
+
 def load_facts(runs: Sequence[Run], merged: Merged,
-               changes: pd.DataFrame | None) -> dict[str, Any]:
+               *changes: pd.DataFrame | None) -> dict[str, Any]:
   """What the Limitations section says of load: the compile budget and the compile stage's
   workers (the manifests'), the published records that timed out, those rejected because a
-  stage ran past its budget (judge 3: `budgets.ran_out`; None where there are none), and the
-  repeated evaluations whose verdict is a timeout in one run and not in the other."""
+  stage ran past its budget (None where there are none), and, among the changed verdicts of
+  each precision (`changes`), the repeated evaluations that timed out or ran past a stage's
+  budget in one run and not in the other (`flipped`; `flipped_overruns`: whether a budget
+  overrun is among them)."""
   budgets = sorted({r.manifest.compile_budget_s for r in runs if r.manifest.compile_budget_s})
   workers = sorted({r.manifest.cpu_workers for r in runs if r.manifest.cpu_workers})
   timeouts = collections.Counter(name for name, r in merged.published
                                  if r.status is Status.TIMEOUT)
   overruns = collections.Counter(name for name, r in merged.published
-                                 if r.status is Status.REJECTED and ran_out(r.reasons))
-  flipped = (0 if changes is None or changes.empty else
-             int(((changes["status_a"] == "timeout") != (changes["status_b"] == "timeout")).sum()))
+                                 if _load_bound(r.status, r.reasons) == "overrun")
+  flips = [(a, b) for table in changes if table is not None
+           for a, b in zip(map(_load_bound, table["status_a"], table["reasons_a"]),
+                           map(_load_bound, table["status_b"], table["reasons_b"]))
+           if (a is None) != (b is None)]
   return {"budget": " or ".join(f"{b:g} s" for b in budgets) or None,
           "workers": " or ".join(map(str, workers)) or None,
           "timeouts": ", ".join(f"{n} in `{name}`" for name, n in timeouts.items()) or "none",
           "overruns": ", ".join(f"{n} in `{name}`" for name, n in overruns.items()) or None,
-          "flipped": flipped}
+          "flipped": len(flips), "flipped_overruns": any("overrun" in flip for flip in flips)}
 
 
 def gpu_sharing(runs: Sequence[Run]) -> dict[str, Any] | None:
@@ -67,4 +79,5 @@ def gpu_sharing(runs: Sequence[Run]) -> dict[str, Any] | None:
 def context(card: CardInputs) -> Mapping[str, Any]:
   """The GPU kinds and dtypes, one shared GPU (None unless so), and the load's facts."""
   return {"limits": limits(card.merged.records), "gpu_sharing": gpu_sharing(card.runs),
-          "load": load_facts(card.runs, card.merged, card.verdict_changes)}
+          "load": load_facts(card.runs, card.merged, card.verdict_changes,
+                             card.verdict_changes_bf16)}

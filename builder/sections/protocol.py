@@ -5,11 +5,13 @@ rate was held against."""
 from __future__ import annotations
 
 import collections
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import pandas as pd
 
+from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.core import CEILING_TOLERANCE
 from pallasbench_dataset.schema import EvalRecord
 
@@ -119,7 +121,7 @@ _JUDGE_TEXT: Final = {
           "FLOPs, checks every\n  task on input families that reach where its formula breaks, "
           "poisons and frees each timed\n  output before the next call, and on a GPU can run one "
           "call under compute-sanitizer's memcheck\n  (the project's trees: only with "
-          "`regenerate --memcheck`)."),
+          "`regenerate --memcheck`).\n{budgets}"),
     "2": ("- **Judge** (`judge_version` 2, {n} evaluation(s)): the kernel's code runs only in a "
           "sandboxed exporter\n  process, which hands back `jax.export` artifacts; a separate judge "
           "process, which never\n  imports kernel code, analyses the exported module (the Triton "
@@ -134,9 +136,32 @@ _JUDGE_TEXT: Final = {
 }
 
 
+def _budget(device: str, stage: str) -> str:
+  budget = budgets.budget_s(device, stage)
+  return "none" if budget is None else f"{budget:.0f} s"
+
+
+def _stage_budgets() -> str:
+  """Judge 3's stage budgets: what running past one makes of the record, the stages of the
+  judge's own work that have none, and each budgeted stage's on a GPU judge and on a CPU one
+  (`budgets.STAGE_BUDGETS_S`), as a list; indented to continue the judge's item."""
+  text = ("Each stage that works on the candidate has its own time budget. A stage that runs "
+          "past its budget ends the evaluation: its process is killed and the record is "
+          "`rejected`, with a reason naming the stage and its budget; that is a verdict on the "
+          "candidate, which the verdict cache keeps. The stages of the judge's own work "
+          f"({', '.join(sorted(budgets.JUDGES_OWN))}) have no budget of their own: the "
+          "evaluation's limit bounds them. The budgets, on a GPU judge / on a CPU judge:")
+  stages = dict.fromkeys(stage for device in budgets.STAGE_BUDGETS_S.values()
+                         for stage in device)
+  return "\n".join([textwrap.fill(text, width=96, initial_indent="  ", subsequent_indent="  "),
+                    *(f"  - {stage}: {_budget('gpu', stage)} / {_budget('cpu', stage)}"
+                      for stage in stages)])
+
+
 def _judge_text(records: Sequence[EvalRecord]) -> str:
   versions = collections.Counter(r.judge_version for r in records)
-  return "\n".join(_JUDGE_TEXT[v].format(n=versions[v]) for v in sorted(versions, reverse=True))
+  return "\n".join(_JUDGE_TEXT[v].format(n=versions[v], budgets=_stage_budgets())
+                   for v in sorted(versions, reverse=True))
 
 
 def l2_resident(records: Sequence[EvalRecord]) -> dict[str, Any]:

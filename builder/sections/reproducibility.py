@@ -10,7 +10,7 @@ import pandas as pd
 
 from pallasbench_dataset import analysis
 from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
-from pallasbench_dataset.schema import EvalRecord
+from pallasbench_dataset.schema import EvalRecord, Status
 
 from builder import repeats
 from builder.sections.inputs import CardInputs
@@ -18,11 +18,34 @@ from builder.tables import md_table
 
 _REPRO_FORMATS: Final = {"median": ".2%", "p90": ".2%", "max": ".2%", "share": ".0%"}
 N_ABOVE: Final = f"n above {repeats.THRESHOLD:.0%}"  # the tables' header of the count above it
+_REASON_CHARS: Final = 100  # a rejection's reason in the changed-verdicts table, cut to this
 
 
 def _with_threshold(table: pd.DataFrame) -> pd.DataFrame:
   """A spread table whose `n_above` column names the threshold it counts above."""
   return table.rename(columns={"n_above": N_ABOVE})
+
+
+def _short(reasons: Sequence[str]) -> str | None:
+  """A record's first reason, its first line cut to _REASON_CHARS; None without reasons."""
+  if not reasons:
+    return None
+  line = (reasons[0].splitlines() or [""])[0]
+  return line if len(line) <= _REASON_CHARS else line[:_REASON_CHARS - 1] + "…"
+
+
+def _changed(changes: pd.DataFrame) -> pd.DataFrame:
+  """The changed verdicts as the card shows them: the records' reasons left out, except a
+  `rejected` verdict's, shortened (`reason_a`, `reason_b`), so that a rejection at a stage's
+  budget shows; a table with no rejection has no such columns."""
+  shown = changes.drop(columns=["reasons_a", "reasons_b"])
+  if not changes[["status_a", "status_b"]].isin([Status.REJECTED.value]).any(axis=None):
+    return shown
+  for tag in ("a", "b"):
+    shown[f"reason_{tag}"] = [_short(reasons) if status == Status.REJECTED else None
+                              for status, reasons in zip(changes[f"status_{tag}"],
+                                                         changes[f"reasons_{tag}"])]
+  return shown
 
 
 def _repro(repro: pd.DataFrame | None, changes: pd.DataFrame | None,
@@ -36,8 +59,10 @@ def _repro(repro: pd.DataFrame | None, changes: pd.DataFrame | None,
   """
   if repro is None:
     return None
+  shown = None if changes is None or changes.empty else _changed(changes)
   verdicts = {"n_changed": 0 if changes is None else len(changes),
-              "changed": None if changes is None or changes.empty else md_table(changes)}
+              "changed": None if shown is None else md_table(shown),
+              "reasons": shown is not None and "reason_a" in shown.columns}
   stats = analysis.reproducibility_summary(repro)
   if stats["n"] == 0:
     return {"n": 0, **verdicts}
