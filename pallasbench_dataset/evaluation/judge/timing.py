@@ -71,12 +71,15 @@ def available_method() -> TimingMethod:
 
 @contextlib.contextmanager
 def _cupti_session(out: list) -> Iterator[None]:
+  """Records the device kernels launched inside it into `out`. CUPTI stays attached to the
+  process after the session (no cuptiFinalize): a session per timed call that detaches and
+  attaches again costs more than the calls it times."""
   ext = _cupti_ext()
   ext._cupti_init()  # pylint: disable=protected-access
   try:
     yield
   finally:
-    out.extend(ext._cupti_get_timings(True) or ())  # pylint: disable=protected-access
+    out.extend(ext._cupti_get_timings(False) or ())  # pylint: disable=protected-access
 
 
 def _poison(x: jax.Array) -> jax.Array:
