@@ -41,12 +41,16 @@ SLOW = frozenset({
 })
 
 
-# The files that take minutes on a worker, longest first (docs/measurements.md, eighteenth
-# session). CI runs `-n 2 --dist loadscope`: a file is one unit, handed to the first worker
-# that is free. Started first, the long files run side by side while the short ones fill in
-# around them; started last, one long file runs alone at the end while the other worker idles.
-LONGEST = ("test_tuned_configs.py", "test_suite.py", "test_adversarial.py", "test_population.py",
-           "test_kernels.py", "test_evaluator.py", "test_input_families.py")
+# The files that took over 40 s on a worker in the whole suite's last timed run, longest first
+# (docs/measurements.md, eighteenth session). CI runs `-n 2 --dist loadscope`: a file is one
+# unit, handed to the first worker that is free. Started first, the long files run side by
+# side while the short ones fill in around them; started last, one long file runs alone at the
+# end while the other worker idles.
+LONGEST = ("test_tuned_configs.py", "test_suite.py", "test_population.py", "test_adversarial.py",
+           "test_kernels.py", "test_precision.py", "test_tasks.py", "test_mosaic_bf16.py",
+           "test_input_families.py", "test_evaluator.py", "test_newcomer.py", "test_push.py",
+           "test_builder_units.py", "test_interrupts.py", "test_build.py", "test_scaffold.py",
+           "test_module_analysis.py", "test_autotune.py", "test_release.py")
 
 
 def pytest_configure(config):
