@@ -41,13 +41,46 @@ SLOW = frozenset({
 })
 
 
+# The files that took over 40 s on a worker in the whole suite's last timed run, longest first
+# (docs/measurements.md, eighteenth session). CI runs `-n 2 --dist loadscope`: a file is one
+# unit, handed to the first worker that is free. Started first, the long files run side by
+# side while the short ones fill in around them; started last, one long file runs alone at the
+# end while the other worker idles.
+LONGEST = ("test_tuned_configs.py", "test_suite.py", "test_population.py", "test_adversarial.py",
+           "test_kernels.py", "test_precision.py", "test_tasks.py", "test_mosaic_bf16.py",
+           "test_input_families.py", "test_evaluator.py", "test_newcomer.py", "test_push.py",
+           "test_builder_units.py", "test_interrupts.py", "test_build.py", "test_scaffold.py",
+           "test_module_analysis.py", "test_autotune.py", "test_release.py")
+
+
+def pytest_configure(config):
+  """xdist's loadscope hands the files out by their number of tests unless told to keep the
+  collection's order, which `pytest_collection_modifyitems` makes longest first."""
+  if config.pluginmanager.hasplugin("xdist"):
+    config.option.loadscopereorder = False
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _pin_jax_config():
   jax.config.update("jax_enable_x64", False)
   yield
 
 
+def _file_order(items):
+  """Items sorted file by file: the LONGEST files in their order, then the others by their
+  number of tests, most first (xdist's own order); the items of a file keep theirs."""
+  counts = {}
+  for item in items:
+    counts[item.path] = counts.get(item.path, 0) + 1
+  def key(item):
+    name = item.path.name
+    return (LONGEST.index(name) if name in LONGEST else len(LONGEST), -counts[item.path],
+            str(item.path))
+  return sorted(items, key=key)
+
+
 def pytest_collection_modifyitems(items):
+  items[:] = _file_order(items)
   for item in items:
     if {item.path.name, f"{item.path.name}::{item.originalname}"} & SLOW:
       item.add_marker(pytest.mark.slow)
