@@ -22,9 +22,9 @@ from pallasbench_dataset.evaluate import evaluate, main as evaluate_main
 from pallasbench_dataset.evaluation.protocol import ExportRequest
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.tasks.info import precision_table
-from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS, check_precision
-from pallasbench_dataset.tolerance import (BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare,
+from pallasbench_dataset.precision import (BFLOAT16, FLOAT32, PRECISIONS, check_precision,
                                            tolerance_for)
+from pallasbench_dataset.tolerance import BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare
 from tests.test_tasks import _degeneracy_failures
 
 SPECS = list_tasks()
@@ -57,7 +57,7 @@ def _floating(x) -> bool:
 # Tasks at a precision
 
 def test_the_precisions_are_named_once_and_unknown_ones_are_refused():
-  assert PRECISIONS == (FLOAT32, BFLOAT16) == ("float32", "bfloat16")
+  assert tuple(PRECISIONS) == (FLOAT32, BFLOAT16) == ("float32", "bfloat16")
   assert check_precision("bfloat16") == "bfloat16"
   with pytest.raises(ValueError, match="unknown precision 'float16'; valid precisions: "
                                        "float32, bfloat16"):
