@@ -3026,7 +3026,7 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
              rf.record(trees, "relu", "tpu")]
   merged = rec.merge_runs([_card_run(trees, tmp_path, "a", records)])
   summary = rows.summary_rows(merged, trees, "medium")
-  configs = build._config_rows(merged, summary, (), ())
+  configs = build._config_rows(merged, {"float32": summary, "bfloat16": ()}, ())
   assert list(configs) == ["default", "runs"]
   assert {s: [r["Op_Name"] for r in v] for s, v in configs["default"].items()} == {
       "level_1": ["relu"], "level_3": ["flash_attention"]}
@@ -3035,7 +3035,8 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
   with_artifacts = dataclasses.replace(merged, published_artifacts=tuple(
       ("a", a) for a in rf.artifacts_for(records[:1])))
   candidate = _candidate_row("a")
-  configs = build._config_rows(with_artifacts, summary, (), [candidate])
+  configs = build._config_rows(with_artifacts, {"float32": summary, "bfloat16": ()},
+                               [candidate])
   assert list(configs) == ["default", "runs", "artifacts", "candidates"]
   assert configs["artifacts"] == {"train": [
       {**schema.config_row(a), "run_name": "a", "primary": True}
