@@ -14,8 +14,7 @@ import dataclasses
 import functools
 from typing import Protocol
 
-from pallasbench_dataset import precision as precisions
-from pallasbench_dataset.precision import DEFAULT_PRECISION
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, precision_order
 
 
 class Evaluated(Protocol):
@@ -32,7 +31,7 @@ def precision_field(precision: str) -> dict[str, str]:
   `{"precision": ...}` at any other, so that a float32 key finds what was stored before
   precisions were noted. An unknown precision is named as it is, so that the message that
   refuses it can name its evaluation."""
-  described = precisions.PRECISIONS.get(precision)
+  described = PRECISIONS.get(precision)
   return {} if described is not None and described.seed else {"precision": precision}
 
 
@@ -66,7 +65,7 @@ class EvalKey:
     return "/".join((self.size, *precision_field(self.precision).values()))
 
   def _order(self) -> tuple[str, str, str, int, str]:
-    return (self.task, self.variant, self.size, precisions.precision_order(self.precision),
+    return (self.task, self.variant, self.size, precision_order(self.precision),
             self.candidate or "")
 
   def __lt__(self, other: EvalKey) -> bool:

@@ -33,9 +33,9 @@ class Precision:
 
   @property
   def suffix(self) -> str:
-    """What its plots' file names and the card's per-precision keys end in: "" for the
-    default config, "_bf16" for the `bf16` one."""
-    return "" if self.config == "default" else f"_{self.config}"
+    """What its plots' file names end in: nothing for the seed's (the default config's),
+    "_" and its config's name for another (`speedup_bf16.png`)."""
+    return "" if self.seed else f"_{self.config}"
 
 
 FLOAT32: Final = "float32"
