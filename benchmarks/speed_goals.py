@@ -33,7 +33,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS
+from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS, precision_order
 
 # The goals' families (the rest are memory-bound).
 CONTRACTION: Final = ("matmul", "matmul_relu", "matmul_gelu", "matmul_silu", "linear_bias_relu",
@@ -110,7 +110,7 @@ def contraction_rates(run: pathlib.Path) -> list[dict[str, Any]]:
                    "tflops": roofline.get("achieved_tflops"),
                    "xla_tflops": roofline.get("baseline_tflops")})
   order = {name: n for n, name in enumerate(CONTRACTION)}
-  return sorted(rows, key=lambda r: (order[r["task"]], PRECISIONS.index(r["precision"]),
+  return sorted(rows, key=lambda r: (order[r["task"]], precision_order(r["precision"]),
                                      SIZES.index(r["size"])))
 
 

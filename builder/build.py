@@ -8,7 +8,8 @@ The folder (exactly what the Hub repo holds):
     README.md                                  the generated card
     default/level_{1,2,3}-00000-of-00001.parquet   one SummaryRow per task at the headline size
                                                  (float32)
-    bf16/level_{1,2,3}-00000-of-00001.parquet      the same at bfloat16 (only when measured)
+    bf16/level_{1,2,3}-00000-of-00001.parquet      the same at bfloat16 (only when measured; each
+                                                 precision's in its `Precision.config`)
     runs/train-00000-of-00001.parquet          every EvalRecord (task x variant x size)
     artifacts/train-00000-of-00001.parquet     Artifacts rows (only when a run recorded them)
     candidates/train-00000-of-00001.parquet    CandidateRow rows (only with population runs)
@@ -19,8 +20,8 @@ The folder (exactly what the Hub repo holds):
     kernels_tpu/*.py, kernels_gpu/*.py         both kernel trees
     plots/speedup.png, plots/roofline.png (float32), plots/speedup_bf16.png and
                                                  plots/roofline_bf16.png (the bf16 config's,
-                                                 only when measured), plots/candidates.png (with
-                                                 population runs)
+                                                 only when measured; `Precision.suffix`),
+                                                 plots/candidates.png (with population runs)
     results/<run>/manifest.json, records.jsonl, artifacts.jsonl   the raw records, as measured
                                                  (and candidates.jsonl of a population run)
 
@@ -51,7 +52,7 @@ import pandas as pd
 from pallasbench_dataset import analysis, schema
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population.candidates import CANDIDATES
-from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
+from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS, Precision
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
@@ -65,7 +66,7 @@ from builder.rows import summary_rows
 from builder.sections.inputs import CardInputs
 from builder.sections.rebuild import rebuild_command
 from builder.trees import KernelTrees, check_sha256, fix_patch
-from builder.validate import EXPECTED_FEATURES, validate_folder
+from builder.validate import config_features, validate_folder
 
 __all__ = ["BuildError", "BuildSummary", "KernelTrees", "build_dataset", "hardware_of"]
 
@@ -163,8 +164,8 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   lost = missing_artifacts(runs)
   check_artifacts(lost, allow_partial=allow_partial)
   headline_view = merged.at_precision(DEFAULT_PRECISION)  # BuildSummary's, the float32 plots
-  rows = summary_rows(merged, trees, headline)
-  bf16_rows = summary_rows(merged, trees, headline, BFLOAT16)
+  tables = {p: summary_rows(merged, trees, headline, p) for p in PRECISIONS}  # a config each
+  rows = tables[DEFAULT_PRECISION]
   repro, changes = repeats.pairs(headline_view), _verdict_changes(headline_view)
   bf16_view = merged.at_precision(BFLOAT16)  # pairs of one precision: the card's part for it
   bf16_repeats = {"repro_bf16": repeats.pairs(bf16_view),
@@ -179,7 +180,7 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   out_dir.parent.mkdir(parents=True, exist_ok=True)
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
-    _write_folder(staging, runs=runs, merged=merged, rows=rows, bf16_rows=bf16_rows, trees=trees,
+    _write_folder(staging, runs=runs, merged=merged, tables=tables, trees=trees,
                   repro=repro, changes=changes, bf16_repeats=bf16_repeats, headline=headline,
                   repo_id=repo_id, rebuild=rebuild, missing=missing, lost_artifacts=lost,
                   populations=populations,
@@ -288,13 +289,13 @@ def _by_level(rows: Sequence[schema.SummaryRow]) -> dict[str, list[dict[str, Any
   return {s: v for s, v in splits.items() if v}
 
 
-def _config_rows(merged: Merged, rows: Sequence[schema.SummaryRow],
-                 bf16_rows: Sequence[schema.SummaryRow],
+def _config_rows(merged: Merged, tables: Mapping[str, Sequence[schema.SummaryRow]],
                  candidates: Sequence[schema.CandidateRow]
                  ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-  """config -> split -> JSON rows; empty splits and configs are left out (a float32 build has
-  no `bf16` config)."""
-  configs = {"default": _by_level(rows), "bf16": _by_level(bf16_rows),
+  """config -> split -> JSON rows: each precision's headline table in its config
+  (`Precision.config`), then the others; empty splits and configs are left out (a float32
+  build has no `bf16` config)."""
+  configs = {**{PRECISIONS[p].config: _by_level(rows) for p, rows in tables.items()},
              "runs": {"train": _published(merged, merged.published, schema.RunRow)},
              "artifacts": {"train": _published(merged, merged.published_artifacts,
                                                schema.ArtifactRow)},
@@ -329,7 +330,7 @@ def _write_configs(folder: pathlib.Path, configs: Mapping[str, Mapping[str, list
   from datasets.utils.metadata import MetadataConfigs  # pylint: disable=import-outside-toplevel
   metadata, infos = {}, {}
   for name, splits in configs.items():
-    features = schema.features_of(EXPECTED_FEATURES[name])
+    features = schema.features_of(config_features()[name])
     split_dict, download = datasets.SplitDict(), 0
     for split, rows in splits.items():
       path = folder / name / f"{split}-00000-of-00001.parquet"
@@ -392,7 +393,8 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
         shutil.copyfile(run.path / name, dest / name)
 
 
-def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, rows, bf16_rows,
+def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged,
+                  tables: Mapping[str, Sequence[schema.SummaryRow]],
                   trees: KernelTrees, repro: pd.DataFrame | None,
                   changes: pd.DataFrame | None, bf16_repeats: Mapping[str, pd.DataFrame | None],
                   headline: str, repo_id: str, rebuild: str, missing, lost_artifacts,
@@ -401,23 +403,17 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
   candidates = candidate_rows(populations)
   shipped = ({"path": shipped_source.ship(*source, folder), "commit": source[1]}
              if source else None)
+  rows = tables[DEFAULT_PRECISION]
   headline_view = merged.at_precision(DEFAULT_PRECISION)  # the prompts pose float32 tasks
   fine_tuning = training.config_rows(headline_view, trees, headline, candidates)
-  configs = {**_config_rows(merged, rows, bf16_rows, candidates), **fine_tuning}
+  configs = {**_config_rows(merged, tables, candidates), **fine_tuning}
   metadata, infos = _write_configs(folder, configs)
   _write_sources(folder, [*runs, *populations], rows, trees)
   (folder / "plots").mkdir()
-  (folder / "plots" / "speedup.png").write_bytes(plots.speedup_png(
-      rows, comparable=plots.comparable(headline_view.records, headline), size=headline,
-      runs=_runs_of(headline_view, headline)))
-  (folder / "plots" / "roofline.png").write_bytes(plots.roofline_png(headline_view.records))
-  if bf16_rows:
-    bf16_records = merged.at_precision(BFLOAT16).records
-    (folder / "plots" / "speedup_bf16.png").write_bytes(plots.speedup_png(
-        bf16_rows, comparable=plots.comparable(bf16_records, headline), precision=BFLOAT16,
-        size=headline, runs=_runs_of(merged.at_precision(BFLOAT16), headline)))
-    (folder / "plots" / "roofline_bf16.png").write_bytes(plots.roofline_png(
-        bf16_records, precision=BFLOAT16))
+  for precision, table in tables.items():
+    if table:
+      _write_plots(folder / "plots", PRECISIONS[precision], table, merged.at_precision(precision),
+                   headline)
   if populations:
     (folder / "plots" / "candidates.png").write_bytes(plots.candidates_png(candidates))
   counts = {c: {s: len(v) for s, v in splits.items()} for c, splits in configs.items()}
@@ -431,6 +427,19 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged, 
           populations=populations, candidates=candidates, source=shipped,
           fine_tuning=fine_tuning)))
   (folder / "README.md").write_text(text)
+
+
+def _write_plots(folder: pathlib.Path, precision: Precision, rows: Sequence[schema.SummaryRow],
+                 view: Merged, headline: str) -> None:
+  """The speedup plot of one precision's config and the roofline of its records (`view`),
+  named by the precision's suffix (`speedup.png`, `speedup_bf16.png`); their titles name the
+  precision unless it is the seed's (the default config's)."""
+  named = None if precision.seed else precision.name
+  (folder / f"speedup{precision.suffix}.png").write_bytes(plots.speedup_png(
+      rows, comparable=plots.comparable(view.records, headline), precision=named,
+      size=headline, runs=_runs_of(view, headline)))
+  (folder / f"roofline{precision.suffix}.png").write_bytes(plots.roofline_png(
+      view.records, precision=named))
 
 
 def _runs_of(view: Merged, size: str) -> list[str]:

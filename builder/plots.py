@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, Final
 
-from pallasbench_dataset.precision import BFLOAT16
+from pallasbench_dataset.precision import get_precision
 from pallasbench_dataset.schema import CandidateRow, EvalRecord, Status, SummaryRow
 
 _DPI = 100
@@ -309,8 +309,7 @@ def _roofs(records: Sequence[EvalRecord]) -> dict[str, tuple[float | None, float
   for r in records:
     info = r.run
     if info is not None and (info.ceiling_copy_gbps or info.ceiling_read_gbps):
-      peak = (info.ceiling_matmul_bf16_tflops if r.precision == BFLOAT16
-              else info.ceiling_matmul_tflops)
+      peak = getattr(info, f"ceiling_{get_precision(r.precision).ceiling}")
       bandwidth = max(v for v in (info.ceiling_copy_gbps, info.ceiling_read_gbps) if v)
       label = f"ceilings of run {info.run_id}, GPU {info.gpu_index} (the card's table): "
     else:

@@ -19,7 +19,7 @@ from typing import Any, Final
 from pallasbench_dataset import schema
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.keys import EvalKey
-from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, precision_order
 from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord
 from pallasbench_dataset.tasks import TASKS, Size
 
@@ -148,7 +148,7 @@ class Merged:
 
 
 def sort_key(item: EvalRecord | Artifacts) -> tuple[int, str, str, int]:
-  return (TASKS[item.task].task_id, item.variant, item.size, PRECISIONS.index(item.precision))
+  return (TASKS[item.task].task_id, item.variant, item.size, precision_order(item.precision))
 
 
 def read_run(path: pathlib.Path) -> Run:
@@ -431,7 +431,7 @@ def unmeasured(runs: Sequence[Run], merged: Merged, headline: str) -> list[EvalK
   tasks = {r.task for r in merged.records} | {k.task for k in planned}
   wanted = planned | {EvalKey(t, Variant.GPU.value, headline) for t in tasks}
   return sorted(wanted - have, key=lambda k: (k.size != headline, k.size,
-                                               PRECISIONS.index(k.precision),
+                                               precision_order(k.precision),
                                                TASKS[k.task].task_id, k.variant))
 
 

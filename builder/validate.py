@@ -15,13 +15,20 @@ from collections.abc import Mapping
 from typing import Final
 
 from pallasbench_dataset import schema
+from pallasbench_dataset.precision import PRECISIONS
 
-EXPECTED_FEATURES: Final = {"default": schema.SummaryRow, "bf16": schema.SummaryRow,
-                            "runs": schema.RunRow,
+# The configs besides the precisions' headline tables, and the type of their rows.
+EXPECTED_FEATURES: Final = {"runs": schema.RunRow,
                             "artifacts": schema.ArtifactRow, "candidates": schema.CandidateRow,
                             "sft": schema.SftRow, "preference": schema.PreferenceRow}
 # Failures of the disk the check writes its cache to, not of the folder being checked.
 _DISK_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def config_features() -> dict[str, type]:
+  """Every config a card may declare and the type of its rows, in the card's order: each
+  precision's headline table (`Precision.config`: `default`, `bf16`), then EXPECTED_FEATURES."""
+  return {**{p.config: schema.SummaryRow for p in PRECISIONS.values()}, **EXPECTED_FEATURES}
 
 
 class FolderError(ValueError):
@@ -43,7 +50,7 @@ def _card_yaml(folder: pathlib.Path) -> tuple[list[dict], dict[str, dict]]:
 
 def _check_config(folder: pathlib.Path, name: str, info: dict, cache: str) -> dict[str, int]:
   import datasets  # pylint: disable=import-outside-toplevel
-  expected = schema.features_of(EXPECTED_FEATURES[name])
+  expected = schema.features_of(config_features()[name])
   try:
     loaded = datasets.load_dataset(str(folder), name, cache_dir=cache)
   except datasets.exceptions.NonMatchingSplitsSizesError as e:
@@ -77,12 +84,13 @@ def validate_folder(folder: pathlib.Path) -> Mapping[str, Mapping[str, int]]:
   names = [c["config_name"] for c in configs]
   if set(names) != set(infos):
     raise FolderError(f"{folder}: configs {sorted(names)} but dataset_info for {sorted(infos)}")
-  unknown = sorted(set(names) - set(EXPECTED_FEATURES))
+  known = config_features()
+  unknown = sorted(set(names) - set(known))
   if unknown:
-    raise FolderError(f"{folder}: unexpected configs {unknown}; configs: {list(EXPECTED_FEATURES)}")
+    raise FolderError(f"{folder}: unexpected configs {unknown}; configs: {list(known)}")
   if "default" not in names or "runs" not in names:
     raise FolderError(f"{folder}: the card must declare the `default` and `runs` configs")
   with tempfile.TemporaryDirectory(prefix="pallasbench-validate-") as cache:
-    order = sorted(names, key=list(EXPECTED_FEATURES).index)  # default, runs, artifacts, ...
+    order = sorted(names, key=list(known).index)  # default, bf16, runs, artifacts, ...
     counts = {name: _check_config(folder, name, infos[name], cache) for name in order}
   return types.MappingProxyType(counts)

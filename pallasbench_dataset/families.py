@@ -226,7 +226,7 @@ class InputFamily:
   # The precisions at which the family is well conditioned (the XLA baseline at that
   # precision passes it); a task at another precision leaves it out and checks, in its
   # place, the family `replaced_by` names: one conditioned there that reaches the same region.
-  precisions: tuple[str, ...] = PRECISIONS
+  precisions: tuple[str, ...] = tuple(PRECISIONS)
   replaced_by: str | None = None
 
   @property

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from typing import Protocol
 
-from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, precision_order
 
 
 class Evaluated(Protocol):
@@ -27,9 +27,12 @@ class Evaluated(Protocol):
 
 
 def precision_field(precision: str) -> dict[str, str]:
-  """The precision as a stored key names it: not at all at float32, `{"precision": ...}` at any
-  other, so that a float32 key finds what was stored before precisions were noted."""
-  return {} if precision == DEFAULT_PRECISION else {"precision": precision}
+  """The precision as a stored key names it: not at all at the seed's (float32),
+  `{"precision": ...}` at any other, so that a float32 key finds what was stored before
+  precisions were noted. An unknown precision is named as it is, so that the message that
+  refuses it can name its evaluation."""
+  described = PRECISIONS.get(precision)
+  return {} if described is not None and described.seed else {"precision": precision}
 
 
 @functools.total_ordering
@@ -62,7 +65,7 @@ class EvalKey:
     return "/".join((self.size, *precision_field(self.precision).values()))
 
   def _order(self) -> tuple[str, str, str, int, str]:
-    return (self.task, self.variant, self.size, PRECISIONS.index(self.precision),
+    return (self.task, self.variant, self.size, precision_order(self.precision),
             self.candidate or "")
 
   def __lt__(self, other: EvalKey) -> bool:

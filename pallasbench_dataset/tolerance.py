@@ -5,7 +5,8 @@ classes, atol_abs = atol * RMS(ref) (the root mean square of the reference's fin
 the class atol itself when that RMS is 0): atol is a fraction of the output's typical
 magnitude, and rtol governs the small outputs. Records carry the class atol and `atol_used`,
 the absolute tolerance the comparisons applied. Tolerances follow the dtype of the output they
-judge (`tolerance_for`): float32 outputs use `TOLERANCES`, bfloat16 outputs `BF16_TOLERANCES`.
+judge (`precision.tolerance_for`, each precision naming its limits): float32 outputs use
+`TOLERANCES`, bfloat16 outputs `BF16_TOLERANCES`.
 Why atol is scaled, and how the bfloat16 limits follow from bfloat16's rounding and were
 checked against the XLA baseline and against kernels computing below bfloat16:
 docs/tolerance.md.
@@ -72,18 +73,6 @@ BF16_TOLERANCES: Final[Mapping[ToleranceClass, Tolerance]] = {
     ToleranceClass.MATMUL: Tolerance(
         kind=ToleranceClass.MATMUL, rtol=1.6e-2, atol=1e-1, max_rel_l2=1e-2, atol_scale=_RMS),
 }
-# The tolerances by the dtype of the output they judge.
-TOLERANCES_BY_DTYPE: Final[Mapping[str, Mapping[ToleranceClass, Tolerance]]] = {
-    "float32": TOLERANCES, "bfloat16": BF16_TOLERANCES}
-
-
-def tolerance_for(kind: ToleranceClass, dtype: str) -> Tolerance:
-  """The class `kind`'s tolerance for an output of `dtype`; a clear error for a dtype without."""
-  try:
-    return TOLERANCES_BY_DTYPE[str(dtype)][kind]
-  except KeyError:
-    raise ValueError(f"no tolerances for {dtype!r} outputs; outputs are "
-                     f"{' or '.join(TOLERANCES_BY_DTYPE)}") from None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -588,7 +588,7 @@ def test_failed_build_keeps_the_previous_folder(built, tmp_path, monkeypatch):
     build_dataset([run], out, kernel_trees=bad_trees)
   assert _hashes(out) == before
 
-  def broken(records):  # a failure half-way through writing the new folder
+  def broken(records, precision=None):  # a failure half-way through writing the new folder
     raise RuntimeError("disk full")
   monkeypatch.setattr("builder.plots.roofline_png", broken)
   with pytest.raises(RuntimeError, match="disk full"):

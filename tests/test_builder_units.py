@@ -1684,7 +1684,7 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
   assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging left
   for path in out.rglob("*.parquet"):  # typed as the schema, for readers of the files alone
     config = path.relative_to(out).parts[0]
-    features = schema.features_of(validate.EXPECTED_FEATURES[config])
+    features = schema.features_of(validate.config_features()[config])
     assert pq.read_schema(path).remove_metadata() == features.arrow_schema.remove_metadata()
   assert out.stat().st_mode & 0o777 == 0o755
   messages = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == build.__name__]
@@ -1724,7 +1724,7 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
     assert info["download_size"] == sum(p.stat().st_size for p in parquet)
     assert info["dataset_size"] == sum(s["num_bytes"] for s in info["splits"]) > 0
     assert datasets.Features._from_yaml_list(info["features"]) == schema.features_of(
-        validate.EXPECTED_FEATURES[name])
+        validate.config_features()[name])
   assert [(s["name"], s["num_examples"]) for s in infos["default"]["splits"]] == [
       ("level_1", 2), ("level_2", 1), ("level_3", 1)]
 
@@ -3026,7 +3026,7 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
              rf.record(trees, "relu", "tpu")]
   merged = rec.merge_runs([_card_run(trees, tmp_path, "a", records)])
   summary = rows.summary_rows(merged, trees, "medium")
-  configs = build._config_rows(merged, summary, (), ())
+  configs = build._config_rows(merged, {"float32": summary, "bfloat16": ()}, ())
   assert list(configs) == ["default", "runs"]
   assert {s: [r["Op_Name"] for r in v] for s, v in configs["default"].items()} == {
       "level_1": ["relu"], "level_3": ["flash_attention"]}
@@ -3035,7 +3035,8 @@ def test_config_rows_leave_out_empty_splits_and_configs(trees, tmp_path):
   with_artifacts = dataclasses.replace(merged, published_artifacts=tuple(
       ("a", a) for a in rf.artifacts_for(records[:1])))
   candidate = _candidate_row("a")
-  configs = build._config_rows(with_artifacts, summary, (), [candidate])
+  configs = build._config_rows(with_artifacts, {"float32": summary, "bfloat16": ()},
+                               [candidate])
   assert list(configs) == ["default", "runs", "artifacts", "candidates"]
   assert configs["artifacts"] == {"train": [
       {**schema.config_row(a), "run_name": "a", "primary": True}

@@ -15,8 +15,8 @@ from pallasbench_dataset import Size, filters, tolerance
 from pallasbench_dataset.evaluation.judge import checks
 from pallasbench_dataset.families import Affine, InputFamily
 from pallasbench_dataset.tasks import get_task
-from pallasbench_dataset.tolerance import (AtolScale, Comparison, Tolerance, ToleranceClass, compare,
-                                           tolerance_for)
+from pallasbench_dataset.precision import tolerance_for
+from pallasbench_dataset.tolerance import AtolScale, Comparison, Tolerance, ToleranceClass, compare
 
 HALF = Tolerance(kind=ToleranceClass.EXACT, rtol=0.5, atol=0.25)
 

@@ -1,4 +1,5 @@
-"""Precision as a dimension of every task: the registry at bfloat16 and its tolerances.
+"""Precision as a dimension of every task: the registry at bfloat16 and its tolerances, and the
+precisions' own registry, which a third precision (float16, registered here) joins.
 
 A task at bfloat16 draws its floating inputs as at float32 and rounds them, returns what its
 reference returns on them, and is judged by the bfloat16 class of its output's dtype. The
@@ -17,14 +18,27 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallasbench_dataset import Size, get_task, list_tasks, schema
-from pallasbench_dataset.evaluate import evaluate, main as evaluate_main
+import pandas as pd
+from huggingface_hub import DatasetCard
+
+from benchmarks import speed_goals
+from builder import records as rec
+from builder import regenerate
+from builder.build import BuildError, build_dataset
+from pallasbench_dataset import Size, autotune, get_task, list_tasks, precision, schema
+from pallasbench_dataset.evaluate import build_parser as evaluate_parser, evaluate
+from pallasbench_dataset.evaluate import main as evaluate_main
+from pallasbench_dataset.evaluation.judge.ceilings import MATMUL_CEILINGS, Ceilings
+from pallasbench_dataset.evaluation.pipeline import report
 from pallasbench_dataset.evaluation.protocol import ExportRequest
+from pallasbench_dataset.keys import EvalKey, precision_field
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.tasks.info import precision_table
-from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS, check_precision
-from pallasbench_dataset.tolerance import (BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare,
-                                           tolerance_for)
+from pallasbench_dataset.precision import (BFLOAT16, DEFAULT_PRECISION, FLOAT32, PRECISIONS,
+                                           Precision, check_precision, get_precision,
+                                           precision_order, tolerance_for)
+from pallasbench_dataset.tolerance import BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare
+from tests import runfixtures as rf
 from tests.test_tasks import _degeneracy_failures
 
 SPECS = list_tasks()
@@ -57,7 +71,7 @@ def _floating(x) -> bool:
 # Tasks at a precision
 
 def test_the_precisions_are_named_once_and_unknown_ones_are_refused():
-  assert PRECISIONS == (FLOAT32, BFLOAT16) == ("float32", "bfloat16")
+  assert tuple(PRECISIONS) == (FLOAT32, BFLOAT16) == ("float32", "bfloat16")
   assert check_precision("bfloat16") == "bfloat16"
   with pytest.raises(ValueError, match="unknown precision 'float16'; valid precisions: "
                                        "float32, bfloat16"):
@@ -249,3 +263,160 @@ def test_a_kernels_configs_are_per_precision(spec):
   low = module.shape_class(*spec.at_precision(BFLOAT16).input_structs(Size.MEDIUM))
   assert ":" not in wide
   assert low == (wide if spec.name in {"one_hot", "nucleotide_onehot"} else wide + ":bfloat16")
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry: a third precision is one descriptor, and an unknown one is refused where it enters.
+
+FLOAT16 = Precision(name="float16", dtype="float16", itemsize=2, tolerances=BF16_TOLERANCES,
+                    ceiling="matmul_bf16_tflops", seed=False, config="fp16")
+UNKNOWN = "unknown precision 'float16'; valid precisions: float32, bfloat16"
+CHOICE = "invalid choice: 'float16' (choose from 'float32', 'bfloat16')"  # argparse's
+CEILINGS = Ceilings(copy_gbps=3900.0, read_gbps=4000.0, matmul_tflops=400.0, method="cupti",
+                    matmul_bf16_tflops=800.0)
+
+
+@pytest.fixture
+def float16(monkeypatch):
+  """float16 registered beside float32 and bfloat16, for the length of a test."""
+  monkeypatch.setitem(precision.PRECISIONS, FLOAT16.name, FLOAT16)
+  return FLOAT16
+
+
+def test_the_descriptors_say_what_follows_from_each_precision():
+  assert [get_precision(p) for p in PRECISIONS] == list(PRECISIONS.values())
+  single, half = get_precision(FLOAT32), get_precision(BFLOAT16)
+  assert (single.dtype, single.itemsize, single.config, single.suffix) == (
+      "float32", 4, "default", "")
+  assert (half.dtype, half.itemsize, half.config, half.suffix) == ("bfloat16", 2, "bf16", "_bf16")
+  assert [p.name for p in PRECISIONS.values() if p.seed] == [DEFAULT_PRECISION] == [FLOAT32]
+  assert (single.tolerances, half.tolerances) == (TOLERANCES, BF16_TOLERANCES)
+  assert all(jnp.dtype(p.dtype).itemsize == p.itemsize for p in PRECISIONS.values())
+  assert (CEILINGS.matmul_for(FLOAT32), CEILINGS.matmul_for(BFLOAT16)) == (400.0, 800.0)
+  assert {p.ceiling for p in PRECISIONS.values()} <= set(MATMUL_CEILINGS)
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    half.config = "other"  # type: ignore[misc]
+
+
+def test_a_registered_precision_is_a_task_dtype_a_tolerance_a_ceiling_and_a_key(float16,
+                                                                                monkeypatch):
+  spec = get_task("layernorm").at_precision("float16")
+  assert spec.precision == "float16" and spec.output_dtype == "float16"
+  assert {i.dtype for i in spec.inputs} == {"float16"}
+  assert spec.tolerance == BF16_TOLERANCES[spec.tolerance_class]
+  assert tolerance_for(ToleranceClass.MATMUL, "float16") == BF16_TOLERANCES[ToleranceClass.MATMUL]
+  x = spec.make_inputs(Size.SMALL, SEED)[0]
+  assert x.dtype == jnp.float16
+  assert spec.at_precision(FLOAT32) is get_task("layernorm")
+  assert CEILINGS.matmul_for("float16") == 800.0  # its own rate, not float32's
+  key = EvalKey("relu", "gpu", "medium", "float16")
+  assert key.label() == "relu/gpu/medium/float16" and precision_field("float16") == {
+      "precision": "float16"}
+  keys = [key, EvalKey("relu", "gpu", "medium", BFLOAT16), EvalKey("relu", "gpu", "medium")]
+  assert [k.precision for k in sorted(keys)] == [FLOAT32, BFLOAT16, "float16"]
+  assert evaluate_parser().parse_args(
+      ["--task", "relu", "--kernel", "k.py", "--precision", "float16"]).precision == "float16"
+  unmeasured = dataclasses.replace(FLOAT16, name="float8", ceiling="matmul_fp8_tflops")
+  monkeypatch.setitem(precision.PRECISIONS, "float8", unmeasured)
+  with pytest.raises(ValueError, match="precision 'float8' is held against 'matmul_fp8_tflops', "
+                                       "which the judge does not measure"):
+    CEILINGS.matmul_for("float8")
+
+
+def _float16(records):
+  """The same evaluations at float16, each kernel 1.25 times slower than at float32, so that a
+  float16 figure can be told from a float32 one."""
+  out = []
+  for r in records:
+    runtime = None if r.runtime_ms is None else r.runtime_ms * 1.25
+    speedup = None if runtime is None or r.baseline_ms is None else r.baseline_ms / runtime
+    out.append(dataclasses.replace(r, precision="float16", runtime_ms=runtime, speedup=speedup))
+  return out
+
+
+def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_path):
+  trees = rf.write_tree(tmp_path / "trees")
+  records = rf.standard_records(trees)
+  single = rf.write_run(tmp_path / "run-a", records, rf.artifacts_for(records))
+  half = _float16(records)
+  artifacts = [dataclasses.replace(a, precision="float16") for a in rf.artifacts_for(half)]
+  run16 = rf.write_run(tmp_path / "run-b", half, artifacts, precisions=["float16"])
+  summary = build_dataset([single, run16], tmp_path / "out", kernel_trees=trees, repo_id="org/pb")
+  out = summary.out_dir
+  assert summary.rows["fp16"] == summary.rows["default"] == {
+      "level_1": 2, "level_2": 1, "level_3": 1}
+  data = DatasetCard.load(out / "README.md").data.to_dict()
+  assert {"default", "fp16", "runs"} <= {c["config_name"] for c in data["configs"]}
+  assert "fp16" in {i["config_name"] for i in data["dataset_info"]}
+  fixed = {r.task: r for r in half if r.variant == "gpu"}
+  rows = [row for split in sorted((out / "fp16").glob("*.parquet"))
+          for row in pd.read_parquet(split).itertuples()]
+  assert sorted(row.Op_Name for row in rows) == sorted(fixed)
+  for row in rows:
+    assert (row.Pallas_Runtime, row.Pallas_Speedup) == (fixed[row.Op_Name].runtime_ms,
+                                                        fixed[row.Op_Name].speedup)
+  assert all("float16" in row.JAX_Code_Functional for row in rows)  # it draws float16 inputs
+  runs = pd.read_parquet(next((out / "runs").glob("*.parquet")))
+  assert runs.groupby("precision").size().to_dict() == {"float16": 8, "float32": 8}
+  plots = sorted(p.name for p in (out / "plots").iterdir())
+  assert plots == ["roofline.png", "roofline_fp16.png", "speedup.png", "speedup_fp16.png"]
+  assert "### Size `medium` (float16)" in (out / "README.md").read_text()
+  alone = build_dataset([single], tmp_path / "alone", kernel_trees=trees, repo_id="org/pb").out_dir
+  assert (out / "default" / "level_1-00000-of-00001.parquet").read_bytes() == (
+      alone / "default" / "level_1-00000-of-00001.parquet").read_bytes()
+
+
+def _refusals(tmp_path):
+  """Each place a precision enters, asked for float16 while it is not registered: (what is
+  called, the error it must raise, the message it must say)."""
+  trees = rf.write_tree(tmp_path / "trees")
+  relu = rf.record(trees, "relu")
+  bad_record = rf.write_run(tmp_path / "record", [dataclasses.replace(relu, precision="float16")])
+  bad_plan = rf.write_run(tmp_path / "plan", [relu], precisions=["float16"])
+  run = rf.write_run(tmp_path / "run", [relu])
+  return {
+      "get_precision": (lambda: get_precision("float16"), ValueError, UNKNOWN),
+      "check_precision": (lambda: check_precision("float16"), ValueError, UNKNOWN),
+      "precision_order": (lambda: precision_order("float16"), ValueError, UNKNOWN),
+      "at_precision": (lambda: get_task("relu").at_precision("float16"), ValueError, UNKNOWN),
+      "tolerance_for": (lambda: tolerance_for(ToleranceClass.EXACT, "float16"), ValueError,
+                        "no tolerances for 'float16' outputs; outputs are float32 or bfloat16"),
+      "matmul_for": (lambda: CEILINGS.matmul_for("float16"), ValueError, UNKNOWN),
+      "EvalKey order": (lambda: sorted([EvalKey("relu", "gpu", "medium", "float16"),
+                                        EvalKey("relu", "gpu", "medium")]), ValueError, UNKNOWN),
+      "evaluate": (lambda: evaluate("relu", source="def kernel(x, interpret=False): return x",
+                                    precision="float16", device="cpu"), ValueError, UNKNOWN),
+      "a record": (lambda: rec.read_run(bad_record), BuildError, "unknown precision 'float16'"),
+      "a manifest": (lambda: rec.read_run(bad_plan), BuildError, "unknown precision 'float16'"),
+      "evaluate's CLI": (lambda: evaluate_parser().parse_args(
+          ["--task", "relu", "--kernel", "k.py", "--precision", "float16"]), SystemExit,
+          CHOICE),
+      "regenerate's CLI": (lambda: regenerate.build_parser().parse_args(
+          ["--precisions", "float16"]), SystemExit,
+          "invalid choice(s) ['float16'] (choose from float32, bfloat16"),
+      "the report's CLI": (lambda: report.main([str(run), "--precisions", "float16"]),
+                           SystemExit, CHOICE),
+      "the speed goals' CLI": (lambda: speed_goals.main([str(run), "--precision", "float16"]),
+                               SystemExit, CHOICE),
+  }
+
+
+REFUSALS = ("get_precision", "check_precision", "precision_order", "at_precision",
+            "tolerance_for", "matmul_for", "EvalKey order", "evaluate", "a record", "a manifest",
+            "evaluate's CLI", "regenerate's CLI", "the report's CLI", "the speed goals' CLI")
+
+
+@pytest.mark.parametrize("entry", REFUSALS)
+def test_an_unknown_precision_is_refused_with_the_valid_ones_where_it_enters(entry, tmp_path,
+                                                                             capsys):
+  call, error, message = _refusals(tmp_path)[entry]
+  with pytest.raises(error) as raised:
+    call()
+  said = capsys.readouterr().err if error is SystemExit else str(raised.value)
+  assert message in said
+
+
+def test_autotune_refuses_an_unknown_precision(tmp_path, capsys):
+  assert autotune.main(["--tasks", "relu", "--precisions", "float16", "--allow-cpu",
+                        "--results", str(tmp_path / "tuned.jsonl")]) == 2
+  assert f"error: {UNKNOWN}" in capsys.readouterr().err

@@ -28,11 +28,11 @@ import numpy as np
 from pallasbench_dataset.families import (
     Affine, EndIds, InputFamily, MatchedRows, OutOfRangeIds, Rounded, ScaledCopy, SetTo, Spikes,
     Transform, ZeroRows)
-from pallasbench_dataset.precision import DEFAULT_PRECISION, FLOAT32, check_precision
+from pallasbench_dataset.precision import DEFAULT_PRECISION, FLOAT32, get_precision, tolerance_for
 from pallasbench_dataset.inputs import (
     INT32, BinaryMask, Dims, DNACodes, FanInNormal, InputSpec, Integers, Normal, OneHotDNA,
     SoftmaxRows, Uniform)
-from pallasbench_dataset.tolerance import Tolerance, ToleranceClass, tolerance_for
+from pallasbench_dataset.tolerance import Tolerance, ToleranceClass
 
 
 class Size(enum.StrEnum):
@@ -94,16 +94,17 @@ class TaskSpec:
     conditioned there (InputFamily.precisions). At the task's own precision, the spec itself
     (float32: today's spec, the same inputs bit for bit). The output dtype is the declared one
     (`output_follows_precision`); tests/test_precision.py holds it to what the reference returns."""
-    if check_precision(precision) == self.precision:
+    wanted = get_precision(precision)
+    if wanted.name == self.precision:
       return self
-    base = self if self.precision == FLOAT32 else TASKS[self.name]
-    if precision == FLOAT32:
+    base = self if self.precision == DEFAULT_PRECISION else TASKS[self.name]
+    if wanted.seed:
       return base
-    inputs = tuple(dataclasses.replace(i, dtype=precision) if _floating(i.dtype) else i
+    inputs = tuple(dataclasses.replace(i, dtype=wanted.dtype) if _floating(i.dtype) else i
                    for i in base.inputs)
     follows = (base.output_follows_precision and _floating(base.output_dtype)
                and any(_floating(i.dtype) for i in base.inputs))
-    output_dtype = precision if follows else base.output_dtype
+    output_dtype = wanted.dtype if follows else base.output_dtype
     families = tuple(f for f in base.families if precision in f.precisions)
     return dataclasses.replace(base, inputs=inputs, output_dtype=output_dtype,
                                families=families, precision=precision)
@@ -198,7 +199,7 @@ class TaskSpec:
   def min_bytes(self, size: Size | str | Dims) -> int:
     """The fewest bytes a kernel must move: `io_bytes`, except for gathers (rows touched)."""
     if self.touched_bytes is not None:
-      return int(self.touched_bytes(self.dims(size), np.dtype(self.precision).itemsize))
+      return int(self.touched_bytes(self.dims(size), get_precision(self.precision).itemsize))
     return self.io_bytes(size)
 
 

@@ -15,10 +15,9 @@ import sys
 from collections.abc import Sequence
 
 from pallasbench_dataset.inputs import InputSpec
-from pallasbench_dataset.precision import BFLOAT16, FLOAT32
+from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS
 from pallasbench_dataset.tasks import (
     HEADLINE_SIZE, LEVEL_SPLITS, Size, TaskSpec, get_task, input_family_rows, list_tasks)
-from pallasbench_dataset.tolerance import TOLERANCES_BY_DTYPE
 
 
 def listing() -> str:
@@ -105,7 +104,7 @@ def _task_row(spec: TaskSpec) -> str:
 def _tolerance_rows() -> list[str]:
   rows = ["| output dtype | class | rtol | atol | atol is a fraction of | relative L2 <= |",
           "|---|---|---|---|---|---|"]
-  for dtype, classes in TOLERANCES_BY_DTYPE.items():
+  for dtype, classes in ((p.dtype, p.tolerances) for p in PRECISIONS.values()):
     rows += [f"| {dtype} | {kind.value} | {tol.rtol:g} | {tol.atol:g} | {tol.atol_scale.value} | "
              f"{'-' if tol.max_rel_l2 is None else f'{tol.max_rel_l2:g}'} |"
              for kind, tol in classes.items()]

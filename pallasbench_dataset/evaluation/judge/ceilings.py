@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from pallasbench_dataset.evaluation.judge.timing import TimingMethod, time_interleaved
-from pallasbench_dataset.precision import BFLOAT16
+from pallasbench_dataset.precision import get_precision
 
 COPY_ELEMENTS: Final = 1 << 28   # 1 GiB of float32
 MATMUL_N: Final = 8192
@@ -40,9 +40,14 @@ class Ceilings:
     return max(rates) if rates else None
 
   def matmul_for(self, precision: str) -> float | None:
-    """The matmul rate a task at `precision` is held against (None: not measured, so no
-    compute ceiling; never the other precision's rate)."""
-    return self.matmul_bf16_tflops if precision == BFLOAT16 else self.matmul_tflops
+    """The matmul rate a task at `precision` is held against, the one its descriptor names
+    (None: not measured, so no compute ceiling; never another precision's rate). A ValueError
+    for an unknown precision, or one whose rate is not measured here."""
+    ceiling = get_precision(precision).ceiling
+    if ceiling not in MATMUL_CEILINGS:
+      raise ValueError(f"precision {precision!r} is held against {ceiling!r}, which the judge "
+                       f"does not measure; measured matmul rates: {', '.join(MATMUL_CEILINGS)}")
+    return getattr(self, ceiling)
 
   def to_json(self) -> dict:
     return {"copy_gbps": self.copy_gbps, "read_gbps": self.read_gbps,
@@ -61,6 +66,8 @@ class Ceilings:
                     method=self.method)
 
 
+# The matmul rates measured, by the names precisions give them (Precision.ceiling).
+MATMUL_CEILINGS: Final = ("matmul_tflops", "matmul_bf16_tflops")
 NOT_MEASURED: Final = Ceilings(copy_gbps=None, read_gbps=None, matmul_tflops=None,
                                method="not measured (CPU: interpret-mode timings are not comparable)")
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, read_records
 from pallasbench_dataset.keys import EvalKey
-from pallasbench_dataset.precision import PRECISIONS
+from pallasbench_dataset.precision import PRECISIONS, precision_order
 from pallasbench_dataset.schema import EvalRecord
 
 MEMORY_BOUND_CATEGORIES = ("activation", "elementwise")
@@ -50,7 +50,7 @@ def table(records: Sequence[EvalRecord]) -> str:
             f"{'kernel ms':>10} {'xla ms':>9} {'speedup':>7} {'eager ms':>9} {'vs eager':>8} "
             f"{'compile s':>9} {'gpu':>3}  rate (share of ceiling)")
   lines = [header, "-" * len(header)]
-  for r in sorted(records, key=lambda r: (r.task_id, PRECISIONS.index(r.precision), r.size,
+  for r in sorted(records, key=lambda r: (r.task_id, precision_order(r.precision), r.size,
                                           r.variant)):
     compile_s = r.compile.compile_s if r.compile else None
     gpu = r.run.gpu_index if r.run else None

@@ -42,7 +42,7 @@ from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.keys import EvalKey
-from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS
+from pallasbench_dataset.precision import DEFAULT_PRECISION, precision_order
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
 from pallasbench_dataset.tasks import TaskSpec
@@ -80,7 +80,7 @@ def _planned_precisions(manifest: Mapping) -> list[str]:
 
 
 def _precisions(items: Sequence[WorkItem]) -> list[str]:
-  return sorted({i.precision for i in items}, key=PRECISIONS.index)
+  return sorted({i.precision for i in items}, key=precision_order)
 
 
 def _read_lines(path: pathlib.Path, cls: type) -> list[tuple[str, object]]:
