@@ -1,11 +1,17 @@
-"""Test session setup: CPU backend, 32-bit JAX, no GPU needed; the slow tests marked."""
+"""Test session setup: CPU backend, 32-bit JAX, no GPU needed, one persistent compilation
+cache for the run; the slow tests marked."""
 
 import os
+import pathlib
+import shutil
+import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402  (after the platform is chosen)
 import pytest  # noqa: E402
+
+from pallasbench_dataset.evaluation.judge import compile_profile  # noqa: E402
 
 # What takes minutes on two cores: whole evaluations (exporter and judge processes, Dask
 # clusters) and sweeps that run every kernel, tuned config or precision in interpret mode. A
@@ -53,11 +59,34 @@ LONGEST = ("test_tuned_configs.py", "test_suite.py", "test_population.py", "test
            "test_module_analysis.py", "test_autotune.py", "test_release.py")
 
 
+# Most of the suite's time is XLA compiling, and the same programs (references, input draws,
+# interpret-mode kernels) are compiled again by each xdist worker and each judge process the
+# tests start. The run's first process (xdist's controller, or the only one) makes a folder
+# for JAX's persistent compilation cache and names it in the environment, which the workers
+# and the processes the tests start inherit; it removes the folder at the end. Processes that
+# set a cache of their own (the pipeline's compile stage and judges, the autotuner's compile
+# children, tests of the cache) use theirs instead. The sandbox gives the exporter a scrubbed
+# environment, so candidate code never learns of the folder (and the walls let it write
+# nothing outside its scratch). A cache dir already in the environment is used as it is, and
+# kept: a CI job can carry one from run to run.
+_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def _share_compilation_cache(config):
+  if not hasattr(config, "workerinput") and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    folder = tempfile.mkdtemp(prefix="pallasbench-tests-jax-cache-")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ.update(_CACHE_ENV, JAX_COMPILATION_CACHE_DIR=folder)
+  compile_profile.use_persistent_cache(pathlib.Path(os.environ["JAX_COMPILATION_CACHE_DIR"]))
+
+
 def pytest_configure(config):
   """xdist's loadscope hands the files out by their number of tests unless told to keep the
   collection's order, which `pytest_collection_modifyitems` makes longest first."""
   if config.pluginmanager.hasplugin("xdist"):
     config.option.loadscopereorder = False
+  _share_compilation_cache(config)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -278,6 +278,7 @@ def test_a_compile_past_its_budget_is_killed_and_the_others_are_kept(tmp_path):
   module = load_module(SLOW_KERNEL, str(path))
   cache = tmp_path / "cache"
   structs = (jax.ShapeDtypeStruct((8,), jnp.float32),)
+  previous = jax.config.jax_compilation_cache_dir  # the run's cache (tests/conftest.py)
   compile_profile.use_persistent_cache(cache)
   try:
     start = time.monotonic()
@@ -285,7 +286,7 @@ def test_a_compile_past_its_budget_is_killed_and_the_others_are_kept(tmp_path):
         module, [{"slow": False}, {"slow": True}], structs, interpret=True, workers=2,
         budget_s=25.0, cache_dir=cache)
   finally:
-    jax.config.update("jax_compilation_cache_dir", None)
+    jax.config.update("jax_compilation_cache_dir", previous)
   assert time.monotonic() - start < 120
   assert fast_error is None and float(fast(jnp.ones(8, jnp.float32))[0]) == pytest.approx(0.841471)
   assert slow is None and "past its 25 s budget" in slow_error
