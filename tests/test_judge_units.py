@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import json
 import math
+import secrets
 import shutil
 import subprocess
 import sys
@@ -1808,10 +1809,12 @@ def test_compile_empties_the_dump_folder_and_reads_only_its_own_ptx(tmp_path):
   (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("stale ptx")
   (dump / "module_0002.jit__randint.config.pbtxt").write_text("another module")
   struct = jax.ShapeDtypeStruct((8,), jnp.float32)
-  exported = jax.export.export(jax.jit(jnp.sin), platforms=("cpu",))(struct)
+  # A module no other test compiles (the suite shares one persistent cache): a fresh compile.
+  scale = 1.0 + secrets.randbelow(2**20) / 2**20
+  exported = jax.export.export(jax.jit(lambda x: jnp.sin(x) * scale), platforms=("cpu",))(struct)
   artifact = compile_exported(exported, [struct], dump)
   assert artifact.ptx == () and list(dump.iterdir()) == [] and artifact.cache_hit is False
-  assert np.allclose(artifact.executable(jnp.ones(8)), np.sin(1.0))
+  assert np.allclose(artifact.executable(jnp.ones(8)), np.sin(1.0) * scale)
 
 
 # One compile of artifact `a` (x * 2) or `b` (x * 3) in a fresh process through the run's
