@@ -62,7 +62,7 @@ from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, check_p
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
 from pallasbench_dataset.tolerance import compare
 
-DEFAULT_COMPILE_BUDGET_S: Final = budgets.STAGE_BUDGETS_S["gpu"][budgets.COMPILE]  # the pipeline's
+DEFAULT_COMPILE_BUDGET_S: Final = budgets.budget_s("gpu", budgets.COMPILE)  # the pipeline's
 FINALISTS: Final = 3
 SCREEN_ITERATIONS: Final = 10
 TABLE_NAME: Final = "TUNED_CONFIGS"

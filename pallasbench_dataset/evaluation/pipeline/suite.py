@@ -306,7 +306,7 @@ class ClusterOptions:
   """Where the stages run: a local cluster (`plan`) unless `scheduler` names one."""
   plan: cluster.WorkerPlan
   scheduler: str | None = None
-  compile_budget_s: float = budgets.STAGE_BUDGETS_S["gpu"][budgets.COMPILE]
+  compile_budget_s: float = budgets.budget_s("gpu", budgets.COMPILE)
   compile_cache: pathlib.Path | None = None  # default: a fresh folder for the run, removed after
 
 
