@@ -586,6 +586,7 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
   puts the checkout there), the library and the interpreter are readable; the kernel trees,
   released data, references, .git and the rest of the checkout are not, and the checkout is
   at most listed (when PYTHONPATH names it, so the import system can search it)."""
+  monkeypatch.delenv("PYTHONPATH", raising=False)
   if where == "checkout on sys.path":
     monkeypatch.chdir(REPO)
     monkeypatch.setattr(sys, "path", [str(REPO), *sys.path])
