@@ -11,6 +11,7 @@ a wall tested only from the main thread is not a wall.
 
 import dataclasses
 import dis
+import errno
 import functools
 import json
 import os
@@ -33,7 +34,8 @@ import pytest
 
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.sandbox import (
-    ALL_WALLS, OUTPUT_CAP, SANDBOX_EXIT, WallsUnavailable, run_sandboxed, tripwire, walls)
+    ALL_WALLS, OUTPUT_CAP, SANDBOX_EXIT, WallsUnavailable, launch, run_sandboxed, tripwire,
+    walls)
 from pallasbench_dataset.tasks import TASKS
 
 MEMORY_BYTES = 4 << 30
@@ -1410,3 +1412,60 @@ def test_the_veil_mounts_nothing_below_a_mount_that_still_propagates(monkeypatch
   with pytest.raises(sandbox.WallsUnavailable, match="still propagate"):
     walls._veil([(str(tmp_path), [str(tmp_path / "inside")])])  # pylint: disable=protected-access
   assert [m[1] for m in libc.mounts] == [b"/"]  # only the propagation change itself
+
+
+def _mode(path) -> int:
+  return os.stat(path, follow_symlinks=False).st_mode & 0o7777
+
+
+def test_removing_a_scratch_folder_never_changes_the_folder_that_holds_it(tmp_path, monkeypatch):
+  """Cleanup opens up the tree's own folders to remove them, never TMPDIR: a first removal of
+  the scratch folder itself that fails (a process still writing into it, a mount on it) must
+  not leave the shared temporary folder closed to every other user."""
+  holder = tmp_path / "tmpdir"
+  holder.mkdir()
+  holder.chmod(0o1777)
+  scratch = holder / f"{launch.SCRATCH_PREFIX}1-2-x"
+  (scratch / "locked").mkdir(parents=True)
+  (scratch / "locked" / "file").write_text("x")
+  (scratch / "locked").chmod(0o500)
+  failed = []
+  rmdir = os.rmdir
+
+  def rmdir_failing_once_at_the_top(name, *args, **kwargs):
+    if os.fspath(name) == str(scratch) and not failed:
+      failed.append(name)
+      raise OSError(errno.ENOTEMPTY, "still being written")
+    return rmdir(name, *args, **kwargs)
+
+  monkeypatch.setattr(os, "rmdir", rmdir_failing_once_at_the_top)
+  launch._remove_tree(scratch)
+  assert failed and not scratch.exists()
+  assert _mode(holder) == 0o1777
+
+
+def test_removing_a_scratch_folder_that_is_gone_changes_nothing(tmp_path):
+  """A second cleanup of one run (its owner's and the orphan sweep's) finds nothing to remove
+  and leaves the folder that held it as it was."""
+  holder = tmp_path / "tmpdir"
+  holder.mkdir()
+  holder.chmod(0o1777)
+  launch._remove_tree(holder / f"{launch.SCRATCH_PREFIX}1-2-x")
+  assert _mode(holder) == 0o1777
+
+
+def test_removing_a_scratch_link_follows_it_nowhere(tmp_path):
+  """A scratch-named link (in TMPDIR anyone can make one) is not a tree: the folder it points
+  at and the folder holding it keep their modes and contents."""
+  holder = tmp_path / "tmpdir"
+  holder.mkdir()
+  holder.chmod(0o1777)
+  elsewhere = tmp_path / "elsewhere"
+  elsewhere.mkdir()
+  elsewhere.chmod(0o755)
+  (elsewhere / "kept").write_text("x")
+  link = holder / f"{launch.SCRATCH_PREFIX}1-2-x"
+  link.symlink_to(elsewhere, target_is_directory=True)
+  launch._remove_tree(link)
+  assert (elsewhere / "kept").read_text() == "x"
+  assert _mode(holder) == 0o1777 and _mode(elsewhere) == 0o755

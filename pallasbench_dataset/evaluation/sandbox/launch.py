@@ -526,14 +526,17 @@ def _started(pid: int) -> int | None:
 
 
 def _remove_tree(path: pathlib.Path) -> None:
-  """Removes a scratch folder, also one whose folders the child made unreadable."""
+  """Removes a scratch folder, also one whose folders the child made unreadable. Only folders
+  of the tree are opened up, never the folder that holds it (TMPDIR), and never through a
+  link (the tree's processes are gone by now: nothing swaps a folder for a link)."""
+  root = os.fspath(path)
 
   def unlock(function, name, _):
-    parent = os.path.dirname(name)
-    for folder in (parent, name):
-      with contextlib.suppress(OSError):
-        if stat.S_ISDIR(os.lstat(folder).st_mode):
-          os.chmod(folder, 0o700)
+    for folder in (os.path.dirname(name), os.fspath(name)):
+      if folder == root or folder.startswith(root + os.sep):
+        with contextlib.suppress(OSError):
+          if stat.S_ISDIR(os.lstat(folder).st_mode):
+            os.chmod(folder, 0o700)
     with contextlib.suppress(FileNotFoundError):
       function(name)
 
