@@ -14,13 +14,17 @@ matmul ceiling once read 331 TFLOP/s against 415-419 in every other run on the s
 from __future__ import annotations
 
 import dataclasses
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import jax
 import jax.numpy as jnp
 
 from pallasbench_dataset.evaluation.judge.timing import TimingMethod, time_interleaved
 from pallasbench_dataset.precision import get_precision
+from pallasbench_dataset.schema import RunInfo
+
+if TYPE_CHECKING:
+  from pallasbench_dataset.evaluation.judge.process import RunIdentity
 
 COPY_ELEMENTS: Final = 1 << 28   # 1 GiB of float32
 MATMUL_N: Final = 8192
@@ -53,6 +57,14 @@ class Ceilings:
     return {"copy_gbps": self.copy_gbps, "read_gbps": self.read_gbps,
             "matmul_tflops": self.matmul_tflops, "matmul_bf16_tflops": self.matmul_bf16_tflops,
             "bandwidth_gbps": self.bandwidth_gbps, "method": self.method}
+
+  def run_info(self, run: RunIdentity) -> RunInfo:
+    """A record's `run`: the run as the driver names it, with these ceilings (the judge's
+    own measurement, on the records of its evaluations and of those it never reported)."""
+    return RunInfo(command=run.command, run_id=run.run_id, gpu_index=run.gpu_index,
+                   ceiling_copy_gbps=self.copy_gbps, ceiling_read_gbps=self.read_gbps,
+                   ceiling_matmul_tflops=self.matmul_tflops,
+                   ceiling_matmul_bf16_tflops=self.matmul_bf16_tflops, ceiling_method=self.method)
 
   def raised(self, other: Ceilings) -> Ceilings:
     """Each ceiling the higher of the two measurements: a measured rate is a lower bound on

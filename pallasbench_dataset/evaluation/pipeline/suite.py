@@ -538,12 +538,12 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
       record, artifacts = future.result()
       last_env = record.environment
     except distributed.KilledWorker as e:
-      record = failure_record(item, last_env, "crash", f"the worker running a stage of it was "
-                              f"lost twice ({e}); retried once, then given up", 0.0)
+      record = failure_record(item, last_env, None, "crash", f"the worker running a stage of it "
+                              f"was lost twice ({e}); retried once, then given up", 0.0)
       artifacts = empty_artifacts(item)
     except Exception as e:  # pylint: disable=broad-except  (a stage's bug: recorded, reported)
       logger.exception("%s: a stage raised", _slug(item))
-      record = failure_record(item, last_env, "harness_error",
+      record = failure_record(item, last_env, None, "harness_error",
                               f"a pipeline stage raised {type(e).__name__}: {e}", 0.0)
       artifacts = empty_artifacts(item)
     if worker is not None:
