@@ -40,6 +40,11 @@ class WorkItem:
   options: EvalOptions = EvalOptions()
   candidate: str | None = None  # a population's candidate id: part of the run's key
   precision: str = DEFAULT_PRECISION  # the task's precision (precision.PRECISIONS)
+  # The source's sha256, hashed once here: its record's and its verdict's key's.
+  kernel_sha256: str = dataclasses.field(init=False, repr=False, compare=False)
+
+  def __post_init__(self) -> None:
+    object.__setattr__(self, "kernel_sha256", sha256(self.source))
 
 
 def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
@@ -121,7 +126,7 @@ _FAILURES: Final = {
 def judge_item(item: WorkItem, export: protocol.ExportOutcome,
                precompiled: dict[str, Precompiled] | None = None) -> JudgeItem:
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
-                   kernel_sha256=sha256(item.source), export=export, options=item.options,
+                   kernel_sha256=item.kernel_sha256, export=export, options=item.options,
                    precompiled=precompiled or {}, candidate=item.candidate,
                    precision=item.precision)
 
