@@ -28,7 +28,9 @@ from builder.build import BuildError, build_dataset
 from pallasbench_dataset import Size, autotune, get_task, list_tasks, precision, schema
 from pallasbench_dataset.evaluate import build_parser as evaluate_parser, evaluate
 from pallasbench_dataset.evaluate import main as evaluate_main
+from pallasbench_dataset.evaluation.judge import ceilings, timing
 from pallasbench_dataset.evaluation.judge.ceilings import MATMUL_CEILINGS, Ceilings
+from pallasbench_dataset.evaluation.judge.process import RunIdentity
 from pallasbench_dataset.evaluation.pipeline import report
 from pallasbench_dataset.evaluation.protocol import ExportRequest
 from pallasbench_dataset.keys import EvalKey, precision_field
@@ -294,6 +296,9 @@ def test_the_descriptors_say_what_follows_from_each_precision():
   assert all(jnp.dtype(p.dtype).itemsize == p.itemsize for p in PRECISIONS.values())
   assert (CEILINGS.matmul_for(FLOAT32), CEILINGS.matmul_for(BFLOAT16)) == (400.0, 800.0)
   assert {p.ceiling for p in PRECISIONS.values()} <= set(MATMUL_CEILINGS)
+  # the names stored records give the rates, each a field of Ceilings
+  assert MATMUL_CEILINGS == ("matmul_tflops", "matmul_bf16_tflops")
+  assert set(MATMUL_CEILINGS) <= {f.name for f in dataclasses.fields(Ceilings)}
   with pytest.raises(dataclasses.FrozenInstanceError):
     half.config = "other"  # type: ignore[misc]
 
@@ -321,6 +326,61 @@ def test_a_registered_precision_is_a_task_dtype_a_tolerance_a_ceiling_and_a_key(
   with pytest.raises(ValueError, match="precision 'float8' is held against 'matmul_fp8_tflops', "
                                        "which the judge does not measure"):
     CEILINGS.matmul_for("float8")
+
+
+def _timed_matmuls(monkeypatch):
+  """ceilings.measure on a pretend GPU with small sizes, each call timed at 0.5 ms; the dtypes
+  of the matmuls it timed, in order."""
+  monkeypatch.setattr(ceilings.jax, "default_backend", lambda: "gpu")
+  monkeypatch.setattr(ceilings, "COPY_ELEMENTS", 1 << 10)
+  monkeypatch.setattr(ceilings, "MATMUL_N", 8)
+  dtypes = []
+
+  def fake(fns, sets, *, iterations, rounds, warmup, method):  # pylint: disable=unused-argument
+    dtypes.extend(args[0].dtype.name for (args,) in sets if len(args) == 2)
+    return [timing.Timed(samples=timing.Samples(method=method, samples_ms=(0.5, 0.5),
+                                                kernel_names=()), kept={}) for _ in fns]
+  monkeypatch.setattr(ceilings, "time_interleaved", fake)
+  return dtypes
+
+
+def test_the_judge_times_one_matmul_per_rate_in_its_precisions_dtype(float16, monkeypatch):
+  """One matmul per rate the registered precisions are held against, in the dtype of the
+  first precision held against it (float16 shares bfloat16's here: not timed again); a
+  precision whose rate is not a measured one is refused, not silently left out."""
+  dtypes = _timed_matmuls(monkeypatch)
+  got = ceilings.measure(timing.TimingMethod.WALLCLOCK)
+  assert dtypes == ["float32", "bfloat16"]
+  assert got.matmul_tflops == got.matmul_bf16_tflops == pytest.approx(2 * 8**3 / 0.5 / 1e9)
+  assert got.method == ("wallclock: 1 GiB copy and read-only sum, 8^3 float32 and bfloat16 XLA "
+                        "matmuls at default precision, median of 10")
+  dtypes.clear()
+  half = dataclasses.replace(PRECISIONS[BFLOAT16], dtype="float16")  # the descriptor's dtype
+  monkeypatch.setitem(precision.PRECISIONS, BFLOAT16, half)
+  assert "float16 XLA matmuls" in ceilings.measure(timing.TimingMethod.WALLCLOCK).method
+  assert dtypes == ["float32", "float16"]
+  monkeypatch.setitem(precision.PRECISIONS, "float16",
+                      dataclasses.replace(float16, ceiling="matmul_fp16_tflops"))
+  with pytest.raises(ValueError, match="precision 'float16' is held against "
+                                       "'matmul_fp16_tflops', which the judge does not measure"):
+    ceilings.measure(timing.TimingMethod.WALLCLOCK)
+
+
+def test_ceilings_raise_serialize_and_name_the_run_field_by_field():
+  """Every rate, whatever precision it belongs to, is raised, serialized and put on the
+  record's run under `ceiling_<its name>`."""
+  low = Ceilings(copy_gbps=1.0, read_gbps=None, matmul_tflops=3.0, method="a",
+                 matmul_bf16_tflops=None)
+  high = Ceilings(copy_gbps=0.5, read_gbps=2.0, matmul_tflops=4.0, method="b",
+                  matmul_bf16_tflops=9.0)
+  assert low.raised(high) == Ceilings(copy_gbps=1.0, read_gbps=2.0, matmul_tflops=4.0,
+                                      method="a", matmul_bf16_tflops=9.0)
+  assert high.to_json() == {"copy_gbps": 0.5, "read_gbps": 2.0, "matmul_tflops": 4.0,
+                            "matmul_bf16_tflops": 9.0, "bandwidth_gbps": 2.0, "method": "b"}
+  run = high.run_info(RunIdentity(command="c", run_id="r", gpu_index=0))
+  assert run == schema.RunInfo(command="c", run_id="r", gpu_index=0, ceiling_copy_gbps=0.5,
+                               ceiling_read_gbps=2.0, ceiling_matmul_tflops=4.0,
+                               ceiling_matmul_bf16_tflops=9.0, ceiling_method="b")
 
 
 def _float16(records):
