@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import datasets
 import pandas as pd
 from huggingface_hub import DatasetCard
 
@@ -25,7 +26,7 @@ from benchmarks import speed_goals
 from builder import records as rec
 from builder import regenerate
 from builder.build import BuildError, build_dataset
-from pallasbench_dataset import Size, autotune, get_task, list_tasks, precision, schema
+from pallasbench_dataset import Size, autotune, get_task, list_tasks, loading, precision, schema
 from pallasbench_dataset.evaluate import build_parser as evaluate_parser, evaluate
 from pallasbench_dataset.evaluate import main as evaluate_main
 from pallasbench_dataset.evaluation.judge import ceilings, timing
@@ -394,7 +395,7 @@ def _float16(records):
   return out
 
 
-def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_path):
+def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_path, monkeypatch):
   trees = rf.write_tree(tmp_path / "trees")
   records = rf.standard_records(trees)
   single = rf.write_run(tmp_path / "run-a", records, rf.artifacts_for(records))
@@ -416,6 +417,9 @@ def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_pat
     assert (row.Pallas_Runtime, row.Pallas_Speedup) == (fixed[row.Op_Name].runtime_ms,
                                                         fixed[row.Op_Name].speedup)
   assert all("float16" in row.JAX_Code_Functional for row in rows)  # it draws float16 inputs
+  assert loading.configs() == ("default", "bf16", "fp16", "runs", "artifacts", "candidates")
+  monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+  assert sorted(loading.to_pandas(out, "fp16")["Op_Name"]) == sorted(fixed)  # loads by name
   runs = pd.read_parquet(next((out / "runs").glob("*.parquet")))
   assert runs.groupby("precision").size().to_dict() == {"float16": 8, "float32": 8}
   plots = sorted(p.name for p in (out / "plots").iterdir())
