@@ -247,7 +247,7 @@ def test_the_cli_evaluates_a_fixed_kernel_at_bfloat16(capsys):
 
 
 def test_the_precision_table_is_generated_from_the_registry_and_in_the_docs():
-  table = precision_table()
+  table = precision_table(BFLOAT16)
   rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
   assert len(rows) == len(SPECS)
   float32_rows = {row.split(" | ")[1] for row in rows if " | float32 | " in row}
@@ -322,6 +322,10 @@ def test_a_registered_precision_is_a_task_dtype_a_tolerance_a_ceiling_and_a_key(
   assert [k.precision for k in sorted(keys)] == [FLOAT32, BFLOAT16, "float16"]
   assert evaluate_parser().parse_args(
       ["--task", "relu", "--kernel", "k.py", "--precision", "float16"]).precision == "float16"
+  table = precision_table("float16")
+  assert "| # | task | float16 inputs | integer inputs | output | why | tolerance at float16 |" in table
+  assert "| 6 | layernorm | x | - | float16 |" in table
+  assert "float32 on float16 inputs" in table  # the tasks whose reference accumulates
   unmeasured = dataclasses.replace(FLOAT16, name="float8", ceiling="matmul_fp8_tflops")
   monkeypatch.setitem(precision.PRECISIONS, "float8", unmeasured)
   with pytest.raises(ValueError, match="precision 'float8' is held against 'matmul_fp8_tflops', "
@@ -382,6 +386,18 @@ def test_ceilings_raise_serialize_and_name_the_run_field_by_field():
   assert run == schema.RunInfo(command="c", run_id="r", gpu_index=0, ceiling_copy_gbps=0.5,
                                ceiling_read_gbps=2.0, ceiling_matmul_tflops=4.0,
                                ceiling_matmul_bf16_tflops=9.0, ceiling_method="b")
+
+
+def test_the_runs_report_names_each_precisions_measured_rate(float16):
+  """Each precision's matmul rate, after float32's, where the run measured it (float16 is
+  held against bfloat16's here)."""
+  manifest = {"ceilings": {"copy_gbps": 3900.0, "read_gbps": 4000.0, "matmul_tflops": 410.3,
+                           "matmul_bf16_tflops": 820.5}}
+  assert report.summary([], manifest).splitlines()[0] == (
+      "ceilings: copy 3900 GB/s, read 4000 GB/s, matmul 410.3 TFLOP/s (bfloat16 820.5, "
+      "float16 820.5)")
+  manifest["ceilings"]["matmul_bf16_tflops"] = None  # a run before bfloat16 was measured
+  assert report.summary([], manifest).splitlines()[0].endswith("matmul 410.3 TFLOP/s")
 
 
 def _float16(records):
