@@ -446,6 +446,23 @@ def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_pat
       alone / "default" / "level_1-00000-of-00001.parquet").read_bytes()
 
 
+def test_a_third_precisions_repeats_get_their_part_of_the_card(float16, tmp_path):
+  """A second run repeating float16 evaluations: the reproducibility section has a float16
+  part beside float32's, as bfloat16 has."""
+  trees = rf.write_tree(tmp_path / "trees")
+  records = rf.standard_records(trees)
+  half = _float16(records)
+  first = rf.write_run(tmp_path / "r1", records + half, precisions=["float32", "float16"])
+  again = rf.write_run(tmp_path / "r2", half, precisions=["float16"])
+  text = (build_dataset([first, again], tmp_path / "out", kernel_trees=trees).out_dir
+          / "README.md").read_text()
+  section = text.split("### Reproducibility\n", 1)[1].split("\n### ", 1)[0]
+  assert "#### float32\n\nNo float32 evaluation was repeated.\n" in section
+  part = section.split("#### float16\n", 1)[1]
+  assert "evaluations were timed in two independent runs (runs `r1` and `r2`)" in part
+  assert "the same verdict in both runs" in part
+
+
 def _refusals(tmp_path):
   """Each place a precision enters, asked for float16 while it is not registered: (what is
   called, the error it must raise, the message it must say)."""
