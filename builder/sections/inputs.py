@@ -19,8 +19,8 @@ from builder.records import Merged, Run
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CardInputs:
   """A build as the card sees it. `repro` and `verdict_changes` are the float32 repeats',
-  `other_repeats` each other precision's (pairs, changed verdicts), by its name (None without
-  such repeats);
+  `other_repeats` each other precision's, by its name, as (repeats, changed verdicts) (each None
+  without such repeats);
   `configs` the rows of each config and split; `source` the shipped source's path and commit
   (None when none is shipped); `fine_tuning` the fine-tuning configs' rows (empty without)."""
   rows: Sequence[SummaryRow]

@@ -89,6 +89,8 @@ def _matmul_ceiling(precision: str) -> str:
     raise ValueError(f"precision {precision!r} is held against {ceiling!r}, which the judge "
                      f"does not measure; measured matmul rates: {', '.join(MATMUL_CEILINGS)}")
   return ceiling
+
+
 NOT_MEASURED: Final = Ceilings(copy_gbps=None, read_gbps=None, matmul_tflops=None,
                                method="not measured (CPU: interpret-mode timings are not comparable)")
 
