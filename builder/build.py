@@ -52,7 +52,7 @@ import pandas as pd
 from pallasbench_dataset import analysis, schema
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population.candidates import CANDIDATES
-from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION, PRECISIONS, Precision
+from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, Precision
 from pallasbench_dataset.schema import to_json_dict
 from pallasbench_dataset.tasks import LEVEL_SPLITS, TASKS, Size
 
@@ -167,9 +167,10 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   tables = {p: summary_rows(merged, trees, headline, p) for p in PRECISIONS}  # a config each
   rows = tables[DEFAULT_PRECISION]
   repro, changes = repeats.pairs(headline_view), _verdict_changes(headline_view)
-  bf16_view = merged.at_precision(BFLOAT16)  # pairs of one precision: the card's part for it
-  bf16_repeats = {"repro_bf16": repeats.pairs(bf16_view),
-                  "verdict_changes_bf16": _verdict_changes(bf16_view)}
+  # Pairs of one precision: the card's part for each precision but the headline's.
+  other_repeats = {p.name: (repeats.pairs(view), _verdict_changes(view))
+                   for p in PRECISIONS.values() if not p.seed
+                   for view in (merged.at_precision(p.name),)}
   repo_id = repo_id or release.default_repo_id(_hardware(merged))
   rebuild = rebuild_command(
       [run.name for run in runs], [pop.name for pop in populations], repo_id=repo_id,
@@ -181,7 +182,7 @@ def _build(run_dirs: Sequence[pathlib.Path], out_dir: pathlib.Path, *, headline_
   staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
   try:
     _write_folder(staging, runs=runs, merged=merged, tables=tables, trees=trees,
-                  repro=repro, changes=changes, bf16_repeats=bf16_repeats, headline=headline,
+                  repro=repro, changes=changes, other_repeats=other_repeats, headline=headline,
                   repo_id=repo_id, rebuild=rebuild, missing=missing, lost_artifacts=lost,
                   populations=populations,
                   source=(pathlib.Path(source), commit) if source else None)
@@ -396,7 +397,8 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged,
                   tables: Mapping[str, Sequence[schema.SummaryRow]],
                   trees: KernelTrees, repro: pd.DataFrame | None,
-                  changes: pd.DataFrame | None, bf16_repeats: Mapping[str, pd.DataFrame | None],
+                  changes: pd.DataFrame | None,
+                  other_repeats: Mapping[str, tuple[pd.DataFrame | None, pd.DataFrame | None]],
                   headline: str, repo_id: str, rebuild: str, missing, lost_artifacts,
                   populations: Sequence[PopulationRun],
                   source: tuple[pathlib.Path, str] | None) -> None:
@@ -423,7 +425,7 @@ def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged,
       **card.stats(CardInputs(
           rows=rows, merged=merged, runs=runs, headline=headline, repro=repro,
           verdict_changes=changes, repo_id=repo_id, configs=counts, rebuild=rebuild,
-          missing=missing, lost_artifacts=lost_artifacts, **bf16_repeats,
+          missing=missing, lost_artifacts=lost_artifacts, other_repeats=other_repeats,
           populations=populations, candidates=candidates, source=shipped,
           fine_tuning=fine_tuning)))
   (folder / "README.md").write_text(text)

@@ -17,11 +17,15 @@ import os
 import re
 from typing import TYPE_CHECKING, Final
 
+from pallasbench_dataset.precision import PRECISIONS
+
 if TYPE_CHECKING:
   import datasets
   import pandas as pd
 
-CONFIGS: Final = ("default", "bf16", "runs", "artifacts", "candidates")
+# The configs besides the precisions' headline tables (`Precision.config`): every measurement,
+# its IR, a population's candidates.
+OTHER_CONFIGS: Final = ("runs", "artifacts", "candidates")
 _REPO_ID: Final = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 _HUB_PREFIX: Final = "hf://datasets/"
 
@@ -41,14 +45,20 @@ def _source(path_or_repo: str | os.PathLike[str], revision: str | None) -> str:
   return _HUB_PREFIX + repo
 
 
+def configs() -> tuple[str, ...]:
+  """The dataset's configs: each registered precision's headline table, in the registry's
+  order (default: float32's; bf16), then the others."""
+  return (*(p.config for p in PRECISIONS.values()), *OTHER_CONFIGS)
+
+
 def load(path_or_repo: str | os.PathLike[str], config: str = "default", *,
          revision: str | None = None) -> datasets.DatasetDict:
-  """One config of the dataset as a DatasetDict (default, and bf16 where bfloat16 was measured:
-  splits level_1..3; runs, artifacts and candidates: split train). `revision` (a tag, branch
-  or commit) pins a Hub version."""
+  """One config of the dataset as a DatasetDict (a precision's headline table, where that
+  precision was measured: splits level_1..3; runs, artifacts and candidates: split train).
+  `revision` (a tag, branch or commit) pins a Hub version."""
   import datasets  # pylint: disable=import-outside-toplevel,redefined-outer-name
-  if config not in CONFIGS:
-    raise ValueError(f"unknown config {config!r}; configs: {', '.join(CONFIGS)}")
+  if config not in configs():
+    raise ValueError(f"unknown config {config!r}; configs: {', '.join(configs())}")
   return datasets.load_dataset(_source(path_or_repo, revision), config, revision=revision)
 
 

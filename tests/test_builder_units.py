@@ -1119,7 +1119,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       "n_missing": 1, "missing_table": sections.gaps._missing_table(missing),
       "n_lost": 1, "lost_table": sections.gaps._lost_table(lost),
       "ceilings_table": sections.protocol._ceilings_table([resumed]), "ceiling_bf16": False,
-      "repro_bf16": None, "candidates": None, "source": None, "training": None,
+      "repro_others": [], "candidates": None, "source": None, "training": None,
       "ceiling_methods": "cupti: 1 GiB copy and read-only sum",
       "ceiling_sources": sections.protocol.ceiling_sources(merged), "ceiling_tolerance": "5%",
       "eager_over": "(none)", "n_eager_over": 0, "primary_runs": "`run-a`",

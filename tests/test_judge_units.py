@@ -596,8 +596,9 @@ from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
 from pallasbench_dataset.evaluation.judge import analysis_process, budgets, module_analysis, timing  # noqa: E402
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
+from pallasbench_dataset.evaluation.judge.process import RunIdentity  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
-    CompileProfile, Environment, ErrorType, PallasCallInfo, Roofline, StageTimes, Status)
+    CompileProfile, Environment, ErrorType, PallasCallInfo, Roofline, RunInfo, StageTimes, Status)
 from pallasbench_dataset.tasks import Size  # noqa: E402
 
 # Built by hand: nothing at import time may start a JAX backend (mutmut forks workers from a
@@ -608,6 +609,9 @@ CPU_ENV = Environment(platform="cpu", device_kind="cpu", hardware="cpu", compute
 GPU_ENV = dataclasses.replace(CPU_ENV, platform="gpu", device_kind="NVIDIA H200", hardware="h200",
                               compute_capability="9.0")
 SMALL = RELU.dims(Size.SMALL)
+GPU_CEILINGS = Ceilings(copy_gbps=3900.0, read_gbps=4000.0, matmul_tflops=400.0, method="cupti",
+                        matmul_bf16_tflops=800.0)
+RUN = RunIdentity(command="regen --device gpu", run_id="run-a", gpu_index=2)
 
 
 def _ctx(env=CPU_ENV, ceilings=NOT_MEASURED, dump_dir=None):
@@ -980,11 +984,11 @@ def test_stage_times_add_up_to_the_evaluation_wall_time():
   fields = {**judge._base_fields(item, RELU, SMALL, (1,), CPU_ENV), "status": Status.PASS}  # pylint: disable=protected-access
   state = judge._State(fields=fields, cache_hit=True,  # pylint: disable=protected-access
                        seconds={"checks_s": 1.5, "timing_s": 1.0, "eager_s": 0.5})
-  record = judge._finish(item, state, CPU_ENV, 4.0)  # pylint: disable=protected-access
+  record = judge._finish(item, state, CPU_ENV, None, 4.0)  # pylint: disable=protected-access
   assert record.stages == StageTimes(export_s=0.5, compile_s=3.0, judge_s=4.0, compile_cache_hit=True,
                                      checks_s=1.5, timing_s=1.0, eager_s=0.5)
   assert record.eval_wall_s == 7.5
-  bare = judge._finish(_item(_outcome(_report(), wall_s=0.5)), state, CPU_ENV, 4.0)  # pylint: disable=protected-access
+  bare = judge._finish(_item(_outcome(_report(), wall_s=0.5)), state, CPU_ENV, None, 4.0)  # pylint: disable=protected-access
   assert bare.stages.compile_s is None and bare.eval_wall_s == 4.5
 
 
@@ -1324,8 +1328,10 @@ def test_compile_profile_without_artifacts():
 
 def test_failure_record_of_a_judge_that_never_reported():
   item = _item(_outcome(wall_s=2.5, output="printed"), seeds=(4, 5))
-  record = judge.failure_record(item, CPU_ENV, Status.TIMEOUT, ErrorType.TIMEOUT,
+  run = GPU_CEILINGS.run_info(RUN)
+  record = judge.failure_record(item, CPU_ENV, run, Status.TIMEOUT, ErrorType.TIMEOUT,
                                 "killed after 600 s\nstack")
+  assert record.run == run
   assert (record.status, record.error_type, record.error, record.reasons) == (
       Status.TIMEOUT, ErrorType.TIMEOUT, "killed after 600 s\nstack", ("killed after 600 s",))
   assert (record.seeds, record.input_shapes, record.eval_wall_s) == ((4, 5), ("(512, 512)",), 2.5)
@@ -1336,7 +1342,7 @@ def _finish(env=CPU_ENV, output="", **fields):
   item = _item(_outcome(output=output, wall_s=0.5))
   base = judge._base_fields(item, RELU, SMALL, (1, 2), env)  # pylint: disable=protected-access
   state = judge._State(fields={**base, "status": Status.PASS, **fields})  # pylint: disable=protected-access
-  return judge._finish(item, state, env, 1.25)  # pylint: disable=protected-access
+  return judge._finish(item, state, env, None, 1.25)  # pylint: disable=protected-access
 
 
 def test_finish_fills_the_record():
@@ -1414,6 +1420,24 @@ def test_the_judge_s_artifacts_carry_the_item_s_precision(analysis, monkeypatch)
   record, saved = judge.evaluate_artifact(item, _ctx())
   assert (record.status, record.precision, saved.precision) == (
       Status.REJECTED, "bfloat16", "bfloat16")
+
+
+def test_the_judge_names_its_run_with_its_own_ceilings_on_the_record_it_builds(analysis,
+                                                                             monkeypatch):
+  """A suite's judge is told the run and builds each record whole: the run, the GPU and the
+  ceilings it measured (`Ceilings.run_info`), nothing stamped on afterwards. Outside a suite
+  (`evaluate()`) a record names no run."""
+  analysis.reasons = ["two kernels"]
+  _never(monkeypatch, "compile", "run", "timing")
+  run = GPU_CEILINGS.run_info(RUN)
+  assert run == RunInfo(command="regen --device gpu", run_id="run-a", gpu_index=2,
+                        ceiling_copy_gbps=3900.0, ceiling_read_gbps=4000.0,
+                        ceiling_matmul_tflops=400.0, ceiling_matmul_bf16_tflops=800.0,
+                        ceiling_method="cupti")
+  item = _item(_outcome(_report(_entry(artifacts=_artifacts()))))
+  record, _ = judge.evaluate_artifact(item, dataclasses.replace(_ctx(), run=run))
+  assert record.status is Status.REJECTED and record.run == run
+  assert judge.evaluate_artifact(item, _ctx())[0].run is None
 
 
 def _never(monkeypatch, *names):

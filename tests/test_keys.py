@@ -2,6 +2,7 @@
 and the report, whose encoding keeps every folder and cache written so far readable."""
 
 import dataclasses
+import hashlib
 import json
 import pathlib
 import shutil
@@ -10,7 +11,8 @@ import types
 import pytest
 
 from builder import records as rec
-from pallasbench_dataset.evaluation.pipeline import report, suite, verdicts
+from pallasbench_dataset.evaluation import protocol
+from pallasbench_dataset.evaluation.pipeline import driver, report, suite, verdicts
 from pallasbench_dataset.keys import EvalKey, precision_field
 from pallasbench_dataset.schema import Artifacts, to_json_dict
 
@@ -128,3 +130,23 @@ def test_verdict_cache_digests_are_unchanged_and_find_entries_that_name_no_preci
   found = cache.get(float32)
   assert found is not None and isinstance(found[1], Artifacts)
   assert cache.get(bfloat16) is None
+
+
+def test_a_work_item_hashes_its_source_once_for_its_record_and_its_verdict():
+  """The kernel's sha256 is hashed once, when its WorkItem is made: the judge's item (the
+  record's kernel_sha256) and the verdict cache's key both read it, so they cannot differ."""
+  item = driver.WorkItem(task="relu", variant="candidate", size="medium",
+                         source="def kernel(x): ...", filename="k.py", precision="bfloat16")
+  assert item.kernel_sha256 == hashlib.sha256(b"def kernel(x): ...").hexdigest()
+  assert dataclasses.replace(item, source="other").kernel_sha256 == hashlib.sha256(
+      b"other").hexdigest()
+  assert verdicts.key_for(item, rf.ENV) == verdicts.VerdictKey(
+      kernel_sha256=item.kernel_sha256, task="relu", size="medium",
+      judge_version=verdicts.JUDGE_VERSION, options=verdicts._options(item.options),  # pylint: disable=protected-access
+      platform=rf.ENV.platform, device_kind=rf.ENV.device_kind, jax=rf.ENV.jax,
+      jaxlib=rf.ENV.jaxlib, precision="bfloat16")
+  object.__setattr__(item, "kernel_sha256", "f" * 64)  # read, not hashed again
+  export = protocol.ExportOutcome(report=None, failure=None, message=None, output="",
+                                  layers=(), wall_s=0.0)
+  assert driver.judge_item(item, export).kernel_sha256 == "f" * 64
+  assert verdicts.key_for(item, rf.ENV).kernel_sha256 == "f" * 64

@@ -31,8 +31,9 @@ from pallasbench_dataset import autotune
 from pallasbench_dataset.evaluation import protocol
 from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import cluster, driver, run_options, stages, suite, verdicts
+from pallasbench_dataset.evaluation.judge.ceilings import Ceilings
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, RunIdentity
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population import run as pop_run
 from pallasbench_dataset.population.candidates import (
@@ -147,7 +148,8 @@ def test_gpu_index_of_the_worker(monkeypatch, visible, index):
 
 
 class _FakeProcess:
-  """A compiler or judge process: answers from a list, records what it was sent."""
+  """A compiler or judge process: answers from a list, records what it was sent; names the
+  run its config tells it with its ceilings, as a judge does."""
 
   def __init__(self, config, answers):
     self.config, self.answers, self.sent, self.closed = config, list(answers), [], False
@@ -155,6 +157,8 @@ class _FakeProcess:
     self.environment = runfixtures.ENV
     self.ceilings = {"copy_gbps": 4000.0, "read_gbps": 4500.0, "matmul_tflops": 400.0,
                      "bandwidth_gbps": 4500.0, "method": "cupti"}
+    measured = Ceilings(copy_gbps=4000.0, read_gbps=4500.0, matmul_tflops=400.0, method="cupti")
+    self.run_info = measured.run_info(config.run) if config.run else None
 
   def alive(self):
     return not self.closed
@@ -212,15 +216,20 @@ def test_a_compiler_that_died_leaves_the_compile_to_the_judge(processes):
   assert notes["medium"].message == "the judge process died with SIGSEGV"
 
 
-def test_processes_are_kept_while_alive_and_judges_reuse_the_first_ceilings(processes):
-  first = stages._process(stages.JUDGE, SETTINGS.judge)  # pylint: disable=protected-access
-  assert stages._process(stages.JUDGE, SETTINGS.judge) is first  # pylint: disable=protected-access
+def test_processes_are_kept_while_alive_and_judges_reuse_the_first_ceilings(processes,
+                                                                           monkeypatch):
+  monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+  first = stages._process(stages.JUDGE, SETTINGS)  # pylint: disable=protected-access
+  assert stages._process(stages.JUDGE, SETTINGS) is first  # pylint: disable=protected-access
   assert first.config.role == "judge" and first.config.ceilings is None
+  assert first.config.run == RunIdentity(command="regen", run_id="run-1", gpu_index=1)
   first.closed = True  # died between tasks
-  second = stages._process(stages.JUDGE, SETTINGS.judge)  # pylint: disable=protected-access
+  second = stages._process(stages.JUDGE, SETTINGS)  # pylint: disable=protected-access
   assert second is not first and second.config.ceilings == first.ceilings
-  compiler = stages._process(stages.COMPILE, SETTINGS.judge)  # pylint: disable=protected-access
+  assert second.config.run == first.config.run
+  compiler = stages._process(stages.COMPILE, SETTINGS)  # pylint: disable=protected-access
   assert compiler.config.role == "compiler" and compiler.config.ceilings is None
+  assert compiler.config.run is None  # a compiler builds no record
   stages.shutdown()
   assert second.closed and compiler.closed and stages._PROCESSES == {}  # pylint: disable=protected-access
 
@@ -230,17 +239,29 @@ def _record(**overrides):
   return runfixtures.record(trees, "relu", kernel_sha256="0" * 64, **overrides)
 
 
-def test_judge_stage_adds_the_run_and_keeps_a_healthy_judge(processes, monkeypatch):
+def test_judge_stage_keeps_the_judges_record_whole_and_a_healthy_judge(processes, monkeypatch):
+  """The judge names the run on the record it builds (the stage told it the run when it
+  started it): the stage passes the record on as it came, stamping nothing."""
   monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
   artifacts = driver.empty_artifacts(ITEM)
-  processes.answers += [("result", (_record(), artifacts))]
+  judged = _record(run=runfixtures.run_info(gpu_index=1, run_id="run-1"))
+  processes.answers += [("result", (judged, artifacts))]
   record, got = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
-  assert got == artifacts
+  assert got == artifacts and record == judged
+  (judge,) = processes.started
+  assert judge.config.run == RunIdentity(command="regen", run_id="run-1", gpu_index=1)
+  assert not judge.closed and judge.sent[0][0].precompiled == {}
+
+
+def test_the_record_of_a_judge_that_died_names_the_run_as_the_judge_does(processes,
+                                                                          monkeypatch):
+  monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+  processes.answers += [("crash", "the judge process died with SIGSEGV")]
+  record, _ = stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
   assert record.run == RunInfo(command="regen", run_id="run-1", gpu_index=1,
                                ceiling_copy_gbps=4000.0, ceiling_read_gbps=4500.0,
                                ceiling_matmul_tflops=400.0, ceiling_method="cupti")
-  (judge,) = processes.started
-  assert not judge.closed and judge.sent[0][0].precompiled == {}
+  assert record.run == processes.started[0].run_info
 
 
 @pytest.mark.parametrize("error_type, compiled, retired", [
@@ -318,7 +339,7 @@ def test_a_judge_is_killed_at_its_stages_budget_and_its_own_stages_are_no_verdic
   assert got == kind and after_s <= time.monotonic() - start < after_s + 1.0, message
   assert worker._proc.returncode is not None  # pylint: disable=protected-access
   assert stage in message
-  record = driver.failure_record(ITEM, runfixtures.ENV, got, message, 0.0)
+  record = driver.failure_record(ITEM, runfixtures.ENV, None, got, message, 0.0)
   assert driver.has_verdict(record) is (kind != "harness_error")
   judge_end.close()
 
@@ -1595,9 +1616,11 @@ def test_judge_environment_starts_the_judge_and_reports_its_machine(processes, m
     processes.started.append(process)
     return process
   monkeypatch.setattr(stages, "JudgeWorker", start)
+  monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
   assert stages.judge_environment(SETTINGS) == machine
   (judge,) = processes.started
-  assert judge.config == dataclasses.replace(SETTINGS.judge, role="judge")
+  assert judge.config == dataclasses.replace(SETTINGS.judge, role="judge", run=RunIdentity(
+      command="regen", run_id="run-1", gpu_index=0))
   assert stages.judge_environment(SETTINGS) == machine and len(processes.started) == 1
   assert stages._process(stages.JUDGE, SETTINGS.judge) is judge  # pylint: disable=protected-access
 

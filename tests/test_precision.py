@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import datasets
 import pandas as pd
 from huggingface_hub import DatasetCard
 
@@ -25,10 +26,12 @@ from benchmarks import speed_goals
 from builder import records as rec
 from builder import regenerate
 from builder.build import BuildError, build_dataset
-from pallasbench_dataset import Size, autotune, get_task, list_tasks, precision, schema
+from pallasbench_dataset import Size, autotune, get_task, list_tasks, loading, precision, schema
 from pallasbench_dataset.evaluate import build_parser as evaluate_parser, evaluate
 from pallasbench_dataset.evaluate import main as evaluate_main
+from pallasbench_dataset.evaluation.judge import ceilings, timing
 from pallasbench_dataset.evaluation.judge.ceilings import MATMUL_CEILINGS, Ceilings
+from pallasbench_dataset.evaluation.judge.process import RunIdentity
 from pallasbench_dataset.evaluation.pipeline import report
 from pallasbench_dataset.evaluation.protocol import ExportRequest
 from pallasbench_dataset.keys import EvalKey, precision_field
@@ -244,7 +247,7 @@ def test_the_cli_evaluates_a_fixed_kernel_at_bfloat16(capsys):
 
 
 def test_the_precision_table_is_generated_from_the_registry_and_in_the_docs():
-  table = precision_table()
+  table = precision_table(BFLOAT16)
   rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
   assert len(rows) == len(SPECS)
   float32_rows = {row.split(" | ")[1] for row in rows if " | float32 | " in row}
@@ -294,6 +297,9 @@ def test_the_descriptors_say_what_follows_from_each_precision():
   assert all(jnp.dtype(p.dtype).itemsize == p.itemsize for p in PRECISIONS.values())
   assert (CEILINGS.matmul_for(FLOAT32), CEILINGS.matmul_for(BFLOAT16)) == (400.0, 800.0)
   assert {p.ceiling for p in PRECISIONS.values()} <= set(MATMUL_CEILINGS)
+  # the names stored records give the rates, each a field of Ceilings
+  assert MATMUL_CEILINGS == ("matmul_tflops", "matmul_bf16_tflops")
+  assert set(MATMUL_CEILINGS) <= {f.name for f in dataclasses.fields(Ceilings)}
   with pytest.raises(dataclasses.FrozenInstanceError):
     half.config = "other"  # type: ignore[misc]
 
@@ -316,11 +322,82 @@ def test_a_registered_precision_is_a_task_dtype_a_tolerance_a_ceiling_and_a_key(
   assert [k.precision for k in sorted(keys)] == [FLOAT32, BFLOAT16, "float16"]
   assert evaluate_parser().parse_args(
       ["--task", "relu", "--kernel", "k.py", "--precision", "float16"]).precision == "float16"
+  table = precision_table("float16")
+  assert "| # | task | float16 inputs | integer inputs | output | why | tolerance at float16 |" in table
+  assert "| 6 | layernorm | x | - | float16 |" in table
+  assert "float32 on float16 inputs" in table  # the tasks whose reference accumulates
   unmeasured = dataclasses.replace(FLOAT16, name="float8", ceiling="matmul_fp8_tflops")
   monkeypatch.setitem(precision.PRECISIONS, "float8", unmeasured)
   with pytest.raises(ValueError, match="precision 'float8' is held against 'matmul_fp8_tflops', "
                                        "which the judge does not measure"):
     CEILINGS.matmul_for("float8")
+
+
+def _timed_matmuls(monkeypatch):
+  """ceilings.measure on a pretend GPU with small sizes, each call timed at 0.5 ms; the dtypes
+  of the matmuls it timed, in order."""
+  monkeypatch.setattr(ceilings.jax, "default_backend", lambda: "gpu")
+  monkeypatch.setattr(ceilings, "COPY_ELEMENTS", 1 << 10)
+  monkeypatch.setattr(ceilings, "MATMUL_N", 8)
+  dtypes = []
+
+  def fake(fns, sets, *, iterations, rounds, warmup, method):  # pylint: disable=unused-argument
+    dtypes.extend(args[0].dtype.name for (args,) in sets if len(args) == 2)
+    return [timing.Timed(samples=timing.Samples(method=method, samples_ms=(0.5, 0.5),
+                                                kernel_names=()), kept={}) for _ in fns]
+  monkeypatch.setattr(ceilings, "time_interleaved", fake)
+  return dtypes
+
+
+def test_the_judge_times_one_matmul_per_rate_in_its_precisions_dtype(float16, monkeypatch):
+  """One matmul per rate the registered precisions are held against, in the dtype of the
+  first precision held against it (float16 shares bfloat16's here: not timed again); a
+  precision whose rate is not a measured one is refused, not silently left out."""
+  dtypes = _timed_matmuls(monkeypatch)
+  got = ceilings.measure(timing.TimingMethod.WALLCLOCK)
+  assert dtypes == ["float32", "bfloat16"]
+  assert got.matmul_tflops == got.matmul_bf16_tflops == pytest.approx(2 * 8**3 / 0.5 / 1e9)
+  assert got.method == ("wallclock: 1 GiB copy and read-only sum, 8^3 float32 and bfloat16 XLA "
+                        "matmuls at default precision, median of 10")
+  dtypes.clear()
+  half = dataclasses.replace(PRECISIONS[BFLOAT16], dtype="float16")  # the descriptor's dtype
+  monkeypatch.setitem(precision.PRECISIONS, BFLOAT16, half)
+  assert "float16 XLA matmuls" in ceilings.measure(timing.TimingMethod.WALLCLOCK).method
+  assert dtypes == ["float32", "float16"]
+  monkeypatch.setitem(precision.PRECISIONS, "float16",
+                      dataclasses.replace(float16, ceiling="matmul_fp16_tflops"))
+  with pytest.raises(ValueError, match="precision 'float16' is held against "
+                                       "'matmul_fp16_tflops', which the judge does not measure"):
+    ceilings.measure(timing.TimingMethod.WALLCLOCK)
+
+
+def test_ceilings_raise_serialize_and_name_the_run_field_by_field():
+  """Every rate, whatever precision it belongs to, is raised, serialized and put on the
+  record's run under `ceiling_<its name>`."""
+  low = Ceilings(copy_gbps=1.0, read_gbps=None, matmul_tflops=3.0, method="a",
+                 matmul_bf16_tflops=None)
+  high = Ceilings(copy_gbps=0.5, read_gbps=2.0, matmul_tflops=4.0, method="b",
+                  matmul_bf16_tflops=9.0)
+  assert low.raised(high) == Ceilings(copy_gbps=1.0, read_gbps=2.0, matmul_tflops=4.0,
+                                      method="a", matmul_bf16_tflops=9.0)
+  assert high.to_json() == {"copy_gbps": 0.5, "read_gbps": 2.0, "matmul_tflops": 4.0,
+                            "matmul_bf16_tflops": 9.0, "bandwidth_gbps": 2.0, "method": "b"}
+  run = high.run_info(RunIdentity(command="c", run_id="r", gpu_index=0))
+  assert run == schema.RunInfo(command="c", run_id="r", gpu_index=0, ceiling_copy_gbps=0.5,
+                               ceiling_read_gbps=2.0, ceiling_matmul_tflops=4.0,
+                               ceiling_matmul_bf16_tflops=9.0, ceiling_method="b")
+
+
+def test_the_runs_report_names_each_precisions_measured_rate(float16):
+  """Each precision's matmul rate, after float32's, where the run measured it (float16 is
+  held against bfloat16's here)."""
+  manifest = {"ceilings": {"copy_gbps": 3900.0, "read_gbps": 4000.0, "matmul_tflops": 410.3,
+                           "matmul_bf16_tflops": 820.5}}
+  assert report.summary([], manifest).splitlines()[0] == (
+      "ceilings: copy 3900 GB/s, read 4000 GB/s, matmul 410.3 TFLOP/s (bfloat16 820.5, "
+      "float16 820.5)")
+  manifest["ceilings"]["matmul_bf16_tflops"] = None  # a run before bfloat16 was measured
+  assert report.summary([], manifest).splitlines()[0].endswith("matmul 410.3 TFLOP/s")
 
 
 def _float16(records):
@@ -334,7 +411,7 @@ def _float16(records):
   return out
 
 
-def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_path):
+def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_path, monkeypatch):
   trees = rf.write_tree(tmp_path / "trees")
   records = rf.standard_records(trees)
   single = rf.write_run(tmp_path / "run-a", records, rf.artifacts_for(records))
@@ -356,6 +433,9 @@ def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_pat
     assert (row.Pallas_Runtime, row.Pallas_Speedup) == (fixed[row.Op_Name].runtime_ms,
                                                         fixed[row.Op_Name].speedup)
   assert all("float16" in row.JAX_Code_Functional for row in rows)  # it draws float16 inputs
+  assert loading.configs() == ("default", "bf16", "fp16", "runs", "artifacts", "candidates")
+  monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+  assert sorted(loading.to_pandas(out, "fp16")["Op_Name"]) == sorted(fixed)  # loads by name
   runs = pd.read_parquet(next((out / "runs").glob("*.parquet")))
   assert runs.groupby("precision").size().to_dict() == {"float16": 8, "float32": 8}
   plots = sorted(p.name for p in (out / "plots").iterdir())
@@ -364,6 +444,23 @@ def test_a_card_builds_with_a_third_precision_in_its_own_config(float16, tmp_pat
   alone = build_dataset([single], tmp_path / "alone", kernel_trees=trees, repo_id="org/pb").out_dir
   assert (out / "default" / "level_1-00000-of-00001.parquet").read_bytes() == (
       alone / "default" / "level_1-00000-of-00001.parquet").read_bytes()
+
+
+def test_a_third_precisions_repeats_get_their_part_of_the_card(float16, tmp_path):
+  """A second run repeating float16 evaluations: the reproducibility section has a float16
+  part beside float32's, as bfloat16 has."""
+  trees = rf.write_tree(tmp_path / "trees")
+  records = rf.standard_records(trees)
+  half = _float16(records)
+  first = rf.write_run(tmp_path / "r1", records + half, precisions=["float32", "float16"])
+  again = rf.write_run(tmp_path / "r2", half, precisions=["float16"])
+  text = (build_dataset([first, again], tmp_path / "out", kernel_trees=trees).out_dir
+          / "README.md").read_text()
+  section = text.split("### Reproducibility\n", 1)[1].split("\n### ", 1)[0]
+  assert "#### float32\n\nNo float32 evaluation was repeated.\n" in section
+  part = section.split("#### float16\n", 1)[1]
+  assert "evaluations were timed in two independent runs (runs `r1` and `r2`)" in part
+  assert "the same verdict in both runs" in part
 
 
 def _refusals(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 from builder import plots, repeats, sections, tables
 from builder import records as rec
 from builder.build import build_dataset
+from pallasbench_dataset import precision
 from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
 from pallasbench_dataset.schema import Status
 
@@ -157,7 +158,8 @@ def test_a_float32_card_has_no_precision_column_but_the_tolerance_tables(built):
   assert "| task | size | trace_s |" in text
 
 
-def test_the_ceilings_table_has_a_bfloat16_matmul_column_where_measured(built, tmp_path):
+def test_the_ceilings_table_has_a_bfloat16_matmul_column_where_measured(built, tmp_path,
+                                                                         monkeypatch):
   table = _section(built.text, "- **Ceilings**", "Method:")
   assert "| run | GPU | copy GB/s | read GB/s | matmul TFLOP/s | matmul bf16 TFLOP/s |" in table
   assert "| run-1 | 0 | 3900.0 | 4000.0 | 400.0 | 800.0 | 16 | records |" in table
@@ -177,6 +179,12 @@ def test_the_ceilings_table_has_a_bfloat16_matmul_column_where_measured(built, t
       "| new | 0 | 1.0 | 2.0 | 3.0 | 9.0 | – | manifest |",
       "| old | – | 1.0 | 2.0 | 3.0 | – | – | manifest |"]
   assert "matmul bf16" not in sections.protocol._ceilings_table([old])
+  # the column is the descriptor's: its rate, named by its config
+  monkeypatch.setitem(precision.PRECISIONS, BFLOAT16,
+                      dataclasses.replace(precision.PRECISIONS[BFLOAT16], config="half"))
+  assert sections.protocol._ceilings_table([new]).splitlines()[:1] == [
+      "| run | GPU | copy GB/s | read GB/s | matmul TFLOP/s | matmul half TFLOP/s | evaluations "
+      "| from |"]
   del trees
 
 

@@ -19,7 +19,8 @@ from builder.records import Merged, Run
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CardInputs:
   """A build as the card sees it. `repro` and `verdict_changes` are the float32 repeats',
-  `repro_bf16` and `verdict_changes_bf16` the bfloat16 ones' (None without such repeats);
+  `other_repeats` each other precision's, by its name, as (repeats, changed verdicts) (each None
+  without such repeats);
   `configs` the rows of each config and split; `source` the shipped source's path and commit
   (None when none is shipped); `fine_tuning` the fine-tuning configs' rows (empty without)."""
   rows: Sequence[SummaryRow]
@@ -31,8 +32,8 @@ class CardInputs:
   rebuild: str
   repro: pd.DataFrame | None = None
   verdict_changes: pd.DataFrame | None = None
-  repro_bf16: pd.DataFrame | None = None
-  verdict_changes_bf16: pd.DataFrame | None = None
+  other_repeats: Mapping[str, tuple[pd.DataFrame | None, pd.DataFrame | None]] = (
+      dataclasses.field(default_factory=dict))
   missing: Sequence[EvalKey] = ()
   lost_artifacts: Sequence[tuple[str, EvalKey]] = ()
   populations: Sequence[PopulationRun] = ()

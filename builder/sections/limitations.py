@@ -80,4 +80,4 @@ def context(card: CardInputs) -> Mapping[str, Any]:
   """The GPU kinds and dtypes, one shared GPU (None unless so), and the load's facts."""
   return {"limits": limits(card.merged.records), "gpu_sharing": gpu_sharing(card.runs),
           "load": load_facts(card.runs, card.merged, card.verdict_changes,
-                             card.verdict_changes_bf16)}
+                             *(changes for _, changes in card.other_repeats.values()))}

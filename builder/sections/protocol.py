@@ -13,55 +13,68 @@ import pandas as pd
 
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.core import CEILING_TOLERANCE
+from pallasbench_dataset.precision import PRECISIONS
 from pallasbench_dataset.schema import EvalRecord
 
 from builder.records import Merged, Run
 from builder.sections.inputs import CardInputs
 from builder.tables import by_precision, joined, md_table
 
-_BF16_MATMUL: Final = "matmul bf16 TFLOP/s"
-_CEILING_COLUMNS: Final = ("run", "GPU", "copy GB/s", "read GB/s", "matmul TFLOP/s", _BF16_MATMUL,
-                           "evaluations", "from")
+_SEED_MATMUL: Final = "matmul TFLOP/s"
 
 
-def _ceiling_row(run: str, gpu: Any, copy: Any, read: Any, matmul: Any, matmul_bf16: Any,
-                 n: int | None, source: str) -> dict[str, Any]:
-  """A row of the ceilings table; the bfloat16 matmul only where it was measured (runs from
-  before it lack it, and a table none of whose runs measured it has no such column)."""
-  row = {"run": run, "GPU": gpu, "copy GB/s": copy, "read GB/s": read, "matmul TFLOP/s": matmul,
+def _matmul_columns() -> dict[str, str]:
+  """The ceilings table's matmul columns, by the rate each shows (`Precision.ceiling`, each
+  once): the seed precision's _SEED_MATMUL, another's named by its config ("matmul bf16
+  TFLOP/s")."""
+  columns: dict[str, str] = {}
+  for precision in PRECISIONS.values():
+    columns.setdefault(precision.ceiling, _SEED_MATMUL if precision.seed
+                       else f"matmul {precision.config} TFLOP/s")
+  return columns
+
+
+def _ceiling_row(run: str, gpu: Any, copy: Any, read: Any, *matmul: Any, n: int | None,
+                 source: str) -> dict[str, Any]:
+  """A row of the ceilings table, `matmul` the rates of `_matmul_columns`; another precision's
+  than the seed's only where it was measured (runs from before it lack it, and a table none of
+  whose runs measured it has no such column)."""
+  row = {"run": run, "GPU": gpu, "copy GB/s": copy, "read GB/s": read,
          "evaluations": n, "from": source}
-  return row if matmul_bf16 is None else {**row, _BF16_MATMUL: matmul_bf16}
+  return {**row, **{column: rate for column, rate in zip(_matmul_columns().values(), matmul)
+                    if column == _SEED_MATMUL or rate is not None}}
 
 
 def _ceiling_rows(run: Run) -> list[dict[str, Any]]:
   """The run's ceilings per GPU: from its records' `run` field (release 2 on), else from the
   manifest's per-device entries (every segment of the run), else its single `ceilings`."""
+  rates = list(_matmul_columns())
   per_gpu = collections.Counter(
       (r.run.gpu_index, r.run.ceiling_copy_gbps, r.run.ceiling_read_gbps,
-       r.run.ceiling_matmul_tflops, r.run.ceiling_matmul_bf16_tflops)
+       *(getattr(r.run, f"ceiling_{rate}") for rate in rates))
       for r in run.records if r.run is not None)
   if per_gpu:
-    return [_ceiling_row(run.name, *key, n, "records")
+    return [_ceiling_row(run.name, *key, n=n, source="records")
             for key, n in sorted(per_gpu.items(), key=lambda item: str(item[0]))]
   devices = [d for seg in (run.manifest, *run.manifest.resumes) for d in seg.per_device]
   if devices:
     return [_ceiling_row(run.name, d.device, d.ceilings and d.ceilings.copy_gbps,
                          d.ceilings and d.ceilings.read_gbps,
-                         d.ceilings and d.ceilings.matmul_tflops,
-                         d.ceilings and d.ceilings.matmul_bf16_tflops, None,
-                         "manifest" if d.ceilings else "not recorded") for d in devices]
+                         *(d.ceilings and getattr(d.ceilings, rate) for rate in rates), n=None,
+                         source="manifest" if d.ceilings else "not recorded") for d in devices]
   c = run.manifest.ceilings
   return [_ceiling_row(run.name, None, c and c.copy_gbps, c and c.read_gbps,
-                       c and c.matmul_tflops, c and c.matmul_bf16_tflops, None,
-                       "manifest" if c else "not recorded")]
+                       *(c and getattr(c, rate) for rate in rates), n=None,
+                       source="manifest" if c else "not recorded")]
 
 
 def _ceilings_table(runs: Sequence[Run]) -> str:
   rows = [row for run in runs for row in _ceiling_rows(run)]
-  columns = [c for c in _CEILING_COLUMNS if any(c in row for row in rows)]
+  matmul = list(_matmul_columns().values())
+  columns = [c for c in ("run", "GPU", "copy GB/s", "read GB/s", *matmul, "evaluations", "from")
+             if any(c in row for row in rows)]
   return md_table(pd.DataFrame(rows, columns=columns),
-                  {"copy GB/s": ".1f", "read GB/s": ".1f", "matmul TFLOP/s": ".1f",
-                   _BF16_MATMUL: ".1f"})
+                  {"copy GB/s": ".1f", "read GB/s": ".1f", **dict.fromkeys(matmul, ".1f")})
 
 
 def _atol(atol: float, scale: str) -> str:
@@ -241,7 +254,9 @@ def context(card: CardInputs) -> Mapping[str, Any]:
           "tolerance_table": _tolerance_table(records), "filters_table": _filters_table(records),
           **_timing_facts(records),
           "l2": {**l2, "table": md_table(l2["table"], {"rotated MiB": ".2f", "L2 MiB": ".0f"})},
-          "ceilings_table": ceilings_table, "ceiling_bf16": _BF16_MATMUL in ceilings_table,
+          "ceilings_table": ceilings_table,
+          "ceiling_bf16": any(column in ceilings_table for column in _matmul_columns().values()
+                              if column != _SEED_MATMUL),
           "ceiling_methods": ceiling_methods(card.runs, published),
           "ceiling_sources": ceiling_sources(card.merged),
           "ceiling_tolerance": f"{CEILING_TOLERANCE:.0%}",

@@ -9,7 +9,7 @@ from typing import Any, Final
 import pandas as pd
 
 from pallasbench_dataset import analysis
-from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
+from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import EvalRecord, Status
 
 from builder import repeats
@@ -88,9 +88,11 @@ def _repro(repro: pd.DataFrame | None, changes: pd.DataFrame | None,
 
 
 def context(card: CardInputs) -> Mapping[str, Any]:
-  """The float32 repeats' part and the bfloat16 repeats' (each None without such repeats),
-  each against the published records of its precision."""
+  """The float32 repeats' part (None without such repeats) and, as (precision, part), each
+  other precision's that has repeats, each against the published records of its precision."""
   def published(precision: str) -> list[EvalRecord]:
     return [r for _, r in card.merged.at_precision(precision).published]
+  others = ((name, _repro(pairs, changes, published(name)))
+            for name, (pairs, changes) in card.other_repeats.items())
   return {"repro": _repro(card.repro, card.verdict_changes, published(DEFAULT_PRECISION)),
-          "repro_bf16": _repro(card.repro_bf16, card.verdict_changes_bf16, published(BFLOAT16))}
+          "repro_others": [(name, part) for name, part in others if part is not None]}

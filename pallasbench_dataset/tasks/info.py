@@ -2,7 +2,7 @@
 
     python -m pallasbench_dataset.tasks            # every task, one a line
     python -m pallasbench_dataset.tasks softmax    # one task: inputs per size, tolerance, reference
-    python -m pallasbench_dataset.tasks --precisions   # per task, its dtypes at bfloat16 (Markdown)
+    python -m pallasbench_dataset.tasks --precisions   # per task, its dtypes at each other precision
     python -m pallasbench_dataset.tasks --markdown > docs/tasks.md   # the registry as a page
 
 Exit status 0, or 2 for an unknown task name.
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from pallasbench_dataset.inputs import InputSpec
-from pallasbench_dataset.precision import BFLOAT16, FLOAT32, PRECISIONS
+from pallasbench_dataset.precision import FLOAT32, PRECISIONS, get_precision
 from pallasbench_dataset.tasks import (
     HEADLINE_SIZE, LEVEL_SPLITS, Size, TaskSpec, get_task, input_family_rows, list_tasks)
 
@@ -58,27 +58,28 @@ def _tolerance_text(spec: TaskSpec) -> str:
   return f"{spec.tolerance_class.value} (rtol {tol.rtol:g}, atol {tol.atol:g}{bound})"
 
 
-def _output_why(spec: TaskSpec, low: TaskSpec) -> str:
-  if low.output_dtype == FLOAT32 and all(i.dtype != BFLOAT16 for i in low.inputs):
+def _output_why(low: TaskSpec, dtype: str) -> str:
+  if low.output_dtype == FLOAT32 and all(i.dtype != dtype for i in low.inputs):
     return "integer inputs only: the task is its float32 one (the reference's float32 one-hot)"
   if low.output_dtype == FLOAT32:
-    return "the reference returns float32 on bfloat16 inputs (it accumulates into float32)"
+    return f"the reference returns float32 on {dtype} inputs (it accumulates into float32)"
   return "as the reference returns it"
 
 
-def precision_table() -> str:
-  """Markdown, one row per task: what changes at bfloat16 (TaskSpec.at_precision). Floating
-  inputs become bfloat16 and integer ones stay; the output takes the dtype the reference
+def precision_table(precision: str) -> str:
+  """Markdown, one row per task: what changes at `precision` (TaskSpec.at_precision). Floating
+  inputs take its dtype and integer ones stay; the output takes the dtype the reference
   returns on them, and the tolerance follows the output's dtype (tolerance.py)."""
-  lines = ["| # | task | bfloat16 inputs | integer inputs | output | why | tolerance at bfloat16 "
-           "| families left out |", "|---|---|---|---|---|---|---|---|"]
+  at = get_precision(precision)
+  lines = [f"| # | task | {at.dtype} inputs | integer inputs | output | why | tolerance at "
+           f"{at.name} | families left out |", "|---|---|---|---|---|---|---|---|"]
   for spec in list_tasks():
-    low = spec.at_precision(BFLOAT16)
-    floats = [i.name for i in low.inputs if i.dtype == BFLOAT16]
-    ints = [f"{i.name} ({i.dtype})" for i in low.inputs if i.dtype != BFLOAT16]
+    low = spec.at_precision(at.name)
+    floats = [i.name for i in low.inputs if i.dtype == at.dtype]
+    ints = [f"{i.name} ({i.dtype})" for i in low.inputs if i.dtype != at.dtype]
     dropped = sorted({f.name for f in spec.families} - {f.name for f in low.families})
     lines.append(f"| {spec.task_id} | {spec.name} | {', '.join(floats) or '-'} | "
-                 f"{', '.join(ints) or '-'} | {low.output_dtype} | {_output_why(spec, low)} | "
+                 f"{', '.join(ints) or '-'} | {low.output_dtype} | {_output_why(low, at.dtype)} | "
                  f"{_tolerance_text(low)} | {', '.join(dropped) or '-'} |")
   return "\n".join(lines)
 
@@ -149,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("name", nargs="?", help="a task to show (default: list them all)")
   parser.add_argument("--precisions", action="store_true",
-                      help="print, per task, its dtypes and tolerance at bfloat16 (Markdown)")
+                      help="print, per task, its dtypes and tolerance at each precision but "
+                      "the seed's (Markdown, a table each)")
   parser.add_argument("--markdown", action="store_true",
                       help=f"print the registry as a Markdown page ({DOC_COMMAND})")
   args = parser.parse_args(argv)
@@ -157,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(markdown(), end="")
     return 0
   if args.precisions:
-    print(precision_table())
+    print("\n\n".join(precision_table(p.name) for p in PRECISIONS.values() if not p.seed))
     return 0
   if args.name is None:
     print(listing())

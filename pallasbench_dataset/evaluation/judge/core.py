@@ -37,7 +37,7 @@ from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
     Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, FilterResult, PallasCallInfo,
-    Roofline, StageTimes, Status, from_json_dict)
+    Roofline, RunInfo, StageTimes, Status, from_json_dict)
 from pallasbench_dataset.tasks import Dims, Size, TaskSpec, get_task
 from pallasbench_dataset.tolerance import compare
 
@@ -137,6 +137,7 @@ class Context:
   # cannot take the judge down.
   analyser: ModuleAnalyser = dataclasses.field(default_factory=_shared_analyser)
   stage: Callable[[str], None] = lambda _: None  # told each stage as it starts (for timeouts)
+  run: RunInfo | None = None  # each record's `run`: the suite's run and these ceilings
 
   @property
   def on_gpu(self) -> bool:
@@ -360,7 +361,7 @@ def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifa
     state.fields.update(status=Status.ERROR, error_type=classify(str(e), "run"),
                         error=short_error(e),
                         reasons=(*state.fields.get("reasons", ()), headline(e)))
-  record = _finish(item, state, ctx.environment, time.perf_counter() - start)
+  record = _finish(item, state, ctx.environment, ctx.run, time.perf_counter() - start)
   report = item.export.report
   artifacts = Artifacts(
       task=spec.name, variant=item.variant, size=item.size, precision=item.precision,
@@ -738,20 +739,21 @@ def _compile_profile(item: JudgeItem, state: _State) -> CompileProfile:
       note.outcome == "compiled" else None)
 
 
-def failure_record(item: JudgeItem, environment: Environment, status: Status,
-                   error_type: ErrorType, message: str) -> EvalRecord:
+def failure_record(item: JudgeItem, environment: Environment, run: RunInfo | None,
+                   status: Status, error_type: ErrorType, message: str) -> EvalRecord:
   """The record of an evaluation whose judge never reported back (a stage over its budget,
-  timeout, crash, memory)."""
+  timeout, crash, memory): its judge's environment and run (`Context.run`), if it has one."""
   spec = item.spec
   state = _State(fields=_base_fields(item, spec, spec.dims(item.size), item.options.seeds,
                                      environment))
   state.fields.update(status=status, error_type=error_type,
                       error=short_error(message) if error_type else None,
                       reasons=(headline(message),))
-  return _finish(item, state, environment, 0.0)
+  return _finish(item, state, environment, run, 0.0)
 
 
-def _finish(item: JudgeItem, state: _State, environment: Environment, wall_s: float) -> EvalRecord:
+def _finish(item: JudgeItem, state: _State, environment: Environment, run: RunInfo | None,
+            wall_s: float) -> EvalRecord:
   defaults: dict[str, Any] = dict(
       error_type=None, error=None, reasons=(), correct=False, robust=False, general_shapes=None,
       max_abs_error=None, max_rel_error=None, rel_l2_error=None, filters=(),
@@ -768,5 +770,6 @@ def _finish(item: JudgeItem, state: _State, environment: Environment, wall_s: fl
       stages=StageTimes(export_s=item.export.wall_s,
                         compile_s=compile_wall_s if item.precompiled else None,
                         judge_s=wall_s, compile_cache_hit=state.cache_hit, **state.seconds),
-      sandbox=item.export.layers, exporter_output=item.export.output[:MAX_OUTPUT_CHARS] or None)
+      sandbox=item.export.layers, exporter_output=item.export.output[:MAX_OUTPUT_CHARS] or None,
+      run=run)
   return EvalRecord(**merged)

@@ -31,7 +31,7 @@ from typing import Any, Final
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
-from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict
+from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, RunInfo, from_json_dict, to_json_dict
 
 POLL_S: Final = 0.1
 STARTUP_TIMEOUT_S: Final = 300.0
@@ -57,6 +57,15 @@ def default_memory_limit() -> int:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunIdentity:
+  """The run a judge's records belong to, as the driver names it: the judge adds the ceilings
+  it measured and puts the whole on every record it builds (`Ceilings.run_info`)."""
+  command: str                 # the command that produced the run
+  run_id: str                  # the run folder's name
+  gpu_index: int | None        # CUDA device index of the judge's GPU (None on CPU)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeConfig:
   device: str                      # "gpu" or "cpu"
   git_commit: str | None
@@ -65,6 +74,7 @@ class JudgeConfig:
   visible_device: str | None = None  # CUDA_VISIBLE_DEVICES for the judge (one GPU per worker)
   role: str = "judge"              # "judge", or "compiler": the compile stage, no ceilings
   cache_dir: pathlib.Path | None = None  # JAX's persistent compilation cache, shared by a run
+  run: RunIdentity | None = None   # a suite's run, named on each record; None: records name none
 
 
 def dump_folder(dump_dir: pathlib.Path, pid: int) -> pathlib.Path:
@@ -89,7 +99,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
   sandbox.die_with_parent(args.parent)
   raw = json.loads(args.config)
   config = JudgeConfig(**{**raw, **{k: pathlib.Path(raw[k]) if raw[k] else None
-                                    for k in ("dump_dir", "cache_dir")}})
+                                    for k in ("dump_dir", "cache_dir")},
+                          "run": RunIdentity(**raw["run"]) if raw["run"] else None})
   conn = Connection(args.fd)
   dump_dir = None
   if config.device == "gpu" and config.dump_dir is not None:
@@ -117,13 +128,14 @@ def serve(argv: Sequence[str] | None = None) -> int:
       ceil = ceilings.measure(method)
     if config.role != "compiler":  # the clocks of a GPU that just measured its ceilings
       env = environment.with_gpu_state(env)
-    ctx = Context(environment=env, ceilings=ceil, timing_method=method,
+    run = ceil.run_info(config.run) if config.run else None
+    ctx = Context(environment=env, ceilings=ceil, run=run, timing_method=method,
                   l2_bytes=environment.l2_bytes(env), dump_dir=dump_dir,
                   stage=lambda name: conn.send(("stage", name)))
   except Exception:  # the device itself is unusable: report and stop
     conn.send(("startup_failed", traceback.format_exc()))
     return 1
-  conn.send(("ready", to_json_dict(env), ceil.to_json()))
+  conn.send(("ready", to_json_dict(env), ceil.to_json(), to_json_dict(run)))
   served = 0
   while (item := conn.recv()) is not None:
     try:
@@ -196,6 +208,8 @@ class JudgeWorker:
       raise RuntimeError(f"the judge process could not start on {config.device}: {payload}")
     self.environment = from_json_dict(Environment, payload[0])
     self.ceilings = payload[1]
+    # The run the judge names on its records, for the records of its evaluations that die.
+    self.run_info = None if payload[2] is None else from_json_dict(RunInfo, payload[2])
 
   def _receive(self) -> tuple[str, Any] | None:
     try:

@@ -22,7 +22,7 @@ from pallasbench_dataset.evaluation.judge.children import death_message
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.precision import DEFAULT_PRECISION
-from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
+from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, RunInfo, Status
 from pallasbench_dataset.tasks import Size, get_task
 
 UNAVAILABLE: Final = "the sandbox cannot run candidate code unprivileged on this host, so nothing ran: "
@@ -40,6 +40,11 @@ class WorkItem:
   options: EvalOptions = EvalOptions()
   candidate: str | None = None  # a population's candidate id: part of the run's key
   precision: str = DEFAULT_PRECISION  # the task's precision (precision.PRECISIONS)
+  # The source's sha256, hashed once here: its record's and its verdict's key's.
+  kernel_sha256: str = dataclasses.field(init=False, repr=False, compare=False)
+
+  def __post_init__(self) -> None:
+    object.__setattr__(self, "kernel_sha256", sha256(self.source))
 
 
 def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
@@ -121,7 +126,7 @@ _FAILURES: Final = {
 def judge_item(item: WorkItem, export: protocol.ExportOutcome,
                precompiled: dict[str, Precompiled] | None = None) -> JudgeItem:
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
-                   kernel_sha256=sha256(item.source), export=export, options=item.options,
+                   kernel_sha256=item.kernel_sha256, export=export, options=item.options,
                    precompiled=precompiled or {}, candidate=item.candidate,
                    precision=item.precision)
 
@@ -134,13 +139,14 @@ def empty_artifacts(item: WorkItem) -> Artifacts:
                    precision=item.precision)
 
 
-def failure_record(item: WorkItem, environment: Environment, kind: str, message: str,
-                   wall_s: float) -> EvalRecord:
-  """The record of an evaluation whose judge never reported back."""
+def failure_record(item: WorkItem, environment: Environment, run: RunInfo | None, kind: str,
+                   message: str, wall_s: float) -> EvalRecord:
+  """The record of an evaluation whose judge never reported back, with that judge's
+  environment and run (`JudgeWorker.run_info`; None where no judge is known)."""
   status, error_type = _FAILURES[kind]
   export = protocol.ExportOutcome(report=None, failure=None, message=None, output="",
                                   layers=(), wall_s=wall_s)
-  return judge_failure(judge_item(item, export), environment, status, error_type, message)
+  return judge_failure(judge_item(item, export), environment, run, status, error_type, message)
 
 
 # Errors of a kernel that ran, after which the judge's device state is suspect: the next
@@ -180,7 +186,7 @@ def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,
       if kind == "result":
         record, artifacts = payload
       else:
-        record = failure_record(item, worker.environment, kind, payload,
+        record = failure_record(item, worker.environment, worker.run_info, kind, payload,
                                 time.monotonic() - start + exported.wall_s)
         artifacts = empty_artifacts(item)
       if kind != "result" or device_suspect(record):

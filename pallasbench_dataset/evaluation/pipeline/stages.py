@@ -26,9 +26,9 @@ from pallasbench_dataset.evaluation.pipeline import driver
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.compile_profile import compile_progress
 from pallasbench_dataset.evaluation.judge.core import CompileItem, Precompiled
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, RunIdentity
 from pallasbench_dataset.evaluation.protocol import ExportOutcome
-from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, RunInfo
+from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord
 from pallasbench_dataset.tasks import Size
 
 COMPILE: Final = "compile"
@@ -54,13 +54,19 @@ _PROCESSES: dict[str, JudgeWorker] = {}
 _CEILINGS: dict[str, dict] = {}
 
 
-def _process(role: str, config: JudgeConfig) -> JudgeWorker:
+def _process(role: str, settings: RunSettings) -> JudgeWorker:
+  """This worker's process of `role`, started when none runs. A judge is told the run, which
+  it names on its records with the ceilings it measured."""
   worker = _PROCESSES.get(role)
   if worker is not None and worker.alive():
     return worker
+  config = dataclasses.replace(settings.judge, role="compiler")
+  if role == JUDGE:
+    config = dataclasses.replace(settings.judge, role="judge", run=RunIdentity(
+        command=settings.command, run_id=settings.run_id, gpu_index=_gpu_index()))
   if role == JUDGE and JUDGE in _CEILINGS:  # a replacement judge reuses the first one's ceilings
     config = dataclasses.replace(config, ceilings=_CEILINGS[JUDGE])
-  worker = JudgeWorker(dataclasses.replace(config, role="compiler" if role == COMPILE else "judge"))
+  worker = JudgeWorker(config)
   if role == JUDGE:
     _CEILINGS.setdefault(JUDGE, worker.ceilings)
   _PROCESSES[role] = worker
@@ -131,7 +137,7 @@ def compile_stage(item: driver.WorkItem, exported: ExportOutcome,
   budget = Limits(timeout_s=settings.compile_budget_s, memory_bytes=settings.limits.memory_bytes)
   for size, blob in _compile_sizes(item, exported, platform):
     start = time.monotonic()
-    compiler = _process(COMPILE, settings.judge)
+    compiler = _process(COMPILE, settings)
     with _counted(_compiling_folder(settings)) as concurrent:
       kind, payload = compiler.run(CompileItem(task=item.task, size=size, blob=blob,
                                                  precision=item.precision), budget)
@@ -164,9 +170,11 @@ def _gpu_index() -> int | None:
 
 def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str, Precompiled],
                 settings: RunSettings) -> tuple[EvalRecord, Artifacts]:
-  """The verdict on one item from this worker's judge; every failure is a record."""
+  """The verdict on one item from this worker's judge; every failure is a record. The judge
+  builds the record whole, the run it belongs to included; the record of an evaluation it
+  never reported names the run as the judge does."""
   start = time.monotonic()
-  judge = _process(JUDGE, settings.judge)
+  judge = _process(JUDGE, settings)
   kind, payload = judge.run(driver.judge_item(item, exported, notes), settings.limits)
   if kind == "result":
     record, artifacts = payload
@@ -174,23 +182,16 @@ def judge_stage(item: driver.WorkItem, exported: ExportOutcome, notes: dict[str,
       _retire(JUDGE)
   else:
     _retire(JUDGE)
-    record = driver.failure_record(item, judge.environment, kind, payload,
+    record = driver.failure_record(item, judge.environment, judge.run_info, kind, payload,
                                    time.monotonic() - start + exported.wall_s)
     artifacts = driver.empty_artifacts(item)
-  ceilings = _CEILINGS.get(JUDGE) or {}
-  run = RunInfo(command=settings.command, run_id=settings.run_id, gpu_index=_gpu_index(),
-                ceiling_copy_gbps=ceilings.get("copy_gbps"),
-                ceiling_read_gbps=ceilings.get("read_gbps"),
-                ceiling_matmul_tflops=ceilings.get("matmul_tflops"),
-                ceiling_matmul_bf16_tflops=ceilings.get("matmul_bf16_tflops"),
-                ceiling_method=ceilings.get("method"))
-  return dataclasses.replace(record, run=run), artifacts
+  return record, artifacts
 
 
 def judge_environment(settings: RunSettings) -> Environment:
   """The machine this worker's judge records on every record (its judge starts now if none
   runs): what the driver's verdict cache is keyed by."""
-  return _process(JUDGE, settings.judge).environment
+  return _process(JUDGE, settings).environment
 
 
 def shutdown() -> None:

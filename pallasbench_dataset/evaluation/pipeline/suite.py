@@ -38,6 +38,7 @@ from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import stages, verdicts
 from pallasbench_dataset.evaluation.pipeline.driver import (
     WorkItem, empty_artifacts, failure_record, has_verdict)
+from pallasbench_dataset.evaluation.judge.ceilings import MATMUL_CEILINGS
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits
 from pallasbench_dataset.kernels import kernel_path
@@ -279,10 +280,9 @@ class _Manifest:
     if gpu in self._seen or record.environment.hardware == "unknown":
       return
     self._seen.add(gpu)
-    ceilings = None if run is None else {
-        "copy_gbps": run.ceiling_copy_gbps, "read_gbps": run.ceiling_read_gbps,
-        "matmul_tflops": run.ceiling_matmul_tflops,
-        "matmul_bf16_tflops": run.ceiling_matmul_bf16_tflops, "method": run.ceiling_method}
+    ceilings = None if run is None else {  # as the record's run names them, `ceiling_<name>`
+        name: getattr(run, f"ceiling_{name}")
+        for name in ("copy_gbps", "read_gbps", *MATMUL_CEILINGS, "method")}
     entry = {"device": "cpu" if gpu is None else str(gpu),
              "environment": to_json_dict(record.environment), "ceilings": ceilings}
     self._segment.setdefault("per_device", []).append(entry)
@@ -538,12 +538,12 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
       record, artifacts = future.result()
       last_env = record.environment
     except distributed.KilledWorker as e:
-      record = failure_record(item, last_env, "crash", f"the worker running a stage of it was "
-                              f"lost twice ({e}); retried once, then given up", 0.0)
+      record = failure_record(item, last_env, None, "crash", f"the worker running a stage of it "
+                              f"was lost twice ({e}); retried once, then given up", 0.0)
       artifacts = empty_artifacts(item)
     except Exception as e:  # pylint: disable=broad-except  (a stage's bug: recorded, reported)
       logger.exception("%s: a stage raised", _slug(item))
-      record = failure_record(item, last_env, "harness_error",
+      record = failure_record(item, last_env, None, "harness_error",
                               f"a pipeline stage raised {type(e).__name__}: {e}", 0.0)
       artifacts = empty_artifacts(item)
     if worker is not None:

@@ -28,7 +28,6 @@ from typing import Final
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.keys import precision_field
-from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
     Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
@@ -79,7 +78,7 @@ def _options(options: EvalOptions) -> str:
 
 
 def _key(item: WorkItem, judge_version: str, environment: Environment) -> VerdictKey:
-  return VerdictKey(kernel_sha256=sha256(item.source), task=item.task, size=str(item.size),
+  return VerdictKey(kernel_sha256=item.kernel_sha256, task=item.task, size=str(item.size),
                     precision=item.precision, judge_version=judge_version,
                     options=_options(item.options),
                     platform=environment.platform, device_kind=environment.device_kind,
@@ -148,7 +147,7 @@ def reuse(outcome: Outcome, item: WorkItem) -> Outcome:
 
 def _twins(item: WorkItem) -> tuple[str, ...]:
   """What items of one run must share to share a verdict (the run's judges are alike)."""
-  return (sha256(item.source), item.task, str(item.size), item.precision, _options(item.options))
+  return (item.kernel_sha256, item.task, str(item.size), item.precision, _options(item.options))
 
 
 def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Environment | None,
