@@ -18,7 +18,7 @@ from pallasbench_dataset.precision import BFLOAT16, DEFAULT_PRECISION
 from pallasbench_dataset.schema import Status
 
 from tests import runfixtures as rf
-from tests.test_precision_build import _bfloat16, _hashes
+from tests.builder.test_precision_configs import _bfloat16, _hashes
 
 BF16_MATMUL = 800.0  # the bfloat16 matmul ceiling the fake runs measured
 

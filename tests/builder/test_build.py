@@ -32,7 +32,7 @@ from pallasbench_dataset import kernels, schema
 from pallasbench_dataset.schema import Artifacts, ErrorType, Status
 from pallasbench_dataset.tasks import TASKS, get_task
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 def _hashes(folder: pathlib.Path) -> dict[str, str]:
@@ -810,8 +810,8 @@ def test_card_commands_and_extras_match_readme_and_pyproject(built):
   documents (flags: also one regenerate accepts) and pyproject declares."""
   text = (built[0].out_dir / "README.md").read_text()
   body = text[text.index("# PallasBench-Robust"):]
-  readme = (ROOT / "README.md").read_text()
-  extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+  readme = (REPO / "README.md").read_text()
+  extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
       "optional-dependencies"]
   commands = _card_commands(body.split("## Hardware and software")[0] +
                             body.split("## How to load")[1])  # not the runs' recorded commands
@@ -837,7 +837,7 @@ def test_card_uses_one_release_tag(built):
 
 def test_readme_tags_the_release_as_the_card_does():
   """The README's push command tags the release with the card's tag (v5 for release 5)."""
-  readme = (ROOT / "README.md").read_text().replace("\\\n", " ")
+  readme = (REPO / "README.md").read_text().replace("\\\n", " ")
   assert set(re.findall(r"--tag (\S+)", readme)) == {release.TAG}
 
 

@@ -35,8 +35,8 @@ from pallasbench_dataset.population import __main__ as population_cli, run as po
 from pallasbench_dataset.schema import EvalRecord, from_json_dict
 from pallasbench_dataset.tasks import list_tasks
 from tests import runfixtures as rf
+from tests.paths import REPO, STAND_INS
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 ENV = {"PYTHONPATH": str(REPO)}
 RELU = str(REPO / "tests" / "controls" / "pos_calls_reference_relu.py")
 CPU_RELU = ["--device", "cpu", "--tasks", "relu", "--variants", "gpu", "--cpu-workers", "1"]
@@ -352,7 +352,6 @@ def test_the_readme_names_the_report_command_and_the_docs_point_to_what_exists()
 # 10. A trainer's script or notebook: the README's GRPO example runs as printed, without a main
 #     guard, and leaves nothing behind; Ctrl-C reaches it as a KeyboardInterrupt.
 
-STAND_INS = REPO / "tests" / "stand_ins"  # `trl` for the default suite (test_trainers: the real one)
 
 
 def _readme_grpo_example() -> str:

@@ -35,6 +35,7 @@ from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.sandbox import (
     ALL_WALLS, OUTPUT_CAP, SANDBOX_EXIT, WallsUnavailable, run_sandboxed, tripwire, walls)
 from pallasbench_dataset.tasks import TASKS
+from tests.paths import REPO
 
 MEMORY_BYTES = 4 << 30
 MARK_ENV = "SANDBOX_TEST_MARK"
@@ -573,7 +574,6 @@ def _readable(allowed: walls.ReadAllowList, path: str) -> bool:
   return path in allowed.files or any(walls.is_within(path, f) for f in allowed.folders)
 
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 # What no exporter may read, as the controls of copied solutions and of the checkout try it.
 PROJECT_SECRETS = ("kernels_gpu/relu.py", "kernels_tpu/relu.py", "data/README.md", ".git",
                    "tests/controls/adv_ctypes_relu.py", "builder/build.py", "scripts/setup.sh",

@@ -55,9 +55,8 @@ from pallasbench_dataset.schema import EvalRecord, Status
 from pallasbench_dataset.tasks import get_task
 
 from tests import two_cores
+from tests.paths import CONTROLS, REPO
 
-CONTROLS = pathlib.Path(__file__).parent / "controls"
-REPO = pathlib.Path(__file__).resolve().parents[1]
 OPTIONS = EvalOptions(seeds=(11, 12, 13, 14, 15), check_edge=False, timing_iterations=2,
                       timing_rounds=1, warmup=1)
 SECRET_SEEDS = dataclasses.replace(OPTIONS, seeds=())  # fresh OS seeds, as by default

@@ -1796,7 +1796,7 @@ def test_an_exception_without_a_message_says_where_it_was_raised():
     _raise_bare_assertion(1)
   text = short_error(info.value)
   assert text.startswith("AssertionError: raised at ")
-  assert "test_judge_units.py:" in text and "in _raise_bare_assertion: raise AssertionError" in text
+  assert "test_building_blocks.py:" in text and "in _raise_bare_assertion: raise AssertionError" in text
   assert short_error(ValueError("bad shape")) == "ValueError: bad shape"
 
 

@@ -21,7 +21,8 @@ import pytest
 
 from pallasbench_dataset.evaluation.pipeline import suite
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from tests.paths import REPO
+
 TASKS = ("relu", "add")
 
 

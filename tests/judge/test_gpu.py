@@ -15,8 +15,8 @@ import threading
 
 import pytest
 
-from tests import test_adversarial as adv
-from tests import test_evaluator as ev
+from tests.judge import test_attacks as adv
+from tests.judge import test_controls as ev
 from pallasbench_dataset.evaluate import evaluate
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits, make_dump_dir

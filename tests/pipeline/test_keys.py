@@ -3,7 +3,6 @@ and the report, whose encoding keeps every folder and cache written so far reada
 
 import dataclasses
 import json
-import pathlib
 import shutil
 import types
 
@@ -15,8 +14,9 @@ from pallasbench_dataset.keys import EvalKey, precision_field
 from pallasbench_dataset.schema import Artifacts, to_json_dict
 
 from tests import runfixtures as rf
+from tests.paths import REPO
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "data" / "results"
+RESULTS = REPO / "data" / "results"
 RELEASE_5_RUNS = sorted(p for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.is_dir() else []
 
 

@@ -11,7 +11,6 @@ bfloat16 fails the float32 classes.
 import dataclasses
 import json
 import operator
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +38,8 @@ from pallasbench_dataset.precision import (BFLOAT16, DEFAULT_PRECISION, FLOAT32,
                                            precision_order, tolerance_for)
 from pallasbench_dataset.tolerance import BF16_TOLERANCES, TOLERANCES, ToleranceClass, compare
 from tests import runfixtures as rf
-from tests.test_tasks import _degeneracy_failures
+from tests.paths import REPO
+from tests.tasks.test_registry import _degeneracy_failures
 
 SPECS = list_tasks()
 BF16_SPECS = [s.at_precision(BFLOAT16) for s in SPECS]
@@ -206,7 +206,7 @@ def test_the_bfloat16_classes_are_at_least_one_ulp_and_looser_than_float32():
 # ---------------------------------------------------------------------------------------------
 # The evaluation path carries the precision
 
-RELEASED_RECORDS = sorted(pathlib.Path(__file__).resolve().parents[1].glob(
+RELEASED_RECORDS = sorted(REPO.glob(
     "data/results/*/records.jsonl"))
 
 
@@ -233,7 +233,7 @@ def test_evaluate_refuses_an_unknown_precision_before_anything_runs():
 
 
 def test_the_cli_evaluates_a_fixed_kernel_at_bfloat16(capsys):
-  kernel = pathlib.Path(__file__).resolve().parents[1] / "kernels_gpu" / "softmax.py"
+  kernel = REPO / "kernels_gpu" / "softmax.py"
   code = evaluate_main(["--task", "softmax", "--kernel", str(kernel), "--device", "cpu",
                         "--precision", "bfloat16", "--seeds", "1", "2", "--json"])
   record = json.loads(capsys.readouterr().out)
@@ -250,7 +250,7 @@ def test_the_precision_table_is_generated_from_the_registry_and_in_the_docs():
   float32_rows = {row.split(" | ")[1] for row in rows if " | float32 | " in row}
   assert float32_rows == FLOAT32_OUTPUTS
   assert "| 6 | layernorm | x | - | bfloat16 |" in table and "| shifted |" in table
-  docs = pathlib.Path(__file__).resolve().parents[1] / "docs" / "precisions.md"
+  docs = REPO / "docs" / "precisions.md"
   assert docs.read_text().rstrip().endswith(table), "regenerate docs/precisions.md's table"
 
 

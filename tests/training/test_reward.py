@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import pathlib
 import time
 
 import distributed
@@ -27,8 +26,8 @@ from pallasbench_dataset.evaluation.pipeline import stages, suite
 from pallasbench_dataset.schema import Status
 
 from tests import runfixtures as rf
+from tests.paths import CONTROLS
 
-CONTROLS = pathlib.Path(__file__).parent / "controls"
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 # The candidate's own relu: the shipped kernels_gpu/relu.py verbatim would be a copy, rejected
 # by the reward's default `reject_copies`.

@@ -10,7 +10,6 @@ import collections
 import dataclasses
 import io
 import json
-import pathlib
 import re
 import types
 
@@ -19,7 +18,7 @@ import jax
 import numpy as np
 import pytest
 
-from tests.test_release import needs_this_release
+from tests.builder.test_release import needs_this_release
 
 from builder import plots
 from builder.build import BuildError, build_dataset
@@ -42,8 +41,8 @@ from pallasbench_dataset.schema import (
 from pallasbench_dataset.tasks import TASKS, get_task
 
 from tests import runfixtures as rf
+from tests.paths import CONTROLS, REPO
 
-CONTROLS = pathlib.Path(__file__).parent / "controls"
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 LIMITS = Limits(timeout_s=30, memory_bytes=8 << 30)
 CLUSTER = suite.ClusterOptions(plan=cluster.WorkerPlan(gpus=(), cpu_workers=1),
@@ -525,7 +524,7 @@ def test_the_release_rebuilds_unchanged_from_its_results(tmp_path):
   leave a suite build as it was: data/ rebuilds from data/results/ and the kernels it
   published (the checkout's kernels may have moved on since it was measured), byte for byte
   but for the plots, which show the same content (their pixels vary between machines)."""
-  data = pathlib.Path(__file__).resolve().parents[1] / "data"
+  data = REPO / "data"
   build_dataset(sorted((data / "results").iterdir()), tmp_path / "out", repo_id=None,
                 kernel_trees=KernelTrees.within(data),
                 source=next((data / "source").glob("*.tar"), None))

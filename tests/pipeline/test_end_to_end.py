@@ -27,8 +27,8 @@ from pallasbench_dataset.schema import ErrorType, Status
 from pallasbench_dataset.tasks import get_task
 
 from tests import pipeline_stages
+from tests.paths import REPO
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 LIMITS = Limits(timeout_s=300, memory_bytes=8 << 30)
 CLUSTER = suite.ClusterOptions(plan=cluster.WorkerPlan(gpus=(), cpu_workers=1), compile_budget_s=300)

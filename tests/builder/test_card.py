@@ -29,9 +29,9 @@ from pallasbench_dataset.evolve.prompt import GPU_RULES
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status
 from tests import runfixtures as rf
+from tests.paths import REPO
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-DATA = ROOT / "data"
+DATA = REPO / "data"
 
 
 def _section(text: str, title: str) -> str:
@@ -291,7 +291,7 @@ def test_the_claim_on_the_public_rows_names_its_evidence(r5_card):
 
 
 def test_the_folder_carries_the_licence_and_its_notice(r5):
-  assert (r5 / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+  assert (r5 / "LICENSE").read_text() == (REPO / "LICENSE").read_text()
   notice = (r5 / "NOTICE").read_text()
   assert "https://github.com/Tyronita/PallasBench" in notice and "Apache License" in notice
   assert "kernels_tpu/" in notice and "FIX_REASON" in notice

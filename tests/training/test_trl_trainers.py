@@ -30,8 +30,9 @@ transformers = pytest.importorskip("transformers")
 
 from pallasbench_dataset import reward as rw  # pylint: disable=wrong-import-position
 from pallasbench_dataset.evaluation.judge.core import EvalOptions  # pylint: disable=wrong-import-position
+from tests.paths import REPO  # pylint: disable=wrong-import-position
 
-DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+DATA = REPO / "data"
 TASKS = ("gelu", "tanh")  # test-split tasks with quick kernels
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"

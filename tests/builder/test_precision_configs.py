@@ -24,8 +24,7 @@ from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import to_json_dict
 
 from tests import runfixtures as rf
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 def _hashes(folder: pathlib.Path, under: str = "") -> dict[str, str]:
@@ -183,7 +182,7 @@ def test_a_bfloat16_only_run_is_refused_for_the_float32_default(tmp_path):
 
 
 def _first_run_of_data() -> pathlib.Path:
-  return sorted((ROOT / "data" / "results").iterdir())[0]
+  return sorted((REPO / "data" / "results").iterdir())[0]
 
 
 def test_the_default_config_stays_float32_beside_bfloat16_records(tmp_path, load):
@@ -197,7 +196,7 @@ def test_the_default_config_stays_float32_beside_bfloat16_records(tmp_path, load
   half = _bfloat16([r for r in float32 if r.variant == "gpu" and r.size == "medium"])
   bf16 = rf.write_run(tmp_path / "bf16-run", half, precisions=["bfloat16"], sizes=["medium"],
                       variants=["gpu"], tasks=sorted({r.task for r in half}))
-  trees = KernelTrees.within(ROOT / "data")
+  trees = KernelTrees.within(REPO / "data")
   alone = build_dataset([run], tmp_path / "alone", kernel_trees=trees).out_dir
   both = build_dataset([run, bf16], tmp_path / "both", kernel_trees=trees).out_dir
   assert _hashes(both, "default") == _hashes(alone, "default")
@@ -212,7 +211,7 @@ def test_the_default_config_stays_float32_beside_bfloat16_records(tmp_path, load
 
 def _readme_block(after: str) -> str:
   """The first python block of the README after the line that starts with `after`."""
-  text = (ROOT / "README.md").read_text()
+  text = (REPO / "README.md").read_text()
   tail = text[text.index(after):]
   return tail.split("```python\n", 1)[1].split("```", 1)[0]
 

@@ -9,7 +9,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import pathlib
 import shutil
 import subprocess
 import types
@@ -26,11 +25,11 @@ from pallasbench_dataset.schema import Artifacts, EvalRecord, Status, from_json_
 from pallasbench_dataset.tasks import get_task
 
 from tests import runfixtures as rf
-from tests.test_pipeline_units import (  # noqa: F401  (fixtures, and the stand-in judge)
+from tests.pipeline.test_in_process import (  # noqa: F401  (fixtures, and the stand-in judge)
     SETTINGS, _judge_stand_in, _lines_of, _options, _outcome, _run_suite, dask_cluster, processes,
     stand_ins)
+from tests.paths import REPO
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 
 
@@ -232,7 +231,7 @@ def _release_run(tmp_path, **env):
   """scripts/release_run.sh in a copy of scripts/ whose gpu_run.sh prints its arguments."""
   scripts = tmp_path / "scripts"
   scripts.mkdir(exist_ok=True)
-  shutil.copy(ROOT / "scripts" / "release_run.sh", scripts)
+  shutil.copy(REPO / "scripts" / "release_run.sh", scripts)
   (scripts / "gpu_run.sh").write_text('printf "%s\\n" "$@"\n')
   run_env = {k: v for k, v in os.environ.items() if k != "PRECISIONS"}
   run_env.update(OUT=str(tmp_path), GIT_COMMIT="abc", **env)

@@ -38,8 +38,9 @@ from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status, SummaryRow
 from pallasbench_dataset.tasks import TASKS, Size, get_task
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-DATA = ROOT / "data"
+from tests.paths import REPO
+
+DATA = REPO / "data"
 H200_L2 = 60 << 20
 # The checks of the published folder hold it to this builder's release. Until that release's
 # two H200 runs are built into data/, it holds release 4 as published (the guard test below
@@ -132,7 +133,7 @@ def _run_as_printed(command: str, clone: pathlib.Path) -> subprocess.CompletedPr
   bin_dir.mkdir()
   (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
   (bin_dir / "python").chmod(0o755)
-  env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT),
+  env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(REPO),
              HF_DATASETS_CACHE=str(clone / ".hf-cache"), HF_HUB_OFFLINE="1")
   return subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True,
                         text=True, timeout=600)
@@ -163,7 +164,7 @@ def test_data_rebuilds_byte_for_byte_with_the_cards_own_command(which, request, 
 
 
 def test_data_readme_prints_the_cards_rebuild_command(folder):
-  readme = (ROOT / "README.md").read_text()
+  readme = (REPO / "README.md").read_text()
   assert rebuild_command(_card(folder)) in readme.splitlines()
 
 
@@ -230,7 +231,7 @@ def test_data_card_names_one_release_and_no_placeholder(folder):
 
 def test_readme_names_the_release_of_builder_release():
   assert (release.NUMBER, release.TAG, release.NAME) == (5, "v5", "Release 5")
-  readme = (ROOT / "README.md").read_text().replace("\\\n", " ")
+  readme = (REPO / "README.md").read_text().replace("\\\n", " ")
   assert set(re.findall(r"--tag (\S+)", readme)) == {release.TAG}
   assert f"Release {release.NUMBER} (tag `{release.TAG}`" in readme
   assert "ORG/" not in readme and "<org>" not in readme

@@ -16,7 +16,9 @@ import re
 
 import pytest
 
-EVALUATION = pathlib.Path(__file__).resolve().parents[1] / "pallasbench_dataset" / "evaluation"
+from tests.paths import REPO
+
+EVALUATION = REPO / "pallasbench_dataset" / "evaluation"
 UNTRUSTED = "pallasbench_dataset.evaluation.exporter"
 
 

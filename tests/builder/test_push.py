@@ -18,9 +18,9 @@ from tests import runfixtures as rf
 from builder.build import build_dataset
 from builder.push import PreflightError, PushError, check_repo_id, preflight, push_folder
 from tests.fakehub import GITATTRIBUTES, FakeHub
+from tests.paths import REPO as CHECKOUT
 
 REPO = "org/pallasbench-robust-gpu-h200"
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def client(hub: FakeHub, tmp_path: pathlib.Path, code: str, *, token: str | None
   """
   env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
   env.update(HF_ENDPOINT=hub.endpoint, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-             HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="0", PYTHONPATH=str(ROOT))
+             HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="0", PYTHONPATH=str(CHECKOUT))
   if token is not None:
     env["HF_TOKEN"] = token
   script = textwrap.dedent("""

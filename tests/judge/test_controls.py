@@ -27,8 +27,8 @@ from pallasbench_dataset.schema import ErrorType, EvalRecord, Status, from_json_
 from pallasbench_dataset.tasks import Size, get_task
 
 from tests import two_cores
+from tests.paths import CONTROLS
 
-CONTROLS = pathlib.Path(__file__).parent / "controls"
 OPTIONS = EvalOptions(seeds=(11, 12, 13, 14, 15), check_edge=False, timing_iterations=2,
                       timing_rounds=1, warmup=1)
 LIMITS = Limits(timeout_s=300, memory_bytes=8 << 30)

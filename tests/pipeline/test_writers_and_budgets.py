@@ -2,7 +2,6 @@
 green: one writer per run folder, twin evaluations that differ in size measured apart, and a
 stage's budget ending a candidate's evaluation in a verdict the cache keeps."""
 
-import pathlib
 import textwrap
 import types
 
@@ -17,6 +16,7 @@ from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.schema import Artifacts, Status
 
 from tests import runfixtures as rf, two_cores
+from tests.paths import CONTROLS
 
 OPTIONS = EvalOptions(num_seeds=2, check_edge=False, timing_iterations=2, timing_rounds=1, warmup=1)
 
@@ -84,7 +84,6 @@ SPINS = textwrap.dedent('''
                             out_specs=spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                             interpret=interpret)(x)
     ''')
-CONTROLS = pathlib.Path(__file__).parent / "controls"
 LIMIT_S = 120.0
 BUDGETS = {budgets.EXPORT: 20.0, budgets.CORRECTNESS: 8.0}
 

@@ -27,6 +27,7 @@ from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import Limits
 from pallasbench_dataset.evaluation.pipeline import driver
 from pallasbench_dataset.tasks import get_task
+from tests.paths import CONTROLS
 
 LIMITS = Limits(timeout_s=120, memory_bytes=4 << 30)
 ORIGINAL = "the file as the project shipped it\n"
@@ -212,7 +213,7 @@ def test_an_interrupted_evaluation_leaves_nothing_in_a_private_tmpdir(tmp_path):
   test_adversarial.py checks that one)."""
   private = tmp_path / "private-tmp"
   private.mkdir(mode=0o700)
-  kernel = pathlib.Path(__file__).parent / "controls" / "pos_calls_reference_relu.py"
+  kernel = CONTROLS / "pos_calls_reference_relu.py"
   command = subprocess.Popen(  # pylint: disable=consider-using-with
       [sys.executable, "-m", "pallasbench_dataset.evaluate", "--task", "relu", "--kernel",
        str(kernel), "--device", "cpu"], start_new_session=True, stdout=subprocess.DEVNULL,

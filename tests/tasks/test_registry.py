@@ -2,7 +2,6 @@
 every reference is a sound, non-degenerate oracle."""
 
 import operator
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -12,9 +11,10 @@ import pytest
 from pallasbench_dataset import Size, get_task, list_tasks
 from pallasbench_dataset import filters
 from pallasbench_dataset.tasks import LEVEL_SPLITS, info
+from tests.paths import REPO
 
 SPECS = list_tasks()
-PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "tasks.md"
+PAGE = REPO / "docs" / "tasks.md"
 
 CORRECTED = {"cross_entropy", "embedding_lookup", "one_hot", "nucleotide_onehot",
              "rmsnorm_residual", "layernorm_residual", "fused_softmax_cross_entropy",
