@@ -1,8 +1,8 @@
-"""The card and builder of release 6 against the defects the audit of release 5 found (issue
-#38's nine points, and the card's part of #39's points 5 and 6): each test builds from
-release 5's own records (`r5`: data/results built by this builder) or from small synthetic
-runs, and asserts what a Hub user reads. Tests named `test_data_*` read the published
-folder `data/` itself.
+"""The card as a Hub user reads it: the source that measured the data shipped and archived at
+its commit, the prompts and fix recipes, the tolerance, roofline, compile, input-set, clock,
+threshold and budget sections, the limitations, the licence and the plots. Each test builds
+from release 5's own records (`r5`: data/results built by this builder) or from small
+synthetic runs. Tests named `test_data_*` read the published folder `data/` itself.
 """
 # pylint: disable=protected-access  (the builder's internals are what these call)
 

@@ -1,7 +1,8 @@
 """The builder's pieces, called directly: run folders read and merged, kernel trees, rows,
 card sections, plots, the folder's checks and writing, and the push against a stand-in Hub
-client. Fast (a few small builds), so that mutation testing can use them; `test_build.py`,
-`test_builder_faults.py` and `test_push.py` run the whole build and push.
+client. Fast (a few small builds), so that mutation testing can use them;
+`builder/test_build.py`, `builder/test_disk_faults.py` and `builder/test_push.py` run the whole
+build and push.
 """
 # pylint: disable=protected-access  (the builder's internals are what these tests call)
 

@@ -2,8 +2,8 @@
 (a record paired with the other run's record of the same precision only), the artifacts,
 compile-time, filter and L2 tables a precision column, the ceilings table a bfloat16 matmul
 column wherever a run measured it, and a bfloat16 speedup plot beside the float32 ones. None
-of it appears in a float32 build. Small fake records, made as tests/test_precision_build.py
-makes them."""
+of it appears in a float32 build. Small fake records, made as
+tests/builder/test_precision_configs.py makes them."""
 
 import dataclasses
 import types

@@ -1,6 +1,5 @@
-"""Behaviours of the build that a plausible one-line edit could break with every other test
-green: the kernel-source check covers every run given, not only the first; a row's artifacts
-come from the run that gave its record."""
+"""The build over several runs: the kernel-source check covers every run given, not only the
+first; a row's artifacts come from the run that gave its record."""
 
 import dataclasses
 

@@ -203,7 +203,7 @@ def _cases() -> dict[str, Case]:
       # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
       # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
       "split_interpret": Case("adv_split_interpret_relu", relu, P),
-      # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (test_gpu.py).
+      # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (judge/test_gpu.py).
       "peek_past_end": Case("adv_peek_past_end_reduce_sum", "reduce_sum", P),
       # 12. Copied solutions: the project's own kernel imported, or read from disk and run.
       "import_shipped": Case("adv_import_shipped_matmul", "matmul", None, ("Permission denied",)),
@@ -514,7 +514,7 @@ def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(
   from the cuda export, two programs the candidate produces. A kernel computing the task only
   when interpret=True passes on a CPU; the records say so (interpret, timings not comparable).
   On a GPU the one cuda artifact is both analysed and run, so the same kernel is caught there
-  (tests/test_gpu.py). Its record is the module run's."""
+  (tests/judge/test_gpu.py). Its record is the module run's."""
   record = run.records["split_interpret"]
   assert record.status is Status.PASS and record.interpret and not record.timing_comparable
   source = (CONTROLS / "adv_split_interpret_relu.py").read_text()

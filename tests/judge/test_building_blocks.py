@@ -1,4 +1,4 @@
-"""Unit tests of the judge's building blocks: the tolerance comparison, the degeneracy filters,
+"""The judge's building blocks, called directly: the tolerance comparison, the degeneracy filters,
 the candidate checks, the judge's own steps and the exporter protocol.
 
 Each test pins a behaviour a verdict depends on (a threshold and which side of it passes, the

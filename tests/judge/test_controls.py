@@ -5,7 +5,7 @@ positive controls (pos_*) are correct kernels written in other styles than kerne
 All run on the CPU in interpret mode, through the sandboxed exporter and the judge process,
 in one module-scoped set of runs at once (tests/two_cores.py): the controls and the shipped
 kernels in two halves, and beside them the hanging kernel and the memory hog, each with its
-limits. The attacks on the judge itself are in test_adversarial.py (controls adv_*).
+limits. The attacks on the judge itself are in judge/test_attacks.py (controls adv_*).
 """
 
 import dataclasses

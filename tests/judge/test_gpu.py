@@ -1,9 +1,9 @@
 """The judge on a real GPU: every control and every attack of the CPU suites, on the device.
 
-    python -m pytest -m gpu tests/test_gpu.py      (on a machine with an NVIDIA GPU)
+    python -m pytest -m gpu tests/judge/test_gpu.py      (on a machine with an NVIDIA GPU)
 
-Deselected by default (no GPU in CI). The expectations are those of test_evaluator.py and
-test_adversarial.py, except where a GPU judge sees more: unwritten elements keep the
+Deselected by default (no GPU in CI). The expectations are those of judge/test_controls.py and
+judge/test_attacks.py, except where a GPU judge sees more: unwritten elements keep the
 allocator's sentinel (rejected, not just NaN), and the split-personality kernel is caught
 because the one cuda artifact is both analysed and run. Work is spread over the GPUs.
 """

@@ -213,7 +213,8 @@ def test_timed_outputs_are_checked():
 def test_a_ceiling_below_the_baseline_is_raised_to_the_baselines_rate():
   """A measured ceiling below what XLA reached in the same evaluation is not the limit: XLA's
   rate is (the reference timed as the candidate is held against it, not rejected by a tiny
-  ceiling; rejections above a ceiling: tests/test_judge_units.py, with injected timings)."""
+  ceiling; rejections above a ceiling: tests/judge/test_building_blocks.py, with injected
+  timings)."""
   tiny = Ceilings(copy_gbps=1e-6, read_gbps=None, matmul_tflops=None, method="test")
   fields = _timed(_reference(), tiny)
   roof = fields["roofline"]

@@ -1,5 +1,5 @@
 """One call per candidate under compute-sanitizer's memcheck: what the judge records for each
-outcome, with stand-ins for the sanitizer on this CPU host (tests/test_gpu.py runs the real
+outcome, with stand-ins for the sanitizer on this CPU host (tests/judge/test_gpu.py runs the real
 one on the H200)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Five behaviours of the judge that a plausible one-line edit could break with every other test
-green: which timed outputs are checked, the input snapshot, the ABBA order of timing rounds,
-the label of a kept timed output, and the bytes a copy ceiling counts.
+"""The judge's timing rounds and copy ceilings: which timed outputs are checked, the input
+snapshot, the ABBA order of timing rounds, the label of a kept timed output, and the bytes a
+copy ceiling counts.
 
 Each test drives the real code (timing rounds with Python stand-ins for the compiled kernel,
 the candidate checks on a tiny relu) and asserts what the behaviour is for, not how it is

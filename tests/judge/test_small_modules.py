@@ -1,6 +1,7 @@
-"""Behaviours of the judge's small modules that mutation testing found unpinned (setup.cfg's
-[mutmut]): tolerance, input families, degeneracy filters and the candidate checks. Each test
-runs in this process on arrays small enough to compute by hand, in milliseconds.
+"""The judge's small modules, where a one-token change would pass the other tests: tolerance,
+input families, degeneracy filters and the candidate checks (all in setup.cfg's [mutmut]
+selection). Each test runs in this process on arrays small enough to compute by hand, in
+milliseconds.
 """
 
 import dataclasses

@@ -2,7 +2,7 @@
 output is poisoned in place before it is freed, and the checked outputs wait on the host.
 
 On a GPU a Pallas kernel that reads past its refs finds whatever lies beside them; these tests
-pin, on any host, what lies there (tests/test_gpu.py runs the attack itself on the H200)."""
+pin, on any host, what lies there (tests/judge/test_gpu.py runs the attack itself on the H200)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The autotuner: its config spaces, candidates, tuning runs and the tables it writes (CPU; the
-measurements themselves come from a GPU run). The tables' configs themselves: test_tuned_configs.py."""
+measurements themselves come from a GPU run). The tables' configs themselves:
+kernels/test_tuned_configs.py."""
 
 from __future__ import annotations
 

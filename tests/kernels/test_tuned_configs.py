@@ -1,6 +1,6 @@
 """The tuned-config tables the fixed kernels read, and their Mosaic GPU paths (CPU: every
 tuned config correct in interpret mode and lowering for an abstract H200; the measurements
-themselves come from a GPU run). The autotuner that writes the tables: test_autotune.py."""
+themselves come from a GPU run). The autotuner that writes the tables: kernels/test_autotune.py."""
 
 from __future__ import annotations
 

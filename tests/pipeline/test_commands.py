@@ -3,7 +3,7 @@ next, paths that say what is wrong with them, tools that cannot write wrong data
 newcomer looks for (a licence, the tasks, the report command, docs that exist).
 
 Each command runs as a user runs it (its `main`, or a program), checked for its exit status,
-its first lines and what it measured or wrote. Ctrl-C is in test_interrupts.py.
+its first lines and what it measured or wrote. Ctrl-C is in pipeline/test_interrupts.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The pipeline's pieces without processes: the cluster plan, the stages' bookkeeping, the run
 folder's reconciliation and manifest, and the scheduler and the whole run on an in-process Dask
 cluster (worker threads) with stand-in stages. Fast (about 2 s), so that mutation testing can
-use them (`tests/test_suite.py` runs the real thing, with processes)."""
+use them (`tests/pipeline/test_end_to_end.py` runs the real thing, with processes)."""
 
 import dataclasses
 import fcntl

@@ -201,7 +201,8 @@ def test_one_source_at_two_precisions_is_measured_twice(tmp_path):
 
 def test_an_empty_artifacts_line_carries_the_items_precision():
   """A judge that never reported back still leaves its line under the item's key (the judge's
-  own lines carry it: tests/test_judge_units.py::test_the_judge_s_artifacts_carry_the_item_s_precision)."""
+  own lines carry it: tests/judge/test_building_blocks.py::
+  test_the_judge_s_artifacts_carry_the_item_s_precision)."""
   assert driver.empty_artifacts(_item("bfloat16")).precision == "bfloat16"
 
 # ---------------------------------------------------------------------------------------------

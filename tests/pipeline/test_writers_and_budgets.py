@@ -1,6 +1,6 @@
-"""Behaviours of the pipeline that a plausible one-line edit could break with every other test
-green: one writer per run folder, twin evaluations that differ in size measured apart, and a
-stage's budget ending a candidate's evaluation in a verdict the cache keeps."""
+"""The pipeline's run folder and stage budgets: one writer per run folder, twin evaluations
+that differ in size measured apart, and a stage's budget ending a candidate's evaluation in a
+verdict the cache keeps."""
 
 import textwrap
 import types

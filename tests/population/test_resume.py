@@ -1,5 +1,4 @@
-"""A behaviour of population runs that a plausible one-line edit could break with every other
-test green: a resume continues only the population its folder holds."""
+"""Resuming a population run: a resume continues only the population its folder holds."""
 
 import dataclasses
 

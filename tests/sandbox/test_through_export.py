@@ -210,7 +210,7 @@ def _children(pid: int, program: bytes) -> list[int]:
 def test_an_interrupted_evaluation_leaves_nothing_in_a_private_tmpdir(tmp_path):
   """Ctrl-C (SIGINT to the command's group) once the judge runs: the exporter's scratch and
   the judge's analysis helper's are gone, as after a finished evaluation (the CLI test in
-  test_adversarial.py checks that one)."""
+  judge/test_attacks.py checks that one)."""
   private = tmp_path / "private-tmp"
   private.mkdir(mode=0o700)
   kernel = CONTROLS / "pos_calls_reference_relu.py"

@@ -123,7 +123,7 @@ def test_xla_baseline_and_fixed_kernel_pass_every_family_on_cpu(spec, family):
 def test_xla_baseline_passes_every_family_at_bfloat16_on_cpu(spec, family):
   """The same check at bfloat16: the bfloat16 XLA baseline passes every family the task keeps
   there against the float64 reference on the same bfloat16 inputs (the fixed kernels at
-  bfloat16: tests/test_kernels.py, and the judge checks them on every family)."""
+  bfloat16: tests/kernels/test_trees.py, and the judge checks them on every family)."""
   inputs = spec.family_inputs(family, Size.SMALL, SEED)
   assert all(x.dtype == jnp.dtype(i.dtype) for x, i in zip(inputs, spec.inputs))
   result = compare(_baseline(spec)(*inputs), spec.expected(*inputs), spec.tolerance)

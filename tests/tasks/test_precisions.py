@@ -142,7 +142,7 @@ def test_the_bfloat16_reference_is_a_sound_non_degenerate_oracle(spec):
     for t, f in sorted(FLOAT32_ONLY_FAMILIES)])
 def test_the_families_left_out_at_bfloat16_are_the_ones_its_baseline_fails(spec, family):
   """The evidence for tasks._float32_only: at bfloat16 the XLA baseline fails these, while
-  it passes at float32 (tests/test_input_families.py)."""
+  it passes at float32 (tests/tasks/test_input_families.py)."""
   low = spec.at_precision(BFLOAT16)
   inputs = low.family_inputs(family, Size.SMALL, SEED)
   assert not compare(jax.jit(low.reference)(*inputs), low.expected(*inputs), low.tolerance).passed

@@ -11,7 +11,7 @@ its verdicts, the evaluations it measured and the verdict cache's hits are what 
 logged.
 
     .venv/bin/python -m pip install -c constraints.txt -e ".[rl]"
-    .venv/bin/python -m pytest tests/test_trainers.py -s     # -s prints the figures
+    .venv/bin/python -m pytest tests/training/test_trl_trainers.py -s     # -s prints the figures
 """
 
 from __future__ import annotations
