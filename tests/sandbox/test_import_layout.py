@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tests.paths import REPO
+from tests.paths import REPO, TESTS
 
 EVALUATION = REPO / "pallasbench_dataset" / "evaluation"
 UNTRUSTED = "pallasbench_dataset.evaluation.exporter"
@@ -51,7 +51,6 @@ def test_the_check_sees_an_import_of_the_exporter(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # One way for the data: no module imports, however indirectly, a module that imports it.
 
-ROOT = EVALUATION.parents[1]
 PACKAGES = ("pallasbench_dataset", "builder", "benchmarks")
 
 
@@ -135,7 +134,7 @@ def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_module_imports_a_module_that_imports_it():
-  assert _loops(_graph(ROOT)) == []
+  assert _loops(_graph(REPO)) == []
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
@@ -143,7 +142,7 @@ def test_no_room_imports_a_room_that_imports_it(depth):
   """A back-arrow: a module below a room (kernels.py under evaluation/) importing from inside
   it, or a room importing a module above it (evaluate.py, which drives evaluation/); at depth
   1, the library importing builder/."""
-  assert _loops(_rooms(_graph(ROOT), depth)) == []
+  assert _loops(_rooms(_graph(REPO), depth)) == []
 
 
 def test_the_checks_see_a_loop_and_a_back_arrow(tmp_path):
@@ -165,14 +164,15 @@ def test_the_checks_see_a_loop_and_a_back_arrow(tmp_path):
 
 
 def test_every_slow_entry_names_a_test_that_exists():
-  """conftest.SLOW marks by name: a misspelt or stale entry would mark nothing, and a slow
-  test would creep back into the fast loop."""
-  from tests.conftest import SLOW  # pylint: disable=import-outside-toplevel
-  tests = ROOT / "tests"
+  """conftest.SLOW and LONGEST mark by path below tests/: a misspelt or stale entry would mark
+  nothing, and a slow test would creep back into the fast loop (a long file, to the end of
+  the run)."""
+  from tests.conftest import LONGEST, SLOW  # pylint: disable=import-outside-toplevel
   missing = []
   for entry in sorted(SLOW):
     file, _, test = entry.partition("::")
-    path = tests / file
+    path = TESTS / file
     if not path.exists() or (test and not re.search(rf"^def {test}\(", path.read_text(), re.M)):
       missing.append(entry)
   assert missing == []
+  assert [file for file in LONGEST if not (TESTS / file).exists()] == []
