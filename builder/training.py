@@ -38,7 +38,8 @@ from builder.trees import KernelTrees
 
 # The held-out tasks: a fifth of each level (5 of 27, 3 of 13, 1 of 5), the tasks whose
 # sha256(HELD_OUT_SALT + name) is lowest in their level. Fixed here, so that a later release's
-# test split holds the same tasks; tests/test_training.py checks the rule still gives them.
+# test split holds the same tasks; tests/training/test_finetune_configs.py checks the rule still
+# gives them.
 HELD_OUT_SALT: Final = "pallasbench-robust held-out "
 HELD_OUT_SHARE: Final = 0.2
 TEST_TASKS: Final = ("gelu", "tanh", "batched_matmul", "cross_entropy", "mse_loss",

@@ -217,7 +217,7 @@ class InputFamily:
   The judge checks a kernel on every family of its task (a fresh seed each) as on the
   nominal draw, with the same tolerance; a family is chosen where the float64 reference is
   well conditioned, so that the XLA baseline passes it at each precision the family is kept
-  at (tests/test_input_families.py). Transforms read the nominal inputs (a source of
+  at (tests/tasks/test_input_families.py). Transforms read the nominal inputs (a source of
   MatchedRows or ScaledCopy is the nominal draw of that input) and apply in order.
   """
   name: str                       # short, unique within the task: "shifted"

@@ -11,7 +11,7 @@ Three kinds of candidate, each recording the kernel it was made from (`parent`):
   to lower or compile on a GPU.
 - `broken`: a fixed kernel made wrong: it raises, every store to a ref writes a wrong value,
   or it returns the wrong shape.
-- `cheat`: the attacks of tests/controls/ and tests/test_adversarial.py made generic: the
+- `cheat`: the attacks of tests/controls/ and tests/judge/test_attacks.py made generic: the
   JAX reference with no Pallas kernel, the reference in XLA with a Pallas copy kernel, the
   first output replayed from the host on every call, half the grid (half the output
   unwritten), and inputs read to detect the public seeds 0-4. None may pass.

@@ -93,7 +93,8 @@ class TaskSpec:
     the output dtype the task declares there; the input families that are well
     conditioned there (InputFamily.precisions). At the task's own precision, the spec itself
     (float32: today's spec, the same inputs bit for bit). The output dtype is the declared one
-    (`output_follows_precision`); tests/test_precision.py holds it to what the reference returns."""
+    (`output_follows_precision`); tests/tasks/test_precisions.py holds it to what the reference
+    returns."""
     wanted = get_precision(precision)
     if wanted.name == self.precision:
       return self
@@ -259,7 +260,7 @@ def _zero_rows(why: str, *inputs: str) -> InputFamily:
 
 def _float32_only(family: InputFamily, replaced_by: str) -> InputFamily:
   """A family that bfloat16 inputs make ill conditioned: the bfloat16 XLA baseline fails it
-  (tests/test_precision.py shows each), so a task at bfloat16 leaves it out, and checks
+  (tests/tasks/test_precisions.py shows each), so a task at bfloat16 leaves it out, and checks
   `replaced_by` there, a family conditioned for bfloat16 that reaches the same region. Offsets
   of 35 to 100 standard deviations leave bfloat16 (8 significant bits) a resolution of 0.25
   to 0.5, about the spread: a layer norm's mean rounded to bfloat16 is off by up to 0.125
@@ -270,7 +271,7 @@ def _float32_only(family: InputFamily, replaced_by: str) -> InputFamily:
 
 # Input families (see InputFamily): for every task, the regions of its domain where its
 # formula can break, each well conditioned in float64 and passed by the XLA baseline at the
-# task's tolerance at every precision the family is kept at (tests/test_input_families.py).
+# task's tolerance at every precision the family is kept at (tests/tasks/test_input_families.py).
 # A layer norm of rows whose mean is r standard deviations from zero errs by about r float32
 # ulps in any float32 algorithm (the mean itself rounds), and a one-pass variance
 # E[x^2] - E[x]^2 by about r^2: r = 35 is where the first still passes (at about 60% of the

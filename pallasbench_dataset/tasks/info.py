@@ -118,7 +118,8 @@ def markdown() -> str:
   specs = list_tasks()
   lines = ["# The tasks", "",
            f"Generated from the task registry (`pallasbench_dataset/tasks/`) by `{DOC_COMMAND}`;",
-           "tests/test_tasks.py checks that it is current. Edit the registry, not this page.",
+           "tests/tasks/test_registry.py checks that it is current. Edit the registry, not this "
+           "page.",
            "",
            f"{len(specs)} tasks. A kernel is `kernel(*inputs, interpret=False)`, taking the "
            "inputs in the order listed.",

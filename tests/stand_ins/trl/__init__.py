@@ -1,8 +1,8 @@
 """A stand-in for TRL where it is not installed (it pulls torch): `GRPOTrainer(...).train()`
 calls each reward function as TRL 1.16's `GRPOTrainer._calculate_rewards` does, on the first
 row of the training set with that row's own completion, and prints the rewards. It lets the
-README's GRPO example run verbatim in the default suite; tests/test_trainers.py runs the real
-trainer where TRL is installed."""
+README's GRPO example run verbatim in the default suite; tests/training/test_trl_trainers.py runs
+the real trainer where TRL is installed."""
 
 from __future__ import annotations
 

@@ -1,0 +1,583 @@
+"""The robust evaluator under attack: adversarial controls, each with its exact verdict.
+
+Every tests/controls/adv_*.py is a kernel written to cheat, escape or confuse the judge (or,
+adv_pos_*, an honest kernel in an unusual style); its docstring names the attack and the
+expected outcome. All are evaluated once, in one module-scoped run of the driver (sandboxed
+exporter, then the judge process; its two halves at once, tests/two_cores.py), on the CPU in
+interpret mode, and each record must carry the EXACT status and a reason (or error)
+substring, with no side effect left behind.
+
+Classes: 1 forging the verdict, 2 reading secrets, 3 timing, 4 escaping the sandbox, 5 blind
+spots of the module analysis, 6 honest but unusual (must pass), 7 the invariant over every
+record (pass iff no reasons; pass implies correct and robust), 8 correct on the nominal inputs
+only (caught by the input families, the scaled atol and the edge shape), 9 below the task's
+precision (float8 in a bfloat16 task, bfloat16 in a float32 one), 10 the CPU judge's known
+limit (below), 11 right only where the judge looked (caught by families that reach every
+region where the task's formula breaks, at both precisions) and their honest neighbours, 12
+copied solutions (the shipped kernel imported, read and run, or pasted in), 13 reading the
+checkout, 14 forging the record's sandbox layers.
+
+Holes this suite found and the judge now closes: a switch on a data-derived index, a
+data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
+or an elementwise op hidden outside the kernel), hidden RNG state in an artifact, honest code
+refused under an Explicit-axis abstract mesh, and candidates compiled with the loader's
+`from __future__` flags. The one known limit of a CPU judge (it runs the interpret-mode export
+but reads the structure from the Triton export) is control 10, with its own test below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import pathlib
+import resource
+import socket
+import subprocess
+import sys
+import uuid
+
+import jax
+import numpy as np
+import pytest
+
+from pallasbench_dataset.evaluation import sandbox
+from pallasbench_dataset.evaluation.judge import module_analysis
+from pallasbench_dataset.evaluation.judge.compile_profile import compile_exported
+from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, export_request
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.judge.process import Limits
+from pallasbench_dataset.kernels import load_module
+from pallasbench_dataset.lowering import export_for
+from pallasbench_dataset.schema import EvalRecord, Status
+from pallasbench_dataset.tasks import get_task
+
+from tests import two_cores
+from tests.paths import CONTROLS, REPO
+
+OPTIONS = EvalOptions(seeds=(11, 12, 13, 14, 15), check_edge=False, timing_iterations=2,
+                      timing_rounds=1, warmup=1)
+SECRET_SEEDS = dataclasses.replace(OPTIONS, seeds=())  # fresh OS seeds, as by default
+WITH_EDGE = dataclasses.replace(OPTIONS, check_edge=True)
+LIMITS = Limits(timeout_s=300, memory_bytes=8 << 30)
+MARK = uuid.uuid4().hex[:12]  # replaces @MARK@ in the controls' targets
+PATH_MARK = f"/nonexistent/pallasbench-adv-{MARK}"  # in every sandboxed process's environment
+
+NO_KERNEL = "no Pallas kernel in the exported module"
+OUTSIDE = "the real work is done outside the kernel"
+VIOLATION = "sandbox violation, refused "
+NOT_CLOSE = "not allclose"
+HOST_CALLBACK = "host callback"
+NO_CELL = "raised KeyError: 'kernel'"  # the copied cell was never read, so nothing defines it
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+  file: str
+  task: str
+  status: Status | None          # None: anything but pass (see the control's docstring)
+  detail: tuple[str, ...] = ()   # one of these substrings in some reason (or the error)
+  options: EvalOptions = OPTIONS
+  precision: str = "float32"      # the task's precision (precision.PRECISIONS)
+
+
+def _cases() -> dict[str, Case]:
+  relu, R, I, P = "relu", Status.REJECTED, Status.INCORRECT, Status.PASS
+  return {
+      # 1. Forging the verdict.
+      "patch_judge": Case("adv_patch_judge_relu", relu, I, (NOT_CLOSE,)),
+      "gc_channel": Case("adv_gc_channel_relu", relu, R, (VIOLATION + "gc.get_objects",)),
+      "patch_lowering": Case("adv_patch_lowering_relu", relu, R, (NO_KERNEL,)),
+      "patch_export_size": Case("adv_patch_export_size_relu", relu, R, (NO_KERNEL,)),
+      "forged_export_json": Case("adv_forged_export_json_relu", relu, R, (NO_KERNEL,)),
+      "frame_tamper": Case("adv_frame_tamper_relu", relu, R, (NO_KERNEL,)),
+      # 2. Reading secrets.
+      "frame_secrets": Case("adv_frame_secrets_relu", relu, R, ("not_zeros",)),
+      # 3. Timing.
+      "setprofile": Case("adv_setprofile_relu", relu, R, (VIOLATION + "sys.setprofile",)),
+      "thread_hooks": Case("adv_thread_hooks_relu", relu, P),
+      "counts_calls": Case("adv_counts_calls_relu", relu, P),
+      "public_seeds_secret": Case("adv_public_seed_lookup_relu", relu, I, (NOT_CLOSE,),
+                                  options=SECRET_SEEDS),
+      "public_seeds_public": Case("adv_public_seed_lookup_relu", relu, R,
+                                  ("computes differently when timed",)),
+      "stateful_rng": Case("adv_stateful_rng_relu", relu, R),
+      # 4. Escaping.
+      "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
+                               (VIOLATION + "subprocess.Popen",)),
+      "write_tmp": Case("adv_write_tmp_relu", relu, R, (VIOLATION + "open",)),
+      "write_repo": Case("adv_write_repo_relu", relu, R, (VIOLATION + "open",)),
+      "profiler_write": Case("adv_profiler_write_relu", relu, R, (VIOLATION,)),
+      "xla_flags": Case("adv_xla_flags_relu", relu, R, (VIOLATION + "os.putenv",)),
+      "fork_setsid": Case("adv_fork_setsid_relu", relu, R, (VIOLATION + "os.fork",)),
+      "socket_loopback": Case("adv_socket_loopback_relu", relu, R, (VIOLATION + "socket.",)),
+      "ctypes": Case("adv_ctypes_relu", relu, R, (VIOLATION + "ctypes.",)),
+      "fake_stdout": Case("adv_fake_stdout_relu", relu, I, (NOT_CLOSE,)),
+      # 5. Blind spots of the module analysis.
+      "pure_callback_body": Case("adv_pure_callback_body_relu", relu, R, (HOST_CALLBACK,)),
+      "io_callback_body": Case("adv_io_callback_body_relu", relu, R, (HOST_CALLBACK,)),
+      "debug_callback_body": Case("adv_debug_callback_body_relu", relu, R, (HOST_CALLBACK,)),
+      "callback_index_map": Case("adv_callback_index_map_relu", relu, R, (HOST_CALLBACK,)),
+      "fori_outside": Case("adv_fori_outside_relu", relu, R, (OUTSIDE,)),
+      "where_outside": Case("adv_where_outside_relu", relu, R, (OUTSIDE,)),
+      "astype": Case("adv_astype_relu", relu, R, (OUTSIDE,)),
+      "narrow_counter": Case("adv_narrow_counter_relu", relu, R, (OUTSIDE,)),
+      "reduce_custom_body": Case("adv_reduce_custom_body_reduce_sum", "reduce_sum", R, (OUTSIDE,)),
+      # On a CPU host the cpu artifact's LAPACK call is refused first; a GPU judge (and the
+      # cuda structure) gives the contraction reason.
+      "trisolve_outside": Case("adv_trisolve_outside_matmul", "matmul", R,
+                               ("contractions outside the kernel",)),
+      "dynslice_loop": Case("adv_dynslice_loop_embedding_lookup", "embedding_lookup", R,
+                            (OUTSIDE,)),
+      "case_gather": Case("adv_case_gather_embedding_lookup", "embedding_lookup", R, (OUTSIDE,)),
+      "rotating_while": Case("adv_rotating_while_embedding_lookup", "embedding_lookup", R),
+      "barrier_broadcast": Case("adv_barrier_broadcast_relu", relu, R,
+                                ("memory beyond the task's: plain XLA ops outside the kernel "
+                                 "write 269484032 bytes per call",)),
+      # 6. Honest but unusual.
+      "pos_chunked_calls": Case("adv_pos_chunked_calls_relu", relu, P),
+      "pos_fori_dynamic": Case("adv_pos_fori_dynamic_relu", relu, P),
+      "pos_fori_inplace": Case("adv_pos_fori_inplace_relu", relu, P),
+      "pos_clip_embedding": Case("adv_pos_clip_embedding_lookup", "embedding_lookup", P),
+      "pos_stdlib_imports": Case("adv_pos_stdlib_imports_relu", relu, P),
+      "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
+      "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
+      # 7. Escaping from another thread, below the tripwire, or towards the parent: the
+      # walls are up before the exporter's first thread exists.
+      "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
+                                    (VIOLATION + "open",)),
+      "hook_tamper": Case("adv_hook_tamper_relu", relu, R, (VIOLATION + "open",)),
+      "native_plugin": Case("adv_native_plugin_relu", relu, None, ("Permission denied",)),
+      "fcntl_signal_parent": Case("adv_fcntl_signal_parent_relu", relu, R,
+                                  (VIOLATION + "fcntl.fcntl",)),
+      "hidden_memory": Case("adv_hidden_memory_relu", relu, None, ("Operation not permitted",)),
+      "renice_parent": Case("adv_renice_parent_relu", relu, R, (VIOLATION + "resource.prlimit",)),
+      "proc_links": Case("adv_proc_links_relu", relu, None, ("No such file or directory",)),
+      "scratch_fill": Case("adv_scratch_fill_relu", relu, None, ("Permission denied",)),
+      # 8. Correct on the nominal inputs only: caught by the input families, the atol scaled
+      # to the outputs and the edge shape.
+      "nomax_softmax": Case("adv_nomax_softmax", "softmax", I,
+                            ("input family shifted (x + 100), seed 11: ",)),
+      "onepass_layernorm": Case("adv_onepass_layernorm", "layernorm", I,
+                                ("input family shifted (x + 35), seed 11: not allclose",)),
+      "fp16_exp_softmax": Case("adv_fp16_exp_softmax", "softmax", I,
+                               ("seed 11: not allclose(rtol=0.0001, atol=",)),
+      "edge_garbage": Case("adv_edge_garbage_relu", relu, I,
+                           ("edge shape {'N': 1000, 'M': 300}, seed 11: ",), options=WITH_EDGE),
+      # 9. Below the task's precision: a bfloat16 task computed in float8, and a
+      # float32 task answered in bfloat16; an honest bfloat16 kernel passes.
+      "fp8_output_softmax": Case("adv_fp8_output_softmax", "softmax", I,
+                                 ("seed 11: not allclose(rtol=0.016, atol=",),
+                                 precision="bfloat16"),
+      "fp8_inputs_matmul": Case("adv_fp8_inputs_matmul", "matmul", I,
+                                ("seed 11: not allclose(rtol=0.016, atol=",
+                                 "seed 11: relative L2 error"), precision="bfloat16"),
+      "bf16_answer_layernorm": Case("adv_bf16_answer_layernorm", "layernorm", I,
+                                    ("seed 11: not allclose(rtol=0.0001, atol=",)),
+      "pos_bf16_softmax": Case("adv_pos_bf16_softmax", "softmax", P, precision="bfloat16"),
+      # 11. Right only where the judge looked (each passed the judge at fb19968, before the
+      # families reached the region where its formula breaks and the float32 L2 bound was set
+      # between TF32 and bfloat16), and honest kernels using the same tricks correctly.
+      "nomax_qk_softmax": Case("adv_nomax_qk_softmax", "qk_softmax", I,
+                               ("input family matched (",)),
+      "nomax_flash_attention_bf16": Case("adv_nomax_flash_attention", "flash_attention", I,
+                                         ("input family matched (",), precision="bfloat16"),
+      "nomax_fused_loss_bf16": Case("adv_nomax_fused_softmax_cross_entropy",
+                                    "fused_softmax_cross_entropy", I,
+                                    ("input family spiked (",), precision="bfloat16"),
+      "exp_no_underflow": Case("adv_exp_no_underflow", "exp", I, ("input family underflow (",)),
+      "naive_bce_bf16": Case("adv_naive_sigmoid_bce", "sigmoid_bce", I,
+                             ("input family saturated_hard (",), precision="bfloat16"),
+      "cosine_no_eps": Case("adv_cosine_no_eps", "cosine_sim", I, ("input family zero_rows (",)),
+      "one_hot_low_bits": Case("adv_one_hot_low_bits", "one_hot", I,
+                               ("input family out_of_range (",)),
+      "bf16_output_matmul": Case("adv_bf16_output_matmul", "matmul", I,
+                                 ("seed 11: relative L2 error",)),
+      "pos_bit_exp": Case("adv_pos_bit_exp", "exp", P),
+      "pos_online_qk_softmax_bf16": Case("adv_pos_online_qk_softmax", "qk_softmax", P,
+                                         precision="bfloat16"),
+      "pos_bf16_acc_matmul": Case("adv_pos_bf16_acc_matmul", "matmul", P, precision="bfloat16"),
+      # 10. The CPU judge's known limit: the task computed only when interpret=True passes on
+      # a CPU (test_cpu_verdict_is_on_the_interpret_export_...), and fails on a GPU.
+      "split_interpret": Case("adv_split_interpret_relu", relu, P),
+      # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (judge/test_gpu.py).
+      "peek_past_end": Case("adv_peek_past_end_reduce_sum", "reduce_sum", P),
+      # 12. Copied solutions: the project's own kernel imported, or read from disk and run.
+      "import_shipped": Case("adv_import_shipped_matmul", "matmul", None, ("Permission denied",)),
+      "exec_shipped_cell": Case("adv_exec_shipped_cell_relu", relu, None, (NO_CELL,)),
+      "exec_released_row": Case("adv_exec_released_row_relu", relu, None, (NO_CELL,)),
+      "copied": Case("adv_copied_relu", relu, P),
+      "copied_rejected": Case("adv_copied_relu", relu, R, ("(kernels_gpu/relu.py), renamed",),
+                              options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      # 13. What the exporter can read (test_the_checkout_is_unreadable_from_every_thread).
+      "read_checkout": Case("adv_read_checkout_relu", relu, P),
+      # 14. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
+      "forge_layers": Case("adv_forge_layers_relu", relu, P),
+  }
+
+
+def _analysis_cases() -> dict[str, Case]:
+  """What XLA runs is not the module as exported, decoy branches, triangular loops, and
+  modules written to stop the analysis: the composite and the decoy are rejected with their
+  reasons; the nested loops are analysed within the analysis' limits, and they and the
+  triangular kernel, honest both, pass."""
+  R, P = Status.REJECTED, Status.PASS
+  return {
+      "topk_composite": Case("adv_topk_composite_reduce_max", "reduce_max", R,
+                             ('no cost model for: stablehlo.composite "chlo.top_k"',)),
+      "decoy_branch": Case("adv_decoy_branch_matmul", "matmul", R,
+                           ("contractions outside the kernel",)),
+      "nested_loops": Case("adv_nested_loops_relu", "relu", P),
+      "symbolic_power": Case("adv_symbolic_power_relu", "relu", R,
+                             ("the artifact is refused before it is read: input shape 0 has the "
+                              "dimension 'a^10000000', not a static integer",)),
+      "pos_triangular": Case("adv_pos_triangular_relu", "relu", P),
+  }
+
+
+CASES = {**_cases(), **_analysis_cases()}
+# Files whose attack leaves a trace outside the sandbox if it succeeds: the path, with @MARK@.
+TARGETS = {
+    "subprocess_touch": f"/tmp/pallasbench-adv-touch-{MARK}",
+    "write_tmp": f"/tmp/pallasbench-adv-write-{MARK}",
+    "write_repo": str(REPO / f"adv-written-{MARK}.py"),
+    "ctypes": f"/tmp/pallasbench-adv-ctypes-{MARK}",
+    "profiler_write": f"/tmp/pallasbench-adv-profile-{MARK}",
+    "xla_flags": f"/tmp/pallasbench-adv-xladump-{MARK}",
+    "callback_thread_write": str(REPO / f"adv-written-cb-{MARK}.py"),
+    "hook_tamper": f"/tmp/pallasbench-adv-tamper-{MARK}",
+}
+
+
+def _scheduling() -> tuple:
+  return (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getaffinity(0),
+          resource.getrlimit(resource.RLIMIT_NOFILE))
+
+
+SCHEDULING_BEFORE = _scheduling()
+
+
+def _source(case: Case, port: int) -> str:
+  return ((CONTROLS / f"{case.file}.py").read_text()
+          .replace("@MARK@", MARK).replace("@PORT@", str(port)))
+
+
+def _marked_processes() -> list[int]:
+  """Live processes other than this one whose environment carries PATH_MARK."""
+  found = []
+  for name in os.listdir("/proc"):
+    if not name.isdigit() or int(name) == os.getpid():
+      continue
+    try:
+      with open(f"/proc/{name}/environ", "rb") as f:
+        if PATH_MARK.encode() in f.read():
+          found.append(int(name))
+    except OSError:
+      continue
+  return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  records: dict[str, EvalRecord]
+  survivors: list[int]
+  connections: int
+  scratch: list[pathlib.Path]     # the scratch folders of this run's sandboxed exporters
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+  for target in TARGETS.values():
+    assert not os.path.exists(target), f"{target} exists before the run"
+  listener = socket.create_server(("127.0.0.1", 0))
+  listener.setblocking(False)
+  port = listener.getsockname()[1]
+  names = sorted(CASES, key=lambda n: CASES[n].task)  # one judge process per task
+  items = [WorkItem(task=CASES[n].task, variant="candidate", size="small",
+                    source=_source(CASES[n], port), filename=f"{CASES[n].file}.py",
+                    options=CASES[n].options, precision=CASES[n].precision) for n in names]
+  scratch: list[pathlib.Path] = []
+  path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), PATH_MARK) if p)
+
+  def recording_run_sandboxed(*args, **kwargs):
+    result = original_run_sandboxed(*args, **kwargs)
+    scratch.append(result.scratch)
+    return result
+
+  original_run_sandboxed = sandbox.run_sandboxed
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setenv("PYTHONPATH", path)  # the exporters and judges inherit it: a survivor shows it
+    mp.setattr(sandbox, "run_sandboxed", recording_run_sandboxed)
+    first, second = two_cores.run_at_once([(half, LIMITS) for half in two_cores.halves(items)])
+  records = [*first, *second]
+  connections = 0
+  while True:
+    try:
+      conn, _ = listener.accept()
+    except BlockingIOError:
+      break
+    conn.close()
+    connections += 1
+  listener.close()
+  assert len(records) == len(items)
+  return Run(records=dict(zip(names, records)), survivors=_marked_processes(),
+             connections=connections, scratch=scratch)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_control_gets_its_exact_status(run, name):
+  case, record = CASES[name], run.records[name]
+  summary = (name, record.status, record.error_type, record.reasons, record.error)
+  if case.status is None:
+    assert record.status is not Status.PASS, summary
+  else:
+    assert record.status is case.status, summary
+  if case.detail:
+    texts = [*record.reasons, record.error or ""]
+    assert any(d in t for d in case.detail for t in texts), summary
+  assert record.precision == case.precision, summary
+  if record.status is Status.PASS:
+    assert record.correct and record.robust and record.reasons == (), summary
+    assert record.runtime_ms > 0 and record.baseline_ms > 0 and record.timed_outputs_checked == 2
+  if case.status is Status.REJECTED and case.detail and case.detail[0].startswith(VIOLATION):
+    assert record.error_type is None and not record.correct, summary
+
+
+def test_no_attack_leaves_a_trace(run):
+  """Nothing written outside, no process left running, no connection made, scratch removed."""
+  assert [t for t in TARGETS.values() if os.path.exists(t)] == []
+  assert run.survivors == [], f"processes of the run survived it: {run.survivors}"
+  assert run.connections == 0
+  assert len(run.scratch) == len(CASES)
+  assert [p for p in run.scratch if p.exists()] == []
+  assert list(REPO.glob("adv-written-*")) == []
+
+
+def test_the_parent_keeps_its_priority_cores_and_limits(run):
+  """The exporters' parent here is this process: renice_parent went for it."""
+  assert _scheduling() == SCHEDULING_BEFORE
+  assert run.records["renice_parent"].status is not Status.PASS
+
+
+def test_no_link_of_the_parent_reaches_the_record(run):
+  printed = run.records["proc_links"].exporter_output or ""
+  assert "parent cwd:" not in printed and "parent exe:" not in printed, printed[-500:]
+
+
+def test_every_attack_ran_inside_all_sandbox_layers(run):
+  for name, record in run.records.items():
+    assert {"new-session", "scrubbed-env", "tripwire", "rlimits", "dies-with-parent"} <= set(
+        record.sandbox), (name, record.sandbox)
+    if sys.platform == "linux":
+      assert {"seccomp", "landlock"} <= set(record.sandbox), (name, record.sandbox)
+    if os.geteuid() == 0:
+      assert "unprivileged" in record.sandbox, (name, record.sandbox)
+
+
+def test_copied_solutions_never_reach_the_shipped_files(run):
+  """Class 12: the kernel trees and the released data are unreadable on every thread, so the
+  copy has nothing to run (the checkout is on this test process' sys.path, as with
+  `python -m` from it)."""
+  assert "kernels_gpu/__init__.py" in run.records["import_shipped"].error
+  for name in ("exec_shipped_cell", "exec_released_row"):
+    assert "read refused: [Errno 13] Permission denied" in run.records[name].exporter_output, name
+
+
+def test_a_pasted_copy_is_named_and_rejected_for_reward_use(run):
+  """Class 12, the copy the walls cannot stop: its kernel's fingerprint is the shipped one's.
+  Every other candidate of the suite (honest ones in unusual styles included) is no copy."""
+  copied, rejected = run.records["copied"], run.records["copied_rejected"]
+  assert copied.status is Status.PASS and copied.copy_of == ("kernels_gpu/relu.py",)
+  assert rejected.copy_of == ("kernels_gpu/relu.py",) and len(rejected.reasons) == 1
+  others = {name: r.copy_of for name, r in run.records.items() if not name.startswith("copied")}
+  assert not {name: copy for name, copy in others.items() if copy}, others
+
+
+def test_the_checkout_is_unreadable_from_every_thread(run):
+  """Class 13: .git, the kernel trees, data/, another candidate's file, the references and the
+  verdict cache, tried from the main thread, a thread of the candidate's and an XLA thread."""
+  printed = run.records["read_checkout"].exporter_output.splitlines()
+  tried = [line for line in printed if line.startswith(("read ", "refused "))]
+  assert len(tried) == 3 * 8, printed
+  assert [line for line in tried if line.startswith("read ")] == []
+
+
+def test_the_record_s_layers_are_the_trusted_side_s(run):
+  """Class 14: walls forged on every pipe, from every thread, are not in the record."""
+  layers = run.records["forge_layers"].sandbox
+  assert not [layer for layer in layers if "forged" in layer or layer == "gpu-memcheck"], layers
+  assert layers == run.records["pos_dataclass"].sandbox
+
+
+def test_forged_reports_are_information_only(run):
+  """The exporter's word (reports, pallas_calls) was forged and shows in the record, but the
+  verdict comes from the artifact bytes."""
+  for name in ("frame_tamper", "forged_export_json"):
+    record = run.records[name]
+    assert [c.name for c in record.compile.pallas_calls] == ["forged_relu"], name
+    assert any(NO_KERNEL in r for r in record.reasons), name
+  assert "adv: tampered with ['reports', 'request']" in run.records["frame_tamper"].exporter_output
+  assert "forged answer written" in run.records["forged_export_json"].exporter_output
+
+
+def test_what_the_candidate_printed_is_kept_apart(run):
+  assert "judge functions patched" in run.records["patch_judge"].exporter_output
+  assert '"adv_fake_record": true' in run.records["fake_stdout"].exporter_output
+  searched = run.records["frame_secrets"].exporter_output
+  assert "0 arrays of shape (512, 512), seeds []" in searched  # there is nothing to find
+
+
+def test_counting_calls_counts_exporter_traces_not_judge_runs(run):
+  record = run.records["counts_calls"]
+  calls = [line for line in record.exporter_output.splitlines() if "kernel() called" in line]
+  assert 1 <= len(calls) <= 6  # every artifact came from a trace with the honest body
+  assert record.status is Status.PASS and record.timed_outputs_checked == 2
+
+
+def test_thread_hooks_do_not_inflate_the_baseline(run):
+  record = run.records["thread_hooks"]
+  assert record.status is Status.PASS
+  assert max(record.baseline_samples_ms) < 250, record.baseline_samples_ms  # a hook sleeps 500
+
+
+def test_block_multiple_kernel_passes_without_general_shapes(run):
+  record = run.records["pos_block_multiple"]
+  assert record.status is Status.PASS and record.reasons == ()
+  assert record.general_shapes is False
+  assert "ValueError" in record.edge_error and "not a multiple" in record.edge_error
+
+
+def test_nominal_only_kernels_fail_where_they_are_wrong_and_nowhere_else(run):
+  """Class 8: each control passes its nominal seeds (or, for float16 exp, fails only by the
+  scaled atol) and is caught on the family or shape it gets wrong."""
+  nomax, onepass = run.records["nomax_softmax"], run.records["onepass_layernorm"]
+  assert [r.split(" (")[0] for r in nomax.reasons] == [
+      "input family shifted", "input family shifted_down"]
+  assert all("NaN/Inf" in r for r in nomax.reasons)
+  assert len(onepass.reasons) == 1 and onepass.reasons[0].startswith("input family shifted")
+  for record in (nomax, onepass):
+    assert record.input_families[0] == "shifted" and not record.correct
+  fp16 = run.records["fp16_exp_softmax"]
+  assert [r.split(":")[0] for r in fp16.reasons[:5]] == [f"seed {s}" for s in OPTIONS.seeds]
+  assert fp16.atol_scale == "reference_rms" and fp16.atol_used < 1e-6 < fp16.atol
+  edge = run.records["edge_garbage"]
+  assert edge.general_shapes is False and "NaN/Inf" in edge.edge_error
+  assert len(edge.reasons) == 1 and edge.max_abs_error == 0.0  # exact on the nominal seeds
+
+
+DOMAIN_ATTACKS = ("nomax_qk_softmax", "nomax_flash_attention_bf16", "nomax_fused_loss_bf16",
+                  "exp_no_underflow", "naive_bce_bf16", "cosine_no_eps", "one_hot_low_bits")
+
+
+def test_domain_attacks_fail_only_where_their_formula_breaks(run):
+  """Class 11: each attack is exact enough on every nominal seed and fails on a family only;
+  the bfloat16-rounded matmul fails every seed (and every family) by the L2 bound alone, at
+  the L2 error a bfloat16 output carries (tolerance.py: 1.61e-3 to 1.70e-3)."""
+  for name in DOMAIN_ATTACKS:
+    record = run.records[name]
+    assert record.reasons and all(r.startswith("input family ") for r in record.reasons), (
+        name, record.reasons)
+  matmul = run.records["bf16_output_matmul"]
+  assert [r.split(":")[0] for r in matmul.reasons[:5]] == [f"seed {s}" for s in OPTIONS.seeds]
+  assert all("relative L2 error" in r for r in matmul.reasons), matmul.reasons
+  assert 1e-3 < matmul.rel_l2_error < 2e-3
+
+
+def test_public_seed_lookup_is_right_only_on_the_public_seeds(run):
+  public, secret = run.records["public_seeds_public"], run.records["public_seeds_secret"]
+  assert public.correct and public.seeds == OPTIONS.seeds  # every checked seed matched
+  assert not secret.correct and len(secret.seeds) == 5 and set(secret.seeds) != set(OPTIONS.seeds)
+
+
+def test_invariant_over_every_record(run):
+  for name, record in run.records.items():
+    assert (record.status is Status.PASS) == (record.reasons == ()), (name, record.status, record.reasons)
+    if record.status is Status.PASS:
+      assert record.correct and record.robust and record.error is None, name
+    if record.error_type is not None:
+      assert record.status in (Status.ERROR, Status.TIMEOUT) and record.error, name
+
+
+def test_structure_reasons_survive_a_later_refusal(run):
+  """The LAPACK call is refused when the cpu artifact is compiled; the contraction found in
+  the cuda structure before that stays in the record."""
+  reasons = run.records["trisolve_outside"].reasons
+  assert any("custom calls other than Pallas kernels" in r for r in reasons), reasons
+  assert any("contractions outside the kernel" in r for r in reasons), reasons
+
+
+def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(run):
+  """The known limit of a CPU judge: it runs the interpret-mode export and reads the structure
+  from the cuda export, two programs the candidate produces. A kernel computing the task only
+  when interpret=True passes on a CPU; the records say so (interpret, timings not comparable).
+  On a GPU the one cuda artifact is both analysed and run, so the same kernel is caught there
+  (tests/judge/test_gpu.py). Its record is the module run's."""
+  record = run.records["split_interpret"]
+  assert record.status is Status.PASS and record.interpret and not record.timing_comparable
+  source = (CONTROLS / "adv_split_interpret_relu.py").read_text()
+  item = WorkItem(task="relu", variant="candidate", size="small", source=source, filename="x.py")
+  assert export_request(item, "gpu").exports == (("small", ("cuda",)), ("edge", ("cuda",)))
+
+
+def test_cli_stdout_is_one_record_whatever_the_kernel_prints(tmp_path):
+  """The kernel prints a fake passing record: the CLI's stdout is still exactly one JSON
+  record, the real one, and the fake text is only in its exporter_output. The evaluation
+  leaves nothing in its private TMPDIR (neither the exporter's scratch nor the helper's)."""
+  private = tmp_path / "private-tmp"
+  private.mkdir(mode=0o700)
+  proc = subprocess.run(
+      [sys.executable, "-m", "pallasbench_dataset.evaluate", "--task", "relu", "--kernel",
+       str(CONTROLS / "adv_fake_stdout_relu.py"), "--device", "cpu", "--json",
+       "--seeds", "1", "2", "3", "4", "5"],
+      cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+      env={**os.environ, "TMPDIR": str(private)})
+  assert list(private.iterdir()) == []
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  record = json.loads(proc.stdout)  # one JSON document, nothing else
+  assert record["status"] == "incorrect" and record["seeds"] == [1, 2, 3, 4, 5]
+  assert "adv_fake_record" in record["exporter_output"]
+  rest = json.dumps({k: v for k, v in record.items() if k != "exporter_output"})
+  assert "adv_fake_record" not in rest and "adv_fake_record" not in proc.stderr
+  assert (record["status"] == "pass") == (record["reasons"] == [])
+
+
+# ---------------------------------------------------------------------------------------------
+# The closed holes, one level down: the module analysis of the controls' cuda exports, in this
+# process (these controls are not hostile to the analysis), so a regression shows in seconds.
+
+def _cuda_module(file: str, task: str) -> tuple[str, dict]:
+  spec = get_task(task)
+  dims = spec.dims("small")
+  structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
+  module = load_module((CONTROLS / f"{file}.py").read_text(), f"{file}.py")
+  text = export_for("cuda", functools.partial(module.kernel, interpret=False), *structs).mlir_module()
+  return text, dict(task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
+                    task_bytes=spec.io_bytes(dims))
+
+
+@pytest.mark.parametrize("name", ["case_gather", "rotating_while", "narrow_counter",
+                                  "stateful_rng", "topk_composite", "decoy_branch",
+                                  "barrier_broadcast"])
+def test_module_analysis_sees_the_hidden_work(name):
+  case = CASES[name]
+  text, sizes = _cuda_module(case.file, case.task)
+  report = module_analysis.analyze_module(text)
+  assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+def test_exported_artifacts_can_carry_hidden_state():
+  """Why stateful ops are rejected: through the judge's own compile path, one input, two calls,
+  two outputs."""
+  spec = get_task("relu")
+  dims = spec.dims("small")
+  structs = [jax.ShapeDtypeStruct(i.concrete_shape(dims), i.dtype) for i in spec.inputs]
+  module = load_module((CONTROLS / "adv_stateful_rng_relu.py").read_text())
+  exported = jax.export.deserialize(bytearray(export_for(
+      "cpu", functools.partial(module.kernel, interpret=True), *structs).serialize()))
+  compiled = compile_exported(exported, structs, None).executable
+  inputs = spec.make_inputs(dims, 0)
+  first, second = np.asarray(compiled(*inputs)), np.asarray(compiled(*inputs))
+  assert not np.array_equal(first, second)  # same artifact, same input: different outputs

@@ -1,0 +1,113 @@
+"""One call per candidate under compute-sanitizer's memcheck: what the judge records for each
+outcome, with stand-ins for the sanitizer on this CPU host (tests/judge/test_gpu.py runs the real
+one on the H200)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import stat
+import types
+
+import pytest
+
+from pallasbench_dataset.evaluation.judge import core, memcheck
+from pallasbench_dataset.tasks import get_task
+
+ARGS = dict(task="relu", size="small", precision="float32", seed=3)
+
+
+def _fake_sanitizer(tmp_path: pathlib.Path, monkeypatch, script: str) -> pathlib.Path:
+  """A `compute-sanitizer` on the PATH that runs `script` (sh) instead of checking anything;
+  it writes its arguments and standard input beside itself."""
+  tool = tmp_path / "compute-sanitizer"
+  tool.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\ncat > {tmp_path}/stdin\n{script}\n')
+  tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+  monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+  return tool
+
+
+def test_memcheck_errors_are_reported_with_memchecks_own_lines(tmp_path, monkeypatch):
+  _fake_sanitizer(tmp_path, monkeypatch, f"""echo "========= COMPUTE-SANITIZER"
+echo "========= Invalid __global__ read of size 4 bytes"
+echo "=========     at reduce_sum+0x1f0"
+echo "========= ERROR SUMMARY: 1 error"
+exit {memcheck.ERROR_EXIT}""")
+  found = memcheck.check(b"artifact bytes", **ARGS, padding_bytes=1 << 30,
+                         cache_dir="/nonexistent/cache")
+  assert found.outcome is memcheck.Outcome.ERRORS
+  assert found.detail == "Invalid __global__ read of size 4 bytes; ERROR SUMMARY: 1 error"
+  args = (tmp_path / "args").read_text().split()
+  assert args[:10] == ["--tool", "memcheck", "--error-exitcode", str(memcheck.ERROR_EXIT),
+                       "--print-limit", str(memcheck.PRINT_LIMIT), "--report-api-errors", "no",
+                       "--padding", str(1 << 30)]
+  assert args[-8:] == ["--task", "relu", "--size", "small", "--precision", "float32",
+                       "--seed", "3"]
+  assert (tmp_path / "stdin").read_bytes() == b"artifact bytes"
+
+
+@pytest.mark.parametrize(("script", "outcome", "detail"), [
+    ('echo "========= ERROR SUMMARY: 0 errors"', memcheck.Outcome.CLEAN, "ERROR SUMMARY: 0 errors"),
+    ("echo boom >&2; exit 3", memcheck.Outcome.INCONCLUSIVE, "the checked call exited with 3: boom"),
+    ("sleep 5", memcheck.Outcome.INCONCLUSIVE, "memcheck ran past its budget of 0.5 s"),
+])
+def test_memcheck_outcomes_that_do_not_reject(tmp_path, monkeypatch, script, outcome, detail):
+  _fake_sanitizer(tmp_path, monkeypatch, script)
+  found = memcheck.check(b"", **ARGS, timeout_s=0.5)
+  assert (found.outcome, found.detail) == (outcome, detail)
+
+
+def test_a_host_without_compute_sanitizer_says_so(monkeypatch):
+  monkeypatch.setattr(memcheck.shutil, "which", lambda _: None)
+  monkeypatch.setattr(memcheck, "_TOOLKITS", pathlib.Path("/nonexistent"))
+  monkeypatch.setattr(memcheck.importlib.util, "find_spec", lambda _: None)
+  assert memcheck.sanitizer() is None
+  assert memcheck.check(b"", **ARGS).outcome is memcheck.Outcome.UNAVAILABLE
+
+
+def _gpu_state(monkeypatch, outcome):
+  """The judge's memcheck step on a GPU context, memcheck.check answering `outcome`."""
+  seen = []
+
+  def check(blob, **kwargs):
+    seen.append((blob, kwargs))
+    return memcheck.Result(outcome=outcome, detail="Invalid __global__ read of size 4 bytes")
+  monkeypatch.setattr(memcheck, "check", check)
+  ctx = types.SimpleNamespace(on_gpu=True, stage=lambda _: None)
+  item = types.SimpleNamespace(options=core.EvalOptions(), size="medium")
+  state = core._State(fields={"filters": ()}, run_blob=b"cuda artifact")  # pylint: disable=protected-access
+  spec = get_task("reduce_sum")
+  reasons = core._memcheck(item, spec, 7, ctx, state)  # pylint: disable=protected-access
+  return reasons, state.fields["filters"], seen
+
+
+def test_the_judge_rejects_what_memcheck_finds_and_records_every_outcome(monkeypatch):
+  reasons, filters, seen = _gpu_state(monkeypatch, memcheck.Outcome.ERRORS)
+  assert reasons == ["the kernel accessed device memory outside its buffers (compute-sanitizer "
+                     "memcheck: Invalid __global__ read of size 4 bytes)"]
+  assert [(f.name, f.passed) for f in filters] == [("memcheck", False)]
+  assert seen[0][0] == b"cuda artifact"
+  assert {k: seen[0][1][k] for k in ("task", "size", "seed")} == dict(
+      task="reduce_sum", size="medium", seed=7)
+  for outcome in (memcheck.Outcome.CLEAN, memcheck.Outcome.INCONCLUSIVE):
+    reasons, filters, _ = _gpu_state(monkeypatch, outcome)
+    assert reasons == [] and filters[0].passed and filters[0].detail.startswith(f"{outcome}: ")
+
+
+def test_compute_sanitizer_is_found_in_a_versioned_toolkit(tmp_path, monkeypatch):
+  tool = tmp_path / "cuda-13.0" / "bin" / "compute-sanitizer"
+  tool.parent.mkdir(parents=True)
+  tool.write_text("#!/bin/sh\n")
+  tool.chmod(0o755)
+  monkeypatch.setattr(memcheck.shutil, "which", lambda _: None)
+  monkeypatch.setattr(memcheck, "_TOOLKITS", tmp_path)
+  assert memcheck.sanitizer() == str(tool)
+
+
+def test_every_allocation_gets_a_red_zone_of_at_least_the_floor(tmp_path, monkeypatch):
+  """A read just past a buffer lands in the next one XLA placed there, a valid access to
+  memcheck, unless a red zone follows every allocation."""
+  _fake_sanitizer(tmp_path, monkeypatch, 'echo "========= ERROR SUMMARY: 0 errors"')
+  memcheck.check(b"", **ARGS, padding_bytes=1)
+  args = (tmp_path / "args").read_text().split()
+  assert args[args.index("--padding") + 1] == str(memcheck.MIN_PADDING_BYTES)
