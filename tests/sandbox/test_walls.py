@@ -1469,3 +1469,74 @@ def test_removing_a_scratch_link_follows_it_nowhere(tmp_path):
   launch._remove_tree(link)
   assert (elsewhere / "kept").read_text() == "x"
   assert _mode(holder) == 0o1777 and _mode(elsewhere) == 0o755
+
+
+class _FakeLandlockLibc:
+  """The libc calls install_landlock makes, answered in this process: the ABI it is told, a
+  real descriptor (of /dev/null) as the ruleset, and a record of every call."""
+
+  def __init__(self, abi: int):
+    self.abi = abi
+    self.calls = []
+
+  def syscall(self, number, *args):
+    values = [getattr(a, "value", a) for a in args]
+    self.calls.append((number.value, values))
+    if number.value == walls._LANDLOCK_CREATE_RULESET and values[0] is None:
+      return self.abi
+    if number.value == walls._LANDLOCK_CREATE_RULESET:
+      return os.open(os.devnull, os.O_RDONLY)
+    return 0
+
+  def prctl(self, option, *args):
+    self.calls.append(("prctl", [option.value, *(a.value for a in args)]))
+    return 0
+
+
+@pytest.mark.parametrize("abi", [1, 2, 7])
+def test_landlock_is_put_up_at_every_abi_with_that_abis_rights(monkeypatch, tmp_path, abi):
+  """From ABI 1 on: a ruleset handling that ABI's rights, the scratch folder and this process'
+  /proc entry readable, the allow-list's folders read, its listed folders only listed, then
+  no_new_privs and restrict_self on that ruleset."""
+  import ctypes
+  fake = _FakeLandlockLibc(abi)
+  monkeypatch.setattr(walls, "_libc", lambda: (ctypes, fake))
+  monkeypatch.setattr(walls, "_PINNED_FDS", [])
+  listed = tmp_path / "listed"
+  listed.mkdir()
+  allowed = walls.ReadAllowList(folders=(str(tmp_path),), files=(), listed=(str(listed),))
+  try:
+    assert walls.install_landlock(str(tmp_path), allowed)
+  finally:
+    for fd in walls._PINNED_FDS:
+      os.close(fd)
+  numbers = [number for number, _ in fake.calls]
+  assert numbers[:2] == [walls._LANDLOCK_CREATE_RULESET] * 2
+  assert fake.calls[1][1][0] == walls.landlock_ruleset_attr(abi)
+  rules = [struct.unpack("=Qi", values[2])[0] for number, values in fake.calls
+           if number == walls._LANDLOCK_ADD_RULE]
+  read = walls._LANDLOCK_READ_FILE | walls._LANDLOCK_READ_DIR
+  assert rules == [read, read, read, walls._LANDLOCK_READ_DIR]
+  assert numbers[-2:] == ["prctl", walls._LANDLOCK_RESTRICT_SELF]
+  assert fake.calls[-2][1][:2] == [walls._PR_SET_NO_NEW_PRIVS, 1]
+
+
+@pytest.mark.parametrize("abi", [0, -1])
+def test_no_landlock_abi_is_no_landlock_and_says_why(monkeypatch, tmp_path, caplog, abi):
+  import ctypes
+  fake = _FakeLandlockLibc(abi)
+  monkeypatch.setattr(walls, "_libc", lambda: (ctypes, fake))
+  allowed = walls.ReadAllowList(folders=(), files=(), listed=())
+  with caplog.at_level("WARNING", logger=walls.logger.name):
+    assert not walls.install_landlock(str(tmp_path), allowed)
+  assert len(fake.calls) == 1
+  assert "Landlock not installed" in caplog.text and "Landlock is not available" in caplog.text
+
+
+def test_a_failed_call_raises_with_its_errno():
+  import ctypes
+  ctypes.set_errno(errno.EPERM)
+  with pytest.raises(OSError) as raised:
+    walls._checked(-1)
+  assert raised.value.errno == errno.EPERM and raised.value.strerror == os.strerror(errno.EPERM)
+  assert walls._checked(3) == 3
