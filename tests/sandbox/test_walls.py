@@ -1518,6 +1518,7 @@ def test_landlock_is_put_up_at_every_abi_with_that_abis_rights(monkeypatch, tmp_
   read = walls._LANDLOCK_READ_FILE | walls._LANDLOCK_READ_DIR
   assert rules == [read, read, read, walls._LANDLOCK_READ_DIR]
   assert numbers[-2:] == ["prctl", walls._LANDLOCK_RESTRICT_SELF]
+  assert fake.calls[-1][1][0] == fake.calls[2][1][0] and fake.calls[-1][1][1] == 0  # no flags
   assert fake.calls[-2][1][:2] == [walls._PR_SET_NO_NEW_PRIVS, 1]
 
 
