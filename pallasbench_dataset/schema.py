@@ -236,6 +236,15 @@ class EvalRecord:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunIdentity:
+  """The run a judge's records belong to, as the driver names it: a judge adds the ceilings
+  it measured and puts the whole on every record it builds (`Ceilings.run_info`)."""
+  command: str                 # the command that produced the run
+  run_id: str                  # the run folder's name
+  gpu_index: int | None        # CUDA device index of the judge's GPU (None on CPU)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
   """The run a record belongs to, repeated on every record so that a row stands on its own."""
   command: str                 # the command that produced the run

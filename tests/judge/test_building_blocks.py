@@ -596,7 +596,7 @@ from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
 from pallasbench_dataset.evaluation.judge import analysis_process, budgets, module_analysis, timing  # noqa: E402
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
-from pallasbench_dataset.evaluation.judge.process import RunIdentity  # noqa: E402
+from pallasbench_dataset.schema import RunIdentity  # noqa: E402
 from pallasbench_dataset.schema import (  # noqa: E402
     CompileProfile, Environment, ErrorType, PallasCallInfo, Roofline, RunInfo, StageTimes, Status)
 from pallasbench_dataset.tasks import Size  # noqa: E402

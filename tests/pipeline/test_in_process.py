@@ -33,13 +33,13 @@ from pallasbench_dataset.evaluation.judge import budgets, environment
 from pallasbench_dataset.evaluation.pipeline import cluster, driver, run_options, stages, suite, verdicts
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, Precompiled
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, RunIdentity
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.population import run as pop_run
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, to_jsonl)
 from pallasbench_dataset.schema import (
-    Artifacts, CompileProfile, ErrorType, RunInfo, StageTimes, Status, to_json_dict)
+    Artifacts, CompileProfile, ErrorType, RunIdentity, RunInfo, StageTimes, Status, to_json_dict)
 
 from tests import runfixtures
 

@@ -30,7 +30,7 @@ from pallasbench_dataset.evaluate import build_parser as evaluate_parser, evalua
 from pallasbench_dataset.evaluate import main as evaluate_main
 from pallasbench_dataset.evaluation.judge import ceilings, timing
 from pallasbench_dataset.evaluation.judge.ceilings import MATMUL_CEILINGS, Ceilings
-from pallasbench_dataset.evaluation.judge.process import RunIdentity
+from pallasbench_dataset.schema import RunIdentity
 from pallasbench_dataset.evaluation.pipeline import report
 from pallasbench_dataset.evaluation.protocol import ExportRequest
 from pallasbench_dataset.keys import EvalKey, precision_field

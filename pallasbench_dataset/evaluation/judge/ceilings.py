@@ -15,17 +15,14 @@ matmul ceiling once read 331 TFLOP/s against 415-419 in every other run on the s
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import jax
 import jax.numpy as jnp
 
 from pallasbench_dataset.evaluation.judge.timing import TimingMethod, time_interleaved
 from pallasbench_dataset.precision import PRECISIONS, get_precision
-from pallasbench_dataset.schema import RunInfo
-
-if TYPE_CHECKING:
-  from pallasbench_dataset.evaluation.judge.process import RunIdentity
+from pallasbench_dataset.schema import RunIdentity, RunInfo
 
 COPY_ELEMENTS: Final = 1 << 28   # 1 GiB of float32
 MATMUL_N: Final = 8192

@@ -31,7 +31,8 @@ from typing import Any, Final
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
-from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, RunInfo, from_json_dict, to_json_dict
+from pallasbench_dataset.schema import (Artifacts, Environment, EvalRecord, RunIdentity, RunInfo,
+                                        from_json_dict, to_json_dict)
 
 POLL_S: Final = 0.1
 STARTUP_TIMEOUT_S: Final = 300.0
@@ -54,15 +55,6 @@ class Limits:
 def default_memory_limit() -> int:
   """Three quarters of this machine's RAM."""
   return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.75)
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class RunIdentity:
-  """The run a judge's records belong to, as the driver names it: the judge adds the ceilings
-  it measured and puts the whole on every record it builds (`Ceilings.run_info`)."""
-  command: str                 # the command that produced the run
-  run_id: str                  # the run folder's name
-  gpu_index: int | None        # CUDA device index of the judge's GPU (None on CPU)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

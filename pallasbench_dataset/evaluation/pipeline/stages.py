@@ -26,9 +26,9 @@ from pallasbench_dataset.evaluation.pipeline import driver
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.compile_profile import compile_progress
 from pallasbench_dataset.evaluation.judge.core import CompileItem, Precompiled
-from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits, RunIdentity
+from pallasbench_dataset.evaluation.judge.process import JudgeConfig, JudgeWorker, Limits
 from pallasbench_dataset.evaluation.protocol import ExportOutcome
-from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord
+from pallasbench_dataset.schema import Artifacts, Environment, EvalRecord, RunIdentity
 from pallasbench_dataset.tasks import Size
 
 COMPILE: Final = "compile"
