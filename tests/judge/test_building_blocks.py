@@ -10,10 +10,12 @@ import dataclasses
 import datetime
 import json
 import math
+import pathlib
 import secrets
 import shutil
 import subprocess
 import sys
+import time
 import types
 
 import jax
@@ -951,6 +953,45 @@ def test_precompile_reports_the_compilers_message(analysis, monkeypatch):  # pyl
       "failed", "Shared memory size limit exceeded")
 
 
+
+def _timed_compile(delay_s, result=None):
+  """A compile_exported that takes `delay_s`, records its dump folder, then returns `result`
+  or raises the compiler's refusal."""
+  seen = []
+
+  def compile_(exported, structs, dump_dir):  # pylint: disable=unused-argument
+    seen.append(dump_dir)
+    time.sleep(delay_s)
+    if result is None:
+      raise RuntimeError("ptxas refused it")
+    return result
+  return compile_, seen
+
+
+@pytest.mark.parametrize("outcome", ["compiled", "failed", "skipped"])
+def test_precompile_times_itself_and_hands_on_the_ptx_and_the_dump_folder(analysis, monkeypatch,
+                                                                          outcome):  # pylint: disable=unused-argument
+  """Its wall time is its own elapsed time, whatever the outcome; a compile gets the judge's
+  dump folder, says it is compiling, and keeps the compiler's PTX."""
+  artifact = CompiledArtifact(executable="exe", compile_s=0.005, ptx=("ptx text",), cache_hit=False)
+  compile_, seen = _timed_compile(0.02, artifact if outcome == "compiled" else None)
+  monkeypatch.setattr(judge, "compile_exported", compile_)
+  stages = []
+  ctx = dataclasses.replace(_ctx(dump_dir=pathlib.Path("dump")), stage=stages.append)
+  shape = (8, 16) if outcome == "skipped" else RELU.input_shapes(SMALL)[0]
+  start = time.perf_counter()
+  note = judge.precompile(judge.CompileItem(task="relu", size="small", blob=_blob(shape=shape)),
+                          ctx)
+  elapsed = time.perf_counter() - start
+  assert note.outcome == outcome and 0 <= note.wall_s <= elapsed
+  if outcome == "skipped":
+    assert seen == [] and budgets.COMPILE not in stages
+    return
+  assert seen == [pathlib.Path("dump")] and stages == ["module analysis", budgets.COMPILE]
+  assert note.wall_s >= 0.02
+  assert (note.compile_s, note.ptx) == ((0.005, ("ptx text",)) if outcome == "compiled" else
+                                        (None, ()))
+
 def test_eager_fields_time_the_reference_unjitted(monkeypatch):
   called = []
 
@@ -1177,6 +1218,38 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       status=Status.PASS, reasons=(), robust=True)
 
 
+
+def test_time_and_roofline_names_its_stages_and_splits_its_seconds(monkeypatch):
+  """Timing, then the eager baseline, each announced as it starts (the budget that stops a
+  stage names it), and each stage's seconds apart, adding up to no more than the call took."""
+  _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4)
+  stages = []
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  opts = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1,
+                           input_budget_bytes=1 << 20)
+  start = time.perf_counter()
+  judge._time_and_roofline("the executable", RELU, TINY, opts,  # pylint: disable=protected-access
+                           dataclasses.replace(_ctx(), stage=stages.append), state)
+  elapsed = time.perf_counter() - start
+  assert stages == [budgets.TIMING, budgets.EAGER_BASELINE]
+  timing_s, eager_s = state.seconds["timing_s"], state.seconds["eager_s"]
+  assert 0 <= timing_s and 0 <= eager_s and timing_s + eager_s <= elapsed
+
+
+def test_the_l2_decides_between_resident_and_rotated_at_its_exact_size():
+  rot = judge.Rotation(read_bytes=256, shared=frozenset(), per_set_bytes=256, gather=False)
+  assert rot.resident(4, 1024) and not rot.resident(5, 1024)
+
+
+def test_a_rate_is_impossible_only_beyond_the_ceilings_tolerance():
+  def roof(frac):
+    return Roofline(flops=1, bytes=1, achieved_tflops=None, achieved_gbps=None,
+                    ceiling_tflops=None, ceiling_gbps=None, frac_compute=None,
+                    frac_bandwidth=frac)
+  limit = 1.0 + judge.CEILING_TOLERANCE
+  assert judge._over(roof(limit)) == []  # pylint: disable=protected-access
+  assert judge._over(roof(limit + 1e-9)) == [f"bandwidth {limit + 1e-9:.0%}"]  # pylint: disable=protected-access
+
 def test_time_and_roofline_checks_every_call_when_fewer_than_three(monkeypatch):
   seen = _fake_timing(monkeypatch, [1.0, 1.0], [1.0, 1.0])
   fields = _time(iterations=2)
@@ -1337,6 +1410,14 @@ def test_failure_record_of_a_judge_that_never_reported():
   assert (record.seeds, record.input_shapes, record.eval_wall_s) == ((4, 5), ("(512, 512)",), 2.5)
   assert (record.correct, record.robust, record.exporter_output) == (False, False, "printed")
 
+
+
+def test_a_stage_over_its_budget_is_a_rejection_with_no_error():
+  item = _item(_outcome(wall_s=0.5))
+  record = judge.failure_record(item, CPU_ENV, None, Status.REJECTED, None,
+                                "the timing stage ran past its budget of 300 s\ndetail")
+  assert (record.status, record.error_type, record.error, record.reasons) == (
+      Status.REJECTED, None, None, ("the timing stage ran past its budget of 300 s",))
 
 def _finish(env=CPU_ENV, output="", **fields):
   item = _item(_outcome(output=output, wall_s=0.5))

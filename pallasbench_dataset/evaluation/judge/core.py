@@ -740,7 +740,7 @@ def _compile_profile(item: JudgeItem, state: _State) -> CompileProfile:
 
 
 def failure_record(item: JudgeItem, environment: Environment, run: RunInfo | None,
-                   status: Status, error_type: ErrorType, message: str) -> EvalRecord:
+                   status: Status, error_type: ErrorType | None, message: str) -> EvalRecord:
   """The record of an evaluation whose judge never reported back (a stage over its budget,
   timeout, crash, memory): its judge's environment and run (`Context.run`), if it has one."""
   spec = item.spec
