@@ -46,7 +46,7 @@ from typing import Final
 
 from pallasbench_dataset.evaluation.sandbox.walls import (
     ALL_WALLS, CONFIG_ENV, LAYERS_FD_ENV, NOBODY, REPORT_FD_ENV, RESULT_FD_ENV, SANDBOX_EXIT,
-    WallsConfig, WallsUnavailable, plan_veil, read_allow_list)
+    WallsConfig, WallsUnavailable, is_within, plan_veil, read_allow_list)
 
 logger = logging.getLogger(__name__)
 
@@ -533,7 +533,7 @@ def _remove_tree(path: pathlib.Path) -> None:
 
   def unlock(function, name, _):
     for folder in (os.path.dirname(name), os.fspath(name)):
-      if folder == root or folder.startswith(root + os.sep):
+      if is_within(folder, root):
         with contextlib.suppress(OSError):
           if stat.S_ISDIR(os.lstat(folder).st_mode):
             os.chmod(folder, 0o700)
