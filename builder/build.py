@@ -22,8 +22,13 @@ The folder (exactly what the Hub repo holds):
                                                  plots/roofline_bf16.png (the bf16 config's,
                                                  only when measured; `Precision.suffix`),
                                                  plots/candidates.png (with population runs)
-    results/<run>/manifest.json, records.jsonl, artifacts.jsonl   the raw records, as measured
-                                                 (and candidates.jsonl of a population run)
+    results/<run>/manifest.json, records.jsonl, artifacts.jsonl.xz   the raw records, as
+                                                 measured (the artifacts xz-compressed: IR
+                                                 text, a tenth of the size as xz), and
+                                                 candidates.jsonl of a population run
+
+Parquet files are zstd-compressed (level 9): the artifacts config's IR and PTX take a fifth
+of their Snappy size, which keeps a release small enough to live in the project's checkout.
 
 Everything is validated strictly and the build is refused with a BuildError that says what
 to fix; the folder is written next to `out_dir` and swapped in with `os.replace`, then
@@ -48,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from pallasbench_dataset import analysis, schema
 from pallasbench_dataset.keys import EvalKey
@@ -60,8 +66,9 @@ from builder import card, plots, release, repeats, training
 from builder import source as shipped_source
 from builder.candidates import PopulationRun, candidate_rows, check_complete, read_population
 from builder.records import (
-    BuildError, Merged, Run, check_artifacts, check_headline, check_headline_measured,
-    merge_runs, missing_artifacts, pick_headline, read_run, unmeasured)
+    BuildError, Merged, Run, artifacts_file, check_artifacts, check_headline,
+    check_headline_measured, merge_runs, missing_artifacts, pack_artifacts, pick_headline,
+    read_run, unmeasured)
 from builder.rows import summary_rows
 from builder.sections.inputs import CardInputs
 from builder.sections.rebuild import rebuild_command
@@ -312,6 +319,10 @@ def _published(merged: Merged, items, cls: type) -> list[dict[str, Any]]:
           for name, item in items]
 
 
+PARQUET_COMPRESSION: Final = "zstd"
+PARQUET_LEVEL: Final = 9
+
+
 def _write_parquet(path: pathlib.Path, rows: list[dict[str, Any]], features) -> tuple[int, int]:
   """Strictly typed rows to Parquet; (rows, in-memory bytes)."""
   import datasets  # pylint: disable=import-outside-toplevel
@@ -320,7 +331,10 @@ def _write_parquet(path: pathlib.Path, rows: list[dict[str, Any]], features) -> 
   except (ValueError, TypeError, KeyError) as e:
     raise BuildError(f"rows for {path.name} do not match schema.py's features: {e}") from None
   path.parent.mkdir(parents=True, exist_ok=True)
-  ds.to_parquet(str(path))
+  # pyarrow directly: datasets' to_parquet fixes Snappy per column. The table's schema carries
+  # the features (its `huggingface` metadata), so load_dataset reads them back exactly.
+  pq.write_table(ds.data.table, str(path), compression=PARQUET_COMPRESSION,
+                 compression_level=PARQUET_LEVEL)
   return ds.num_rows, ds.data.nbytes
 
 
@@ -389,9 +403,11 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
   for run in runs:
     dest = folder / "results" / run.name
     dest.mkdir(parents=True)
-    for name in ("manifest.json", "records.jsonl", "artifacts.jsonl", CANDIDATES):
-      if (run.path / name).is_file():  # artifacts too, so the folder rebuilds on its own
+    for name in ("manifest.json", "records.jsonl", CANDIDATES):
+      if (run.path / name).is_file():
         shutil.copyfile(run.path / name, dest / name)
+    if (artifacts := artifacts_file(run.path)) is not None:  # so the folder rebuilds on its own
+      pack_artifacts(artifacts, dest)
 
 
 def _write_folder(folder: pathlib.Path, *, runs: Sequence[Run], merged: Merged,

@@ -1,7 +1,8 @@
 """Reading measuring runs: a run folder's manifest, records and artifacts, validated strictly.
 
 A run folder holds `manifest.json`, `records.jsonl` (one `EvalRecord` a line) and optionally
-`artifacts.jsonl` (one `Artifacts` a line). Several runs merge into one set of rows: the
+`artifacts.jsonl` (one `Artifacts` a line; as `artifacts.jsonl.xz` in a release's `results/`,
+which `pack_artifacts` writes). Several runs merge into one set of rows: the
 FIRST run given that holds a (task, variant, size, precision) provides its row; the same key
 in a later run is a repeat that only feeds the reproducibility table. A record or artifacts
 line without a precision (runs before it was noted) is float32.
@@ -12,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import lzma
 import pathlib
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -24,6 +27,9 @@ from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRe
 from pallasbench_dataset.tasks import TASKS, Size
 
 log = logging.getLogger(__name__)
+
+ARTIFACTS: Final = "artifacts.jsonl"      # as the evaluator writes it
+PACKED_ARTIFACTS: Final = f"{ARTIFACTS}.xz"  # as a release ships it
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
 # Records written by the driver when the judge never reported back: they have no artifacts.
@@ -161,8 +167,8 @@ def read_run(path: pathlib.Path) -> Run:
   if not records_path.is_file():
     raise BuildError(f"{records_path} is missing: a run folder needs manifest.json and records.jsonl")
   records = tuple(read_jsonl(records_path, EvalRecord))
-  artifacts_path = path / "artifacts.jsonl"
-  artifacts = tuple(read_jsonl(artifacts_path, Artifacts)) if artifacts_path.is_file() else ()
+  artifacts_path = artifacts_file(path)
+  artifacts = tuple(read_jsonl(artifacts_path, Artifacts)) if artifacts_path else ()
   for item, where in [(r, records_path) for r in records] + [(a, artifacts_path) for a in artifacts]:
     _check_known(item.task, item.variant, item.size, item.precision,
                  f"{where} ({EvalKey.of(item).label()})")
@@ -171,7 +177,28 @@ def read_run(path: pathlib.Path) -> Run:
   _check_unique(records, records_path)
   _check_unique(artifacts, artifacts_path)
   return Run(name=path.resolve().name, path=path, manifest=manifest, records=records,
-             artifacts=artifacts, records_artifacts=artifacts_path.is_file())
+             artifacts=artifacts, records_artifacts=artifacts_path is not None)
+
+
+def artifacts_file(folder: pathlib.Path) -> pathlib.Path | None:
+  """The run folder's artifacts: `artifacts.jsonl`, or `artifacts.jsonl.xz` as packed in a
+  release; None when the run wrote none. Both at once is refused: which is the run's?"""
+  found = [folder / name for name in (ARTIFACTS, PACKED_ARTIFACTS) if (folder / name).is_file()]
+  if len(found) > 1:
+    raise BuildError(f"{folder} holds both {ARTIFACTS} and {PACKED_ARTIFACTS}; keep the one "
+                     "the run wrote")
+  return found[0] if found else None
+
+
+def pack_artifacts(source: pathlib.Path, folder: pathlib.Path) -> None:
+  """`source` as `folder/artifacts.jsonl.xz`: compressed (xz's default preset; the IR text
+  takes a tenth of its size) or, already packed, copied byte for byte, so that a folder built
+  from a release's own `results/` holds the same bytes."""
+  dest = folder / PACKED_ARTIFACTS
+  if source.name == PACKED_ARTIFACTS:
+    shutil.copyfile(source, dest)
+  else:
+    dest.write_bytes(lzma.compress(source.read_bytes()))
 
 
 _OPTIONAL: Final = frozenset({"resumes", "precisions", "cpu_workers", "compile_budget_s"})
@@ -241,7 +268,7 @@ def read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
   """One record a line. A line that is not JSON at all is a torn write of a killed run
   (the evaluator re-measures it on --resume): skipped with a warning. A JSON line that does
   not fit the schema is an error."""
-  for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+  for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
     if not line.strip():
       continue
     try:
@@ -255,6 +282,15 @@ def read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
       yield schema.from_json_dict(cls, data)
     except (ValueError, TypeError) as e:
       raise BuildError(f"{path}:{lineno}: not a valid {cls.__name__}: {e}") from None
+
+
+def _read_text(path: pathlib.Path) -> str:
+  if path.name.endswith(".xz"):
+    try:
+      return lzma.decompress(path.read_bytes()).decode()
+    except lzma.LZMAError as e:
+      raise BuildError(f"{path} is not a readable xz file: {e}") from None
+  return path.read_text()
 
 
 def _check_known(task: str, variant: str, size: str, precision: str, where: str) -> None:
@@ -358,7 +394,7 @@ def _merge_artifacts(runs: Sequence[Run], source: Mapping[EvalKey, str]) -> tupl
     for a in run.artifacts:
       key = EvalKey.of(a)
       if key not in measured:
-        raise BuildError(f"{run.path / 'artifacts.jsonl'}: {key.label()} has no record "
+        raise BuildError(f"{artifacts_file(run.path)}: {key.label()} has no record "
                          "in its run; artifacts must belong to a measured evaluation")
       if source[key] == run.name:
         chosen[key] = a

@@ -84,7 +84,7 @@ def test_folder_layout(built):
       "preference/test-00000-of-00001.parquet",
       "sakanaai_pallasbench.json", "fix.patch", "plots/speedup.png", "plots/roofline.png",
       "results/run-medium/manifest.json", "results/run-medium/records.jsonl",
-      "results/run-medium/artifacts.jsonl",
+      "results/run-medium/artifacts.jsonl.xz",
       *(f"kernels_{v}/{t}.py" for v in ("tpu", "gpu") for t in rf.TASKS)}
   assert not list(summary.out_dir.parent.glob(".out.*"))  # no staging or backup left behind
 

@@ -48,7 +48,7 @@ def _erofs(*args, **kwargs):
 # Where the disk fills up or turns out read-only: each point of the build that writes.
 FAULTS = {
     "staging folder (read-only parent)": ("builder.build.tempfile.mkdtemp", _erofs),
-    "parquet file (disk full)": ("datasets.Dataset.to_parquet", _enospc),
+    "parquet file (disk full)": ("pyarrow.parquet.write_table", _enospc),
     "kernel copy or plot (disk full)": ("pathlib.Path.write_bytes", _enospc),
     "raw results copy (disk full)": ("builder.build.shutil.copyfile", _enospc),
     "JSON list or card (disk full)": ("pathlib.Path.write_text", _enospc),

@@ -12,6 +12,7 @@ import errno
 import inspect
 import json
 import logging
+import lzma
 import os
 import pathlib
 import re
@@ -111,6 +112,38 @@ def test_read_run_without_artifacts_and_by_a_relative_name(trees, tmp_path, monk
   run = rec.read_run(".")
   assert run.name == "run" and run.path == pathlib.Path(".")
   assert run.artifacts == () and run.records_artifacts is False
+
+def test_a_packed_run_reads_as_the_run_it_was_packed_from(trees, tmp_path):
+  """A release's results/<run>/ holds artifacts.jsonl.xz: read as the plain file was, and
+  packed again byte for byte (the card's rebuild starts from it)."""
+  records = rf.standard_records(trees)
+  plain = rf.write_run(tmp_path / "plain" / "run", records, rf.artifacts_for(records))
+  packed = tmp_path / "packed" / "run"
+  shutil.copytree(plain, packed)
+  (packed / "artifacts.jsonl").unlink()
+  rec.pack_artifacts(plain / "artifacts.jsonl", packed)
+  assert len((packed / "artifacts.jsonl.xz").read_bytes()) < len(
+      (plain / "artifacts.jsonl").read_bytes())
+  a, b = rec.read_run(plain), rec.read_run(packed)
+  assert (b.records, b.artifacts, b.records_artifacts) == (a.records, a.artifacts, True)
+  again = tmp_path / "again"
+  again.mkdir()
+  rec.pack_artifacts(packed / "artifacts.jsonl.xz", again)
+  assert (again / "artifacts.jsonl.xz").read_bytes() == (packed / "artifacts.jsonl.xz").read_bytes()
+
+
+def test_a_run_with_two_artifacts_files_or_a_broken_pack_is_refused(trees, tmp_path):
+  records = rf.standard_records(trees)
+  path = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))
+  rec.pack_artifacts(path / "artifacts.jsonl", path)
+  _raises(f"{path} holds both artifacts.jsonl and artifacts.jsonl.xz; keep the one the run "
+          "wrote", rec.read_run, path)
+  (path / "artifacts.jsonl").unlink()
+  (path / "artifacts.jsonl.xz").write_bytes(b"not xz")
+  with pytest.raises(BuildError, match=re.escape(f"{path / 'artifacts.jsonl.xz'} is not a "
+                                                 "readable xz file")):
+    rec.read_run(path)
+
 
 
 def test_read_run_refuses_missing_files(trees, tmp_path):
@@ -1679,7 +1712,7 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
       "runs/train-00000-of-00001.parquet", "artifacts/train-00000-of-00001.parquet",
       "sft/train-00000-of-00001.parquet", "preference/train-00000-of-00001.parquet",
       "preference/test-00000-of-00001.parquet",
-      "results/a/manifest.json", "results/a/records.jsonl", "results/a/artifacts.jsonl",
+      "results/a/manifest.json", "results/a/records.jsonl", "results/a/artifacts.jsonl.xz",
       "results/b/manifest.json", "results/b/records.jsonl",
       *(f"kernels_{v}/{t}.py" for v in ("tpu", "gpu") for t in rf.TASKS)])
   assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging left
@@ -1687,6 +1720,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
     config = path.relative_to(out).parts[0]
     features = schema.features_of(validate.config_features()[config])
     assert pq.read_schema(path).remove_metadata() == features.arrow_schema.remove_metadata()
+    columns = pq.ParquetFile(path).metadata.row_group(0)  # zstd: the IR and PTX a fifth of Snappy's
+    assert {columns.column(i).compression for i in range(columns.num_columns)} == {"ZSTD"}
   assert out.stat().st_mode & 0o777 == 0o755
   messages = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == build.__name__]
   assert messages == [("WARNING", "built 4 of 45 tasks: a partial dataset"),
@@ -1700,10 +1735,11 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
   for variant in ("tpu", "gpu"):
     for path in trees.files(variant):
       assert (out / f"kernels_{variant}" / path.name).read_bytes() == path.read_bytes()
-  for run, names in ((a, ("manifest.json", "records.jsonl", "artifacts.jsonl")),
-                     (b, ("manifest.json", "records.jsonl"))):
+  for run, names in ((a, ("manifest.json", "records.jsonl")), (b, ("manifest.json", "records.jsonl"))):
     for name in names:
       assert (out / "results" / run.name / name).read_bytes() == (run / name).read_bytes()
+  packed = out / "results" / a.name / "artifacts.jsonl.xz"  # the IR, compressed, as written
+  assert lzma.decompress(packed.read_bytes()) == (a / "artifacts.jsonl").read_bytes()
   assert (out / "plots" / "speedup.png").read_bytes() == plots.speedup_png(
       summary_rows, comparable=True, size="medium", runs=["a"])
   assert (out / "plots" / "roofline.png").read_bytes() == plots.roofline_png(merged.records)
