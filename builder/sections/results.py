@@ -50,8 +50,8 @@ def results_by_size(runs_df: pd.DataFrame, sizes: Sequence[str]) -> list[dict[st
     fixed, original = at[at["variant"] == "gpu"], at[at["variant"] == "tpu"]
     eager = (None if fixed["speedup_eager"].isna().all() else
              md_table(analysis.summary_by_level(fixed, baseline="eager"), LEVEL_FORMATS))
-    fails = analysis.failures(fixed)[["task", "level", "status", "error"]]
-    orig_fails = analysis.failures(original) if not original.empty else original
+    fails = _with_why(analysis.failures(fixed))[["task", "level", "status", "error"]]
+    orig_fails = _with_why(analysis.failures(original)) if not original.empty else original
     status = collections.Counter(original["status"]) if not original.empty else {}
     out.append({
         "size": size, "n_fixed": len(fixed),
@@ -64,6 +64,14 @@ def results_by_size(runs_df: pd.DataFrame, sizes: Sequence[str]) -> list[dict[st
         "original_failures": md_table(orig_fails[[
             c for c in ("task", "status", "error_type", "error") if c in orig_fails]])})
   return out
+
+
+def _with_why(fails: pd.DataFrame) -> pd.DataFrame:
+  """`error` where the record has one, else its reasons (a `rejected` or `fail` verdict has no
+  error, only the judge's reasons: a budget run past, a check failed), joined by "; "."""
+  why = [e if isinstance(e, str) and e else "; ".join(r) if r is not None and len(r) else None
+         for e, r in zip(fails["error"], fails["reasons"])]
+  return fails.assign(error=why)
 
 
 def context(card: CardInputs) -> Mapping[str, Any]:

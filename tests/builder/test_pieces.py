@@ -977,6 +977,23 @@ def test_results_of_the_fixed_and_original_kernels(trees, tmp_path):
   assert other["original"].endswith("| all | 4 | 3 | 75% | 0% | 0% | 0.500 |")
 
 
+def test_a_verdict_without_an_error_shows_the_judges_reasons(trees, tmp_path):
+  """A `rejected` record has no error, only reasons (release 6's originals that ran past the
+  compile budget): the failure tables show them where a bare "–" said nothing."""
+  budget = "compile stage: the compile stage ran past its 60 s budget; its process was killed"
+  records = [r if r.task != "gelu" else dataclasses.replace(
+      r, status=Status.REJECTED, error=None, error_type=None, correct=False, robust=False,
+      reasons=(budget, "and a second reason")) for r in rf.standard_records(trees)]
+  *_, runs_df = _frames(trees, tmp_path, records)
+  (results,) = sections.results.results_by_size(runs_df, ["medium"])
+  assert (f"| gelu | 1 | rejected | {budget}; and a second reason |"
+          in results["failures"].splitlines())
+  assert (f"| gelu | rejected | – | {budget}; and a second reason |"
+          in results["original_failures"].splitlines())
+  assert ("| flash_attention | error | compile_error | Mosaic block shape (512, 512) exceeds "
+          "the Triton limit |" in results["original_failures"].splitlines())  # errors as before
+
+
 def test_eager_tables_only_with_eager_timings(trees, tmp_path):
   records = [rf.record(trees, r.task, r.variant, runtime_ms=r.runtime_ms,
                        baseline_ms=r.baseline_ms, eager_ms=3.0 if r.runtime_ms else None,
