@@ -290,12 +290,9 @@ def test_the_judge_and_compile_stage_dump_mosaic_gpus_ptx_too(tmp_path):
   assert (tmp_path / "dump").is_dir()  # Mosaic GPU writes into it, but does not make it
 
 
-def test_compile_keeps_every_ptx_the_compile_dumped(tmp_path, monkeypatch):
-  """XLA's module PTX and Mosaic GPU's `<module>_<n>.ptx`: both are the compile's PTX."""
+def _jit_whose_compile(on_compile):
+  """jax.jit whose compiles first call `on_compile()`, which writes the dump as XLA would."""
   import jax  # pylint: disable=import-outside-toplevel
-  dump = tmp_path / "dump"
-  dump.mkdir()
-  (dump / "stale.ptx").write_text("from the last compile")
   real_jit = jax.jit
 
   def jit(fn):
@@ -306,9 +303,7 @@ def test_compile_keeps_every_ptx_the_compile_dumped(tmp_path, monkeypatch):
         self.lowered = lowered
 
       def compile(self):
-        (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("xla")
-        (dump / "mosaic_gpu_module_0.ptx").write_text("mosaic")
-        (dump / "mosaic_gpu_module_0.sass").write_text("not ptx")
+        on_compile()
         return self.lowered.compile()
 
     class Traced:
@@ -319,12 +314,58 @@ def test_compile_keeps_every_ptx_the_compile_dumped(tmp_path, monkeypatch):
         return Lowered(self.fn_traced.lower())
 
     return type("Jit", (), {"trace": lambda self, *a: Traced(traced.trace(*a))})()
-  monkeypatch.setattr(compile_profile.jax, "jit", jit)
-  exported = jax.export.export(real_jit(lambda x: x * 2.0), platforms=("cpu",))(
-      jax.ShapeDtypeStruct((4,), np.float32))
-  compiled = compile_profile.compile_exported(exported, [jax.ShapeDtypeStruct((4,), np.float32)],
-                                              dump)
+  return jit
+
+
+def _doubling_artifact():
+  import jax  # pylint: disable=import-outside-toplevel
+  struct = jax.ShapeDtypeStruct((4,), np.float32)
+  return jax.export.export(jax.jit(lambda x: x * 2.0), platforms=("cpu",))(struct), [struct]
+
+
+def test_compile_keeps_every_ptx_the_compile_dumped(tmp_path, monkeypatch):
+  """XLA's module PTX and Mosaic GPU's `<module>_<n>.ptx`: both are the compile's PTX."""
+  dump = tmp_path / "dump"
+  dump.mkdir()
+  (dump / "stale.ptx").write_text("from the last compile")
+
+  def dumps():
+    (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("xla")
+    (dump / "mosaic_gpu_module_0.ptx").write_text("mosaic")
+    (dump / "mosaic_gpu_module_0.sass").write_text("not ptx")
+  exported, structs = _doubling_artifact()
+  monkeypatch.setattr(compile_profile.jax, "jit", _jit_whose_compile(dumps))
+  compiled = compile_profile.compile_exported(exported, structs, dump)
   assert compiled.ptx == ("xla", "mosaic") and list(dump.iterdir()) == []
+
+
+@pytest.mark.parametrize("past_cache, dump_folder", [(True, True), (False, True), (True, False)])
+def test_a_compile_the_cache_served_is_done_again_past_it_for_its_ptx(tmp_path, monkeypatch,
+                                                                      past_cache, dump_folder):
+  """One program judged twice (an integer task's kernel at float32 and bfloat16) is one cache
+  entry, and a cached compile dumps nothing: release 6 run 1's 14 bfloat16 one_hot and
+  nucleotide_onehot records had no PTX. A compile the cache served is done again with the cache
+  off, for its PTX; not where the compile stage brought it already (the judge's own compile is
+  always cached), nor where nothing is dumped (a CPU judge)."""
+  from jax._src import config as jax_config  # pylint: disable=import-outside-toplevel
+  dump = tmp_path / "dump"
+  dump.mkdir()
+  cache_on = []
+
+  def served_or_dumped():
+    cache_on.append(jax_config.enable_compilation_cache.value)
+    if cache_on[-1]:
+      compile_profile._cache_hits[0] += 1  # what the cache's monitoring event counts
+    else:
+      (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("compiled past the cache")
+  exported, structs = _doubling_artifact()
+  monkeypatch.setattr(compile_profile.jax, "jit", _jit_whose_compile(served_or_dumped))
+  compiled = compile_profile.compile_exported(exported, structs, dump if dump_folder else None,
+                                              ptx_past_cache=past_cache)
+  again = past_cache and dump_folder
+  assert compiled.cache_hit and cache_on == ([True, False] if again else [True])
+  assert compiled.ptx == (("compiled past the cache",) if again else ())
+  assert list(dump.iterdir()) == [] and jax_config.enable_compilation_cache.value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -866,21 +866,22 @@ def test_compile_compiles_the_artifact_for_the_task(analysis, monkeypatch, tmp_p
   seen = []
   real = judge.compile_exported
 
-  def spy(exported, structs, dump_dir):
-    seen.append((exported.in_avals, structs, dump_dir))
-    return real(exported, structs, dump_dir)
+  def spy(exported, structs, dump_dir, *, ptx_past_cache):
+    seen.append((exported.in_avals, structs, dump_dir, ptx_past_cache))
+    return real(exported, structs, dump_dir, ptx_past_cache=ptx_past_cache)
   monkeypatch.setattr(judge, "compile_exported", spy)
   compiled = _compile(_blob(), _ctx(dump_dir=tmp_path), None)
   x = RELU.make_inputs(TINY, 3)[0]
   np.testing.assert_array_equal(compiled.executable(x), np.maximum(np.asarray(x), 0))
   assert compiled.compile_s > 0 and len(analysis.texts) == 1
   assert seen[0][1] == (jax.ShapeDtypeStruct((8, 16), jnp.float32),) and seen[0][2] == tmp_path
+  assert seen[0][3] is True  # no compile stage brought its PTX: a cached compile is redone for it
 
 
 @pytest.mark.parametrize("error, error_type", [("ptxas fatal: bad", ErrorType.COMPILE),
                                                ("RESOURCE_EXHAUSTED: 9 GiB", ErrorType.OUT_OF_MEMORY)])
 def test_compile_failures_are_compile_errors(analysis, monkeypatch, error, error_type):  # pylint: disable=unused-argument
-  def refuse(*_):
+  def refuse(*_, **__):
     raise RuntimeError(error)
   monkeypatch.setattr(judge, "compile_exported", refuse)
   assert _failure(_compile, _blob(), _ctx(), None) == (
@@ -888,7 +889,7 @@ def test_compile_failures_are_compile_errors(analysis, monkeypatch, error, error
 
 
 def test_compile_stage_failures_are_not_tried_again(analysis, monkeypatch):  # pylint: disable=unused-argument
-  monkeypatch.setattr(judge, "compile_exported", lambda *_: pytest.fail("compiled again"))
+  monkeypatch.setattr(judge, "compile_exported", lambda *_, **__: pytest.fail("compiled again"))
   failed = judge.Precompiled(outcome="failed", message="ptxas fatal: too big\nmore")
   assert _failure(_compile, _blob(), _ctx(), failed) == (
       Status.ERROR, ErrorType.COMPILE, "ptxas fatal: too big\nmore")
@@ -905,11 +906,16 @@ def test_compile_stage_checks_still_come_first(analysis):
 
 @pytest.mark.parametrize("outcome", ["compiled", "skipped"])
 def test_compile_keeps_the_compile_stage_figures(analysis, monkeypatch, outcome):  # pylint: disable=unused-argument
-  monkeypatch.setattr(judge, "compile_exported", lambda *_: CompiledArtifact(
-      executable="exe", compile_s=0.01, ptx=(), cache_hit=True))
+  past_cache = []
+
+  def cached(*_, ptx_past_cache):
+    past_cache.append(ptx_past_cache)
+    return CompiledArtifact(executable="exe", compile_s=0.01, ptx=(), cache_hit=True)
+  monkeypatch.setattr(judge, "compile_exported", cached)
   note = judge.Precompiled(outcome=outcome, compile_s=7.5, ptx=("ptx text",))
   compiled = _compile(_blob(), _ctx(), note)
   assert compiled.executable == "exe" and compiled.cache_hit
+  assert past_cache == [False]  # the compile stage brought the PTX: no second compile for it
   assert (compiled.compile_s, compiled.ptx) == (
       (7.5, ("ptx text",)) if outcome == "compiled" else (0.01, ()))
 
@@ -1486,7 +1492,8 @@ def test_evaluate_passes_an_honest_artifact(analysis):
 
 def test_evaluate_keeps_the_ptx_of_the_compiled_artifact(analysis, monkeypatch):  # pylint: disable=unused-argument
   real = judge.compile_exported
-  monkeypatch.setattr(judge, "compile_exported", lambda *a: dataclasses.replace(real(*a), ptx=("p1", "p2")))
+  monkeypatch.setattr(judge, "compile_exported",
+                      lambda *a, **k: dataclasses.replace(real(*a, **k), ptx=("p1", "p2")))
   record, saved = _evaluate(_report(_entry(artifacts=_artifacts())))
   assert saved.ptx == "p1\n\np2" and record.compile.ptx_bytes == 4 and saved.triton_ir is None
 
@@ -1629,7 +1636,7 @@ def test_evaluate_reports_an_export_failure():
 
 
 def test_evaluate_reports_a_failed_compile(analysis, monkeypatch):  # pylint: disable=unused-argument
-  def refuse(*_):
+  def refuse(*_, **__):
     raise RuntimeError("ptxas died\nat line 3")
   monkeypatch.setattr(judge, "compile_exported", refuse)
   _never(monkeypatch, "run", "timing")

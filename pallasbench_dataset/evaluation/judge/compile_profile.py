@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 import jax
+from jax._src import config as jax_config  # the cache switch as a context (no public one)
 
 ENTRY_NAME: Final = "pallasbench_candidate"
 EMITTERS: Final = "^(ptx|llvm)$"  # the emitters whose dumps are LLVM IR and PTX, and no other
@@ -115,9 +116,28 @@ def _clear(dump_dir: pathlib.Path | None) -> None:
 
 
 def compile_exported(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtypeStruct],
-                     dump_dir: pathlib.Path | None) -> CompiledArtifact:
+                     dump_dir: pathlib.Path | None, *, ptx_past_cache: bool = True
+                     ) -> CompiledArtifact:
   """Lowers and compiles the artifact for this process's device; raises what XLA raises. The
-  PTX is what this compile dumped (the folder is emptied before and after)."""
+  PTX is what this compile dumped (the folder is emptied before and after).
+
+  A compile the persistent cache serves dumps nothing: one program judged twice (an integer
+  task's kernel is the same program at float32 and bfloat16) then has PTX only where it was
+  compiled first (release 6 run 1: 14 bfloat16 one_hot and nucleotide_onehot records without
+  it). So with `ptx_past_cache`, where a dump folder is set, such a compile is done once more
+  past the cache, for its PTX alone; the executable and the time are the cached compile's.
+  A judge whose compile stage already brought the PTX passes False: its own compile is always
+  a cache hit, and compiling again would double its compile work."""
+  compiled, compile_s, ptx, hit = _compile_once(exported, structs, dump_dir)
+  if hit and not ptx and ptx_past_cache and dump_dir is not None:
+    with jax_config.enable_compilation_cache(False):
+      *_, ptx, _ = _compile_once(exported, structs, dump_dir)
+  return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx, cache_hit=hit)
+
+
+def _compile_once(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtypeStruct],
+                  dump_dir: pathlib.Path | None) -> tuple[Callable, float, tuple[str, ...], bool]:
+  """(executable, seconds, the PTX dumped, whether the persistent cache served it)."""
   _clear(dump_dir)
   hits = _cache_hits[0]
   t0 = time.perf_counter()
@@ -128,5 +148,4 @@ def compile_exported(exported: jax.export.Exported, structs: Sequence[jax.ShapeD
         dump_dir is not None and dump_dir.is_dir()) else ()
   finally:
     _clear(dump_dir)
-  return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx,
-                          cache_hit=_cache_hits[0] > hits)
+  return compiled, compile_s, ptx, _cache_hits[0] > hits

@@ -291,7 +291,8 @@ def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Con
     raise Failure(Status.REJECTED, None, f"compile stage: {note.message}")
   ctx.stage(budgets.COMPILE)
   try:
-    compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
+    compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir,
+                                ptx_past_cache=not (note is not None and note.ptx))
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
     raise Failure(Status.ERROR, classify(str(e), "compile"), short_error(e)) from None
   if note is not None and note.outcome == "compiled":
