@@ -231,3 +231,26 @@ def test_sections_join_tables_of_each_precision():
   assert both.to_dict("records") == [{"run": "a", "precision": "float32", "n": 1},
                                      {"run": "a", "precision": "x", "n": 1}]
   assert tables.joined({"float32": pd.DataFrame(), "bfloat16": pd.DataFrame()}, "run").empty
+
+
+def test_records_without_ptx_whose_program_has_it_at_the_other_precision_are_named_apart(tmp_path):
+  """Release 6 run 1: one_hot at bfloat16 is the float32 program (it takes no floating input),
+  so the compile cache served it and it has no PTX. Such records are named with that reason;
+  a record whose program has PTX in no record stays in the plain list."""
+  trees = rf.write_tree(tmp_path / "trees")
+  f32, half = rf.standard_records(trees), _bfloat16(rf.standard_records(trees))
+  lines = _artifacts(f32, "ptx text") + [
+      a if a.task == "relu" else dataclasses.replace(a, stablehlo=f"{a.stablehlo} // bfloat16")
+      for a in _artifacts(half, None)]
+  run = rf.write_run(tmp_path / "r1", f32 + half, lines, precisions=["float32", "bfloat16"])
+  merged = rec.merge_runs([rec.read_run(run)])
+  compiled = {r.task for r in half if r.compile}
+  assert sections.artifacts.same_program(merged) == {
+      ("r1", rec.EvalKey.of(r)): "float32" for r in half if r.task == "relu" and r.compile}
+  text = (build_dataset([run], tmp_path / "out", kernel_trees=trees).out_dir
+          / "README.md").read_text()
+  artifacts = _section(text, "### Artifacts\n")
+  same, plain = artifacts.split("of them are the same program")[1], artifacts.split(" of them are")[0]
+  assert "at float32 that has PTX" in same and "`relu/gpu (bfloat16)`" in same
+  assert "`relu/" not in plain
+  assert all(f"`{t}/gpu (bfloat16)`" in plain for t in compiled - {"relu"})
