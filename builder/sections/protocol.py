@@ -15,6 +15,7 @@ from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.core import CEILING_TOLERANCE
 from pallasbench_dataset.precision import PRECISIONS
 from pallasbench_dataset.schema import EvalRecord
+from pallasbench_dataset.tasks import TASKS
 
 from builder.records import Merged, Run
 from builder.sections.inputs import CardInputs
@@ -82,14 +83,21 @@ def _atol(atol: float, scale: str) -> str:
   return f"{atol:g}" if scale == "absolute" else f"{atol:g} × RMS(reference)"
 
 
+def _output_dtype(record: EvalRecord) -> str:
+  """The dtype of the task's output at the record's precision (the registry's): the limits
+  are the output's, so a bfloat16 evaluation whose output stays float32 has float32's."""
+  return TASKS[record.task].at_precision(record.precision).output_dtype
+
+
 def _tolerance_table(records: Sequence[EvalRecord]) -> str:
-  """Evaluations per tolerance class and precision (each precision has its own limits); the
-  atol as the records apply it (`atol_scale`: absolute, or times the reference output's RMS)."""
-  counts = collections.Counter((r.precision, r.tolerance, r.rtol, r.atol, r.atol_scale,
-                                r.max_rel_l2) for r in records)
-  rows = [{"precision": p, "class": c, "rtol": rt, "atol": _atol(at, scale),
+  """Evaluations per tolerance class, precision and output dtype (the limits are the output
+  dtype's); the atol as the records apply it (`atol_scale`: absolute, or times the reference
+  output's RMS)."""
+  counts = collections.Counter((r.precision, _output_dtype(r), r.tolerance, r.rtol, r.atol,
+                                r.atol_scale, r.max_rel_l2) for r in records)
+  rows = [{"precision": p, "output": out, "class": c, "rtol": rt, "atol": _atol(at, scale),
            "max relative L2": l2, "evaluations": n}
-          for (p, c, rt, at, scale, l2), n in sorted(counts.items(), key=str)]
+          for (p, out, c, rt, at, scale, l2), n in sorted(counts.items(), key=str)]
   return md_table(pd.DataFrame(rows), {"rtol": "g", "max relative L2": "g"})
 
 

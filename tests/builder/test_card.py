@@ -174,10 +174,10 @@ def test_fix_prompts_give_the_judges_error_once(r5):
 # 3. The tolerance table's atol is the records' rule: a fraction of the reference's RMS.
 
 def test_tolerance_table_shows_atol_as_a_fraction_of_the_reference_rms(r5_card):
-  table = r5_card.split("| precision | class | rtol | atol |", 1)[1].split("\n\n", 1)[0]
+  table = r5_card.split("| precision | output | class | rtol | atol |", 1)[1].split("\n\n", 1)[0]
   rows = [r for r in table.splitlines() if r.startswith("| float32")]
   assert len(rows) == 4 and all("× RMS(reference)" in r for r in rows)
-  assert "| float32 | exact | 1e-05 | 1e-06 × RMS(reference) |" in table
+  assert "| float32 | float32 | exact | 1e-05 | 1e-06 × RMS(reference) |" in table
 
 
 # ---------------------------------------------------------------------------------------------

@@ -889,11 +889,11 @@ def test_tolerance_and_filters_tables(trees):
                  FilterResult(name="input_impact", passed=True, value=1.0, threshold=0.5,
                               detail="ok")))]
   assert sections.protocol._tolerance_table(records) == (
-      "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
-      "|---|---|---|---|---|---|\n"
-      "| float32 | exact | 1e-05 | 1e-06 | – | 2 |\n"
-      "| float32 | matmul | 0.01 | 0.01 | 0.001 | 1 |\n"
-      "| float32 | transcendental | 0.0001 | 1e-05 | – | 1 |")
+      "| precision | output | class | rtol | atol | max relative L2 | evaluations |\n"
+      "|---|---|---|---|---|---|---|\n"
+      "| float32 | float32 | exact | 1e-05 | 1e-06 | – | 2 |\n"
+      "| float32 | float32 | matmul | 0.01 | 0.01 | 0.001 | 1 |\n"
+      "| float32 | float32 | transcendental | 0.0001 | 1e-05 | – | 1 |")
   assert sections.protocol._filters_table(records) == (
       "| filter | evaluations | failed |\n|---|---|---|\n| input_impact | 1 | 0 |\n"
       "| output_std | 4 | 1 |")
@@ -908,9 +908,25 @@ def test_tolerance_table_of_unusual_tolerances(trees):
              dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=2.5e-05),
              dataclasses.replace(base, rtol=2.5625e-05, max_rel_l2=2.5e-05)]
   assert sections.protocol._tolerance_table(records) == (
-      "| precision | class | rtol | atol | max relative L2 | evaluations |\n"
-      "|---|---|---|---|---|---|\n| float32 | exact | 2.5625e-05 | 1e-06 | 2.5e-05 | 2 |\n"
-      "| float32 | exact | 2.5625e-05 | 1e-06 | – | 1 |")
+      "| precision | output | class | rtol | atol | max relative L2 | evaluations |\n"
+      "|---|---|---|---|---|---|---|\n"
+      "| float32 | float32 | exact | 2.5625e-05 | 1e-06 | 2.5e-05 | 2 |\n"
+      "| float32 | float32 | exact | 2.5625e-05 | 1e-06 | – | 1 |")
+
+
+def test_tolerance_table_names_the_output_dtype_whose_limits_apply(trees):
+  """At bfloat16 a task whose output stays float32 (one_hot's) keeps float32's limits: the row
+  says so, where the table showed two bfloat16 `exact` rows with different limits and no why."""
+  def at_bf16(task):
+    spec = get_task(task).at_precision("bfloat16")
+    tol = spec.tolerance
+    return rf.record(trees, task, precision="bfloat16", kernel_sha256="0" * 64,
+                     tolerance=tol.kind.value, rtol=tol.rtol, atol=tol.atol,
+                     max_rel_l2=tol.max_rel_l2)
+  table = sections.protocol._tolerance_table([at_bf16("relu"), at_bf16("one_hot")])
+  assert table.splitlines()[2:] == [
+      "| bfloat16 | bfloat16 | exact | 0.008 | 0.001 | – | 1 |",
+      "| bfloat16 | float32 | exact | 1e-05 | 1e-06 | – | 1 |"]
 
 
 def test_timing_facts_and_judge_text(trees):
