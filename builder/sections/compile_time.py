@@ -14,7 +14,7 @@ from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import PRECISIONS
 
 from builder.records import Run
-from builder.sections.artifacts import is_compiled
+from builder.sections.artifacts import is_compiled, same_program
 from builder.sections.inputs import CardInputs
 from builder.tables import joined, md_table
 
@@ -58,5 +58,8 @@ def compile_conditions(runs: Sequence[Run]) -> dict[str, Any]:
 
 def context(card: CardInputs) -> Mapping[str, Any]:
   """Each run's compile conditions, and the compile-time table."""
+  first = card.runs[0].name if card.runs else None
+  served = sorted({f"{key.task} ({key.precision})" for (name, key) in same_program(card.merged)
+                   if name == first and key.variant == "gpu"})
   return {"compile_table": _compile_table(card.records_frame()),
-          "compile_conditions": compile_conditions(card.runs)}
+          "compile_conditions": compile_conditions(card.runs), "cache_served": served}

@@ -254,3 +254,5 @@ def test_records_without_ptx_whose_program_has_it_at_the_other_precision_are_nam
   assert "at float32 that has PTX" in same and "`relu/gpu (bfloat16)`" in same
   assert "`relu/" not in plain
   assert all(f"`{t}/gpu (bfloat16)`" in plain for t in compiled - {"relu"})
+  compile_time = _section(text, "### Compile time\n", "\n## ")
+  assert "whose\ncompile the cache served: relu (bfloat16))" in compile_time  # not "no cache hit"
