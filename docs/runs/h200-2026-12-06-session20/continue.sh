@@ -8,8 +8,10 @@
 #          git show main:$s/part4/h200-7896061-run1.tar.gz > .devrun/h200-7896061-run1.tar.gz
 #          (or the latest pack of each run, named h200-7896061-runN.tar.gz)
 #          git checkout --detach 78960618493cc27116f913c63afe9df9bbe6384f   # tree clean first
+#          rm -rf data docs tests   # not read by a measurement; 7896061's tree is 47 MiB, and
+#                                   # with .whl and the packs it would pass the 64 MiB a call
 #   run:   TOTAL=540 bash .devrun/continue.sh   (carry [".whl", ".devrun"])
-#   after: git checkout main; commit $OUT's files under docs/runs/<session>/; keep only each
+#   after: git checkout -- . && git checkout main; commit $OUT's files under docs/runs/<session>/; keep only each
 #          run's latest pack in the tree (a resumed pack holds every record before it).
 # A run whose pack in .devrun has a manifest with finished_at is done and skipped; one with a
 # pack but no finished_at is resumed; one with no pack starts fresh.
