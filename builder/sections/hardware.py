@@ -95,11 +95,17 @@ def clock_event_reasons(mask: str | None) -> str | None:
   return f"{value:#x} ({', '.join(names) or 'none'})"
 
 
+def _commands(runs: Sequence[Run]) -> list[tuple[str, str, int]]:
+  """(run, command, segments) for each distinct command of each run, in order: a run stopped
+  and resumed with the same command several times is one line with its count of segments."""
+  counts = collections.Counter((r.name, c) for r in runs
+                               for c in (r.manifest.command, *(x.command for x in r.manifest.resumes)))
+  return [(name, command, n) for (name, command), n in counts.items()]
+
+
 def context(card: CardInputs) -> Mapping[str, Any]:
   """The runs table, every command of every run (a resumed run has several), and the GPUs'
   states."""
   runs = card.runs
-  return {"runs_table": _runs_table(runs),
-          "commands": [(r.name, c) for r in runs
-                       for c in (r.manifest.command, *(x.command for x in r.manifest.resumes))],
+  return {"runs_table": _runs_table(runs), "commands": _commands(runs),
           "gpu_state_table": md_table(gpu_state(card.merged))}

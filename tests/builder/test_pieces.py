@@ -811,6 +811,18 @@ def test_commits_of_every_segment():
   assert sections.hardware._commits(run) is None
 
 
+def test_a_command_repeated_by_resumes_is_one_line_with_its_segments():
+  """Release 6 run 1 was resumed three times with one command: the card listed it four times."""
+  segment = lambda command: types.SimpleNamespace(command=command)  # noqa: E731
+  run = lambda name, first, *rest: types.SimpleNamespace(  # noqa: E731
+      name=name, manifest=types.SimpleNamespace(command=first, resumes=tuple(map(segment, rest))))
+  runs = [run("r1", "measure", "resume", "resume", "resume"), run("r2", "measure"),
+          run("r3", "measure", "resume", "measure")]
+  assert sections.hardware._commands(runs) == [
+      ("r1", "measure", 1), ("r1", "resume", 3), ("r2", "measure", 1), ("r3", "measure", 2),
+      ("r3", "resume", 1)]
+
+
 def test_runs_table(trees, tmp_path):
   env = Environment(platform="gpu", device_kind="NVIDIA B200", hardware="b200",
                     compute_capability="10.0", driver="580.1", cuda="13.0", jax="0.11.3",
