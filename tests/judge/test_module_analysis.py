@@ -542,6 +542,45 @@ def test_data_dependent_while_of_free_ops_counts_as_unbounded():
   assert len(reasons) <= 2  # rotating the table also writes 4x the task's bytes
 
 
+def _data_bound_spin(body: str, yielded: str) -> str:
+  """A while loop that stops on data (trips unprovable) and carries a counter and a vector: its
+  body runs `body` on the vector %v and carries `yielded` on; no op of it costs work. The
+  module declares a one-device mesh, @mesh, for sdy's annotations."""
+  compare = ('"stablehlo.compare"(%i, %arg0) {comparison_direction = '
+             "#stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>")
+  block = "^bb0(%i: tensor<i32>, %v: tensor<4xf32>):\n"
+  return ('module { sdy.mesh @mesh = <["x"=1]>\n'
+          "func.func public @main(%arg0: tensor<i32>, %arg1: tensor<4xf32>) -> "
+          'tensor<4xf32> {\n%0:2 = "stablehlo.while"(%arg0, %arg1) ({\n'
+          f'{block}%c = {compare}\n"stablehlo.return"(%c) : (tensor<i1>) -> ()\n}}, {{\n'
+          f'{block}{body}\n"stablehlo.return"(%i, {yielded}) : (tensor<i32>, tensor<4xf32>) -> ()\n'
+          "}) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>)\n"
+          '"func.return"(%0#1) : (tensor<4xf32>) -> () } }')
+
+
+@pytest.mark.parametrize("body, yielded, unbounded", [
+    ("", "%v", 0),
+    ('%r = "stablehlo.reshape"(%v) : (tensor<4xf32>) -> tensor<4xf32>', "%r", 0),
+    ('%r = "stablehlo.custom_call"(%v) {call_target_name = "Sharding"} : '
+     "(tensor<4xf32>) -> tensor<4xf32>", "%r", 0),
+    ("%r = sdy.sharding_constraint %v <@mesh, [{}]> : tensor<4xf32>", "%r", 0),
+    ("%r = sdy.reshard %v <@mesh, [{}]> : tensor<4xf32>", "%r", 0),
+    ('%s = "stablehlo.reshape"(%v) : (tensor<4xf32>) -> tensor<2x2xf32>\n'
+     '%r = "stablehlo.reshape"(%s) : (tensor<2x2xf32>) -> tensor<4xf32>', "%r", 1),
+    ('%r = "stablehlo.reverse"(%v) {dimensions = array<i64: 0>} : (tensor<4xf32>) -> '
+     "tensor<4xf32>", "%r", 1),
+], ids=["as_is", "same_type_reshape", "sharding_annotation", "sdy_sharding_constraint",
+        "sdy_reshard", "reshaped_back", "reversed"])
+def test_a_free_loop_on_data_is_unbounded_unless_it_carries_everything_unchanged(
+    body, yielded, unbounded):
+  """A loop that stops on data and changes nothing it carries does no work however long it
+  runs (annotations and a reshape to the operand's own type change nothing); one that
+  changes its carry, even by free ops and even through a round trip of types, may be a
+  gather in disguise."""
+  report = analyze_module(_data_bound_spin(body, yielded))
+  assert (report.unbounded_loops, report.outside_flops) == (unbounded, 1)  # the compare
+
+
 def test_generic_reduce_costs_its_body_per_element():
   x = math.prod(get_task("reduce_max").input_shapes(Size.SMALL)[0])
   report, _ = _judge(REJECTED["generic_reduce_outside"][1], "reduce_max")
