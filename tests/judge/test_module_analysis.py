@@ -581,6 +581,17 @@ def test_a_free_loop_on_data_is_unbounded_unless_it_carries_everything_unchanged
   assert (report.unbounded_loops, report.outside_flops) == (unbounded, 1)  # the compare
 
 
+@pytest.mark.parametrize("combiner, cost", [
+    (lambda a, b: b, 128), (lambda a, b: a + b, 128), (lambda a, b: a * b + a, 256),
+], ids=["free", "add", "multiply_add"])
+def test_a_reduction_costs_its_combiners_ops_per_element_and_one_at_the_least(combiner, cost):
+  """(8, 16) reduced over its rows: the combiner runs once per element, 128 times, each run
+  charged its own ops (two for a multiply-add) and one for a combiner of no ops, all filed
+  under the reduction."""
+  report = analyze_module(_module_of(lambda x: lax.reduce(x, 0.0, combiner, (0,)), (8, 16)))
+  assert report.top_ops == (("stablehlo.reduce", cost),) and report.outside_flops == cost
+
+
 def test_generic_reduce_costs_its_body_per_element():
   x = math.prod(get_task("reduce_max").input_shapes(Size.SMALL)[0])
   report, _ = _judge(REJECTED["generic_reduce_outside"][1], "reduce_max")
