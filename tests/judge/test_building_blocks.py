@@ -595,7 +595,8 @@ def test_judge_outputs_edge_shape():
 
 from pallasbench_dataset.evaluation import protocol, sandbox  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
-from pallasbench_dataset.evaluation.judge import analysis_process, budgets, module_analysis, timing  # noqa: E402
+from pallasbench_dataset.evaluation.judge import (  # noqa: E402
+    analysis_process, budgets, fingerprint, memcheck, module_analysis, timing)
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import RunIdentity  # noqa: E402
@@ -786,8 +787,8 @@ def analysis(monkeypatch):
                                  kernels=[types.SimpleNamespace(backend=b, fingerprint=None)
                                           for b in box.backends]), text
 
-  def module_reasons(found, *, task_flops, output_elements, task_bytes):  # noqa: ARG001
-    box.calls.append((found, task_flops, output_elements))
+  def module_reasons(found, *, task_flops, output_elements, task_bytes):
+    box.calls.append((found, task_flops, output_elements, task_bytes))
     return list(box.reasons)
   monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", analyse)
   monkeypatch.setattr(module_analysis, "module_reasons", module_reasons)
@@ -823,8 +824,39 @@ def test_structure_is_read_from_a_device_export(analysis, monkeypatch, env, plat
   assert state.structure_text == jax.export.deserialize(
       bytearray(report.size("small").artifacts[chosen])).mlir_module()
   assert analysis.texts == [state.structure_text]
-  assert analysis.calls == [(analysis.calls[0][0], RELU.flops(TINY), 8 * 16)]
+  assert analysis.calls == [(analysis.calls[0][0], RELU.flops(TINY), 8 * 16, RELU.io_bytes(TINY))]
+  assert [k.backend for k in analysis.calls[0][0].kernels] == list(analysis.backends)
   assert state.fields["backends"] == ("mosaic_gpu", "triton")  # each backend once, sorted
+
+
+@pytest.mark.parametrize("variant, platforms, reject, copies, checked", [
+    ("candidate", ("cuda",), False, ("kernels_gpu/relu/v1.py",), True),
+    ("candidate", ("cuda",), True, ("kernels_gpu/relu/v1.py",), True),
+    ("candidate", ("cuda",), True, (), True),
+    ("candidate", ("tpu",), True, ("kernels_gpu/relu/v1.py",), False),
+    ("baseline", ("cuda",), True, ("kernels_gpu/relu/v1.py",), False),
+])
+def test_a_candidates_cuda_kernels_are_checked_against_the_shipped_ones(
+    analysis, monkeypatch, variant, platforms, reject, copies, checked):
+  """Only a candidate's cuda export is compared with the shipped kernels of its task, size and
+  precision (through the judge's analyser); the copies found are recorded, and reject the
+  kernel only where the options ask for it and there are some."""
+  seen = []
+
+  def shipped_copies(kernels, task, size, precision, analyser):
+    seen.append(([k.backend for k in kernels], task, size, precision, analyser))
+    return copies
+  monkeypatch.setattr(fingerprint, "shipped_copies", shipped_copies)
+  report = _report(_entry(artifacts={p: _blob(platforms=(p,)) for p in platforms}))
+  item = dataclasses.replace(_item(reject_copies=reject), variant=variant, precision="bfloat16")
+  ctx, state = _ctx(), judge._State(fields={})  # pylint: disable=protected-access
+  reasons = judge._structure_reasons(report, item, RELU, TINY, ctx, state)  # pylint: disable=protected-access
+  if not checked:
+    assert (seen, reasons, "copy_of" in state.fields) == ([], [], False)
+    return
+  assert seen == [(["triton"], "relu", "small", "bfloat16", ctx.analyser)]
+  assert state.fields["copy_of"] == copies
+  assert reasons == ([fingerprint.copy_reason(copies)] if reject and copies else [])
 
 
 def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
@@ -1484,7 +1516,7 @@ def test_evaluate_passes_an_honest_artifact(analysis):
   assert record.runtime_ms > 0 and record.timed_outputs_checked == 2
   assert record.compile.artifact_bytes == len(artifacts["cpu"])
   assert 0.5 < record.eval_wall_s < 0.5 + 120     # the exporter's 0.5 s plus the judge's own
-  assert analysis.calls[0][1:] == (RELU.flops(SMALL), 512 * 512)
+  assert analysis.calls[0][1:] == (RELU.flops(SMALL), 512 * 512, RELU.io_bytes(SMALL))
   assert (saved.task, saved.variant, saved.size) == ("relu", "candidate", "small")
   assert (saved.jaxpr, saved.triton_ir, saved.ptx) == ("{ lambda ; a. }", "ir a\n\nir b", None)
   assert saved.stablehlo == jax.export.deserialize(bytearray(artifacts["cuda"])).mlir_module()
@@ -1498,16 +1530,86 @@ def test_evaluate_keeps_the_ptx_of_the_compiled_artifact(analysis, monkeypatch):
   assert saved.ptx == "p1\n\np2" and record.compile.ptx_bytes == 4 and saved.triton_ir is None
 
 
-def test_the_judge_s_artifacts_carry_the_item_s_precision(analysis, monkeypatch):
+def test_the_judge_s_artifacts_carry_the_item_s_precision_and_candidate(analysis, monkeypatch):
   """The artifacts line shares its record's key (task, variant, size, precision) in a run
-  folder: a bfloat16 evaluation's IR must not land under the float32 key."""
+  folder: a bfloat16 evaluation's IR must not land under the float32 key; a population's
+  candidate id names both."""
   analysis.reasons = ["two kernels"]
   _never(monkeypatch, "compile", "run", "timing")
   item = dataclasses.replace(_item(_outcome(_report(_entry(artifacts=_artifacts())))),
-                             precision="bfloat16")
+                             precision="bfloat16", candidate="c7")
   record, saved = judge.evaluate_artifact(item, _ctx())
   assert (record.status, record.precision, saved.precision) == (
       Status.REJECTED, "bfloat16", "bfloat16")
+  assert (record.candidate, saved.candidate) == ("c7", "c7")
+
+
+def test_a_passing_evaluation_names_each_stage_and_times_its_checks(analysis, monkeypatch):  # pylint: disable=unused-argument
+  """The stages a passing evaluation goes through, in order (each has its budget), and the
+  correctness runs' seconds, a part of the judge's own; the compile's cache hit is recorded."""
+  real = judge.compile_exported
+  monkeypatch.setattr(judge, "compile_exported",
+                      lambda *a: dataclasses.replace(real(*a), cache_hit=True))
+  stages = []
+  ctx = dataclasses.replace(_ctx(), stage=stages.append)
+  record, _ = judge.evaluate_artifact(_item(_outcome(_report(_entry(artifacts=_artifacts())))), ctx)
+  assert record.status is Status.PASS
+  assert stages == [budgets.MODULE_ANALYSIS, budgets.COPY_CHECK, budgets.ARTIFACT_CHECKS,
+                    budgets.MODULE_ANALYSIS, budgets.COMPILE, budgets.CORRECTNESS,
+                    budgets.TIMING, budgets.EAGER_BASELINE]
+  assert 0 < record.stages.checks_s < record.stages.judge_s
+  assert record.stages.compile_cache_hit is True
+
+
+def test_the_evaluation_takes_the_compile_stage_s_word(analysis, monkeypatch):  # pylint: disable=unused-argument
+  """What the compile stage failed to compile at the evaluated size fails without a second
+  try, with the compiler's message."""
+  _never(monkeypatch, "compile", "run", "timing")
+  notes = {"small": judge.Precompiled(outcome="failed", message="ptxas fatal: too big\nmore")}
+  item = dataclasses.replace(_item(_outcome(_report(_entry(artifacts=_artifacts())))),
+                             precompiled=notes)
+  record, _ = judge.evaluate_artifact(item, _ctx())
+  assert (record.status, record.error_type, record.reasons) == (
+      Status.ERROR, ErrorType.COMPILE, ("ptxas fatal: too big",))
+
+
+@pytest.mark.parametrize("config, recorded", [(None, None), ({"block": 128}, '{"block": 128}')])
+def test_the_record_keeps_the_kernels_declared_config_as_json(analysis, monkeypatch, config,
+                                                              recorded):
+  analysis.reasons = ["two kernels"]
+  _never(monkeypatch, "compile", "run", "timing")
+  entry = dataclasses.replace(_entry(artifacts=_artifacts()), config=config)
+  record, _ = _evaluate(_report(entry))
+  assert (record.status, record.kernel_config) == (Status.REJECTED, recorded)
+
+
+def test_a_report_without_the_evaluated_size_is_rejected(analysis):  # pylint: disable=unused-argument
+  record, _ = _evaluate(_report(_entry("edge", artifacts=_artifacts(size=Size.EDGE))))
+  assert (record.status, record.error_type, record.kernel_config, record.reasons) == (
+      Status.REJECTED, None, None, ("the exporter returned no export for size small",))
+
+
+def test_a_structure_rejection_keeps_its_reasons_when_admission_refuses_too(analysis):
+  """The run artifact's admission may refuse a kernel whose structure was already rejected:
+  the record keeps both reasons, the structure's first."""
+  analysis.reasons = ["two kernels"]
+  analysis.stateful = ("stablehlo.rng",)
+  record, _ = _evaluate(_report(_entry(artifacts=_artifacts())))
+  assert (record.status, record.reasons) == (Status.REJECTED, (
+      "two kernels", "stateful ops ['stablehlo.rng'] in the artifact: an exported kernel must "
+      "be a pure function of its inputs"))
+
+
+def test_an_unexpected_error_before_any_reason_is_an_error_record(monkeypatch):
+  """evaluate_artifact never raises for what happens in an evaluation: an exception of any
+  kind, even one before the structure's reasons are known, ends it as an error."""
+  def broken(*_):
+    raise OSError("the analysis helper's pipe closed")
+  monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", broken)
+  _never(monkeypatch, "compile", "run", "timing")
+  record, _ = _evaluate(_report(_entry(artifacts=_artifacts())))
+  assert (record.status, record.error_type, record.reasons) == (
+      Status.ERROR, ErrorType.RUNTIME, ("OSError: the analysis helper's pipe closed",))
 
 
 def test_the_judge_names_its_run_with_its_own_ceilings_on_the_record_it_builds(analysis,
@@ -1674,6 +1776,25 @@ def test_evaluate_on_a_gpu_counts_unwritten_elements(analysis):  # pylint: disab
                                "poison value")
   assert [r.split(":")[0] for r in record.reasons[1:]] == [
       "seed 1", "seed 2", "input family scaled (x * 100), seed 1"]
+
+
+def test_evaluate_on_a_gpu_rejects_what_memcheck_finds(analysis, monkeypatch):  # pylint: disable=unused-argument
+  """A GPU judge runs memcheck on a kernel that passed its correctness runs, with the first
+  seed; an access outside the buffers rejects it before it is timed."""
+  seen = []
+
+  def check(blob, **kwargs):
+    seen.append(kwargs["seed"])
+    return memcheck.Result(outcome=memcheck.Outcome.ERRORS, detail="Invalid __global__ read")
+  monkeypatch.setattr(memcheck, "check", check)
+  _never(monkeypatch, "timing")
+  record, _ = judge.evaluate_artifact(_item(_outcome(_report(_entry(artifacts=_artifacts())))),
+                                      _ctx(GPU_ENV))
+  assert seen == [1]
+  assert (record.status, record.correct, record.robust) == (Status.REJECTED, True, False)
+  assert record.reasons == ("the kernel accessed device memory outside its buffers "
+                            "(compute-sanitizer memcheck: Invalid __global__ read)",)
+  assert (record.filters[-1].name, record.filters[-1].passed) == ("memcheck", False)
 
 
 def test_evaluate_draws_seeds_from_the_os(analysis):  # pylint: disable=unused-argument

@@ -9,9 +9,10 @@ import pathlib
 import stat
 import types
 
+import jax
 import pytest
 
-from pallasbench_dataset.evaluation.judge import core, memcheck
+from pallasbench_dataset.evaluation.judge import budgets, core, memcheck
 from pallasbench_dataset.tasks import get_task
 
 ARGS = dict(task="relu", size="small", precision="float32", seed=3)
@@ -65,18 +66,19 @@ def test_a_host_without_compute_sanitizer_says_so(monkeypatch):
   assert memcheck.check(b"", **ARGS).outcome is memcheck.Outcome.UNAVAILABLE
 
 
-def _gpu_state(monkeypatch, outcome):
-  """The judge's memcheck step on a GPU context, memcheck.check answering `outcome`."""
+def _gpu_state(monkeypatch, outcome, precision="float32", stage=lambda _: None):
+  """The judge's memcheck step on a GPU context (told each stage by `stage`), memcheck.check
+  answering `outcome`."""
   seen = []
 
   def check(blob, **kwargs):
     seen.append((blob, kwargs))
     return memcheck.Result(outcome=outcome, detail="Invalid __global__ read of size 4 bytes")
   monkeypatch.setattr(memcheck, "check", check)
-  ctx = types.SimpleNamespace(on_gpu=True, stage=lambda _: None)
+  ctx = types.SimpleNamespace(on_gpu=True, stage=stage)
   item = types.SimpleNamespace(options=core.EvalOptions(), size="medium")
   state = core._State(fields={"filters": ()}, run_blob=b"cuda artifact")  # pylint: disable=protected-access
-  spec = get_task("reduce_sum")
+  spec = get_task("reduce_sum").at_precision(precision)
   reasons = core._memcheck(item, spec, 7, ctx, state)  # pylint: disable=protected-access
   return reasons, state.fields["filters"], seen
 
@@ -92,6 +94,22 @@ def test_the_judge_rejects_what_memcheck_finds_and_records_every_outcome(monkeyp
   for outcome in (memcheck.Outcome.CLEAN, memcheck.Outcome.INCONCLUSIVE):
     reasons, filters, _ = _gpu_state(monkeypatch, outcome)
     assert reasons == [] and filters[0].passed and filters[0].detail.startswith(f"{outcome}: ")
+
+
+def test_the_judge_checks_its_run_artifact_at_the_evaluations_figures(monkeypatch):
+  """memcheck runs as a stage of its own (its budget), on the evaluation's task, size,
+  precision and seed, with a whole task's bytes at that precision as the red zone past every
+  buffer, compiled from the judge's persistent compilation cache."""
+  stages = []
+  _, _, seen = _gpu_state(monkeypatch, memcheck.Outcome.CLEAN, precision="bfloat16",
+                          stage=stages.append)
+  padding = get_task("reduce_sum").at_precision("bfloat16").io_bytes("medium")
+  assert padding < get_task("reduce_sum").io_bytes("medium")
+  assert stages == [budgets.MEMCHECK]
+  assert jax.config.jax_compilation_cache_dir  # the tests' shared cache (tests/conftest.py)
+  assert seen == [(b"cuda artifact", dict(
+      task="reduce_sum", size="medium", precision="bfloat16", seed=7, padding_bytes=padding,
+      cache_dir=jax.config.jax_compilation_cache_dir))]
 
 
 def test_compute_sanitizer_is_found_in_a_versioned_toolkit(tmp_path, monkeypatch):
