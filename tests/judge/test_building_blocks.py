@@ -1549,7 +1549,7 @@ def test_a_passing_evaluation_names_each_stage_and_times_its_checks(analysis, mo
   correctness runs' seconds, a part of the judge's own; the compile's cache hit is recorded."""
   real = judge.compile_exported
   monkeypatch.setattr(judge, "compile_exported",
-                      lambda *a: dataclasses.replace(real(*a), cache_hit=True))
+                      lambda *a, **k: dataclasses.replace(real(*a, **k), cache_hit=True))
   stages = []
   ctx = dataclasses.replace(_ctx(), stage=stages.append)
   record, _ = judge.evaluate_artifact(_item(_outcome(_report(_entry(artifacts=_artifacts())))), ctx)
