@@ -838,6 +838,40 @@ def test_reasons_apply_the_limits_at_their_boundary():
                         task_flops=0, output_elements=1000, **sizes) != []
 
 
+def test_every_reason_names_what_it_found():
+  """The record's reasons are what a reader sees of a rejection: each finding listed, in this
+  order, with its figures. A task of no FLOPs and no output is held against one unit of work,
+  and its byte ratio against its own bytes."""
+  base = analyze_module(_export(_gpu_kernel("relu"), "relu"))
+  everything = dataclasses.replace(
+      base, kernels=(), disallowed_custom_calls=("cb_a", "cb_b"), unknown_ops=("op.a", "op.b"),
+      stateful_ops=("stablehlo.rng", "stablehlo.infeed"), outside_contraction_flops=1,
+      outside_flops=1, outside_bytes=20 << 20, kernel_bytes=17 << 20, unbounded_loops=2,
+      top_byte_ops=(("stablehlo.pad", 3000), ("stablehlo.broadcast_in_dim", 2000)))
+  assert module_reasons(everything, task_flops=0, output_elements=0, task_bytes=1) == [
+      NO_KERNEL_REASON,
+      "custom calls that are neither Pallas kernels nor allowed: cb_a, cb_b",
+      "ops the judge has no cost model for: op.a, op.b (what XLA runs for them, a composite's "
+      "native op included, cannot be bounded)",
+      "stateful op stablehlo.rng, stablehlo.infeed: an exported kernel must be a pure function "
+      "of its inputs (hidden state lets an artifact tell its calls apart)",
+      "contractions outside the kernel: 1 FLOPs of dot/convolution/linear algebra, 100.0% of "
+      "the task's (limit 1%)",
+      "the real work is done outside the kernel: plain XLA ops do 100.0% of the task's work "
+      "(top ops: ; limit 10%)",
+      "memory beyond the task's: plain XLA ops outside the kernel write 20971520 bytes per "
+      "call, 20971520.0x the task's own 1 bytes of inputs and output (limit 16777216 bytes; "
+      "top ops: stablehlo.pad 3000, stablehlo.broadcast_in_dim 2000)",
+      "memory beyond the task's: the kernels return buffers of 17825792 bytes per call, "
+      "17825792.0x the task's own 1 bytes of inputs and output (limit 16777216 bytes)",
+      "2 while loop(s) outside the kernels run with a trip count that cannot be proven "
+      "(data-dependent loop?)"]
+  padded = dataclasses.replace(base, outside_bytes=20 << 20)
+  assert module_reasons(padded, task_flops=1, output_elements=1, task_bytes=4 << 20) == [
+      "memory beyond the task's: plain XLA ops outside the kernel write 20971520 bytes per "
+      "call, 5.0x the task's own 4194304 bytes of inputs and output (limit 16777216 bytes)"]
+
+
 def test_bytes_limits_apply_at_their_boundary_to_xla_ops_and_to_kernels():
   """OUTSIDE_BYTES_LIMIT times the task's bytes for what plain XLA ops write,
   KERNEL_BYTES_LIMIT times for the buffers the kernels return, never below BYTES_FLOOR."""
