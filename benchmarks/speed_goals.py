@@ -17,10 +17,11 @@ and the matmul task at `large` (4096^3) >= 600 TFLOP/s: the judge's roofline
 `achieved_tflops` of that record, the task's analytic 2*M*N*K FLOPs over the fixed kernel's
 median time. With --contractions (both precisions of the run): each kernel of issue #37's
 contraction family (the contractions above and qk_softmax) with its TFLOP/s (roofline
-`achieved_tflops`), XLA's (`baseline_tflops`) and the ratio, per precision and size, then the contraction goals: every contraction-family kernel >= 0.90 at `large`
-at each precision, the bf16 matmul at 4096^3 >= 700 TFLOP/s, and the bfloat16 geomean over
-the fixed kernels >= 1.10 at both sizes. A kernel that did not pass (or was not measured at a
-size) counts as failing every goal it is in.
+`achieved_tflops`), XLA's (`baseline_tflops`) and the ratio, per precision and size, then the
+contraction goals: every contraction-family kernel >= 0.90 at `large` at each precision, the
+bf16 matmul at 4096^3 >= 700 TFLOP/s, and the bfloat16 geomean over the fixed kernels >= 1.10
+at both sizes. A kernel that did not pass (or was not measured at a size) counts as failing
+every goal it is in.
 """
 
 from __future__ import annotations

@@ -82,10 +82,11 @@ def _coverage(merged: Merged, copies: Mapping[tuple[str, EvalKey], str]) -> dict
   missing = collections.Counter(backend(r) for _, r in no_ptx)
   backend_rows = [{"backend": b, "compiled on a GPU": n, "with PTX": n - missing[b],
                    "without PTX": missing[b]} for b, n in sorted(by_backend.items())]
-  copied = [r for name, r in no_ptx if (name, EvalKey.of(r)) in copies]
+  explained = [(name, EvalKey.of(r)) in copies for name, r in no_ptx]
+  copied = [r for (_, r), known in zip(no_ptx, explained) if known]
   return {"table": pd.DataFrame(rows), "no_ptx": len(no_ptx), "gpu_compiled": len(compiled),
           "ptx_by_backend": pd.DataFrame(backend_rows),
-          "no_ptx_kernels": _kernels(r for name, r in no_ptx if (name, EvalKey.of(r)) not in copies),
+          "no_ptx_kernels": _kernels(r for (_, r), known in zip(no_ptx, explained) if not known),
           "same_program": len(copied), "same_program_kernels": _kernels(copied)}
 
 

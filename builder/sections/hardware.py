@@ -98,8 +98,8 @@ def clock_event_reasons(mask: str | None) -> str | None:
 def _commands(runs: Sequence[Run]) -> list[tuple[str, str, int]]:
   """(run, command, segments) for each distinct command of each run, in order: a run stopped
   and resumed with the same command several times is one line with its count of segments."""
-  counts = collections.Counter((r.name, c) for r in runs
-                               for c in (r.manifest.command, *(x.command for x in r.manifest.resumes)))
+  counts = collections.Counter((r.name, c) for r in runs for c in (
+      r.manifest.command, *(x.command for x in r.manifest.resumes)))
   return [(name, command, n) for (name, command), n in counts.items()]
 
 

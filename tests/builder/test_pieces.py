@@ -1781,8 +1781,8 @@ def test_build_writes_every_file_of_the_folder(trees, tmp_path, caplog):
   for variant in ("tpu", "gpu"):
     for path in trees.files(variant):
       assert (out / f"kernels_{variant}" / path.name).read_bytes() == path.read_bytes()
-  for run, names in ((a, ("manifest.json", "records.jsonl")), (b, ("manifest.json", "records.jsonl"))):
-    for name in names:
+  for run in (a, b):
+    for name in ("manifest.json", "records.jsonl"):
       assert (out / "results" / run.name / name).read_bytes() == (run / name).read_bytes()
   packed = out / "results" / a.name / "artifacts.jsonl.xz"  # the IR, compressed, as written
   assert lzma.decompress(packed.read_bytes()) == (a / "artifacts.jsonl").read_bytes()
