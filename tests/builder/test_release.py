@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -323,10 +324,12 @@ def _jit_whose_compile(on_compile):
   return jit
 
 
-def _doubling_artifact():
+def _doubling_artifact(factor: float = 2.0):
+  """x * factor exported for the CPU: a factor no compile has seen is a program the persistent
+  cache cannot serve."""
   import jax  # pylint: disable=import-outside-toplevel
   struct = jax.ShapeDtypeStruct((4,), np.float32)
-  return jax.export.export(jax.jit(lambda x: x * 2.0), platforms=("cpu",))(struct), [struct]
+  return jax.export.export(jax.jit(lambda x: x * factor), platforms=("cpu",))(struct), [struct]
 
 
 def test_compile_keeps_every_ptx_the_compile_dumped(tmp_path, monkeypatch):
@@ -372,6 +375,48 @@ def test_a_compile_the_cache_served_is_done_again_past_it_for_its_ptx(tmp_path, 
   assert compiled.cache_hit and cache_on == ([True, False] if again else [True])
   assert compiled.ptx == (("compiled past the cache",) if again else ())
   assert list(dump.iterdir()) == [] and jax_config.enable_compilation_cache.value
+
+
+def test_the_compile_past_the_cache_is_a_real_compile_and_leaves_the_cache_on(tmp_path,
+                                                                             monkeypatch):
+  """With this process' real persistent cache (the suite's): the compile for the PTX is one XLA
+  really runs, not one the cache serves again (jax keeps, per process, whether it uses the
+  cache: switching the config alone did nothing), and the next compile reads the cache again."""
+  from jax._src import compiler  # pylint: disable=import-outside-toplevel
+  exported, structs = _doubling_artifact()
+  compile_profile.compile_exported(exported, structs, None)  # now in the cache
+  real, compiled_by_xla = compiler.backend_compile_and_load, []
+
+  def counted(*args, **kwargs):
+    compiled_by_xla.append(1)
+    return real(*args, **kwargs)
+  monkeypatch.setattr(compiler, "backend_compile_and_load", counted)
+  again = compile_profile.compile_exported(exported, structs, tmp_path)  # no PTX on a CPU
+  assert again.cache_hit and compiled_by_xla == [1]
+  assert compile_profile.compile_exported(exported, structs, None).cache_hit
+  assert compiled_by_xla == [1]
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_a_compile_that_dumped_its_ptx_or_missed_the_cache_is_done_once(tmp_path, monkeypatch,
+                                                                        served):
+  """The second compile is for a cache hit without PTX only: a compile the cache served that
+  dumped PTX all the same, and a fresh compile that dumped none (nothing past the cache would
+  differ), are each compiled once."""
+  dump = tmp_path / "dump"
+  dump.mkdir()
+  compiles = []
+
+  def compile_once():
+    compiles.append(1)
+    if served:
+      compile_profile._cache_hits[0] += 1
+      (dump / "module_0.ptx").write_text("dumped on a cache hit")
+  exported, structs = _doubling_artifact(2.0 if served else 1.0 + time.time_ns() % 10**9 / 1e9)
+  monkeypatch.setattr(compile_profile.jax, "jit", _jit_whose_compile(compile_once))
+  compiled = compile_profile.compile_exported(exported, structs, dump)
+  assert compiles == [1] and compiled.cache_hit is served
+  assert compiled.ptx == (("dumped on a cache hit",) if served else ())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,14 +11,16 @@ flags would never find what the compile stage put in the cache.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pathlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 import jax
 from jax._src import config as jax_config  # the cache switch as a context (no public one)
+from jax.experimental.compilation_cache.compilation_cache import reset_cache
 
 ENTRY_NAME: Final = "pallasbench_candidate"
 EMITTERS: Final = "^(ptx|llvm)$"  # the emitters whose dumps are LLVM IR and PTX, and no other
@@ -130,9 +132,23 @@ def compile_exported(exported: jax.export.Exported, structs: Sequence[jax.ShapeD
   a cache hit, and compiling again would double its compile work."""
   compiled, compile_s, ptx, hit = _compile_once(exported, structs, dump_dir)
   if hit and not ptx and ptx_past_cache and dump_dir is not None:
-    with jax_config.enable_compilation_cache(False):
+    with _past_the_cache():
       *_, ptx, _ = _compile_once(exported, structs, dump_dir)
   return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx, cache_hit=hit)
+
+
+@contextlib.contextmanager
+def _past_the_cache() -> Iterator[None]:
+  """The persistent cache off for the compiles inside. jax decides once per process whether
+  it uses the cache (and keeps the answer), so the config switch alone changes nothing once a
+  compile has used it: the cache is reset with the switch off, and reset again after, so the
+  next compile opens it anew from `jax_compilation_cache_dir`."""
+  with jax_config.enable_compilation_cache(False):
+    reset_cache()
+    try:
+      yield
+    finally:
+      reset_cache()
 
 
 def _compile_once(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtypeStruct],
