@@ -206,7 +206,10 @@ def _cases() -> dict[str, Case]:
       # Reads past its refs: invisible in interpret mode, memcheck's on a GPU (judge/test_gpu.py).
       "peek_past_end": Case("adv_peek_past_end_reduce_sum", "reduce_sum", P),
       # 12. Copied solutions: the project's own kernel imported, or read from disk and run.
-      "import_shipped": Case("adv_import_shipped_matmul", "matmul", None, ("Permission denied",)),
+      # Denied reading the package, or not finding it at all where nobody cannot even enter the
+      # checkout's folder (a clone under `mktemp -d`, mode 0700): either way nothing of it runs.
+      "import_shipped": Case("adv_import_shipped_matmul", "matmul", None,
+                             ("Permission denied", "No module named 'kernels_gpu'")),
       "exec_shipped_cell": Case("adv_exec_shipped_cell_relu", relu, None, (NO_CELL,)),
       "exec_released_row": Case("adv_exec_released_row_relu", relu, None, (NO_CELL,)),
       "copied": Case("adv_copied_relu", relu, P),
@@ -380,10 +383,14 @@ def test_every_attack_ran_inside_all_sandbox_layers(run):
 def test_copied_solutions_never_reach_the_shipped_files(run):
   """Class 12: the kernel trees and the released data are unreadable on every thread, so the
   copy has nothing to run (the checkout is on this test process' sys.path, as with
-  `python -m` from it)."""
-  assert "kernels_gpu/__init__.py" in run.records["import_shipped"].error
-  for name in ("exec_shipped_cell", "exec_released_row"):
-    assert "read refused: [Errno 13] Permission denied" in run.records[name].exporter_output, name
+  `python -m` from it). In a checkout under a folder nobody cannot enter (`mktemp -d` makes it
+  0700) the files are not even there for the exporter: refused as missing, not as denied."""
+  error = run.records["import_shipped"].error
+  assert "kernels_gpu/__init__.py" in error or "No module named 'kernels_gpu'" in error, error
+  for name in ("exec_shipped_cell", "exec_released_row"):  # denied, or not there for nobody
+    output = run.records[name].exporter_output
+    assert ("read refused: [Errno 13] Permission denied" in output
+            or "read refused: [Errno 2] No such file or directory" in output), (name, output)
 
 
 def test_a_pasted_copy_is_named_and_rejected_for_reward_use(run):
