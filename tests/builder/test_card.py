@@ -1,8 +1,9 @@
 """The card as a Hub user reads it: the source that measured the data shipped and archived at
 its commit, the prompts and fix recipes, the tolerance, roofline, compile, input-set, clock,
 threshold and budget sections, the limitations, the licence and the plots. Each test builds
-from release 5's own records (`r5`: data/results built by this builder) or from small
-synthetic runs. Tests named `test_data_*` read the published folder `data/` itself.
+from release 5's own records (`r5`: its two runs as session 11 committed them, and its kernels,
+built by this builder) or from small synthetic runs. Tests named `test_data_*` read the
+published folder `data/` itself.
 """
 # pylint: disable=protected-access  (the builder's internals are what these call)
 
@@ -32,6 +33,12 @@ from tests import runfixtures as rf
 from tests.paths import REPO
 
 DATA = REPO / "data"
+# Release 5 (h200-133eada): the packs of its two runs, committed as they came back, and the
+# kernel trees its folder shipped. Its records are the real data these card tests were written
+# against; they stay fixed whatever release data/ holds.
+RELEASE_5_PACKS = [REPO / "docs" / "runs" / "h200-2026-12-02-session11" /
+                   f"h200-133eada-run{n}.tar.gz" for n in (1, 2)]
+RELEASE_5_KERNELS = REPO / "tests" / "fixtures" / "release5-kernels.tar.gz"
 
 
 def _section(text: str, title: str) -> str:
@@ -39,11 +46,21 @@ def _section(text: str, title: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def r5(tmp_path_factory):
-  """Release 5's records and kernels (data/results, data/kernels_*) built by this builder."""
+def r5_inputs(tmp_path_factory):
+  """Release 5's two runs and its kernel trees, unpacked."""
+  root = tmp_path_factory.mktemp("r5-inputs")
+  for pack in (*RELEASE_5_PACKS, RELEASE_5_KERNELS):
+    with tarfile.open(pack) as t:
+      t.extractall(root, filter="data")
+  return root
+
+
+@pytest.fixture(scope="module")
+def r5(r5_inputs, tmp_path_factory):
+  """Release 5's records and kernels built by this builder."""
   out = tmp_path_factory.mktemp("r5") / "data"
-  build_dataset(sorted(p for p in (DATA / "results").iterdir() if p.is_dir()), out,
-                kernel_trees=KernelTrees.within(DATA))
+  build_dataset(sorted(r5_inputs.glob("h200-133eada-run*")), out,
+                kernel_trees=KernelTrees.within(r5_inputs))
   return out
 
 
@@ -53,8 +70,8 @@ def r5_card(r5):
 
 
 @pytest.fixture(scope="module")
-def r5_runs():
-  return [rec.read_run(p) for p in sorted((DATA / "results").iterdir()) if p.is_dir()]
+def r5_runs(r5_inputs):
+  return [rec.read_run(p) for p in sorted(r5_inputs.glob("h200-133eada-run*"))]
 
 
 # ---------------------------------------------------------------------------------------------
