@@ -30,15 +30,9 @@ from pallasbench_dataset.evolve.prompt import GPU_RULES
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.schema import Status
 from tests import runfixtures as rf
-from tests.paths import REPO
+from tests.paths import RELEASE_5_KERNELS, RELEASE_5_PACKS, REPO
 
 DATA = REPO / "data"
-# Release 5 (h200-133eada): the packs of its two runs, committed as they came back, and the
-# kernel trees its folder shipped. Its records are the real data these card tests were written
-# against; they stay fixed whatever release data/ holds.
-RELEASE_5_PACKS = [REPO / "docs" / "runs" / "h200-2026-12-02-session11" /
-                   f"h200-133eada-run{n}.tar.gz" for n in (1, 2)]
-RELEASE_5_KERNELS = REPO / "tests" / "fixtures" / "release5-kernels.tar.gz"
 
 
 def _section(text: str, title: str) -> str:

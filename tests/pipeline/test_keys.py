@@ -4,8 +4,7 @@ and the report, whose encoding keeps every folder and cache written so far reada
 import dataclasses
 import hashlib
 import json
-import lzma
-import shutil
+import tarfile
 import types
 
 import pytest
@@ -17,10 +16,7 @@ from pallasbench_dataset.keys import EvalKey, precision_field
 from pallasbench_dataset.schema import Artifacts, to_json_dict
 
 from tests import runfixtures as rf
-from tests.paths import REPO
-
-RESULTS = REPO / "data" / "results"
-RELEASE_5_RUNS = sorted(p for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.is_dir() else []
+from tests.paths import RELEASE_5_PACKS
 
 
 def test_the_encoding_names_the_precision_only_where_it_is_not_float32():
@@ -86,25 +82,23 @@ def test_a_float32_and_a_bfloat16_evaluation_resume_and_merge_apart(tmp_path):
   assert [report._size(r) for r in both] == ["medium", "medium/bfloat16"]  # pylint: disable=protected-access
 
 
-@pytest.mark.skipif(not RELEASE_5_RUNS, reason="the shipped run folders are not in this checkout")
-@pytest.mark.parametrize("run", RELEASE_5_RUNS, ids=lambda p: p.name)
-def test_release_5_run_folders_read_and_resume_through_the_key(run, tmp_path):
-  """Each shipped run measured 45 tasks x 2 variants x 2 sizes at float32 with a manifest that
-  names no precision: the builder and the suite's resume both find its 180 evaluations under
-  the keys the manifest planned, each float32 and named as it always was."""
+@pytest.mark.parametrize("pack", RELEASE_5_PACKS, ids=lambda p: p.name.split(".")[0])
+def test_release_5_run_folders_read_and_resume_through_the_key(pack, tmp_path):
+  """Each of release 5's runs measured 45 tasks x 2 variants x 2 sizes at float32 with a
+  manifest that names no precision: the builder and the suite's resume both find its 180
+  evaluations under the keys the manifest planned, each float32 and named as it always was."""
+  with tarfile.open(pack) as t:
+    t.extractall(tmp_path, filter="data")
+  (run,) = tmp_path.iterdir()
+  records = (run / suite.RECORDS).read_bytes()
   read = rec.read_run(run)
   keys = [EvalKey.of(r) for r in read.records]
   assert len(read.records) == len(set(keys)) == 180
   assert set(keys) == read.manifest.planned() == {EvalKey.of(a) for a in read.artifacts}
   assert {k.precision for k in keys} == {"float32"}
   assert all(len(k.parts()) == 3 and k.label().count("/") == 2 for k in keys)
-  copy = tmp_path / run.name
-  copy.mkdir()
-  shutil.copyfile(run / suite.RECORDS, copy / suite.RECORDS)
-  (copy / suite.ARTIFACTS).write_bytes(  # a release ships them packed
-      lzma.decompress((run / rec.PACKED_ARTIFACTS).read_bytes()))
-  assert suite.reconcile(copy) == set(keys)  # a resume of it has nothing left to measure
-  assert (copy / suite.RECORDS).read_bytes() == (run / suite.RECORDS).read_bytes()
+  assert suite.reconcile(run) == set(keys)  # a resume of it has nothing left to measure
+  assert (run / suite.RECORDS).read_bytes() == records
 
 
 # The verdict cache's file names as main's code computed them, for a fixed key.
