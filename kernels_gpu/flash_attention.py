@@ -87,7 +87,7 @@ def _flash_attention_kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, *, d_pad: 
   acc, m, l = jax.lax.fori_loop(first, last, step, init)
   # A split past the last key ran no step: it stores 0 with l = 0, which weighs nothing.
   pltriton.store(o_ref.at[pl.ds(q0, block_q), pl.ds(0, d_pad)],
-                 acc / jnp.where(l > 0, l, 1.0)[:, None], mask=q_mask)
+                 (acc / jnp.where(l > 0, l, 1.0)[:, None]).astype(o_ref.dtype), mask=q_mask)
   pltriton.store(m_ref.at[pl.ds(q0, block_q)], m, mask=rows < seq_len)
   pltriton.store(l_ref.at[pl.ds(q0, block_q)], l, mask=rows < seq_len)
 
@@ -134,8 +134,8 @@ def kernel(q, k, v, *, interpret: bool = False, config=None):
     raise ValueError(f"{q.shape=}, {k.shape=} and {v.shape=} must be one (S, d) shape")
   if q.shape[1] > MAX_HEAD_DIM:
     raise ValueError(f"head_dim={q.shape[1]} must be <= {MAX_HEAD_DIM=}")
-  out = _flash_attention(q, k, v, interpret=interpret, **{**config_for(q, k, v), **(config or {})})
-  return out.astype(q.dtype)
+  return _flash_attention(q, k, v, interpret=interpret,
+                          **{**config_for(q, k, v), **(config or {})})
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
@@ -147,12 +147,13 @@ def _flash_attention(q, k, v, *, interpret: bool, block_q: int, block_k: int, sp
   per_split = pl.BlockSpec((None, seq_len, head_dim), lambda i, s: (s, 0, 0))
   per_split_rows = pl.BlockSpec((None, seq_len), lambda i, s: (s, 0))
   whole = pl.BlockSpec((seq_len, head_dim), lambda i, s: (0, 0))
+  partial_dtype = q.dtype if splits == 1 else jnp.float32  # splits combine in float32
   out, m, l = pl.pallas_call(
       functools.partial(_flash_attention_kernel, d_pad=d_pad, block_q=block_q, block_k=block_k,
                         blocks_per_split=blocks_per_split),
       grid=(pl.cdiv(seq_len, block_q), splits),
       in_specs=[whole, whole, whole], out_specs=[per_split, per_split_rows, per_split_rows],
-      out_shape=[jax.ShapeDtypeStruct((splits, seq_len, head_dim), jnp.float32),
+      out_shape=[jax.ShapeDtypeStruct((splits, seq_len, head_dim), partial_dtype),
                  jax.ShapeDtypeStruct((splits, seq_len), jnp.float32),
                  jax.ShapeDtypeStruct((splits, seq_len), jnp.float32)],
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
@@ -161,4 +162,5 @@ def _flash_attention(q, k, v, *, interpret: bool, block_q: int, block_k: int, sp
     return out[0]
   weight = jnp.exp2(m - jnp.max(m, axis=0)) * l      # (splits, S); split 0 always has keys
   # Elementwise and a sum (not a dot): the combine is bookkeeping, not a contraction.
-  return jnp.sum(weight[:, :, None] * out, axis=0) / jnp.sum(weight, axis=0)[:, None]
+  return (jnp.sum(weight[:, :, None] * out, axis=0) / jnp.sum(weight, axis=0)[:, None]).astype(
+      q.dtype)

@@ -81,7 +81,8 @@ def _attention_kernel(q_ref, k_ref, v_ref, o_ref, *, d_pad: int, block_q: int, b
   init = (jnp.zeros((block_q, d_pad), jnp.float32),
           jnp.full((block_q,), -jnp.inf, jnp.float32), jnp.zeros((block_q,), jnp.float32))
   acc, _, l = jax.lax.fori_loop(0, pl.cdiv(seq_len, block_k), step, init)
-  pltriton.store(o_ref.at[pl.ds(q0, block_q), pl.ds(0, d_pad)], acc / l[:, None], mask=q_mask)
+  pltriton.store(o_ref.at[pl.ds(q0, block_q), pl.ds(0, d_pad)],
+                 (acc / l[:, None]).astype(o_ref.dtype), mask=q_mask)
 
 
 def config_ok(config) -> bool:
@@ -125,9 +126,8 @@ def kernel(q, k, v, *, interpret: bool = False, config=None):
     raise ValueError(f"{q.shape=}, {k.shape=} and {v.shape=} must be one (H, S, d) shape")
   if q.shape[2] > MAX_HEAD_DIM:
     raise ValueError(f"head_dim={q.shape[2]} must be <= {MAX_HEAD_DIM=}")
-  out = _multi_head_attention(q, k, v, interpret=interpret,
-                              **{**config_for(q, k, v), **(config or {})})
-  return out.astype(q.dtype)
+  return _multi_head_attention(q, k, v, interpret=interpret,
+                               **{**config_for(q, k, v), **(config or {})})
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
@@ -139,6 +139,6 @@ def _multi_head_attention(q, k, v, *, interpret: bool, block_q: int, block_k: in
   return pl.pallas_call(
       functools.partial(_attention_kernel, d_pad=d_pad, block_q=block_q, block_k=block_k),
       grid=(heads, pl.cdiv(seq_len, block_q)), in_specs=[head, head, head], out_specs=head,
-      out_shape=jax.ShapeDtypeStruct(q.shape, jnp.float32),
+      out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),  # float32 inside, rounded at the store
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(q, k, v)

@@ -74,7 +74,8 @@ def _pairwise_distance_kernel(x_ref, o_ref, *, block: int, chunk: int):
 
   acc = jax.lax.fori_loop(0, steps, feature, jnp.zeros((block, block), jnp.float32))
   pltriton.store(o_ref.at[pl.ds(i * block, block), pl.ds(j * block, block)],
-                 jnp.sqrt(acc + EPS), mask=(rows[:, None] < n) & (cols[None, :] < n))
+                 jnp.sqrt(acc + EPS).astype(o_ref.dtype),
+                 mask=(rows[:, None] < n) & (cols[None, :] < n))
 
 
 def config_ok(config) -> bool:
@@ -108,8 +109,7 @@ def config_for(x) -> dict:
 
 def kernel(x, *, interpret: bool = False, config=None):
   """Pairwise distances of x's rows; `config` (keys of CONFIG_SPACE) overrides the tuned one."""
-  out = _pairwise_distance(x, interpret=interpret, **{**config_for(x), **(config or {})})
-  return out.astype(x.dtype)
+  return _pairwise_distance(x, interpret=interpret, **{**config_for(x), **(config or {})})
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
@@ -119,6 +119,6 @@ def _pairwise_distance(x, *, interpret: bool, block: int, chunk: int, num_warps:
   return pl.pallas_call(
       functools.partial(_pairwise_distance_kernel, block=block, chunk=chunk),
       grid=(pl.cdiv(n, block), pl.cdiv(n, block)),
-      out_shape=jax.ShapeDtypeStruct((n, n), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((n, n), x.dtype),  # float32 inside, rounded at the store
       compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
       interpret=interpret, name=TASK_NAME)(x)

@@ -18,8 +18,11 @@ the first pass's q k^T, for c times the programs when S / block_q alone leaves S
 and sums l (its q k^T stepping through d in `d_step` columns, pipelined `num_stages` deep, unless
 d_step covers the padded d), the second rescaling each tile's rows in place by exp(m - M) / L,
 M and L the rows' statistics combined over all tiles: one more read and write of the (S, S)
-output instead of a second q k^T. The config comes from TUNED_CONFIGS for the GPU and shape
-class being compiled for, else from a default.
+output instead of a second q k^T. Every structure computes in float32 and stores in q's dtype:
+a bfloat16 call moves half the bytes and needs no separate conversion of the (S, S) result (the
+tiles' exp(s - m) is rounded to bfloat16 once before its rescale and once after, within the
+bfloat16 matmul tolerance). The config comes from TUNED_CONFIGS for the GPU and shape class
+being compiled for, else from a default.
 """
 import functools
 from typing import Final
@@ -89,8 +92,8 @@ def _qk_softmax_kernel(q_ref, k_ref, o_ref, *, block_d: int, block_q: int, block
     return valid, jnp.where(valid[None, :], s, -jnp.inf)
 
   def store(start, valid, p):
-    pltriton.store(o_ref.at[pl.ds(i * block_q, block_q), pl.ds(start, block_k)], p,
-                   mask=(rows[:, None] < s_len) & valid[None, :])
+    pltriton.store(o_ref.at[pl.ds(i * block_q, block_q), pl.ds(start, block_k)],
+                   p.astype(o_ref.dtype), mask=(rows[:, None] < s_len) & valid[None, :])
 
   num_blocks = pl.cdiv(s_len, block_k)
   if whole_rows:  # every key block's scores at once: one pass
@@ -158,7 +161,7 @@ def _tile_exp_kernel(q_ref, k_ref, p_ref, m_ref, l_ref, *, block_q: int, block_k
   pltriton.store(m_ref.at[stats], m, mask=rows < s_len)
   pltriton.store(l_ref.at[stats], jnp.sum(p, axis=1), mask=rows < s_len)
   pltriton.store(p_ref.at[pl.ds(pl.program_id(0) * block_q, block_q),
-                          pl.ds(pl.program_id(1) * block_k, block_k)], p,
+                          pl.ds(pl.program_id(1) * block_k, block_k)], p.astype(p_ref.dtype),
                  mask=(rows[:, None] < s_len) & (keys[None, :] < s_len))
 
 
@@ -181,8 +184,8 @@ def _tile_rescale_kernel(p_ref, m_ref, l_ref, o_ref, *, block_q: int, block_k: i
   scale = jnp.where(row_ok, jnp.exp(m_tile - m_row) / l_row, 0.0)
   tile = (pl.ds(pl.program_id(0) * block_q, block_q), pl.ds(pl.program_id(1) * block_k, block_k))
   tile_ok = row_ok[:, None] & (keys[None, :] < s_len)
-  p = pltriton.load(p_ref.at[tile], mask=tile_ok, other=0.0)
-  pltriton.store(o_ref.at[tile], p * scale[:, None], mask=tile_ok)
+  p = pltriton.load(p_ref.at[tile], mask=tile_ok, other=0.0).astype(jnp.float32)
+  pltriton.store(o_ref.at[tile], (p * scale[:, None]).astype(o_ref.dtype), mask=tile_ok)
 
 
 def config_ok(config) -> bool:  # pylint: disable=unused-argument
@@ -220,8 +223,7 @@ def kernel(q, k, *, interpret: bool = False, config=None):
   """softmax(q k^T / sqrt(d)); `config` (keys of CONFIG_SPACE) overrides the tuned or default."""
   if k.shape != q.shape:
     raise ValueError(f"{k.shape=} must equal {q.shape=}")
-  out = _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
-  return out.astype(q.dtype)
+  return _qk_softmax(q, k, interpret=interpret, **{**config_for(q, k), **(config or {})})
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE[0]))
@@ -230,22 +232,21 @@ def _qk_softmax(q, k, *, interpret: bool, block_q: int, block_k: int, whole_rows
   s_len, d = q.shape
   block_d = max(16, pl.next_power_of_2(d))
   params = pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+  out = jax.ShapeDtypeStruct((s_len, s_len), q.dtype)
   if tiles:
     grid = (pl.cdiv(s_len, block_q), pl.cdiv(s_len, block_k))
-    scores = jax.ShapeDtypeStruct((s_len, s_len), jnp.float32)
     stats = jax.ShapeDtypeStruct((s_len, grid[1]), jnp.float32)
     p, m, l = pl.pallas_call(
         functools.partial(_tile_exp_kernel, block_d=block_d, block_q=block_q, block_k=block_k,
                           d_step=d_step),
-        grid=grid, out_shape=(scores, stats, stats), compiler_params=params,
+        grid=grid, out_shape=(out, stats, stats), compiler_params=params,
         interpret=interpret, name=TASK_NAME + "_exp")(q, k)
     return pl.pallas_call(
         functools.partial(_tile_rescale_kernel, block_q=block_q, block_k=block_k), grid=grid,
-        out_shape=scores, input_output_aliases={0: 0}, compiler_params=params,
+        out_shape=out, input_output_aliases={0: 0}, compiler_params=params,
         interpret=interpret, name=TASK_NAME)(p, m, l)
   return pl.pallas_call(
       functools.partial(_qk_softmax_kernel, block_d=block_d, block_q=block_q, block_k=block_k,
                         whole_rows=whole_rows, col_split=1 if whole_rows else col_split),
-      grid=(pl.cdiv(s_len, block_q), 1 if whole_rows else col_split),
-      out_shape=jax.ShapeDtypeStruct((s_len, s_len), jnp.float32),
+      grid=(pl.cdiv(s_len, block_q), 1 if whole_rows else col_split), out_shape=out,
       compiler_params=params, interpret=interpret, name=TASK_NAME)(q, k)

@@ -128,8 +128,8 @@ def _output_kernel(z_ref, t_ref, wg_ref, wo_ref, o_ref, *, c_pad: int, block_r: 
   gate = jax.nn.sigmoid(jnp.dot(_layernorm(z, col_ok[None, :], c), w_g,
                                 preferred_element_type=jnp.float32))
   update = jnp.dot(_layernorm(t, col_ok[None, :], c), w_o, preferred_element_type=jnp.float32)
-  pltriton.store(o_ref.at[pl.ds(r0, block_r), pl.ds(0, c_pad)], z + gate * update,
-                 mask=tile_mask)
+  pltriton.store(o_ref.at[pl.ds(r0, block_r), pl.ds(0, c_pad)],
+                 (z + gate * update).astype(o_ref.dtype), mask=tile_mask)
 
 
 def config_ok(config) -> bool:
@@ -173,8 +173,7 @@ def config_for(z, mask, w_a, w_b, w_g, w_o) -> dict:
 def kernel(z, mask, w_a, w_b, w_g, w_o, *, interpret: bool = False, config=None):
   """The triangle update of z; `config` (keys of CONFIG_SPACE) overrides the tuned one."""
   config = {**config_for(z, mask, w_a, w_b, w_g, w_o), **(config or {})}
-  out = _triangle_update(z, mask, w_a, w_b, w_g, w_o, interpret=interpret, **config)
-  return out.astype(z.dtype)
+  return _triangle_update(z, mask, w_a, w_b, w_g, w_o, interpret=interpret, **config)
 
 
 @functools.partial(jax.jit, static_argnames=("interpret", *CONFIG_SPACE))
@@ -204,6 +203,6 @@ def _triangle_update(z, mask, w_a, w_b, w_g, w_o, *, interpret: bool, block_r: i
       interpret=interpret, name=TASK_NAME + "_triangle")(a.reshape(c, n, n), b.reshape(c, n, n))
   out = pl.pallas_call(
       functools.partial(_output_kernel, c_pad=c_pad, block_r=block_r), grid=row_grid,
-      out_shape=jax.ShapeDtypeStruct((n * n, c), jnp.float32), compiler_params=row_params,
+      out_shape=jax.ShapeDtypeStruct((n * n, c), z.dtype), compiler_params=row_params,
       interpret=interpret, name=TASK_NAME + "_output")(rows, t.reshape(c, n * n), w_g, w_o)
   return out.reshape(n, n, c)
