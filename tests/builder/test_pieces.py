@@ -1135,10 +1135,10 @@ def test_corrections_missing_lost_and_citation(trees, tmp_path):
       rf.ENV, hardware="zz"))  # an original kernel's: not in the key
   assert sections.citation._citation("org/pb", "NVIDIA H200", records) == {
       "key": "pallasbench_robust_b200_h200_2027", "year": "2027", "hardware": "NVIDIA H200",
-      "url": "https://huggingface.co/datasets/org/pb", "release": "Release 5"}
+      "url": "https://huggingface.co/datasets/org/pb", "release": release.NAME}
   assert sections.citation._citation("o/p", "", []) == {
       "key": "pallasbench_robust", "year": "", "hardware": "",
-      "url": "https://huggingface.co/datasets/o/p", "release": "Release 5"}
+      "url": "https://huggingface.co/datasets/o/p", "release": release.NAME}
 
 
 def test_the_card_counts_stage_budget_rejections_beside_timeouts(trees, tmp_path):
@@ -1190,8 +1190,8 @@ def test_stats_gather_every_section(trees, tmp_path):
   coverage = sections.artifacts.artifact_coverage(merged)
   assert got == {
       "marker": card.MARKER, "repo_id": "org/pb", "headline": "medium",
-      "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": "v5",
-      "release": "Release 5", "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
+      "hardware": "NVIDIA H200", "n_tasks": 4, "n_registry": 45, "tag": release.TAG,
+      "release": release.NAME, "gpu_extra": "cuda13", "config_rows": {"default": {"level_1": 2}},
       "precisions": {"headline": "float32", "measured": "float32", "n_bf16": 0},
       "n_runs": 1, "n_published": 8, "runs_table": sections.hardware._runs_table([resumed]),
       "commands": [("run-a", run.manifest.command, 1), ("run-a", "regen --resume", 1)],
