@@ -598,6 +598,86 @@ def test_generic_reduce_costs_its_body_per_element():
   assert dict(report.top_ops)["stablehlo.reduce"] >= 2 * x  # compare and select per element
 
 
+def _region_op(op: str, operands: str, results: str, body: str, attributes: str,
+               arguments: int = 2) -> str:
+  """A module whose main applies one op with a region, `op`, to its arguments of types
+  `operands` (", "-separated) and returns the first of its `results`; the region's block takes
+  `arguments` f32 scalars %a, %b, ... and runs `body`, which returns."""
+  kinds, outs = operands.split(", "), results.split(", ")
+  args = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(kinds))
+  names = ", ".join(f"%arg{i}" for i in range(len(kinds)))
+  block = ", ".join(f"%{'abcd'[i]}: tensor<f32>" for i in range(arguments))
+  many = len(outs) > 1
+  return (f"module {{ func.func public @main({args}) -> {outs[0]} {{\n"
+          f'%0{f":{len(outs)}" if many else ""} = "stablehlo.{op}"({names}) ({{\n^bb0({block}):\n'
+          f"{body}\n}}) {{{attributes}}} : ({operands}) -> {f'({results})' if many else results}\n"
+          f'"func.return"(%0{"#0" if many else ""}) : ({outs[0]}) -> () }} }}')
+
+
+_GREATER = ("%r = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+            "stablehlo.return %r : tensor<i1>")
+
+
+def _sort(shape: str, dimension: int, body: str = _GREATER) -> str:
+  return _region_op("sort", f"tensor<{shape}xf32>", f"tensor<{shape}xf32>", body,
+                    f"dimension = {dimension} : i64, is_stable = false")
+
+
+# Ops that apply a region (a comparator, a combiner, a mapped function) many times: (the module,
+# the op, its cost). A sort compares n ceil(log2 n) times along its dimension (n of 1 counts as
+# 2), in each row; a window's combiner runs once per element of each window, a map's body once
+# per element; a region of no ops costs one op a run.
+REGION_OPS = {
+    "sort_rows": (lambda: _sort("4x16", 1), "sort", 4 * 16 * 4),
+    "sort_columns": (lambda: _sort("4x16", 0), "sort", 4 * 16 * 2),
+    "sort_of_one": (lambda: _sort("4x1", 1), "sort", 4),
+    "sort_of_five": (lambda: _sort("2x5", 1), "sort", 2 * 5 * 3),
+    "sort_by_no_comparison": (lambda: _sort("4x16", 1, "%r = stablehlo.constant dense<true> : "
+                                            "tensor<i1>\nstablehlo.return %r : tensor<i1>"),
+                              "sort", 4 * 16 * 4),
+    # keys and values, by a comparator of two compares: the keys' elements' comparisons
+    "sort_keys_and_values": (lambda: _region_op(
+        "sort", "tensor<4x16xf32>, tensor<4x16xf32>", "tensor<4x16xf32>, tensor<4x16xf32>",
+        "%r = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+        "%s = stablehlo.compare LT, %c, %d : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+        "stablehlo.return %r : tensor<i1>", "dimension = 1 : i64, is_stable = false", 4),
+                             "sort", 4 * 16 * 4 * 2),
+    "window_sums": (lambda: _module_of(
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (2, 2), "VALID"), (8, 16)),
+                    "reduce_window", 4 * 8 * 4),
+    "sliding_row_maxima": (lambda: _module_of(
+        lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 3), (1, 1), "VALID"), (8, 16)),
+                           "reduce_window", 8 * 14 * 3),
+    "map_multiply_add": (lambda: _region_op(
+        "map", "tensor<8x16xf32>, tensor<8x16xf32>", "tensor<8x16xf32>",
+        "%r = stablehlo.multiply %a, %b : tensor<f32>\n%s = stablehlo.add %r, %a : tensor<f32>\n"
+        "stablehlo.return %s : tensor<f32>", "dimensions = array<i64: 0, 1>"), "map", 128 * 2),
+    "map_of_no_ops": (lambda: _region_op(
+        "map", "tensor<8x16xf32>, tensor<8x16xf32>", "tensor<8x16xf32>",
+        "stablehlo.return %b : tensor<f32>", "dimensions = array<i64: 0, 1>"), "map", 128),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REGION_OPS))
+def test_an_op_applying_a_region_costs_the_regions_ops_per_application(case):
+  """Its cost is filed under the op, arithmetic (the region's values derive from data, but
+  compare and combine it: none of them picks by data)."""
+  module, op, cost = REGION_OPS[case]
+  report = analyze_module(module())
+  assert report.top_ops == ((f"stablehlo.{op}", cost),), report
+  assert (report.outside_flops, report.data_dependent_moves) == (cost, 0)
+
+
+@pytest.mark.parametrize("keys, moves", [
+    (lambda x: x, 4 * 16 * 4 * 4), (lambda x: jnp.broadcast_to(jnp.arange(16.0), x.shape), 0)])
+def test_a_comparator_on_data_picks_by_data(keys, moves):
+  """jnp.sort's comparator canonicalizes its operands (-0 and NaN) by four selects: sorting
+  data, each comparison of it selects by data; sorting constants, none does."""
+  report = analyze_module(_module_of(lambda x: jnp.sort(keys(x), axis=1), (4, 16)))
+  assert report.data_dependent_moves == moves
+  assert dict(report.top_ops)["stablehlo.sort"] == 4 * 16 * 4 * 9  # 5 compares, 4 selects
+
+
 def _module_of(fn, *shapes) -> str:
   """The module text of `fn` exported for the CPU on arrays of `shapes` (float32 where a shape
   is a tuple, as given where it is a jax.ShapeDtypeStruct)."""
@@ -1253,6 +1333,251 @@ def test_loop_bounded_by_an_outer_counter_charges_its_longest_run():
   elements = chunk * get_task("relu").input_shapes(Size.SMALL)[0][1]
   assert report.unbounded_loops == 0
   assert dict(report.top_ops)["stablehlo.maximum"] == 8 * 7 * elements
+
+
+def _loop(bound, *, start=0, step=1, direction="LT", counter="i32", compare="SIGNED", defs="",
+          cond="", lhs=None, compared=None, advance=None, inner=None, name="j",
+          vector="%x") -> str:
+  """The text of a while loop %r<name> on a counter %<name> of type `counter` from `start`,
+  while `lhs` (the counter by default; of type `compared`, the counter's by default)
+  <direction> `bound` under `compare` (no compare_type where None), the body adding `step` to
+  the counter as %d<name> (or computing %n<name> by `advance`). `defs` come before the loop,
+  `cond` in its condition. It carries a vector of 8 from `vector` and takes its exp once per
+  trip, or runs `inner` (the text of a loop on %v<name>, and that loop's name) on it. An
+  integer `start` or `bound` is a constant of the counter's (or compared) type."""
+  t, ct = f"tensor<{counter}>", f"tensor<{compared or counter}>"
+  block = f"^bb0(%{name}: {t}, %v{name}: tensor<8xf32>):\n"
+  if isinstance(start, int):
+    defs += f"\n%s{name} = stablehlo.constant dense<{start}> : {t}"
+    start = f"%s{name}"
+  if isinstance(bound, int):
+    cond += f"\n%b{name} = stablehlo.constant dense<{bound}> : {ct}"
+    bound = f"%b{name}"
+  how = f", {compare}" if compare else ""
+  advance = advance or f"%n{name} = stablehlo.add %{name}, %d{name} : {t}"
+  work, carried = ((f"%e{name} = stablehlo.exponential %v{name} : tensor<8xf32>", f"%e{name}")
+                   if inner is None else (inner[0], f"%r{inner[1]}#1"))
+  return (f'{defs}\n%r{name}:2 = "stablehlo.while"({start}, {vector}) ({{\n{block}{cond}\n'
+          f"%c{name} = stablehlo.compare {direction}, {lhs or '%' + name}, {bound}{how} : "
+          f"({ct}, {ct}) -> tensor<i1>\nstablehlo.return %c{name} : tensor<i1>\n}}, {{\n{block}"
+          f"%d{name} = stablehlo.constant dense<{step}> : {t}\n{advance}\n{work}\n"
+          f"stablehlo.return %n{name}, {carried} : {t}, tensor<8xf32>\n"
+          f"}}) : ({t}, tensor<8xf32>) -> ({t}, tensor<8xf32>)")
+
+
+def _loop_module(loop: str, name: str = "j") -> str:
+  return ('module { sdy.mesh @mesh = <["x"=1]>\n'
+          f"func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{\n{loop}\n"
+          f"return %r{name}#1 : tensor<8xf32> }} }}")
+
+
+def _proven_trips(text: str, outer: int = 1) -> int | None:
+  """How often the module's innermost loop body runs per run of the loop around it (`outer`
+  times), as charged; None where a loop's trip count is not proven."""
+  report = analyze_module(text)
+  trips, rest = divmod(report.outside_transcendentals, 8 * outer)
+  assert rest == 0, report
+  return None if report.unbounded_loops else trips
+
+
+def _c(name: str, value: int | str, kind: str = "i32") -> str:
+  return f"%{name} = stablehlo.constant dense<{value}> : tensor<{kind}>\n"
+
+
+def _op(name: str, op: str, operands: str, kind: str = "i32") -> str:
+  return f"%{name} = stablehlo.{op} {operands} : tensor<{kind}>\n"
+
+
+def _convert(name: str, operand: str, source: str, target: str) -> str:
+  return f"%{name} = stablehlo.convert {operand} : (tensor<{source}>) -> tensor<{target}>\n"
+
+
+# Bounds fixed at compile time, read through what computes them: (the loop's arguments, its
+# trips; None where none is proven). The loop counts from 0 by 1 while below the bound, unless
+# its arguments say otherwise.
+FIXED_BOUNDS = {
+    "constant": ({"bound": 64}, 64),
+    "dimension_size": ({"bound": "%b", "defs": "%b = stablehlo.get_dimension_size %x, dim = 0 : "
+                        "(tensor<8xf32>) -> tensor<i32>"}, 8),
+    "sum": ({"bound": "%b", "defs": _c("p", 60) + _c("q", 4) + _op("b", "add", "%p, %q")}, 64),
+    "difference": ({"bound": "%b", "defs": _c("p", 70) + _c("q", 6)
+                    + _op("b", "subtract", "%p, %q")}, 64),
+    "product": ({"bound": "%b", "defs": _c("p", 8) + _op("b", "multiply", "%p, %p")}, 64),
+    "maximum": ({"bound": "%b", "defs": _c("p", 64) + _c("q", 3)
+                 + _op("b", "maximum", "%q, %p")}, 64),
+    "minimum": ({"bound": "%b", "defs": _c("p", 64) + _c("q", 99)
+                 + _op("b", "minimum", "%q, %p")}, 64),
+    "widened": ({"bound": "%b", "defs": _c("p", 64, "i8") + _convert("b", "%p", "i8", "i32")},
+                64),
+    "narrowed_from_i64": ({"bound": "%b", "defs": _c("p", (1 << 32) + 64, "i64")
+                           + _convert("b", "%p", "i64", "i32")}, 64),
+    # int8(300) == 44; uint8(200) as int8 is -56, and so is int8(100 + 100)
+    "narrowed_wraps": ({"bound": "%b", "counter": "i8", "defs": _c("p", 300)
+                        + _convert("b", "%p", "i32", "i8")}, 44),
+    "sign_changed_wraps": ({"bound": "%b", "counter": "i8", "direction": "GT", "step": -1,
+                            "defs": _c("p", 200, "ui8") + _convert("b", "%p", "ui8", "i8")}, 56),
+    "sum_wraps": ({"bound": "%b", "counter": "i8", "direction": "GT", "step": -1,
+                   "defs": _c("p", 100, "i8") + _op("b", "add", "%p, %p", "i8")}, 56),
+    "from_float": ({"bound": "%b", "defs": _c("p", "6.400000e+01", "f32")
+                    + _convert("b", "%p", "f32", "i32")}, None),
+    "from_data": ({"bound": "%b", "defs": "%p = stablehlo.slice %x [0:1] : (tensor<8xf32>) -> "
+                   "tensor<1xf32>\n%q = stablehlo.reshape %p : (tensor<1xf32>) -> tensor<f32>\n"
+                   + _convert("b", "%q", "f32", "i32")}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FIXED_BOUNDS))
+def test_a_bound_is_read_through_the_integer_ops_that_compute_it(case):
+  """Constants, static dimension sizes, converts and arithmetic on them give one value, wrapped
+  into its type as the hardware does; a bound from a float or from data is not proven."""
+  loop, trips = FIXED_BOUNDS[case]
+  assert _proven_trips(_loop_module(_loop(**loop))) == trips
+
+
+def _in_outer(inner: str, bound=8, **outer) -> str:
+  """`inner`, a loop named j on %vi, in the body of a loop on %i (0 to 7 unless `outer` says
+  otherwise)."""
+  return _loop_module(_loop(bound, name="i", inner=(inner, "j"), **outer), "i")
+
+
+# Bounds and starts that range with an outer loop's counter %i, 0 to 7: the inner loop is
+# charged its longest run, (its arguments, those trips; None: none proven).
+RANGED_BOUNDS = {
+    "counter": ({"bound": "%i"}, 7),
+    "counter_plus_three": ({"bound": "%b", "defs": _c("p", 3) + _op("b", "add", "%i, %p")}, 10),
+    "three_plus_counter": ({"bound": "%b", "defs": _c("p", 3) + _op("b", "add", "%p, %i")}, 10),
+    "ten_minus_counter": ({"bound": "%b", "defs": _c("p", 10)
+                           + _op("b", "subtract", "%p, %i")}, 10),
+    "counter_minus_three": ({"bound": "%b", "defs": _c("p", 3)
+                             + _op("b", "subtract", "%i, %p")}, 4),
+    "twice_the_counter": ({"bound": "%b", "defs": _c("p", 2)
+                           + _op("b", "multiply", "%i, %p")}, 14),
+    # counting down from 0 to above -2i, -14 at the lowest
+    "minus_twice_the_counter": ({"bound": "%b", "direction": "GT", "step": -1,
+                                 "defs": _c("p", -2) + _op("b", "multiply", "%p, %i")}, 14),
+    "at_least_five": ({"bound": "%b", "defs": _c("p", 5) + _op("b", "maximum", "%i, %p")}, 7),
+    "at_most_five": ({"bound": "%b", "defs": _c("p", 5) + _op("b", "minimum", "%i, %p")}, 5),
+    "from_the_counter_up": ({"bound": 10, "start": "%i"}, 10),
+    "from_the_counter_down": ({"bound": 0, "start": "%i", "direction": "GT", "step": -1}, 7),
+    "narrowed_fits": ({"bound": "%b", "counter": "i8", "defs": _c("p", 100)
+                       + _op("q", "add", "%i, %p") + _convert("b", "%q", "i32", "i8")}, 107),
+    # 0 to 280 as int8 wraps between; 0 to 140 is past int8
+    "narrowed_would_wrap": ({"bound": "%b", "counter": "i8", "defs": _c("p", 40)
+                             + _op("q", "multiply", "%i, %p")
+                             + _convert("b", "%q", "i32", "i8")}, None),
+    "product_past_the_type": ({"bound": "%b", "counter": "i8", "defs": _c("p", 20, "i8")
+                               + _convert("q", "%i", "i32", "i8")
+                               + _op("b", "multiply", "%q, %p", "i8")}, None),
+    "through_a_float": ({"bound": "%b", "defs": _convert("q", "%i", "i32", "f32")
+                         + _convert("b", "%q", "f32", "i32")}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RANGED_BOUNDS))
+def test_a_bound_ranging_with_an_outer_counter_gives_the_longest_run(case):
+  """The interval of an expression of the counter is the hull of its corners (sound for the
+  ops it follows, each monotone in each operand); an interval that would wrap is unknown."""
+  loop, trips = RANGED_BOUNDS[case]
+  assert _proven_trips(_in_outer(_loop(vector="%vi", **loop)), 8) == trips
+
+
+# Outer loops whose counter %i the inner loop counts to (or from): (the outer loop's arguments,
+# the inner loop's, the outer's trips, the inner's longest run; None: not proven). A counter
+# ranges over start + k * step for k below its trips, up to its type's ends.
+INDUCTIONS = {
+    "up_by_two": ({"bound": 16, "step": 2}, {"bound": "%i"}, 8, 14),
+    "down_by_one": ({"bound": -1, "start": 7, "step": -1, "direction": "GT"}, {"bound": "%i"}, 8,
+                    7),
+    "down_by_three": ({"bound": 0, "start": 21, "step": -3, "direction": "GT"}, {"bound": "%i"},
+                      7, 21),
+    "once": ({"bound": 1}, {"bound": 5, "start": "%i"}, 1, 5),
+    # int8 from 127 down to 1, and from -128 up to -1: the ends of the type
+    "down_from_the_top": ({"bound": 0, "start": 127, "step": -1, "direction": "GT",
+                           "counter": "i8"}, {"bound": "%i", "counter": "i8"}, 127, 127),
+    "up_from_the_bottom": ({"bound": 0, "start": -128, "counter": "i8"},
+                           {"bound": 0, "start": "%i", "counter": "i8"}, 128, 128),
+    "unproven": ({"bound": "%b", "defs": "%p = stablehlo.slice %x [0:1] : (tensor<8xf32>) -> "
+                  "tensor<1xf32>\n%q = stablehlo.reshape %p : (tensor<1xf32>) -> tensor<f32>\n"
+                  + _convert("b", "%q", "f32", "i32")}, {"bound": "%i"}, 1, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDUCTIONS))
+def test_an_induction_variable_ranges_over_its_loops_run(case):
+  outer, inner, outer_trips, trips = INDUCTIONS[case]
+  text = _in_outer(_loop(vector="%vi", **inner), **outer)
+  assert _proven_trips(text, outer_trips) == trips
+  if trips is None:
+    assert analyze_module(text).unbounded_loops == 2  # the outer loop, the inner once in it
+
+
+# How the counter is stepped and compared: (the loop's arguments, its trips; None: none proven).
+COUNTERS = {
+    "subtracted": ({"bound": 0, "start": 128, "step": 2, "direction": "GT",
+                    "advance": "%nj = stablehlo.subtract %j, %dj : tensor<i32>"}, 64),
+    "step_first": ({"bound": 128, "step": 2,
+                    "advance": "%nj = stablehlo.add %dj, %j : tensor<i32>"}, 64),
+    "step_reshaped": ({"bound": 128, "advance": _c("w", "2", "1xi32") + "%u = stablehlo.reshape "
+                       "%w : (tensor<1xi32>) -> tensor<i32>\n%nj = stablehlo.add %j, %u : "
+                       "tensor<i32>"}, 64),
+    # the counter is not stepped by a constant: 0 - j, j * 1 and j + j never reach 64 from 0
+    "subtracted_from_a_constant": ({"bound": 64, "advance": _op("nj", "subtract", "%dj, %j")},
+                                   None),
+    "multiplied": ({"bound": 64, "advance": _op("nj", "multiply", "%j, %dj")}, None),
+    "doubled": ({"bound": 64, "advance": _op("nj", "add", "%j, %j")}, None),
+    "kept": ({"bound": 64, "advance": "%nj = stablehlo.reshape %j : (tensor<i32>) -> "
+              "tensor<i32>"}, None),
+    # compared to a constant on each side: no counter
+    "constant_condition": ({"bound": 64, "lhs": "%z", "cond": _c("z", 0)}, None),
+    # an unsigned counter read by its own compare (none given), UNSIGNED, or SIGNED: up to 127
+    # as it is, past it int8's -128 is below every bound (128 = -128 as a signed byte)
+    "unsigned_natural": ({"bound": 200, "counter": "ui8", "compare": None}, 200),
+    "unsigned_compare": ({"bound": 200, "counter": "ui8", "compare": "UNSIGNED"}, 200),
+    "unsigned_as_signed": ({"bound": 127, "start": 120, "counter": "ui8"}, 7),
+    "unsigned_as_signed_past_the_top": ({"bound": 127, "start": 120, "step": 2,
+                                         "counter": "ui8"}, None),
+    "signed_natural": ({"bound": 32, "start": -32, "compare": None}, 64),
+    "signed_below_zero": ({"bound": -40, "start": -120, "counter": "i8"}, 80),
+    "i64_past_int32": ({"bound": (1 << 40) + 64, "start": 1 << 40, "counter": "i64"}, 64),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COUNTERS))
+def test_a_counter_is_stepped_by_a_constant_and_read_as_its_compare_reads_it(case):
+  loop, trips = COUNTERS[case]
+  assert _proven_trips(_loop_module(_loop(**loop))) == trips
+
+
+# What a bound or a counter is read through: ops that pass a value on (reshapes and broadcasts
+# of scalars, sharding annotations, converts that keep every value). (The loop's arguments, its
+# trips.)
+PASSED_ON = {
+    "reshaped": ({"defs": _c("p", 64, "1xi32")
+                  + "%b = stablehlo.reshape %p : (tensor<1xi32>) -> tensor<i32>"}, 64),
+    "broadcast": ({"defs": _c("p", 64) + "%b = stablehlo.broadcast_in_dim %p, dims = [] : "
+                   "(tensor<i32>) -> tensor<i32>"}, 64),
+    "sharding_call": ({"defs": _c("p", 64) + '%b = stablehlo.custom_call @Sharding(%p) : '
+                       "(tensor<i32>) -> tensor<i32>"}, 64),
+    "sdy_sharding_constraint": ({"defs": _c("p", 64)
+                                 + "%b = sdy.sharding_constraint %p <@mesh, []> : tensor<i32>"},
+                                64),
+    "sdy_reshard": ({"defs": _c("p", 64) + "%b = sdy.reshard %p <@mesh, []> : tensor<i32>"}, 64),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PASSED_ON))
+def test_a_bound_is_read_through_ops_that_pass_it_on(case):
+  loop, trips = PASSED_ON[case]
+  assert _proven_trips(_loop_module(_loop("%b", **loop))) == trips
+
+
+@pytest.mark.parametrize("counter, wide", [("i8", "i32"), ("ui8", "i32"), ("i32", "i64")])
+def test_a_counter_is_read_through_a_widening_convert_under_a_narrowing_one(counter, wide):
+  """int16(wide(j)) < 64 counts like j < 64: the widening keeps every value (the narrowing
+  is the one convert the compare may read the counter through)."""
+  cond = _convert("w", "%j", counter, wide) + _convert("h", "%w", wide, "i16")
+  text = _loop_module(_loop(64, counter=counter, compared="i16", lhs="%h", cond=cond))
+  assert _proven_trips(text) == 64
 
 
 def _chain_of_adds(length: int) -> str:
