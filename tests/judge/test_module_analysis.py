@@ -1418,6 +1418,17 @@ FIXED_BOUNDS = {
                             "defs": _c("p", 200, "ui8") + _convert("b", "%p", "ui8", "i8")}, 56),
     "sum_wraps": ({"bound": "%b", "counter": "i8", "direction": "GT", "step": -1,
                    "defs": _c("p", 100, "i8") + _op("b", "add", "%p, %p", "i8")}, 56),
+    # a convert to a boolean is `!= 0` (XLA's CPU converts 2 to true); sums of booleans are an
+    # OR by the spec, a 1-bit sum (true + true == false) on XLA's CPU: either value is charged
+    "boolean_of_two": ({"bound": "%b", "defs": _c("p", 2) + _convert("q", "%p", "i32", "i1")
+                        + _convert("w", "%q", "i1", "i32") + _c("k", 64)
+                        + _op("b", "multiply", "%w, %k")}, 64),
+    "boolean_of_zero": ({"bound": "%b", "defs": _c("p", 0) + _convert("q", "%p", "i32", "i1")
+                         + _convert("w", "%q", "i1", "i32") + _c("k", 64)
+                         + _op("b", "multiply", "%w, %k")}, 0),
+    "boolean_sum": ({"bound": "%b", "defs": _c("p", 1) + _convert("q", "%p", "i32", "i1")
+                     + _op("s", "add", "%q, %q", "i1") + _convert("w", "%s", "i1", "i32")
+                     + _c("k", 64) + _op("b", "multiply", "%w, %k")}, 64),
     "from_float": ({"bound": "%b", "defs": _c("p", "6.400000e+01", "f32")
                     + _convert("b", "%p", "f32", "i32")}, None),
     "from_data": ({"bound": "%b", "defs": "%p = stablehlo.slice %x [0:1] : (tensor<8xf32>) -> "
@@ -1468,6 +1479,19 @@ RANGED_BOUNDS = {
     "product_past_the_type": ({"bound": "%b", "counter": "i8", "defs": _c("p", 20, "i8")
                                + _convert("q", "%i", "i32", "i8")
                                + _op("b", "multiply", "%q, %p", "i8")}, None),
+    # bool(i) is false or true; bool(i + 1) true: counting down from 64 to above 64 * it
+    "boolean_of_the_counter": ({"bound": "%b", "defs": _convert("q", "%i", "i32", "i1")
+                                + _convert("w", "%q", "i1", "i32") + _c("k", 64)
+                                + _op("b", "multiply", "%w, %k")}, 64),
+    "boolean_of_a_positive_counter": ({"bound": "%b", "start": 64, "direction": "GT", "step": -1,
+                                       "defs": _c("p", 1) + _op("u", "add", "%i, %p")
+                                       + _convert("q", "%u", "i32", "i1")
+                                       + _convert("w", "%q", "i1", "i32") + _c("k", 64)
+                                       + _op("b", "multiply", "%w, %k")}, 0),
+    "boolean_of_the_counter_down": ({"bound": "%b", "start": 64, "direction": "GT", "step": -1,
+                                     "defs": _convert("q", "%i", "i32", "i1")
+                                     + _convert("w", "%q", "i1", "i32") + _c("k", 64)
+                                     + _op("b", "multiply", "%w, %k")}, 64),
     "through_a_float": ({"bound": "%b", "defs": _convert("q", "%i", "i32", "f32")
                          + _convert("b", "%q", "f32", "i32")}, None),
 }

@@ -514,7 +514,8 @@ class _IntegerRanges:
   """Intervals of scalar integers fixed at compile time, by an interval analysis of loops.
 
   Follows constants, static dimension sizes, identities, integer converts and arithmetic (a
-  single value wraps around as the hardware does; a range that would wrap is unknown), values
+  single value wraps around as the hardware does; a range that would wrap is unknown; a
+  convert to a boolean is a test for non-zero, arithmetic on booleans either value), values
   a loop carries unchanged, and induction variables: a carried value the body steps by a
   constant ranges over start + k * step for the k below the loop's proven trip count, so a
   loop starting at an outer loop's counter (`for j in range(i, n)`) is bounded by its longest
@@ -570,13 +571,20 @@ class _IntegerRanges:
     bounds = _int_range(op.results[0].type) if len(op.results) == 1 else None
     if bounds is None:
       return None
+    boolean = bounds == (0, 1)
     if op.name == "stablehlo.convert":
       source = self.interval(op.operands[0]) if _int_range(op.operands[0].type) else None
-      return None if source is None else _fit(*source, bounds)
+      if source is None:
+        return None
+      if boolean:  # a convert to i1 is `!= 0`, not a wraparound: 2 converts to true
+        return (int(not source[0] <= 0 <= source[1]), int(source != (0, 0)))
+      return _fit(*source, bounds)
     if op.name in _STATIC_ARITHMETIC:
       lhs, rhs = (self.interval(o) for o in op.operands)
       if lhs is None or rhs is None:
         return None
+      if boolean:  # the spec's OR and AND, a 1-bit sum on XLA's CPU: either value
+        return bounds
       corners = [_STATIC_ARITHMETIC[op.name](a, b) for a in lhs for b in rhs]
       return _fit(min(corners), max(corners), bounds)
     return None
