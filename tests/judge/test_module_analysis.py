@@ -38,7 +38,8 @@ from pallasbench_dataset import Size, get_task, list_tasks
 from pallasbench_dataset.evaluation.judge import core, process
 from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 from pallasbench_dataset.evaluation.judge.module_analysis import (
-    BYTES_FLOOR, KERNEL_BYTES_LIMIT, NO_KERNEL_REASON, OUTSIDE_BYTES_LIMIT, AnalysisLimits,
+    BYTES_FLOOR, KERNEL_BYTES_LIMIT, MAX_EXPRESSION_DEPTH, NO_KERNEL_REASON, OUTSIDE_BYTES_LIMIT,
+    AnalysisLimits,
     ModuleAnalysisError, ModuleReport, analyze_module, bytes_limit, module_reasons)
 from pallasbench_dataset.evaluation.pipeline.driver import has_verdict
 from pallasbench_dataset.jaxpr_analysis import analyze
@@ -1309,6 +1310,47 @@ def test_interval_trip_counts_are_the_longest_run_and_never_fewer():
       pytest.fail(f"no count for a loop that runs {max(trips)} times at most: {case}")
 
 
+def test_interval_trip_counts_near_the_ends_of_the_types_never_hide_a_run():
+  """Starts and bounds at an int8 counter's ends, compared SIGNED or UNSIGNED: a count, when
+  there is one, is the longest run of the loop as the hardware runs it (the counter wraps
+  past its ends, the compare reads its bits in its own range); the exact ends are counted."""
+  from pallasbench_dataset.evaluation.judge.module_analysis import _iterations  # pylint: disable=import-outside-toplevel
+  int8, uint8 = (-128, 127), (0, 255)
+  holds = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+           "EQ": operator.eq, "NE": operator.ne}
+
+  def run(start, step, bound, direction, compared):
+    def read(v):
+      return (v - compared[0]) % (compared[1] - compared[0] + 1) + compared[0]
+    value, trips = start, 0
+    while holds[direction](read(value), read(bound)):
+      value, trips = value + step, trips + 1
+      if trips > 300 or not int8[0] <= value <= int8[1]:
+        return None  # runs on, or wraps around past the counter's end
+    return trips
+
+  for direction, step, compared, start, bound in itertools.product(
+      holds, (-2, -1, 1, 2), (int8, uint8),
+      ((120, 120), (118, 121), (125, 127), (-128, -128), (-128, -126), (-3, 2)),
+      ((127, 127), (124, 126), (126, 127), (-128, -128), (-127, -125), (0, 0), (-2, 3))):
+    found = _iterations(start, step, bound, direction, counter=int8, view=None,
+                        compared=compared)
+    trips = [run(s, step, b, direction, compared)
+             for s in range(start[0], start[1] + 1) for b in range(bound[0], bound[1] + 1)]
+    if found is not None:
+      assert None not in trips and found == max(trips), (direction, step, compared, start,
+                                                         bound, found, trips)
+  ends = [((0, 0), 1, (127, 127), "LT", int8, 127), ((0, 3), 1, (120, 127), "LT", int8, 127),
+          ((0, 3), 1, (120, 126), "LE", int8, 127), ((127, 127), -1, (-128, -128), "GT", int8, 255),
+          ((120, 127), -1, (-128, -120), "GT", int8, 255),
+          ((120, 127), -1, (-128, -120), "GE", int8, None),  # -128 >= -128: wraps to 127
+          ((0, 0), 1, (255, 255), "LT", uint8, 255)]
+  for start, step, bound, direction, compared, trips in ends:
+    counter = compared
+    assert _iterations(start, step, bound, direction, counter=counter, view=None,
+                       compared=compared) == trips, (start, step, bound, direction)
+
+
 def test_an_interval_is_kept_where_it_fits_its_type_and_wrapped_only_as_one_value():
   from pallasbench_dataset.evaluation.judge.module_analysis import _fit  # pylint: disable=import-outside-toplevel
   int4 = (-8, 7)
@@ -1336,17 +1378,17 @@ def test_loop_bounded_by_an_outer_counter_charges_its_longest_run():
 
 
 def _loop(bound, *, start=0, step=1, direction="LT", counter="i32", compare="SIGNED", defs="",
-          cond="", lhs=None, compared=None, advance=None, inner=None, name="j",
-          vector="%x") -> str:
+          cond="", lhs=None, compared=None, advance=None, inner=None, name="j", vector="%x",
+          also=None) -> str:
   """The text of a while loop %r<name> on a counter %<name> of type `counter` from `start`,
   while `lhs` (the counter by default; of type `compared`, the counter's by default)
   <direction> `bound` under `compare` (no compare_type where None), the body adding `step` to
   the counter as %d<name> (or computing %n<name> by `advance`). `defs` come before the loop,
   `cond` in its condition. It carries a vector of 8 from `vector` and takes its exp once per
-  trip, or runs `inner` (the text of a loop on %v<name>, and that loop's name) on it. An
-  integer `start` or `bound` is a constant of the counter's (or compared) type."""
+  trip, or runs `inner` (the text of a loop on %v<name>, and that loop's name) on it; and
+  `also` (type, start, step), another counter %k<name> it does not compare. An integer `start`
+  or `bound` is a constant of the counter's (or compared) type."""
   t, ct = f"tensor<{counter}>", f"tensor<{compared or counter}>"
-  block = f"^bb0(%{name}: {t}, %v{name}: tensor<8xf32>):\n"
   if isinstance(start, int):
     defs += f"\n%s{name} = stablehlo.constant dense<{start}> : {t}"
     start = f"%s{name}"
@@ -1357,12 +1399,21 @@ def _loop(bound, *, start=0, step=1, direction="LT", counter="i32", compare="SIG
   advance = advance or f"%n{name} = stablehlo.add %{name}, %d{name} : {t}"
   work, carried = ((f"%e{name} = stablehlo.exponential %v{name} : tensor<8xf32>", f"%e{name}")
                    if inner is None else (inner[0], f"%r{inner[1]}#1"))
-  return (f'{defs}\n%r{name}:2 = "stablehlo.while"({start}, {vector}) ({{\n{block}{cond}\n'
-          f"%c{name} = stablehlo.compare {direction}, {lhs or '%' + name}, {bound}{how} : "
-          f"({ct}, {ct}) -> tensor<i1>\nstablehlo.return %c{name} : tensor<i1>\n}}, {{\n{block}"
-          f"%d{name} = stablehlo.constant dense<{step}> : {t}\n{advance}\n{work}\n"
-          f"stablehlo.return %n{name}, {carried} : {t}, tensor<8xf32>\n"
-          f"}}) : ({t}, tensor<8xf32>) -> ({t}, tensor<8xf32>)")
+  types, args, operands, results = f"{t}, tensor<8xf32>", f"%{name}, %v{name}", "", 2
+  yielded = f"%n{name}, {carried}"
+  if also is not None:
+    kt = f"tensor<{also[0]}>"
+    defs += f"\n%sk{name} = stablehlo.constant dense<{also[1]}> : {kt}"
+    advance += (f"\n%dk{name} = stablehlo.constant dense<{also[2]}> : {kt}\n"
+                f"%nk{name} = stablehlo.add %k{name}, %dk{name} : {kt}")
+    types, args, operands, results = f"{types}, {kt}", f"{args}, %k{name}", f", %sk{name}", 3
+    yielded += f", %nk{name}"
+  block = f"^bb0({', '.join(f'{a}: {k}' for a, k in zip(args.split(', '), types.split(', ')))}):\n"
+  return (f'{defs}\n%r{name}:{results} = "stablehlo.while"({start}, {vector}{operands}) ({{\n'
+          f"{block}{cond}\n%c{name} = stablehlo.compare {direction}, {lhs or '%' + name}, "
+          f"{bound}{how} : ({ct}, {ct}) -> tensor<i1>\nstablehlo.return %c{name} : tensor<i1>\n"
+          f"}}, {{\n{block}%d{name} = stablehlo.constant dense<{step}> : {t}\n{advance}\n{work}\n"
+          f"stablehlo.return {yielded} : {types}\n}}) : ({types}) -> ({types})")
 
 
 def _loop_module(loop: str, name: str = "j") -> str:
@@ -1429,6 +1480,12 @@ FIXED_BOUNDS = {
     "boolean_sum": ({"bound": "%b", "defs": _c("p", 1) + _convert("q", "%p", "i32", "i1")
                      + _op("s", "add", "%q, %q", "i1") + _convert("w", "%s", "i1", "i32")
                      + _c("k", 64) + _op("b", "multiply", "%w, %k")}, 64),
+    "boolean_constant": ({"bound": "%b", "defs": _c("q", "true", "i1")
+                          + _convert("w", "%q", "i1", "i32") + _c("k", 64)
+                          + _op("b", "multiply", "%w, %k")}, 64),
+    "dimension_size_narrowed": ({"bound": "%b", "counter": "i16", "defs": "%d = "
+                                 "stablehlo.get_dimension_size %x, dim = 0 : (tensor<8xf32>) -> "
+                                 "tensor<i32>\n" + _convert("b", "%d", "i32", "i16")}, 8),
     "from_float": ({"bound": "%b", "defs": _c("p", "6.400000e+01", "f32")
                     + _convert("b", "%p", "f32", "i32")}, None),
     "from_data": ({"bound": "%b", "defs": "%p = stablehlo.slice %x [0:1] : (tensor<8xf32>) -> "
@@ -1492,6 +1549,12 @@ RANGED_BOUNDS = {
                                      "defs": _convert("q", "%i", "i32", "i1")
                                      + _convert("w", "%q", "i1", "i32") + _c("k", 64)
                                      + _op("b", "multiply", "%w, %k")}, 64),
+    # a step that ranges is no constant: counting down by i + 1, the longest run is by 1
+    "stepped_by_the_counter": ({"bound": 0, "start": 64, "direction": "GT", "advance": _c("p", 1)
+                                + _op("u", "add", "%i, %p") + _op("nj", "subtract", "%j, %u")},
+                               None),
+    # a condition on the outer counter alone: the loop never ends, or never runs
+    "on_the_outer_counter": ({"bound": 8, "lhs": "%i"}, None),
     "through_a_float": ({"bound": "%b", "defs": _convert("q", "%i", "i32", "f32")
                          + _convert("b", "%q", "f32", "i32")}, None),
 }
@@ -1514,7 +1577,11 @@ INDUCTIONS = {
                     7),
     "down_by_three": ({"bound": 0, "start": 21, "step": -3, "direction": "GT"}, {"bound": "%i"},
                       7, 21),
-    "once": ({"bound": 1}, {"bound": 5, "start": "%i"}, 1, 5),
+    "once": ({"bound": 1}, {"bound": "%b", "defs": _c("p", 5) + _op("b", "add", "%i, %p")}, 1,
+             5),
+    "down_by_three_counted_down_to": ({"bound": 0, "start": 21, "step": -3, "direction": "GT"},
+                                      {"bound": "%i", "start": 30, "direction": "GT", "step": -1},
+                                      7, 27),
     # int8 from 127 down to 1, and from -128 up to -1: the ends of the type
     "down_from_the_top": ({"bound": 0, "start": 127, "step": -1, "direction": "GT",
                            "counter": "i8"}, {"bound": "%i", "counter": "i8"}, 127, 127),
@@ -1533,6 +1600,45 @@ def test_an_induction_variable_ranges_over_its_loops_run(case):
   assert _proven_trips(text, outer_trips) == trips
   if trips is None:
     assert analyze_module(text).unbounded_loops == 2  # the outer loop, the inner once in it
+
+
+def test_a_loop_from_a_ranging_start_ranges_from_its_lowest_start():
+  """j from i to 10 under i from 0 to 7 ranges over 0 to 16 (its longest run, from 0, has
+  10 trips); a loop counting down from 20 to above j runs 20 times at most."""
+  innermost = _loop("%j", start=20, direction="GT", step=-1, name="m", vector="%vj")
+  text = _in_outer(_loop(10, start="%i", inner=(innermost, "m"), vector="%vi"))
+  assert _proven_trips(text, 8 * 10) == 20
+
+
+@pytest.mark.parametrize("trips, also, unbounded", [(50, ("i8", -100, 2), 0),
+                                                    (100, ("i8", -100, 3), 1)])
+def test_a_counter_the_loop_does_not_compare_ranges_only_where_it_does_not_wrap(trips, also,
+                                                                                 unbounded):
+  """The outer loop also steps an int8 k from -100: by 2 in 50 trips, up to -2; by 3 in 100,
+  past 127, where it wraps to -128. An inner loop counting down from 0 to above k runs 100
+  times at most where k stays in its type, and is not proven where it wraps (128 times)."""
+  inner = _loop("%w", start=0, direction="GT", step=-1, vector="%vi",
+                defs=_convert("w", "%ki", "i8", "i32"))
+  report = analyze_module(_in_outer(inner, bound=trips, also=also))
+  assert report.unbounded_loops == unbounded
+  assert report.outside_transcendentals == 8 * (trips * 100 if not unbounded else trips)
+
+
+def test_a_loop_in_a_condition_bounded_by_its_counter_is_not_proven():
+  """The condition runs once more than the body, with the counter one step further: the
+  counter's interval in the body does not bound what the condition sees."""
+  in_cond = _loop("%i", name="m", vector="%vi")
+  report = analyze_module(_loop_module(_loop(8, name="i", cond=in_cond), "i"))
+  assert report.unbounded_loops == 1
+
+
+@pytest.mark.parametrize("length, trips", [(MAX_EXPRESSION_DEPTH - 1, MAX_EXPRESSION_DEPTH),
+                                           (MAX_EXPRESSION_DEPTH, None)])
+def test_a_bound_deeper_than_the_expression_limit_is_unknown(length, trips):
+  """1 + 1 + ... + 1: `length` additions deep, the bound is read up to the limit."""
+  defs = _c("a0", 1) + _c("one", 1) + "".join(
+      _op(f"a{i}", "add", f"%a{i - 1}, %one") for i in range(1, length + 1))
+  assert _proven_trips(_loop_module(_loop(f"%a{length}", defs=defs))) == trips
 
 
 # How the counter is stepped and compared: (the loop's arguments, its trips; None: none proven).
@@ -1563,6 +1669,26 @@ COUNTERS = {
     "signed_natural": ({"bound": 32, "start": -32, "compare": None}, 64),
     "signed_below_zero": ({"bound": -40, "start": -120, "counter": "i8"}, 80),
     "i64_past_int32": ({"bound": (1 << 40) + 64, "start": 1 << 40, "counter": "i64"}, 64),
+    # the last value of a counter may be its type's top, not past it: int8 0, 2, ..., 126, 128
+    # is -128 < 127 again, and uint8 250, 252, 254, 256 is 0 < 255
+    "to_the_top": ({"bound": 127, "counter": "i8"}, 127),
+    "stepped_past_the_top": ({"bound": 127, "step": 2, "counter": "i8"}, None),
+    "unsigned_to_the_top": ({"bound": 255, "counter": "ui8", "compare": "UNSIGNED"}, 255),
+    "unsigned_past_the_top": ({"bound": 255, "start": 250, "step": 2, "counter": "ui8",
+                               "compare": "UNSIGNED"}, None),
+    # uint8(j) for an int8 j from -10 reads 246, 247, ...: four trips below 250
+    "signed_read_as_unsigned": ({"bound": 250, "start": -10, "counter": "i8", "compared": "ui8",
+                                 "lhs": "%u", "cond": _convert("u", "%j", "i8", "ui8"),
+                                 "compare": "UNSIGNED"}, 4),
+    # the narrow types' constants are read too
+    "four_bit": ({"bound": 7, "start": -8, "counter": "i4"}, 15),
+    "two_bit_unsigned": ({"bound": 3, "counter": "ui2", "compare": None}, 3),
+    "counter_on_the_right": ({"bound": "%j", "lhs": "%z", "cond": _c("z", 64), "direction": "GT"},
+                             64),
+    # j + j * 0 steps by 0: the step must be a constant, not a value of the counter
+    "stepped_by_itself_times_zero": ({"bound": 64, "advance": _c("z", 0)
+                                      + _op("w", "multiply", "%j, %z")
+                                      + _op("nj", "add", "%j, %w")}, None),
 }
 
 
@@ -1595,7 +1721,8 @@ def test_a_bound_is_read_through_ops_that_pass_it_on(case):
   assert _proven_trips(_loop_module(_loop("%b", **loop))) == trips
 
 
-@pytest.mark.parametrize("counter, wide", [("i8", "i32"), ("ui8", "i32"), ("i32", "i64")])
+@pytest.mark.parametrize("counter, wide", [
+    ("i8", "i32"), ("ui8", "i32"), ("ui8", "ui32"), ("i32", "i64")])
 def test_a_counter_is_read_through_a_widening_convert_under_a_narrowing_one(counter, wide):
   """int16(wide(j)) < 64 counts like j < 64: the widening keeps every value (the narrowing
   is the one convert the compare may read the counter through)."""

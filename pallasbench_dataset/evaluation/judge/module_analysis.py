@@ -562,8 +562,12 @@ class _IntegerRanges:
     op = value.owner.operation
     if op.name == "stablehlo.constant":
       attr = op.attributes["value"]
-      is_int = isinstance(attr, ir.DenseIntElementsAttr) and attr.type.element_type.width > 1
-      return (int(attr[0]),) * 2 if is_int and attr.is_splat else None
+      bounds = _int_range(attr.type)
+      if bounds is None or not isinstance(attr, ir.DenseIntElementsAttr) or not attr.is_splat:
+        return None
+      # IntegerAttr reads every width (attr[0] refuses i2 and i4), a signless one as signed
+      # (true is -1): in the type's range, true is 1
+      return (_wrap(ir.IntegerAttr(attr.get_splat_value()).value, bounds),) * 2
     if op.name == "stablehlo.get_dimension_size":
       shape = op.operands[0].type
       dim = ir.IntegerAttr(op.attributes["dimension"]).value
