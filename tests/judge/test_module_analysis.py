@@ -1641,6 +1641,76 @@ def test_a_bound_deeper_than_the_expression_limit_is_unknown(length, trips):
   assert _proven_trips(_loop_module(_loop(f"%a{length}", defs=defs))) == trips
 
 
+def _reversed(kind: str) -> str:
+  """A module that returns its vector of 8 `kind` reversed: one buffer written."""
+  t = f"tensor<8x{kind}>"
+  return (f"module {{ func.func public @main(%a: {t}) -> {t} {{\n"
+          f"%0 = stablehlo.reverse %a, dims = [0] : {t}\nreturn %0 : {t} }} }}")
+
+
+@pytest.mark.parametrize("kind, size", [
+    ("f32", 4), ("bf16", 2), ("f8E4M3FN", 1), ("f64", 8), ("i64", 8), ("i1", 1), ("i4", 1),
+    ("ui2", 1), ("complex<f32>", 8), ("complex<f64>", 16)])
+def test_a_buffer_costs_whole_bytes_per_element(kind, size):
+  """Booleans and sub-byte integers take a byte each, a complex number its two parts."""
+  report = analyze_module(_reversed(kind))
+  assert report.top_byte_ops == (("stablehlo.reverse", 8 * size),)
+  assert report.outside_bytes == 8 * size and report.top_ops == ()
+
+
+def test_a_tuple_of_buffers_costs_its_buffers():
+  """lax.empty's AllocateBuffer costs no work, but the memory it returns is the judge's to
+  provide, in a tuple as in a tensor: here a buffer of 2^20 floats handed to a kernel, and
+  a token that takes none."""
+  big, kinds = "tensor<1048576xf32>", "tuple<tensor<1048576xf32>, tensor<2xi8>, !stablehlo.token>"
+  text = ("module { func.func public @main(%a: tensor<4xf32>) -> " + big + " {\n"
+          f"%0 = stablehlo.custom_call @AllocateBuffer() : () -> {kinds}\n"
+          f"%1 = stablehlo.get_tuple_element %0[0] : ({kinds}) -> {big}\n"
+          f'%2 = stablehlo.custom_call @"__gpu$xla.gpu.triton"(%1) : ({big}) -> {big}\n'
+          f"return %2 : {big} }} }}")
+  report = analyze_module(text)
+  assert report.outside_bytes == 4 * 1048576 + 2 and report.kernel_bytes == 4 * 1048576
+  assert report.top_byte_ops == (("stablehlo.custom_call", 4 * 1048576 + 2),)
+  assert [k.launches for k in report.kernels] == [1] and report.disallowed_custom_calls == ()
+
+
+# an int32 read from the data %vi, as %f
+_FROM_DATA = ("%p = stablehlo.slice %vi [0:1] : (tensor<8xf32>) -> tensor<1xf32>\n"
+              "%q = stablehlo.reshape %p : (tensor<1xf32>) -> tensor<f32>\n"
+              "%f = stablehlo.convert %q : (tensor<f32>) -> tensor<i32>")
+
+
+def test_a_kernel_in_a_loop_launches_and_returns_its_buffer_each_trip():
+  """Five trips of a kernel: five launches, five of its buffers; and a loop bounded by data
+  in each of five trips is one unbounded loop, not five."""
+  kernel = ('%kj = stablehlo.custom_call @"__gpu$xla.gpu.triton"(%vj) : (tensor<8xf32>) -> '
+            "tensor<8xf32>\n")
+  text = _loop_module(_loop(5, advance="%nj = stablehlo.add %j, %dj : tensor<i32>\n" + kernel))
+  report = analyze_module(text)
+  assert [(k.name, k.backend, k.grid, k.launches) for k in report.kernels] == [
+      ("__gpu$xla.gpu.triton", "triton", (), 5)]
+  assert report.kernel_bytes == 5 * 32
+  report = analyze_module(_in_outer(_loop("%f", vector="%vi", defs=_FROM_DATA), bound=5))
+  assert report.unbounded_loops == 1
+
+
+def test_calls_that_cannot_be_bounded_are_refused_saying_why():
+  f32 = "(tensor<f32>) -> tensor<f32>"
+  body = "%0 = func.call @{}(%a) : " + f32 + "\nreturn %0 : tensor<f32>"
+  cases = {
+      "module { func.func public @f(%a: tensor<f32>) -> tensor<f32> { return %a : tensor<f32> } }":
+          "the module has no @main function",
+      ("module { func.func public @main(%a: tensor<f32>) -> tensor<f32> { " + body.format("f")
+       + " }\nfunc.func private @f(%a: tensor<f32>) -> tensor<f32> { " + body.format("g")
+       + " }\nfunc.func private @g(%a: tensor<f32>) -> tensor<f32> { " + body.format("f")
+       + " } }"): "@f is recursive: its cost is unbounded",
+  }
+  for text, message in cases.items():
+    with pytest.raises(ModuleAnalysisError) as refused:
+      analyze_module(text)
+    assert str(refused.value) == message
+
+
 # How the counter is stepped and compared: (the loop's arguments, its trips; None: none proven).
 COUNTERS = {
     "subtracted": ({"bound": 0, "start": 128, "step": 2, "direction": "GT",

@@ -308,10 +308,11 @@ def _results_bytes(op: ir.Operation) -> int:
 
 
 def _is_array(value: ir.Value) -> bool:
-  """A value of rank one or more: a buffer. Scalars (a combiner's, a loop counter) live in
-  registers."""
+  """A value of rank one or more, or a tuple (of buffers): a buffer. Scalars (a combiner's, a
+  loop counter) live in registers."""
   t = value.type
-  return isinstance(t, ir.ShapedType) and t.has_rank and t.rank > 0
+  return isinstance(t, ir.TupleType) or (isinstance(t, ir.ShapedType) and t.has_rank
+                                          and t.rank > 0)
 
 
 def _only_block(region: ir.Region) -> ir.Block:
