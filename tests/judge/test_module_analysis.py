@@ -1750,6 +1750,12 @@ COUNTERS = {
     "signed_read_as_unsigned": ({"bound": 250, "start": -10, "counter": "i8", "compared": "ui8",
                                  "lhs": "%u", "cond": _convert("u", "%j", "i8", "ui8"),
                                  "compare": "UNSIGNED"}, 4),
+    # bool(j) != false from 128 down by 2: 64 trips on XLA (bool(2) is true); bool(128) is
+    # no wraparound of 128 into 0 and 1 (that is 0: no trip)
+    "read_as_a_boolean": ({"bound": "%f", "start": 128, "step": -2, "direction": "NE",
+                           "compared": "i1", "lhs": "%u", "compare": "UNSIGNED",
+                           "cond": _convert("u", "%j", "i32", "i1") + _c("f", "false", "i1")},
+                          None),
     # the narrow types' constants are read too
     "four_bit": ({"bound": 7, "start": -8, "counter": "i4"}, 15),
     "two_bit_unsigned": ({"bound": 3, "counter": "ui2", "compare": None}, 3),

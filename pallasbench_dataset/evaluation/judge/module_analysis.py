@@ -484,12 +484,13 @@ def _compared_range(compare: ir.Operation) -> _Range | None:
 
 def _counter_view(value: ir.Value) -> tuple[ir.Value, _Range | None]:
   """What a compare operand reads: a value, under at most one wrapping integer convert (whose
-  result range is returned with it; None when there is none)."""
+  result range is returned with it; None when there is none). A convert to a boolean tests
+  for non-zero, it does not wrap: no view (the compare reads no counter)."""
   value = _through(value)
   if isinstance(value, ir.OpResult) and value.owner.operation.name == "stablehlo.convert":
     op = value.owner.operation
     view = _int_range(op.results[0].type)
-    if view is not None and _int_range(op.operands[0].type) is not None:
+    if view not in (None, (0, 1)) and _int_range(op.operands[0].type) is not None:
       return _through(op.operands[0]), view
   return value, None
 
