@@ -1711,6 +1711,79 @@ def test_calls_that_cannot_be_bounded_are_refused_saying_why():
     assert str(refused.value) == message
 
 
+def _sliced_at(defs: str, functions: str = "") -> str:
+  """A module that slices its data %x (8 floats) at %idx, an i32 that `defs` compute (from its
+  other argument %n, constants, ...); `functions` are defined beside @main."""
+  return ("module { func.func public @main(%x: tensor<8xf32>, %n: tensor<i32>) -> tensor<1xf32> {"
+          f"\n{defs}\n%r = stablehlo.dynamic_slice %x, %idx, sizes = [1] : (tensor<8xf32>, "
+          f"tensor<i32>) -> tensor<1xf32>\nreturn %r : tensor<1xf32> }}\n{functions} }}")
+
+
+def _branch(value: str) -> str:
+  return f"{{\nstablehlo.return {value} : tensor<i32>\n}}"
+
+
+_IDENTITY = ("func.func private @same(%a: tensor<i32>) -> tensor<i32> { return %a : "
+             "tensor<i32> }")
+_TRUE = _c("t", "true", "i1")
+_DATA_TEST = "%t = stablehlo.compare LT, %n, %c, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>"
+
+# Where an index comes from, and the moves: the slice is one where the index derives from data
+# (and a switch on data picks its result by it, one more). The arguments of @main and the
+# kernels' results derive from data; constants, static shapes and what only they decide do not.
+INDEX_SOURCES = {
+    "argument": ("%idx = stablehlo.add %n, %n : tensor<i32>", "", 1),
+    "constant": (_c("idx", 3), "", 0),
+    "dimension_size_of_data": ("%idx = stablehlo.get_dimension_size %x, dim = 0 : "
+                               "(tensor<8xf32>) -> tensor<i32>", "", 0),
+    "sharded_constant": (_c("c", 3) + "%idx = stablehlo.custom_call @Sharding(%c) : "
+                         "(tensor<i32>) -> tensor<i32>", "", 0),
+    "sharded_argument": ("%idx = stablehlo.custom_call @Sharding(%n) : (tensor<i32>) -> "
+                         "tensor<i32>", "", 1),
+    "kernel_of_a_constant": (_c("c", 3) + '%idx = stablehlo.custom_call @"__gpu$xla.gpu.triton"'
+                             "(%c) : (tensor<i32>) -> tensor<i32>", "", 1),
+    "call_of_a_constant": (_c("c", 3) + "%idx = func.call @same(%c) : (tensor<i32>) -> "
+                           "tensor<i32>", _IDENTITY, 0),
+    "call_of_an_argument": ("%idx = func.call @same(%n) : (tensor<i32>) -> tensor<i32>",
+                            _IDENTITY, 1),
+    "if_on_a_constant": (_c("c", 3) + _TRUE + '%idx = "stablehlo.if"(%t) (' + _branch("%c")
+                         + ", " + _branch("%c") + ") : (tensor<i1>) -> tensor<i32>", "", 0),
+    "if_on_data": (_c("c", 3) + _DATA_TEST + '\n%idx = "stablehlo.if"(%t) (' + _branch("%c")
+                   + ", " + _branch("%c") + ") : (tensor<i1>) -> tensor<i32>", "", 2),
+    "if_yielding_data": (_c("c", 3) + _TRUE + '%idx = "stablehlo.if"(%t) (' + _branch("%c")
+                         + ", " + _branch("%n") + ") : (tensor<i1>) -> tensor<i32>", "", 1),
+    "case_on_data": (_c("c", 3) + '%idx = "stablehlo.case"(%n) (' + _branch("%c") + ", "
+                     + _branch("%c") + ") : (tensor<i32>) -> tensor<i32>", "", 2),
+    # a loop's counter after a counted loop is fixed; after a loop that stops on data, data
+    "counted_loop": (_loop(5) + "\n%idx = stablehlo.reshape %rj#0 : (tensor<i32>) -> "
+                     "tensor<i32>", "", 0),
+    "loop_stopping_on_data": (_loop("%n") + "\n%idx = stablehlo.reshape %rj#0 : (tensor<i32>) "
+                              "-> tensor<i32>", "", 1),
+    "reduce_of_data": (_c("z", 0) + "%v = stablehlo.convert %x : (tensor<8xf32>) -> "
+                       'tensor<8xi32>\n%idx = "stablehlo.reduce"(%v, %z) ({\n^bb0(%a: tensor<i32>,'
+                       " %b: tensor<i32>):\n%s = stablehlo.add %a, %b : tensor<i32>\n"
+                       "stablehlo.return %s : tensor<i32>\n}) {dimensions = array<i64: 0>} : "
+                       "(tensor<8xi32>, tensor<i32>) -> tensor<i32>", "", 1),
+    "reduce_of_a_constant": (_c("z", 0) + "%v = stablehlo.iota dim = 0 : tensor<8xi32>\n"
+                             '%idx = "stablehlo.reduce"(%v, %z) ({\n^bb0(%a: tensor<i32>, '
+                             "%b: tensor<i32>):\n%s = stablehlo.add %a, %b : tensor<i32>\n"
+                             "stablehlo.return %s : tensor<i32>\n}) {dimensions = array<i64: 0>} : "
+                             "(tensor<8xi32>, tensor<i32>) -> tensor<i32>", "", 0),
+    "reduce_with_data_in_its_combiner": (
+        _c("z", 0) + "%v = stablehlo.iota dim = 0 : tensor<8xi32>\n"
+        '%idx = "stablehlo.reduce"(%v, %z) ({\n^bb0(%a: tensor<i32>, %b: tensor<i32>):\n'
+        "%s = stablehlo.add %a, %n : tensor<i32>\nstablehlo.return %s : tensor<i32>\n}) "
+        "{dimensions = array<i64: 0>} : (tensor<8xi32>, tensor<i32>) -> tensor<i32>", "", 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_SOURCES))
+def test_an_index_derives_from_data_through_what_computes_it(case):
+  defs, functions, moves = INDEX_SOURCES[case]
+  report = analyze_module(_sliced_at(defs, functions))
+  assert report.data_dependent_moves == moves
+
+
 # How the counter is stepped and compared: (the loop's arguments, its trips; None: none proven).
 COUNTERS = {
     "subtracted": ({"bound": 0, "start": 128, "step": 2, "direction": "GT",
