@@ -784,6 +784,36 @@ def test_contractions_outside_kernels_are_costed_by_their_own_formula(case):
 # ---------------------------------------------------------------------------------------------
 # 3. Honest but unusual wrappers pass.
 
+def test_a_kernels_fingerprint_reads_its_triton_module_and_is_none_where_it_does_not_parse():
+  """The fingerprint is the Triton module's, whatever the call is named; a module that does
+  not parse has none (and the call is still a kernel)."""
+  text = _export(_copy, "relu")
+  [kernel] = analyze_module(text).kernels
+  assert re.fullmatch("[0-9a-f]{64}", kernel.fingerprint), kernel
+  [renamed] = analyze_module(text.replace('name = "copy"', 'name = "mine"')).kernels
+  assert (renamed.name, renamed.fingerprint) == ("mine", kernel.fingerprint)
+  [broken] = analyze_module(re.sub(r'ir = "[^"]*"', 'ir = "no module"', text)).kernels
+  assert (broken.name, broken.fingerprint, broken.launches) == ("copy", None, kernel.launches)
+
+
+def test_the_top_ops_are_the_five_costliest_and_none_that_never_ran():
+  names = ("negate", "abs", "floor", "ceil", "sine", "cosine")
+  ops, last = [], "%x"
+  for count, name in enumerate(names):
+    for i in range(len(names) - count):
+      ops.append(f"%{name}{i} = stablehlo.{name} {last} : tensor<8xf32>")
+      last = f"%{name}{i}"
+  text = ("module { func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+          + "\n".join(ops) + f"\nreturn {last} : tensor<8xf32> }} }}")
+  report = analyze_module(text)
+  assert report.top_ops == tuple((f"stablehlo.{name}", 8 * (6 - i))
+                                 for i, name in enumerate(names[:5]))
+  assert report.top_byte_ops == (("stablehlo.cosine", 32),) and report.outside_flops == 8 * 21
+  never = analyze_module(_loop_module(_loop(0)))  # its condition, once
+  assert (never.top_ops, never.top_byte_ops, never.outside_bytes) == (
+      (("stablehlo.compare", 1),), (), 0)
+
+
 def test_kernel_per_python_chunk_passes():
   report, reasons = _judge(_relu_kernel_per_python_chunk, "relu")
   assert reasons == [] and sum(k.launches for k in report.kernels) == 4
