@@ -1741,6 +1741,38 @@ def test_calls_that_cannot_be_bounded_are_refused_saying_why():
     assert str(refused.value) == message
 
 
+def test_findings_and_bytes_in_a_loop_body_are_kept_and_charged_per_trip():
+  """Three trips of an unknown op and a custom call that is neither a kernel nor allowed:
+  both reported, each charged per trip, as are the bytes the body writes (exp's 8 floats)."""
+  body = ("%nj = stablehlo.add %j, %dj : tensor<i32>\n"
+          '%t = "stablehlo.after_all"() : () -> !stablehlo.token\n'
+          "%u = stablehlo.custom_call @foo(%vj) : (tensor<8xf32>) -> tensor<8xf32>")
+  report = analyze_module(_loop_module(_loop(3, advance=body)))
+  assert (report.unknown_ops, report.disallowed_custom_calls) == (("stablehlo.after_all",),
+                                                                  ("foo",))
+  costs = dict(report.top_ops)
+  assert (costs["custom_call @foo"], costs["stablehlo.after_all"]) == (3 * 8, 3)
+  assert dict(report.top_byte_ops)["stablehlo.exponential"] == 3 * 32
+
+
+def test_a_loop_on_data_doing_work_it_throws_away_is_unbounded():
+  """exp of the carried vector, not carried on: the loop changes nothing it carries, but each
+  trip costs work."""
+  report = analyze_module(_data_bound_spin(
+      '%e = "stablehlo.exponential"(%v) : (tensor<4xf32>) -> tensor<4xf32>', "%v"))
+  assert report.unbounded_loops == 1
+
+
+def test_a_function_called_twice_is_charged_twice():
+  f32 = "(tensor<8xf32>) -> tensor<8xf32>"
+  text = ("module { func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+          f"%0 = func.call @f(%x) : {f32}\n%1 = func.call @f(%0) : {f32}\nreturn %1 : "
+          "tensor<8xf32> }\nfunc.func private @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+          "%0 = stablehlo.exponential %a : tensor<8xf32>\nreturn %0 : tensor<8xf32> } }")
+  report = analyze_module(text)
+  assert report.outside_transcendentals == 2 * 8 and report.outside_bytes == 2 * 32
+
+
 def _sliced_at(defs: str, functions: str = "") -> str:
   """A module that slices its data %x (8 floats) at %idx, an i32 that `defs` compute (from its
   other argument %n, constants, ...); `functions` are defined beside @main."""
