@@ -1763,6 +1763,22 @@ def test_a_loop_on_data_doing_work_it_throws_away_is_unbounded():
   assert report.unbounded_loops == 1
 
 
+def test_a_loop_carrying_a_token_is_counted():
+  """jax threads a token through a loop for ordered effects: no integer, no crash."""
+  tok, t = "!stablehlo.token", "tensor<i32>"
+  block = f"^bb0(%j: {t}, %k: {tok}, %v: tensor<8xf32>):\n"
+  text = (f"module {{ func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{\n"
+          f'%t = "stablehlo.after_all"() : () -> {tok}\n' + _c("s", 0)
+          + f'%r:3 = "stablehlo.while"(%s, %t, %x) ({{\n{block}' + _c("b", 4)
+          + f"%c = stablehlo.compare LT, %j, %b, SIGNED : ({t}, {t}) -> tensor<i1>\n"
+          f"stablehlo.return %c : tensor<i1>\n}}, {{\n{block}" + _c("d", 1)
+          + f"%n = stablehlo.add %j, %d : {t}\n%e = stablehlo.exponential %v : tensor<8xf32>\n"
+          f"stablehlo.return %n, %k, %e : {t}, {tok}, tensor<8xf32>\n}}) : ({t}, {tok}, "
+          f"tensor<8xf32>) -> ({t}, {tok}, tensor<8xf32>)\nreturn %r#2 : tensor<8xf32> }} }}")
+  report = analyze_module(text)
+  assert (report.outside_transcendentals, report.unbounded_loops) == (4 * 8, 0)
+
+
 def test_a_function_called_twice_is_charged_twice():
   f32 = "(tensor<8xf32>) -> tensor<8xf32>"
   text = ("module { func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
