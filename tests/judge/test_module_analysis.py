@@ -1837,6 +1837,17 @@ INDEX_SOURCES = {
                      "tensor<i32>", "", 0),
     "loop_stopping_on_data": (_loop("%n") + "\n%idx = stablehlo.reshape %rj#0 : (tensor<i32>) "
                               "-> tensor<i32>", "", 1),
+    "counted_loop_carrying_data": (
+        _c("s", 0) + _c("k", 3) + '%w:2 = "stablehlo.while"(%s, %k) ({\n^bb0(%j: tensor<i32>, '
+        "%m: tensor<i32>):\n" + _c("b", 5) + "%c = stablehlo.compare LT, %j, %b, SIGNED : "
+        "(tensor<i32>, tensor<i32>) -> tensor<i1>\nstablehlo.return %c : tensor<i1>\n}, {\n"
+        "^bb0(%j: tensor<i32>, %m: tensor<i32>):\n" + _c("d", 1) + _op("u", "add", "%j, %d")
+        + "stablehlo.return %u, %n : tensor<i32>, tensor<i32>\n}) : (tensor<i32>, tensor<i32>) "
+        "-> (tensor<i32>, tensor<i32>)\n%idx = stablehlo.reshape %w#1 : (tensor<i32>) -> "
+        "tensor<i32>", "", 1),
+    "composite_of_a_constant": (_c("c", 3) + '%idx = stablehlo.composite "my.op" %c '
+                                "{decomposition = @dec} : (tensor<i32>) -> tensor<i32>",
+                                _IDENTITY.replace("@same", "@dec"), 1),
     "reduce_of_data": (_c("z", 0) + "%v = stablehlo.convert %x : (tensor<8xf32>) -> "
                        'tensor<8xi32>\n%idx = "stablehlo.reduce"(%v, %z) ({\n^bb0(%a: tensor<i32>,'
                        " %b: tensor<i32>):\n%s = stablehlo.add %a, %b : tensor<i32>\n"
@@ -1860,6 +1871,18 @@ def test_an_index_derives_from_data_through_what_computes_it(case):
   defs, functions, moves = INDEX_SOURCES[case]
   report = analyze_module(_sliced_at(defs, functions))
   assert report.data_dependent_moves == moves
+
+
+@pytest.mark.parametrize("allowed, moves", [(frozenset(), 1), (frozenset({"mine"}), 0)])
+def test_a_custom_call_the_judge_allows_passes_on_whether_its_operands_derive_from_data(
+    allowed, moves):
+  """A target the judge trusts as plumbing computes nothing: its result derives from data as
+  its operands do (a constant here); any other's result is data."""
+  text = _sliced_at(_c("c", 3) + "%idx = stablehlo.custom_call @mine(%c) : (tensor<i32>) -> "
+                    "tensor<i32>")
+  report = analyze_module(text, allowed_custom_calls=allowed)
+  assert report.data_dependent_moves == moves
+  assert report.disallowed_custom_calls == (() if allowed else ("mine",))
 
 
 # How the counter is stepped and compared: (the loop's arguments, its trips; None: none proven).
