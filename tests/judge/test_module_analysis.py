@@ -1779,6 +1779,14 @@ def test_a_loop_carrying_a_token_is_counted():
   assert (report.outside_transcendentals, report.unbounded_loops) == (4 * 8, 0)
 
 
+def test_a_loop_carrying_an_integer_array_is_counted():
+  """A carried int32 array (here [1, 2], stepped by [1, 1]) has no interval, and takes none
+  from a constant that is not a splat; the loop's counter still bounds it."""
+  text = _loop_module(_loop(4, also=("2xi32", "[1, 2]", 1)))
+  report = analyze_module(text)
+  assert (report.outside_transcendentals, report.unbounded_loops) == (4 * 8, 0)
+
+
 def test_a_function_called_twice_is_charged_twice():
   f32 = "(tensor<8xf32>) -> tensor<8xf32>"
   text = ("module { func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
