@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import functools
 import itertools
+import logging
 import math
 import multiprocessing
 import operator
@@ -784,7 +785,8 @@ def test_contractions_outside_kernels_are_costed_by_their_own_formula(case):
 # ---------------------------------------------------------------------------------------------
 # 3. Honest but unusual wrappers pass.
 
-def test_a_kernels_fingerprint_reads_its_triton_module_and_is_none_where_it_does_not_parse():
+def test_a_kernels_fingerprint_reads_its_triton_module_and_is_none_where_it_does_not_parse(
+    caplog):
   """The fingerprint is the Triton module's, whatever the call is named; a module that does
   not parse has none (and the call is still a kernel)."""
   text = _export(_copy, "relu")
@@ -792,8 +794,11 @@ def test_a_kernels_fingerprint_reads_its_triton_module_and_is_none_where_it_does
   assert re.fullmatch("[0-9a-f]{64}", kernel.fingerprint), kernel
   [renamed] = analyze_module(text.replace('name = "copy"', 'name = "mine"')).kernels
   assert (renamed.name, renamed.fingerprint) == ("mine", kernel.fingerprint)
-  [broken] = analyze_module(re.sub(r'ir = "[^"]*"', 'ir = "no module"', text)).kernels
+  with caplog.at_level(logging.DEBUG, logger=analyze_module.__module__):
+    [broken] = analyze_module(re.sub(r'ir = "[^"]*"', 'ir = "no module"', text)).kernels
   assert (broken.name, broken.fingerprint, broken.launches) == ("copy", None, kernel.launches)
+  [why] = [r.getMessage() for r in caplog.records if r.name == analyze_module.__module__]
+  assert why.startswith("a Triton kernel's module does not parse: Unable to parse"), why
 
 
 def test_the_top_ops_are_the_five_costliest_and_none_that_never_ran():
@@ -1785,6 +1790,21 @@ def test_a_loop_carrying_an_integer_array_is_counted():
   text = _loop_module(_loop(4, also=("2xi32", "[1, 2]", 1)))
   report = analyze_module(text)
   assert (report.outside_transcendentals, report.unbounded_loops) == (4 * 8, 0)
+
+
+def test_costs_inside_and_outside_a_loop_add_up():
+  """The same ops, kernel and contraction once before a loop and once in each of its 3 trips:
+  each is charged 4 times, under its own name."""
+  ops = ('%{0}k = stablehlo.custom_call @"__gpu$xla.gpu.triton"({1}) : (tensor<8xf32>) -> '
+         "tensor<8xf32>\n%{0}d = stablehlo.dot {1}, {1} : (tensor<8xf32>, tensor<8xf32>) -> "
+         "tensor<f32>")
+  before = "%o = stablehlo.exponential %x : tensor<8xf32>\n" + ops.format("o", "%x")
+  inside = "%nj = stablehlo.add %j, %dj : tensor<i32>\n" + ops.format("i", "%vj")
+  report = analyze_module(_loop_module(_loop(3, defs=before, advance=inside, vector="%o")))
+  assert [k.launches for k in report.kernels] == [4] and report.kernel_bytes == 4 * 32
+  assert report.outside_contraction_flops == 4 * 2 * 8
+  assert dict(report.top_ops)["stablehlo.exponential"] == 4 * 8
+  assert dict(report.top_byte_ops)["stablehlo.exponential"] == 4 * 32
 
 
 def test_a_function_called_twice_is_charged_twice():
