@@ -1870,6 +1870,10 @@ INDEX_SOURCES = {
                      "tensor<i32>", "", 0),
     "loop_stopping_on_data": (_loop("%n") + "\n%idx = stablehlo.reshape %rj#0 : (tensor<i32>) "
                               "-> tensor<i32>", "", 1),
+    # j + j from 1: not counted by a constant step; what such a loop leaves is not fixed
+    "loop_not_proven": (_loop(64, start=1, advance=_op("nj", "add", "%j, %j"))
+                        + "\n%idx = stablehlo.reshape %rj#0 : (tensor<i32>) -> tensor<i32>", "",
+                        1),
     "counted_loop_carrying_data": (
         _c("s", 0) + _c("k", 3) + '%w:2 = "stablehlo.while"(%s, %k) ({\n^bb0(%j: tensor<i32>, '
         "%m: tensor<i32>):\n" + _c("b", 5) + "%c = stablehlo.compare LT, %j, %b, SIGNED : "
