@@ -1857,6 +1857,10 @@ INDEX_SOURCES = {
                            "tensor<i32>", _IDENTITY, 0),
     "call_of_an_argument": ("%idx = func.call @same(%n) : (tensor<i32>) -> tensor<i32>",
                             _IDENTITY, 1),
+    # a function's result derives from data as what it returns does, not as its arguments
+    "call_returning_a_constant": ("%idx = func.call @three(%n) : (tensor<i32>) -> tensor<i32>",
+                                  "func.func private @three(%a: tensor<i32>) -> tensor<i32> {\n"
+                                  + _c("c", 3) + "return %c : tensor<i32> }", 0),
     "if_on_a_constant": (_c("c", 3) + _TRUE + '%idx = "stablehlo.if"(%t) (' + _branch("%c")
                          + ", " + _branch("%c") + ") : (tensor<i1>) -> tensor<i32>", "", 0),
     "if_on_data": (_c("c", 3) + _DATA_TEST + '\n%idx = "stablehlo.if"(%t) (' + _branch("%c")
