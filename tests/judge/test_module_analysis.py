@@ -784,7 +784,9 @@ def test_contractions_outside_kernels_are_costed_by_their_own_formula(case):
   module, flops = CONTRACTIONS[case]
   report = analyze_module(module())
   assert report.outside_contraction_flops == flops
-  assert report.top_ops[0][1] == flops and report.kernels == ()
+  assert report.top_ops[0] == (re.search(r"stablehlo\.(dot_general|dot|convolution|"
+                                         r"triangular_solve|cholesky|fft)\b", module())[0], flops)
+  assert report.kernels == ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -822,6 +824,14 @@ def test_the_top_ops_are_the_five_costliest_and_none_that_never_ran():
   never = analyze_module(_loop_module(_loop(0)))  # its condition, once
   assert (never.top_ops, never.top_byte_ops, never.outside_bytes) == (
       (("stablehlo.compare", 1),), (), 0)
+  thrice = analyze_module(_loop_module(_loop(3)))  # the condition, once more than the body
+  assert dict(thrice.top_ops)["stablehlo.compare"] == 4
+  stored = ("module { func.func public @main(%x: tensor<8xf32>) -> (" + ", ".join(
+      ["tensor<8xf32>"] * 6) + ") {\n" + "\n".join(
+          f"%{name} = stablehlo.{name} %x : tensor<8xf32>" for name in names)
+            + f"\nreturn {', '.join('%' + n for n in names)} : "
+            + ", ".join(["tensor<8xf32>"] * 6) + " } }")
+  assert len(analyze_module(stored).top_byte_ops) == 5  # of six buffers written
 
 
 def test_kernel_per_python_chunk_passes():
@@ -2075,6 +2085,36 @@ def test_the_nesting_depth_is_restored_after_each_call():
   assert analyze_module(text, limits=AnalysisLimits(nesting=4)).outside_flops == 2
   with pytest.raises(ModuleAnalysisError, match="nested deeper than 3"):
     analyze_module(text, limits=AnalysisLimits(nesting=3))
+
+
+def test_in_place_updates_write_their_updates_and_annotations_nothing():
+  """A scatter writes its updates (4 rows of 16 floats), a dynamic_update_slice its update (2
+  rows); a sharding annotation of the result writes no buffer of its own."""
+  scatter = analyze_module(_module_of(lambda x, ids, u: x.at[ids].add(u), (8, 16), IDS, (4, 16)))
+  assert dict(scatter.top_byte_ops)["stablehlo.scatter"] == 4 * 16 * 4
+  update = analyze_module(_module_of(
+      lambda x, u: lax.dynamic_update_slice(x, u, (3, 0)), (8, 16), (2, 16)))
+  assert dict(update.top_byte_ops)["stablehlo.dynamic_update_slice"] == 2 * 16 * 4
+  annotated = analyze_module('module { sdy.mesh @mesh = <["x"=1]>\nfunc.func public @main(%x: '
+                             "tensor<8xf32>) -> tensor<8xf32> {\n%r = sdy.sharding_constraint "
+                             "%x <@mesh, [{}]> : tensor<8xf32>\nreturn %r : tensor<8xf32> } }")
+  assert (annotated.outside_bytes, annotated.top_byte_ops) == (0, ())
+
+
+def test_a_stateful_op_costs_its_outputs_under_its_name():
+  text = _one_op('"stablehlo.rng"({}) {{rng_distribution = #stablehlo<rng_distribution UNIFORM>}}',
+                 "tensor<f32>, tensor<f32>, tensor<1xi64>", "tensor<8xf32>")
+  report = analyze_module(text)
+  assert (report.stateful_ops, report.top_ops) == (("stablehlo.rng",), (("stablehlo.rng", 8),))
+
+
+def test_a_call_chain_past_pythons_recursion_limit_is_refused():
+  """With the nesting limit lifted, the depth of Python's own stack stops the analysis: a
+  refusal, not a crash."""
+  with pytest.raises(ModuleAnalysisError) as refused:
+    analyze_module(_chain_of_calls(sys.getrecursionlimit()),
+                   limits=AnalysisLimits(nesting=1 << 20, op_visits=1 << 30))
+  assert str(refused.value) == "the module is nested too deeply to be analysed"
 
 
 @pytest.mark.parametrize("length", [10, 20])
