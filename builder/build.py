@@ -403,7 +403,7 @@ def _write_sources(folder: pathlib.Path, runs: Sequence[Run | PopulationRun], ro
   for run in runs:
     dest = folder / "results" / run.name
     dest.mkdir(parents=True)
-    for name in ("manifest.json", "records.jsonl", CANDIDATES):
+    for name in (schema.MANIFEST_FILE, schema.RECORDS_FILE, CANDIDATES):
       if (run.path / name).is_file():
         shutil.copyfile(run.path / name, dest / name)
     if (artifacts := artifacts_file(run.path)) is not None:  # so the folder rebuilds on its own

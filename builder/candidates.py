@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.population.candidates import (
     CANDIDATES, Candidate, PopulationError, read_candidates)
-from pallasbench_dataset.schema import CandidateRow, EvalRecord
+from pallasbench_dataset.schema import MANIFEST_FILE, RECORDS_FILE, CandidateRow, EvalRecord
 from pallasbench_dataset.tasks import TASKS
 
 from builder.records import BuildError, check_record, read_jsonl, some
@@ -41,17 +41,17 @@ class PopulationRun:
 def read_population(path: pathlib.Path) -> PopulationRun:
   """Reads one population run folder; BuildError names the file and line at fault."""
   path = pathlib.Path(path)
-  for name in ("manifest.json", "records.jsonl", CANDIDATES):
+  for name in (MANIFEST_FILE, RECORDS_FILE, CANDIDATES):
     if not (path / name).is_file():
       raise BuildError(f"{path / name} is missing: a population run folder (written by python -m "
                        "pallasbench_dataset.population evaluate) holds manifest.json, "
                        f"records.jsonl and {CANDIDATES}")
   try:
     candidates = {c.id: c for c in read_candidates(path / CANDIDATES)}
-    command = json.loads((path / "manifest.json").read_text())["command"]
+    command = json.loads((path / MANIFEST_FILE).read_text())["command"]
   except (PopulationError, json.JSONDecodeError, KeyError, TypeError) as e:
     raise BuildError(f"{path} is not a readable population run: {e}") from None
-  where = path / "records.jsonl"
+  where = path / RECORDS_FILE
   records: dict[str, EvalRecord] = {}
   for record in read_jsonl(where, EvalRecord):
     _check(record, candidates, where)

@@ -28,8 +28,7 @@ from pallasbench_dataset.tasks import TASKS, Size
 
 log = logging.getLogger(__name__)
 
-ARTIFACTS: Final = "artifacts.jsonl"      # as the evaluator writes it
-PACKED_ARTIFACTS: Final = f"{ARTIFACTS}.xz"  # as a release ships it
+PACKED_ARTIFACTS: Final = f"{schema.ARTIFACTS_FILE}.xz"  # as a release ships a run's artifacts
 
 VARIANTS: Final = (Variant.TPU.value, Variant.GPU.value)  # the two shipped trees; no candidates
 # Records written by the driver when the judge never reported back: they have no artifacts.
@@ -162,8 +161,8 @@ def read_run(path: pathlib.Path) -> Run:
   path = pathlib.Path(path)
   if not path.is_dir():
     raise BuildError(f"run folder {str(path)!r} does not exist")
-  manifest = read_manifest(path / "manifest.json")
-  records_path = path / "records.jsonl"
+  manifest = read_manifest(path / schema.MANIFEST_FILE)
+  records_path = path / schema.RECORDS_FILE
   if not records_path.is_file():
     raise BuildError(f"{records_path} is missing: a run folder needs manifest.json and records.jsonl")
   records = tuple(read_jsonl(records_path, EvalRecord))
@@ -183,10 +182,11 @@ def read_run(path: pathlib.Path) -> Run:
 def artifacts_file(folder: pathlib.Path) -> pathlib.Path | None:
   """The run folder's artifacts: `artifacts.jsonl`, or `artifacts.jsonl.xz` as packed in a
   release; None when the run wrote none. Both at once is refused: which is the run's?"""
-  found = [folder / name for name in (ARTIFACTS, PACKED_ARTIFACTS) if (folder / name).is_file()]
+  found = [folder / name for name in (schema.ARTIFACTS_FILE, PACKED_ARTIFACTS)
+           if (folder / name).is_file()]
   if len(found) > 1:
-    raise BuildError(f"{folder} holds both {ARTIFACTS} and {PACKED_ARTIFACTS}; keep the one "
-                     "the run wrote")
+    raise BuildError(f"{folder} holds both {schema.ARTIFACTS_FILE} and {PACKED_ARTIFACTS}; "
+                     "keep the one the run wrote")
   return found[0] if found else None
 
 

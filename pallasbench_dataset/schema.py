@@ -22,6 +22,11 @@ from typing import Any, Final
 # build has the same columns whether or not the schema knows about populations.
 POPULATION_ONLY: Final = types.MappingProxyType({"population_only": True})
 
+# A run folder's files, as the suite writes them and the builder reads them.
+MANIFEST_FILE: Final = "manifest.json"
+RECORDS_FILE: Final = "records.jsonl"     # one EvalRecord a line
+ARTIFACTS_FILE: Final = "artifacts.jsonl"  # one Artifacts a line
+
 
 class Status(enum.StrEnum):
   PASS = "pass"            # correct and robust

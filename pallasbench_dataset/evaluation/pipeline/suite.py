@@ -45,15 +45,16 @@ from pallasbench_dataset.kernels import kernel_path
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import DEFAULT_PRECISION, precision_order
 from pallasbench_dataset.schema import (
-    Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
+    ARTIFACTS_FILE, MANIFEST_FILE, RECORDS_FILE, Artifacts, Environment, EvalRecord,
+    from_json_dict, to_json_dict)
 from pallasbench_dataset.tasks import TaskSpec
 
 logger = logging.getLogger(__name__)
 
-MANIFEST: Final = "manifest.json"
+MANIFEST: Final = MANIFEST_FILE
 LOCK: Final = ".lock"
-RECORDS: Final = "records.jsonl"
-ARTIFACTS: Final = "artifacts.jsonl"
+RECORDS: Final = RECORDS_FILE
+ARTIFACTS: Final = ARTIFACTS_FILE
 
 
 def plan(specs: Sequence[TaskSpec], variants: Sequence[str], sizes: Sequence[str],
