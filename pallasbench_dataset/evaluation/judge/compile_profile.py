@@ -130,11 +130,12 @@ def compile_exported(exported: jax.export.Exported, structs: Sequence[jax.ShapeD
   past the cache, for its PTX alone; the executable and the time are the cached compile's.
   A judge whose compile stage already brought the PTX passes False: its own compile is always
   a cache hit, and compiling again would double its compile work."""
-  compiled, compile_s, ptx, hit = _compile_once(exported, structs, dump_dir)
-  if hit and not ptx and ptx_past_cache and dump_dir is not None:
+  compiled = _compile_once(exported, structs, dump_dir)
+  if compiled.cache_hit and not compiled.ptx and ptx_past_cache and dump_dir is not None:
     with _past_the_cache():
-      *_, ptx, _ = _compile_once(exported, structs, dump_dir)
-  return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx, cache_hit=hit)
+      compiled = dataclasses.replace(compiled,
+                                     ptx=_compile_once(exported, structs, dump_dir).ptx)
+  return compiled
 
 
 @contextlib.contextmanager
@@ -152,8 +153,9 @@ def _past_the_cache() -> Iterator[None]:
 
 
 def _compile_once(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtypeStruct],
-                  dump_dir: pathlib.Path | None) -> tuple[Callable, float, tuple[str, ...], bool]:
-  """(executable, seconds, the PTX dumped, whether the persistent cache served it)."""
+                  dump_dir: pathlib.Path | None) -> CompiledArtifact:
+  """One compile: its executable, seconds, the PTX it dumped and whether the persistent cache
+  served it."""
   _clear(dump_dir)
   hits = _cache_hits[0]
   t0 = time.perf_counter()
@@ -164,4 +166,5 @@ def _compile_once(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtyp
         dump_dir is not None and dump_dir.is_dir()) else ()
   finally:
     _clear(dump_dir)
-  return compiled, compile_s, ptx, _cache_hits[0] > hits
+  return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx,
+                          cache_hit=_cache_hits[0] > hits)
