@@ -82,11 +82,10 @@ def _coverage(merged: Merged, copies: Mapping[tuple[str, EvalKey], str]) -> dict
   missing = collections.Counter(backend(r) for _, r in no_ptx)
   backend_rows = [{"backend": b, "compiled on a GPU": n, "with PTX": n - missing[b],
                    "without PTX": missing[b]} for b, n in sorted(by_backend.items())]
-  explained = [(name, EvalKey.of(r)) in copies for name, r in no_ptx]
-  copied = [r for (_, r), known in zip(no_ptx, explained) if known]
+  copied = [r for name, r in no_ptx if (name, EvalKey.of(r)) in copies]
+  defects = [r for name, r in no_ptx if (name, EvalKey.of(r)) not in copies]
   return {"table": pd.DataFrame(rows), "no_ptx": len(no_ptx), "gpu_compiled": len(compiled),
-          "ptx_by_backend": pd.DataFrame(backend_rows),
-          "no_ptx_kernels": _kernels(r for (_, r), known in zip(no_ptx, explained) if not known),
+          "ptx_by_backend": pd.DataFrame(backend_rows), "no_ptx_kernels": _kernels(defects),
           "same_program": len(copied), "same_program_kernels": _kernels(copied)}
 
 
