@@ -805,7 +805,8 @@ def dask_cluster():
   """One judge slot and two CPU slots in threads of this process."""
   with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=4,
                                 resources={stages.CPU_RESOURCE: 2, stages.GPU_RESOURCE: 1},
-                                dashboard_address=":0") as local:
+                                dashboard_address="127.0.0.1:0",
+                                worker_dashboard_address="127.0.0.1:0") as local:
     yield local
 
 
@@ -885,7 +886,8 @@ def two_judges(stand_ins):
   """Two workers of one judge slot and one CPU slot each, for the stand-ins."""
   with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=2,
                                 resources={stages.CPU_RESOURCE: 1, stages.GPU_RESOURCE: 1},
-                                dashboard_address=":0") as local:
+                                dashboard_address="127.0.0.1:0",
+                                worker_dashboard_address="127.0.0.1:0") as local:
     stand_ins.cluster = local
     yield local
 
@@ -1213,7 +1215,8 @@ class _SpecClusterStandIn:
     self.calls.append((kwargs, dask.config.get("distributed.scheduler.allowed-failures"),
                        dask.config.get("distributed.worker.daemon")))
     self.clusters.append(distributed.LocalCluster(
-        processes=False, n_workers=1, threads_per_worker=4, dashboard_address=":0",
+        processes=False, n_workers=1, threads_per_worker=4, dashboard_address="127.0.0.1:0",
+        worker_dashboard_address="127.0.0.1:0",
         resources={stages.CPU_RESOURCE: 2, stages.GPU_RESOURCE: 1}))
     return self.clusters[-1]
 
@@ -1291,9 +1294,26 @@ def split_cluster(stand_ins):
                for name, n, resources in (("judge-w", 1, {stages.GPU_RESOURCE: 1}),
                                           ("cpu-w", 2, {stages.CPU_RESOURCE: 2}))},
       scheduler={"cls": distributed.Scheduler, "options": {
-          "host": "127.0.0.1", "dashboard_address": ":0"}}) as local:
+          "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}}) as local:
     stand_ins.cluster = local
     yield local
+
+
+def _listening_hosts(local) -> set[str]:
+  """Where a cluster's scheduler and workers listen: each HTTP server's host, and each comm
+  listener's host ('inproc' for a cluster in this process)."""
+  nodes = [local.scheduler, *local.workers.values()]
+  hosts = {node.http_server.address for node in nodes if getattr(node, "http_server", None)}
+  for listener in (l for node in nodes for l in node.listeners):
+    scheme, _, rest = listener.contact_address.partition("://")
+    hosts.add("inproc" if scheme == "inproc" else rest.rsplit(":", 1)[0])
+  return hosts
+
+
+def test_the_test_clusters_listen_on_loopback_only(dask_cluster, split_cluster):
+  """Tests talk to loopback only: a dashboard given as ":0" listens on every interface."""
+  hosts = _listening_hosts(dask_cluster) | _listening_hosts(split_cluster)
+  assert hosts and hosts <= {"127.0.0.1", "inproc"}, hosts
 
 
 def test_each_stage_runs_on_its_workers_under_its_key(stand_ins, split_cluster, tmp_path):
