@@ -67,10 +67,34 @@ def case(variant: str, allocator: str, sanitizer: str | None, padding: int | Non
           "memcheck_lines": lines[:8], "tail": None if pointers else output[-600:]}
 
 
+def judge_path() -> dict:
+  """The attack control itself through the judge's own memcheck.check, as the judge calls it."""
+  import importlib.util
+  import jax
+  from pallasbench_dataset.evaluation.judge import memcheck
+  from pallasbench_dataset.tasks import get_task
+  path = "tests/controls/adv_peek_past_end_reduce_sum.py"
+  module_spec = importlib.util.spec_from_file_location("peek", path)
+  module = importlib.util.module_from_spec(module_spec)
+  module_spec.loader.exec_module(module)
+  spec = get_task("reduce_sum").at_precision("float32")
+  out = {}
+  for size in ("small", "medium"):
+    structs = spec.input_structs(spec.dims(size))
+    blob = jax.export.export(jax.jit(module.kernel), platforms=["cuda"])(*structs).serialize()
+    found = memcheck.check(bytes(blob), task="reduce_sum", size=size, precision="float32",
+                           seed=1, padding_bytes=spec.io_bytes(size))
+    out[size] = {"shapes": [list(s.shape) for s in structs], "io_bytes": spec.io_bytes(size),
+                 "outcome": str(found.outcome), "detail": found.detail[:400]}
+  return out
+
+
 def main() -> None:
   from pallasbench_dataset.evaluation.judge import memcheck
   tool = memcheck.sanitizer()
   print(json.dumps({"sanitizer": tool}), flush=True)
+  if tool:
+    print(json.dumps({"judge_path": judge_path()}), flush=True)
   cases = [("end", "platform", None, None), ("end", "default", None, None),
            ("end", "platform", tool, 16 << 20), ("end", "platform", tool, None),
            ("far", "platform", tool, 16 << 20), ("negative", "platform", tool, 16 << 20),
