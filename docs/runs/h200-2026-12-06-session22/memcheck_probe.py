@@ -6,6 +6,7 @@ second array allocated right after x), so the gap between allocations shows whet
 put red zones between them.
 
     PYTHONPATH=. python3 docs/runs/h200-2026-12-06-session22/memcheck_probe.py
+(PEEK_CONTROL names the control file where the checkout has no tests/, as on a release commit.)
 """
 import json
 import os
@@ -73,7 +74,7 @@ def judge_path() -> dict:
   import jax
   from pallasbench_dataset.evaluation.judge import memcheck
   from pallasbench_dataset.tasks import get_task
-  path = "tests/controls/adv_peek_past_end_reduce_sum.py"
+  path = os.environ.get("PEEK_CONTROL", "tests/controls/adv_peek_past_end_reduce_sum.py")
   module_spec = importlib.util.spec_from_file_location("peek", path)
   module = importlib.util.module_from_spec(module_spec)
   module_spec.loader.exec_module(module)
