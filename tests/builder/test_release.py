@@ -1,9 +1,9 @@
-"""Release 5: the published folder is what the code measures, and its card tells
-the whole truth. One test (or more) per defect the audit of release 4 found:
+"""The published folder is what the code measures, and its card tells the whole truth. One test
+(or more) per defect the audit of release 4 found (release 5's audit: test_card.py):
 
-- tests named `test_data_*` read the published folder `data/` (they fail on release 4 and pass
-  once release 5 is built into it with this builder), most of them also a folder this builder
-  makes from release 4's records (`rebuilt`), so the builder's side is checked on every branch;
+- tests named `test_data_*` read the published folder `data/` (they failed on release 4 and
+  passed once release 5 was built into it), most of them also a folder this builder makes from
+  the published release's records (`rebuilt`), so the builder's side is checked on every branch;
 - the others feed the judge, the builder and the error texts release 4's figures or small
   synthetic records.
 """
@@ -44,25 +44,26 @@ from tests.paths import REPO
 DATA = REPO / "data"
 H200_L2 = 60 << 20
 # The checks of the published folder hold it to this builder's release. Until that release's
-# two H200 runs are built into data/, it holds release 4 as published (the guard test below
-# pins that), and they wait; the builder's side of each is tested on release 4's records
-# rebuilt (`rebuilt`) and on synthetic runs (`small`) meanwhile.
+# two H200 runs are built into data/, it holds the release before it as published (the guard
+# test below pins that), and they wait; the builder's side of each is tested on the published
+# records rebuilt (`rebuilt`) and on synthetic runs (`small`) meanwhile.
 DATA_IS_THIS_RELEASE = release.NAME in (DATA / "README.md").read_text()
-PENDING = (f"data/ holds release 4 until {release.NAME} is measured on the H200 and built "
-           "(issue #23)")
+PREVIOUS = f"Release {release.NUMBER - 1}"
+PENDING = f"data/ holds {PREVIOUS} until {release.NAME} is measured on the H200 and built"
 needs_this_release = pytest.mark.skipif(not DATA_IS_THIS_RELEASE, reason=PENDING)
 
 
-def test_a_folder_not_of_this_release_is_release_4_as_published():
-  """The pending checks may wait only on the folder release 4 published: its two runs at
-  253a084, all 360 records, its card's rebuild line, and nothing of this builder's."""
+def test_a_folder_not_of_this_release_is_the_one_before_as_published():
+  """The pending checks may wait only on the folder the release before this one published: its
+  card names that release, and its two runs, of one commit, hold every record their manifests
+  planned."""
   if DATA_IS_THIS_RELEASE:
     pytest.skip("data/ holds this builder's release")
-  assert sorted(p.name for p in (DATA / "results").iterdir()) == [
-      "h200-253a084-run1", "h200-253a084-run2"]
-  assert len(_records(DATA)) == 360
-  assert not (DATA / "sft").exists() and not (DATA / "preference").exists()
-  assert "## How to rebuild this folder" not in _card(DATA)
+  assert f"This is **{PREVIOUS}** (tag `v{release.NUMBER - 1}`)" in _card(DATA)
+  runs = _runs(DATA)
+  assert len(runs) == 2 and len({run.manifest.git_commit for run in runs}) == 1
+  assert all(run.manifest.finished_at and {EvalKey.of(r) for r in run.records}
+             == run.manifest.planned() for run in runs), [(r.name, len(r.records)) for r in runs]
 
 
 def _digest(path: pathlib.Path) -> str:
@@ -94,8 +95,8 @@ def _card(folder):
 
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory):
-  """Release 4's records and kernels (data/results, data/kernels_*) and the source it ships
-  (data/source) built by this builder into `data/` of a stand-in checkout."""
+  """The published release's records and kernels (data/results, data/kernels_*) and the
+  source it ships (data/source) built by this builder into `data/` of a stand-in checkout."""
   clone = tmp_path_factory.mktemp("clone")
   build_dataset(sorted((DATA / "results").iterdir()), clone / "data",
                 kernel_trees=KernelTrees.within(DATA),
@@ -105,7 +106,7 @@ def rebuilt(tmp_path_factory):
 
 @pytest.fixture(params=["data", "rebuilt"])
 def folder(request):
-  """The published folder, and release 4's records through this builder."""
+  """The published folder, and its records through this builder."""
   if request.param == "data" and not DATA_IS_THIS_RELEASE:
     pytest.skip(PENDING)
   return DATA if request.param == "data" else request.getfixturevalue("rebuilt")
@@ -143,7 +144,7 @@ def _run_as_printed(command: str, clone: pathlib.Path) -> subprocess.CompletedPr
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
   """Two small synthetic runs built into `data/` of a stand-in checkout (a quick stand-in
-  for release 4's records in the rebuild test)."""
+  for the published records in the rebuild test)."""
   root = tmp_path_factory.mktemp("small")
   trees = rf.write_tree(root / "trees")
   records = rf.standard_records(trees)
@@ -204,7 +205,7 @@ def test_data_speedup_plot_is_comparable_on_a_gpu_release(folder):
 
 
 def test_comparability_follows_timing_comparable_only():
-  """Release 4's medium rows (Triton and Mosaic GPU) are comparable; a CPU row is not."""
+  """The published medium rows (Triton and Mosaic GPU) are comparable; a CPU row is not."""
   records = [r for r in _records(DATA) if r.size == "medium"]
   assert {b for r in records for b in r.backends} == {"triton", "mosaic_gpu"}
   assert plots.comparable(records, "medium")
@@ -523,7 +524,7 @@ def test_an_honest_kernel_as_fast_as_xla_is_not_rejected(monkeypatch):
 
 @needs_this_release
 def test_data_every_ceiling_has_its_method():
-  folder = DATA  # what the records say: release 5's runs
+  folder = DATA  # what the records say: the published runs
   for run in _runs(folder):
     for seg in (run.manifest, *run.manifest.resumes):
       for device in seg.per_device:
@@ -581,7 +582,7 @@ def test_warm_up_leaves_the_first_timed_sets_cold():
 
 @needs_this_release
 def test_data_rows_say_whether_their_inputs_could_stay_in_l2():
-  folder = DATA  # what the records say: release 5's runs
+  folder = DATA  # what the records say: the published runs
   timed = [r for r in _records(folder) if r.timing_comparable]
   assert timed and all(r.timing_l2_resident is not None for r in timed)
   assert all(r.environment.l2_bytes for r in timed)
@@ -617,7 +618,7 @@ def test_a_verification_failure_leads_with_the_compilers_diagnostic():
 
 @needs_this_release
 def test_data_reasons_lead_with_a_diagnostic_and_timeouts_name_their_step():
-  folder = DATA  # what the records say: release 5's runs
+  folder = DATA  # what the records say: the published runs
   for r in _records(folder):
     if r.reasons:
       assert not r.reasons[0].endswith(":"), (EvalKey.of(r), r.reasons[0])
@@ -737,7 +738,7 @@ def test_compiles_running_at_once_are_counted(tmp_path):
 
 @needs_this_release
 def test_data_compile_times_say_how_many_compiles_ran_at_once():
-  folder = DATA  # what the records say: release 5's runs
+  folder = DATA  # what the records say: the published runs
   fixed = [r for r in _records(folder) if r.variant == "gpu" and r.compile.compile_s is not None]
   assert fixed and all(r.compile.concurrent_compiles for r in fixed)
   text = _card(folder)
