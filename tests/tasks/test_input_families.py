@@ -24,7 +24,8 @@ from pallasbench_dataset.families import (INT32_MAX, INT32_MIN, Affine, InputFam
                                           MatchedRows, OutOfRangeIds, ZeroRows)
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.precision import BFLOAT16, PRECISIONS
-from pallasbench_dataset.tasks import FAMILY_KEY_STREAM, get_task, input_family_rows
+from pallasbench_dataset.tasks import (FAMILY_KEY_STREAM, REFERENCE_COMPILER_OPTIONS, get_task,
+                                      input_family_rows)
 from pallasbench_dataset.tolerance import (TOLERANCES, AtolScale, Tolerance, ToleranceClass,
                                            compare)
 
@@ -179,6 +180,23 @@ def test_expected_is_float64_rounded_to_float32():
   np.testing.assert_array_equal(np.asarray(got), want.astype(np.float32))
   ids = get_task("one_hot").make_inputs(Size.SMALL, 0)
   assert get_task("one_hot").expected(*ids).dtype == jnp.float32  # integer inputs as they are
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_the_reference_compiled_with_its_casts_has_the_bits_of_the_reference_between_casts(
+    precision):
+  """TaskSpec.expected compiles the widening, the reference and the rounding as one program;
+  its outputs are those of the reference compiled alone between eager casts."""
+  for spec in (s.at_precision(precision) for s in SPECS):
+    inputs = spec.make_inputs(Size.SMALL, SEED)
+    with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+      wide = [x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x
+              for x in inputs]
+      alone = jax.jit(spec.reference, compiler_options=REFERENCE_COMPILER_OPTIONS)(*wide)
+      want = alone.astype(spec.output_dtype)
+    got = spec.expected(*inputs)
+    assert got.dtype == want.dtype and np.asarray(got).tobytes() == np.asarray(
+        want).tobytes(), spec.name
 
 
 def test_task_tolerances_scale_atol_by_the_reference_rms():
