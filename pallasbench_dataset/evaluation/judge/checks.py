@@ -100,6 +100,12 @@ def _mutations(inputs: Sequence[jax.Array], before: Sequence[jax.Array],
   return changed
 
 
+@jax.jit
+def _count_sentinel(out) -> jax.Array:
+  """Elements that kept SENTINEL; one compiled function (op by op, two programs a shape)."""
+  return jnp.count_nonzero(out == jnp.asarray(SENTINEL, out.dtype))
+
+
 def family_seed(seeds: Sequence[int], index: int) -> int:
   """The seed whose nominal draw family `index` maps: the seeds in turn."""
   return seeds[index % len(seeds)]
@@ -136,7 +142,7 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   if on_gpu:
     poison_allocator(spec.output(dims), spec.output_dtype, SENTINEL)
     out = _run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
-    unwritten = int(jnp.count_nonzero(out == jnp.asarray(SENTINEL, out.dtype)))
+    unwritten = int(_count_sentinel(out))
   edge_output = edge_error = None
   if edge is not None:
     edge_fn, edge_dims = edge
