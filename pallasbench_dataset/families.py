@@ -49,7 +49,7 @@ class Affine:
 
   def apply(self, x: jax.Array) -> jax.Array:
     # Rounded after the product, then after the sum, as when each op was a program of its own:
-    # in one compiled program (the family's, `_derived`) XLA may contract the two into an FMA
+    # in one compiled program (the family's, `_derived`) XLA can contract the two into an FMA
     # on a GPU, or keep a bfloat16 product in float32, and move the input by an ulp.
     scaled = jax.lax.optimization_barrier(x * jnp.asarray(self.scale, x.dtype))
     return (scaled + jnp.asarray(self.shift, x.dtype)).astype(x.dtype)
@@ -123,7 +123,7 @@ class MatchedRows:
     picks = jax.random.randint(key, (*x.shape[:-1], 1), 0, src.shape[-2])
     rows = jnp.take_along_axis(src, picks, axis=-2)
     # The norm as jnp.linalg.norm rounds it alone: compiled with the division, XLA turns
-    # rows / sqrt(s) into rows * rsqrt(s) and moves q by an ulp (see Affine.apply).
+    # rows / sqrt(s) into rows * rsqrt(s) and moves the input by an ulp (see Affine.apply).
     norm = jax.lax.optimization_barrier(jnp.linalg.norm(rows, axis=-1, keepdims=True))
     unit = rows / norm
     return (self.norm * unit).astype(x.dtype)

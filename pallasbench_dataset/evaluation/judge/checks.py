@@ -80,8 +80,8 @@ def _run_once(fn: Callable, spec: TaskSpec, dims: Dims, inputs: Sequence[jax.Arr
 
 
 # An input set is copied and compared by one compiled function each: op by op, every input
-# shape of a task compiled a copy and a comparison of its own (five modules, before _equal was
-# jitted) the first time a (task, size, precision) was judged.
+# shape of a task compiled a copy and a comparison of its own the first time a (task, size,
+# precision) was judged.
 @jax.jit
 def _snapshot(inputs: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
   """Copies of `inputs` in buffers of their own (an output never aliases an undonated
