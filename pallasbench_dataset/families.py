@@ -49,8 +49,9 @@ class Affine:
 
   def apply(self, x: jax.Array) -> jax.Array:
     # Rounded after the product, then after the sum, as when each op was a program of its own:
-    # in one compiled program (the family's, `_derived`) XLA can contract the two into an FMA
-    # on a GPU, or keep a bfloat16 product in float32, and move the input by an ulp.
+    # in one compiled program (the family's, `_derived`) XLA contracts the two into an FMA
+    # (exp's underflow family moved by an ulp on a CPU) and may keep a bfloat16 product in
+    # float32.
     scaled = jax.lax.optimization_barrier(x * jnp.asarray(self.scale, x.dtype))
     return (scaled + jnp.asarray(self.shift, x.dtype)).astype(x.dtype)
 
