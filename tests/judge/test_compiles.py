@@ -3,8 +3,9 @@ before in its process.
 
 On an H200 each such compile costs about 0.2 s, most of a cold check's seconds
 (docs/measurements.md, "the judge's own compiles"): the bounds below are the counts measured
-once the draws' families and the reference's casts compiled as one program each, so that a
-change that compiles op by op again fails here. A task given a new family or input compiles
+once a family's transforms, the reference with its casts, and an input set's copy and
+comparison compiled as one program each, so that a change that compiles op by op again fails
+here. A task given a new family or input compiles
 more, legitimately: measure it (`python -m benchmarks.judge_compiles --tasks T --names`) and
 raise its bound.
 """
