@@ -13,6 +13,7 @@ dataset's JAX_Code_Functional cells carry.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Final, TypeAlias
 
@@ -47,7 +48,12 @@ class Affine:
   shift: float = 0.0
 
   def apply(self, x: jax.Array) -> jax.Array:
-    return (x * jnp.asarray(self.scale, x.dtype) + jnp.asarray(self.shift, x.dtype)).astype(x.dtype)
+    # Rounded after the product, then after the sum, as when each op was a program of its own:
+    # in one compiled program (the family's, `_derived`) XLA contracts the two into an FMA
+    # (exp's underflow family moved by an ulp on a CPU) and may keep a bfloat16 product in
+    # float32.
+    scaled = jax.lax.optimization_barrier(x * jnp.asarray(self.scale, x.dtype))
+    return (scaled + jnp.asarray(self.shift, x.dtype)).astype(x.dtype)
 
   def transform(self, inputs: Mapping[str, jax.Array], key: jax.Array, dims: Dims) -> jax.Array:
     return self.apply(inputs[self.input])
@@ -117,7 +123,10 @@ class MatchedRows:
     x, src = inputs[self.input], inputs[self.source].astype(jnp.float32)
     picks = jax.random.randint(key, (*x.shape[:-1], 1), 0, src.shape[-2])
     rows = jnp.take_along_axis(src, picks, axis=-2)
-    unit = rows / jnp.linalg.norm(rows, axis=-1, keepdims=True)
+    # The norm as jnp.linalg.norm rounds it alone: compiled with the division, XLA turns
+    # rows / sqrt(s) into rows * rsqrt(s) and moves the input by an ulp (see Affine.apply).
+    norm = jax.lax.optimization_barrier(jnp.linalg.norm(rows, axis=-1, keepdims=True))
+    unit = rows / norm
     return (self.norm * unit).astype(x.dtype)
 
   def describe(self) -> str:
@@ -253,11 +262,22 @@ class InputFamily:
     if unknown:
       raise KeyError(f"family {self.name!r} transforms {sorted(unknown)}, not inputs of the task "
                      f"({names})")
-    nominal = dict(zip(names, inputs, strict=True))
-    out = dict(nominal)
     key = jax.random.key(0) if key is None else key
-    for i, t in enumerate(self.transforms):
-      # ZeroRows share the family's key (the same rows); every other transform its own.
-      k = key if isinstance(t, ZeroRows) else jax.random.fold_in(key, i + 1)
-      out[t.input] = t.transform({**nominal, t.input: out[t.input]}, k, dims or {})
-    return tuple(out[n] for n in names)
+    return _derived(tuple(inputs), key, family=self, names=tuple(names),
+                    dims=tuple(sorted((dims or {}).items())))
+
+
+# The transforms of a family as one program: op by op, a family compiled up to a dozen XLA
+# programs (a mask, a scatter, a where...) for each shape. The nominal inputs come in as
+# arguments, so that the draw stays a program of its own and no arithmetic of the transforms
+# is compiled together with the draw's.
+@functools.partial(jax.jit, static_argnames=("family", "names", "dims"))
+def _derived(inputs: tuple[jax.Array, ...], key: jax.Array, *, family: InputFamily,
+             names: tuple[str, ...], dims: tuple[tuple[str, int], ...]) -> tuple[jax.Array, ...]:
+  nominal = dict(zip(names, inputs, strict=True))
+  out = dict(nominal)
+  for i, t in enumerate(family.transforms):
+    # ZeroRows share the family's key (the same rows); every other transform its own.
+    k = key if isinstance(t, ZeroRows) else jax.random.fold_in(key, i + 1)
+    out[t.input] = t.transform({**nominal, t.input: out[t.input]}, k, dict(dims))
+  return tuple(out[n] for n in names)

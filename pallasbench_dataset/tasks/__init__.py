@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import importlib
 import importlib.resources
 import math
@@ -182,10 +183,7 @@ class TaskSpec:
     timed baseline is compiled as XLA compiles it by default, autotuned, in float32.
     """
     with jax.enable_x64(True), jax.default_matmul_precision("highest"):
-      wide = tuple(x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x
-                   for x in inputs)
-      out = jax.jit(self.reference, compiler_options=REFERENCE_COMPILER_OPTIONS)(*wide)
-      return out.astype(self.output_dtype)
+      return _float64_reference(*inputs, reference=self.reference, output_dtype=self.output_dtype)
 
   def flops(self, size: Size | str | Dims) -> int:
     """Analytic FLOPs: add, multiply, compare and each transcendental count as one."""
@@ -206,6 +204,19 @@ class TaskSpec:
 
 def _floating(dtype: str) -> bool:
   return bool(jnp.issubdtype(jnp.dtype(dtype), jnp.floating))
+
+
+# One program: widening each input and rounding the output were eager casts, each an XLA
+# program of its own per shape (about a quarter of a cold check's compiles). The casts are
+# exact (widening) or the output's one rounding, so the reference's bits are as they were.
+@functools.partial(jax.jit, static_argnames=("reference", "output_dtype"),
+                   compiler_options=REFERENCE_COMPILER_OPTIONS)
+def _float64_reference(*inputs: jax.Array, reference: Callable[..., jax.Array],
+                       output_dtype: str) -> jax.Array:
+  """TaskSpec.expected's program; call it with float64 on."""
+  wide = tuple(x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x
+               for x in inputs)
+  return reference(*wide).astype(output_dtype)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -326,6 +326,19 @@ def test_run_once_keeps_the_finished_output_on_the_device():
     checks._run_once(lambda x: x[:4], RELU, TINY, (x,))  # pylint: disable=protected-access
 
 
+def test_the_snapshot_of_an_input_set_outlives_the_inputs():
+  """What a kernel's inputs are compared with after its run: copies in buffers of their own,
+  so that a kernel that writes to or donates an input cannot change them too."""
+  inputs = (jnp.arange(6.0).reshape(2, 3), jnp.array([1, -2], jnp.int32))
+  before = checks._snapshot(inputs)  # pylint: disable=protected-access
+  assert all(b.unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+             for x, b in zip(inputs, before, strict=True))
+  for x in inputs:
+    x.delete()
+  np.testing.assert_array_equal(before[0], np.arange(6.0).reshape(2, 3))
+  np.testing.assert_array_equal(before[1], [1, -2])
+
+
 def test_mutations_name_mutated_and_donated_inputs_in_order():
   kept = jnp.array([1.0, np.nan])            # NaN equals NaN: unchanged
   changed = jnp.array([1.0, 2.0])

@@ -79,25 +79,44 @@ def _run_once(fn: Callable, spec: TaskSpec, dims: Dims, inputs: Sequence[jax.Arr
   return jax.block_until_ready(check_output(fn(*inputs), spec, dims))
 
 
+# An input set is copied and compared by one compiled function each: op by op, every input
+# shape of a task compiled a copy and a comparison of its own the first time a (task, size,
+# precision) was judged.
 @jax.jit
-def _equal(a, b) -> jax.Array:
-  return jnp.array_equal(a, b, equal_nan=True)
+def _snapshot(inputs: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+  """Copies of `inputs` in buffers of their own (an output never aliases an undonated
+  argument), which the kernel's run cannot reach."""
+  return tuple(jnp.copy(x) for x in inputs)
+
+
+@jax.jit
+def _equal(xs: tuple[jax.Array, ...], ys: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+  """Whether each pair is bit-for-bit equal up to NaN payloads."""
+  return tuple(jnp.array_equal(x, y, equal_nan=True) for x, y in zip(xs, ys, strict=True))
 
 
 def _same(a, b) -> bool:
-  """Bit-for-bit equal up to NaN payloads; one compiled function (op by op, five modules)."""
-  return bool(_equal(a, b))
+  return bool(_equal((a,), (b,))[0])
 
 
 def _mutations(inputs: Sequence[jax.Array], before: Sequence[jax.Array],
                names: Sequence[str]) -> list[str]:
+  rows = list(zip(inputs, before, names, strict=True))
+  kept = [(x, b) for x, b, _ in rows if not x.is_deleted()]
+  same = iter(jax.device_get(_equal(tuple(x for x, _ in kept), tuple(b for _, b in kept))))
   changed = []
-  for x, b, name in zip(inputs, before, names, strict=True):
+  for x, _, name in rows:
     if x.is_deleted():
       changed.append(f"input {name} was donated (deleted) by the kernel")
-    elif not _same(x, b):
+    elif not next(same):
       changed.append(f"input {name} was mutated in place")
   return changed
+
+
+@jax.jit
+def _count_sentinel(out) -> jax.Array:
+  """Elements that kept SENTINEL; one compiled function (op by op, two programs a shape)."""
+  return jnp.count_nonzero(out == jnp.asarray(SENTINEL, out.dtype))
 
 
 def family_seed(seeds: Sequence[int], index: int) -> int:
@@ -120,7 +139,7 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   mutated: list[str] = []
 
   def judged(inputs: tuple[jax.Array, ...]) -> jax.Array:
-    before = [jnp.copy(x) for x in inputs]
+    before = _snapshot(inputs)
     if on_gpu:
       poison_allocator(spec.output(dims), spec.output_dtype, POISON)
     out = _run_once(fn, spec, dims, inputs)
@@ -136,7 +155,7 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
   if on_gpu:
     poison_allocator(spec.output(dims), spec.output_dtype, SENTINEL)
     out = _run_once(fn, spec, dims, spec.make_inputs(dims, seeds[0]))
-    unwritten = int(jnp.count_nonzero(out == jnp.asarray(SENTINEL, out.dtype)))
+    unwritten = int(_count_sentinel(out))
   edge_output = edge_error = None
   if edge is not None:
     edge_fn, edge_dims = edge
