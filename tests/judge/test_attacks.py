@@ -15,7 +15,8 @@ precision (float8 in a bfloat16 task, bfloat16 in a float32 one), 10 the CPU jud
 limit (below), 11 right only where the judge looked (caught by families that reach every
 region where the task's formula breaks, at both precisions) and their honest neighbours, 12
 copied solutions (the shipped kernel imported, read and run, or pasted in), 13 reading the
-checkout, 14 forging the record's sandbox layers.
+checkout, 14 forging the record's sandbox layers, 15 the verdict cache (a stale or lucky pass
+served again: test_cache_attacks.py; here the controls' own verdicts).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -219,6 +220,11 @@ def _cases() -> dict[str, Case]:
       "read_checkout": Case("adv_read_checkout_relu", relu, P),
       # 14. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
       "forge_layers": Case("adv_forge_layers_relu", relu, P),
+      # 15. The verdict cache (test_cache_attacks.py): the stale pass's kernel as today's judge
+      # sees it, and the honest neighbour of the lottery ticket (adv_cache_lottery_relu, whose
+      # single verdict is random by design: about half its evaluations pass).
+      "stale_verdict": Case("adv_stale_verdict_relu", relu, R, (OUTSIDE,)),
+      "pos_rejudged": Case("adv_pos_rejudged_relu", relu, P),
   }
 
 

@@ -1,0 +1,131 @@
+"""Class 15 of the adversarial controls: the verdict cache as the attacker's lever.
+
+The reward (`reward.KernelReward`), population runs and the suite look a kernel's verdict up in
+the verdict cache before judging it (`verdicts.evaluate`). A cached verdict pays its source
+again without any new evidence, so the cache is part of the judge: it may serve only a verdict
+that judging the same source again, on this judge, could not turn in the candidate's favour.
+
+- a pass that outlives its judge (tests/controls/adv_stale_verdict_relu.py): a verdict is keyed
+  by JUDGE_VERSION, bumped by hand, and the judge's verdicts changed across 46 commits under
+  "3"; a pass stored by a judge with a hole since closed paid its exploit after the fix;
+- a lottery ticket (tests/controls/adv_cache_lottery_relu.py): a verdict drawn on fresh seeds is
+  a sample; a kernel wrong on some draws passes some evaluations, and a cached pass turned one
+  lucky evaluation into a pass for every repeat of the text.
+
+The stored entries are written here as the other judge (or the lucky evaluation) wrote them,
+and `measure` stands in for the judge (it says what judging again finds): the cache's decisions
+are what is tested, in milliseconds. The controls' real verdicts are in test_attacks.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.evaluation.pipeline import driver, verdicts
+from pallasbench_dataset.schema import Status
+
+from tests import runfixtures as rf
+from tests.paths import CONTROLS
+
+FRESH = EvalOptions(num_seeds=5, timing_iterations=5, timing_rounds=1, warmup=1)  # as the reward
+FIXED = dataclasses.replace(FRESH, seeds=(1, 2, 3, 4, 5))
+
+
+def _item(control: str, options: EvalOptions = FRESH, candidate: str | None = None
+          ) -> driver.WorkItem:
+  return driver.WorkItem(task="relu", variant="candidate", size="small",
+                         source=(CONTROLS / f"{control}.py").read_text(),
+                         filename=f"{control}.py", options=options, candidate=candidate)
+
+
+def _record(item: driver.WorkItem, status: Status):
+  passed = status is Status.PASS
+  return rf.record(None, "relu", "candidate", "small", kernel_sha256=item.kernel_sha256,
+                   status=status, correct=passed, device="gpu", judge_version=JUDGE_VERSION,
+                   candidate=item.candidate,
+                   reasons=() if passed else ("seed 5: not allclose (judged again)",))
+
+
+class Judge:
+  """Stands in for the judge: what judging again finds, and which items it was asked."""
+
+  def __init__(self, status: Status):
+    self.status, self.asked = status, []
+
+  def __call__(self, items):
+    for item in items:
+      self.asked.append(item.candidate)
+      yield item, _record(item, self.status), driver.empty_artifacts(item)
+
+
+def _served(items, cache, judge):
+  return [record for record, _ in verdicts.evaluate(items, cache, rf.ENV, judge)]
+
+
+def _store(cache, item, status):
+  cache.put(item, _record(item, status), driver.empty_artifacts(item))
+
+
+# -- a pass that outlives its judge ----------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="the verdict cache keys a verdict by the hand-bumped "
+                   "JUDGE_VERSION, not by the judge's code: a pass stored by an older judge 3 "
+                   "(a hole since closed) is served by today's")
+def test_a_pass_stored_by_other_judge_code_is_judged_again(tmp_path, monkeypatch):
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_stale_verdict_relu", FIXED, "c-1")
+  with monkeypatch.context() as other_judge:  # its JUDGE_VERSION is ours; its code is not
+    other_judge.setattr(verdicts, "judge_code", lambda: "0" * 64, raising=False)
+    _store(cache, item, Status.PASS)
+  judge = Judge(Status.REJECTED)  # today's judge: the work is done outside the kernel
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == ["c-1"]
+  assert record.status is Status.REJECTED and not record.cached
+
+
+def test_a_verdict_of_this_judge_code_is_served(tmp_path):
+  """The honest neighbour: the cache still pays what this judge stored (fixed seeds)."""
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_pos_rejudged_relu", FIXED, "c-1")
+  _store(cache, item, Status.PASS)
+  judge = Judge(Status.PASS)
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == [] and record.status is Status.PASS and record.cached
+
+
+# -- a lottery ticket ------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="the verdict cache serves a pass drawn on fresh seeds, a "
+                   "sample: a kernel wrong on some draws keeps its one lucky pass for good")
+def test_a_pass_on_fresh_seeds_is_judged_again(tmp_path):
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_cache_lottery_relu", FRESH, "c-1")
+  _store(cache, item, Status.PASS)  # the lucky evaluation
+  judge = Judge(Status.INCORRECT)   # the next draw finds it wrong
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == ["c-1"]
+  assert record.status is Status.INCORRECT and not record.cached
+  again = _item("adv_cache_lottery_relu", FRESH, "c-2")  # the failure, a counterexample, stays
+  (record,) = _served([again], cache, Judge(Status.PASS))
+  assert record.status is Status.INCORRECT and record.cached
+
+
+def test_a_failure_on_fresh_seeds_is_served(tmp_path):
+  """A counterexample holds whatever seeds come next: a cached failure costs nothing."""
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_cache_lottery_relu", FRESH, "c-1")
+  _store(cache, item, Status.INCORRECT)
+  judge = Judge(Status.PASS)
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == [] and record.status is Status.INCORRECT and record.cached
+
+
+def test_twins_in_one_run_share_one_measurement_of_a_pass(tmp_path):
+  """One draw for every copy of a source in a run: each copy's expected reward is the
+  kernel's, and the run judges it once."""
+  cache = verdicts.VerdictCache(tmp_path)
+  items = [_item("adv_pos_rejudged_relu", FRESH, f"c-{n}") for n in range(3)]
+  judge = Judge(Status.PASS)
+  records = _served(items, cache, judge)
+  assert judge.asked == ["c-0"]
+  assert [r.status for r in records] == [Status.PASS] * 3
+  assert [r.cached for r in records] == [False, True, True]
