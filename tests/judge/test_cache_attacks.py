@@ -71,9 +71,6 @@ def _store(cache, item, status):
 
 # -- a pass that outlives its judge ----------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="the verdict cache keys a verdict by the hand-bumped "
-                   "JUDGE_VERSION, not by the judge's code: a pass stored by an older judge 3 "
-                   "(a hole since closed) is served by today's")
 def test_a_pass_stored_by_other_judge_code_is_judged_again(tmp_path, monkeypatch):
   cache, item = verdicts.VerdictCache(tmp_path), _item("adv_stale_verdict_relu", FIXED, "c-1")
   with monkeypatch.context() as other_judge:  # its JUDGE_VERSION is ours; its code is not
@@ -83,6 +80,28 @@ def test_a_pass_stored_by_other_judge_code_is_judged_again(tmp_path, monkeypatch
   (record,) = _served([item], cache, judge)
   assert judge.asked == ["c-1"]
   assert record.status is Status.REJECTED and not record.cached
+
+
+def test_the_judge_code_is_every_python_file_of_the_package_and_the_trees(tmp_path):
+  """Any change to a file the verdict depends on (its bytes, its name, a new file) is other
+  code; files that are not Python are not read."""
+  package, tree = tmp_path / "pallasbench_dataset", tmp_path / "kernels_gpu"
+  for folder in (package / "judge", tree):
+    folder.mkdir(parents=True)
+  (package / "judge" / "core.py").write_text("JUDGE_VERSION = '3'\n")
+  (tree / "relu.py").write_text("def kernel(x): ...\n")
+  (tree / "notes.txt").write_text("not code")
+  digests = [verdicts.code_digest([package, tree])]
+  (tree / "notes.txt").write_text("still not code")
+  assert verdicts.code_digest([package, tree]) == digests[0]
+  (package / "judge" / "core.py").write_text("JUDGE_VERSION = '3'  # a hole closed\n")
+  digests.append(verdicts.code_digest([package, tree]))
+  (tree / "relu.py").rename(tree / "gelu.py")
+  digests.append(verdicts.code_digest([package, tree]))
+  (package / "filters.py").write_text("")
+  digests.append(verdicts.code_digest([package, tree]))
+  assert len(set(digests)) == 4
+  assert len(verdicts.judge_code()) == 64 and verdicts.judge_code() == verdicts.judge_code()
 
 
 def test_a_verdict_of_this_judge_code_is_served(tmp_path):
