@@ -23,6 +23,7 @@ import dataclasses
 
 import pytest
 
+from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
 from pallasbench_dataset.schema import Status
@@ -69,6 +70,14 @@ def _store(cache, item, status):
   cache.put(item, _record(item, status), driver.empty_artifacts(item))
 
 
+@pytest.fixture
+def reward_cache(tmp_path):
+  """The verdict cache as the reward consults it (no cluster is started)."""
+  reward = rw.KernelReward(device="cpu", size="small", cache_dir=tmp_path / "cache")
+  yield reward.cache
+  reward.close()
+
+
 # -- a pass that outlives its judge ----------------------------------------------------------------
 
 def test_a_pass_stored_by_other_judge_code_is_judged_again(tmp_path, monkeypatch):
@@ -104,9 +113,9 @@ def test_the_judge_code_is_every_python_file_of_the_package_and_the_trees(tmp_pa
   assert len(verdicts.judge_code()) == 64 and verdicts.judge_code() == verdicts.judge_code()
 
 
-def test_a_verdict_of_this_judge_code_is_served(tmp_path):
+def test_a_verdict_of_this_judge_code_is_served(reward_cache):
   """The honest neighbour: the cache still pays what this judge stored (fixed seeds)."""
-  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_pos_rejudged_relu", FIXED, "c-1")
+  cache, item = reward_cache, _item("adv_pos_rejudged_relu", FIXED, "c-1")
   _store(cache, item, Status.PASS)
   judge = Judge(Status.PASS)
   (record,) = _served([item], cache, judge)
@@ -117,8 +126,8 @@ def test_a_verdict_of_this_judge_code_is_served(tmp_path):
 
 @pytest.mark.xfail(strict=True, reason="the verdict cache serves a pass drawn on fresh seeds, a "
                    "sample: a kernel wrong on some draws keeps its one lucky pass for good")
-def test_a_pass_on_fresh_seeds_is_judged_again(tmp_path):
-  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_cache_lottery_relu", FRESH, "c-1")
+def test_a_pass_on_fresh_seeds_is_judged_again_for_a_reward(reward_cache):
+  cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
   _store(cache, item, Status.PASS)  # the lucky evaluation
   judge = Judge(Status.INCORRECT)   # the next draw finds it wrong
   (record,) = _served([item], cache, judge)
@@ -129,19 +138,19 @@ def test_a_pass_on_fresh_seeds_is_judged_again(tmp_path):
   assert record.status is Status.INCORRECT and record.cached
 
 
-def test_a_failure_on_fresh_seeds_is_served(tmp_path):
+def test_a_failure_on_fresh_seeds_is_served_to_a_reward(reward_cache):
   """A counterexample holds whatever seeds come next: a cached failure costs nothing."""
-  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_cache_lottery_relu", FRESH, "c-1")
+  cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
   _store(cache, item, Status.INCORRECT)
   judge = Judge(Status.PASS)
   (record,) = _served([item], cache, judge)
   assert judge.asked == [] and record.status is Status.INCORRECT and record.cached
 
 
-def test_twins_in_one_run_share_one_measurement_of_a_pass(tmp_path):
+def test_twins_in_one_run_share_one_measurement_of_a_pass(reward_cache):
   """One draw for every copy of a source in a run: each copy's expected reward is the
   kernel's, and the run judges it once."""
-  cache = verdicts.VerdictCache(tmp_path)
+  cache = reward_cache
   items = [_item("adv_pos_rejudged_relu", FRESH, f"c-{n}") for n in range(3)]
   judge = Judge(Status.PASS)
   records = _served(items, cache, judge)
