@@ -124,8 +124,6 @@ def test_a_verdict_of_this_judge_code_is_served(reward_cache):
 
 # -- a lottery ticket ------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="the verdict cache serves a pass drawn on fresh seeds, a "
-                   "sample: a kernel wrong on some draws keeps its one lucky pass for good")
 def test_a_pass_on_fresh_seeds_is_judged_again_for_a_reward(reward_cache):
   cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
   _store(cache, item, Status.PASS)  # the lucky evaluation
@@ -157,3 +155,13 @@ def test_twins_in_one_run_share_one_measurement_of_a_pass(reward_cache):
   assert judge.asked == ["c-0"]
   assert [r.status for r in records] == [Status.PASS] * 3
   assert [r.cached for r in records] == [False, True, True]
+
+
+def test_a_population_run_keeps_its_fresh_seed_passes(tmp_path):
+  """The default cache (population runs, the suite) pays no reward: a resubmitted population
+  costs nothing but what changed, its passes included."""
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_pos_rejudged_relu", FRESH, "c-1")
+  _store(cache, item, Status.PASS)
+  judge = Judge(Status.PASS)
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == [] and record.cached

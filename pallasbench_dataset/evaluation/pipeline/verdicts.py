@@ -16,6 +16,14 @@ by address must run the same checkout as the driver (as the compile cache alread
 names the entry's contents, not its file: an entry stored by other code is overwritten by the
 next verdict for its kernel.
 
+A verdict drawn on fresh seeds (the default options) is a sample: a failure holds whatever seeds
+come next (a counterexample, or a refusal), but a pass is only evidence, and a kernel that is
+wrong on some draws passes some evaluations. A cache that pays a reward (`KernelReward`) is
+built with `serve_fresh_passes=False`: it serves failures and passes measured on the options'
+fixed seeds, and judges a fresh-seed pass again (its copies in one run still share one
+measurement), so a lucky evaluation is paid once, not for every repeat of its text. A
+population run keeps the default: a resubmitted population costs nothing but what changed.
+
 Only the driver writes the folder: the exporter, the one process that runs candidate code,
 may write nothing outside its sandbox's scratch folder, and the judge and compilers hand
 their results back to the driver. Each file is written beside its place and renamed, so
@@ -42,7 +50,7 @@ from pallasbench_dataset.keys import precision_field
 from pallasbench_dataset.kernels import Variant, tree_dir
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
-    Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
+    Artifacts, Environment, EvalRecord, Status, from_json_dict, to_json_dict)
 
 logger = logging.getLogger(__name__)
 
@@ -141,8 +149,15 @@ def key_of(item: WorkItem, record: EvalRecord) -> VerdictKey:
 class VerdictCache:
   """One folder of verdicts: `<folder>/<digest[:2]>/<digest>.json`."""
 
-  def __init__(self, folder: pathlib.Path):
+  def __init__(self, folder: pathlib.Path, *, serve_fresh_passes: bool = True):
     self.folder = pathlib.Path(folder)
+    self.serve_fresh_passes = serve_fresh_passes
+
+  def serves(self, record: EvalRecord, item: WorkItem) -> bool:
+    """Whether `evaluate` may reuse the stored `record` for `item`: always, but for a pass on
+    fresh seeds where this cache pays a reward (the module docstring)."""
+    return (self.serve_fresh_passes or record.status is not Status.PASS
+            or bool(item.options.seeds))
 
   def _path(self, key: VerdictKey) -> pathlib.Path:
     digest = key.digest()
@@ -205,11 +220,12 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
   judge in `environment` (None: the judges' machine is unknown, nothing is looked up), else
   from `measure`, once for items of the same source, task, size, precision and options (the
   others get its outcome, marked cached). Cached outcomes come first, then each measured one
-  as it arrives, stored in the cache."""
+  as it arrives, stored in the cache. A hit the cache does not serve (`VerdictCache.serves`)
+  is measured again and replaced."""
   waiting: dict[tuple[str, ...], list[WorkItem]] = {}
   for item in items:
     hit = None if environment is None else cache.get(key_for(item, environment))
-    if hit is not None:
+    if hit is not None and cache.serves(hit[0], item):
       yield reuse(hit, item)
     else:
       waiting.setdefault(_twins(item), []).append(item)
