@@ -216,6 +216,14 @@ def _cases() -> dict[str, Case]:
       "copied": Case("adv_copied_relu", relu, P),
       "copied_rejected": Case("adv_copied_relu", relu, R, ("(kernels_gpu/relu.py), renamed",),
                               options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      # The original TPU kernel pasted: no Triton lowering at `small`, so this CPU judge reads
+      # its TPU export (test_copy_backends.py: every backend's kernels are fingerprinted), and
+      # its honest neighbour, a TPU-style kernel of the candidate's own.
+      "copied_tpu_rejected": Case("adv_copied_tpu_batched_matmul", "batched_matmul", R,
+                                  ("(kernels_tpu/batched_matmul.py), renamed",),
+                                  options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      "pos_own_tpu": Case("adv_pos_own_tpu_batched_matmul", "batched_matmul", P,
+                          options=dataclasses.replace(OPTIONS, reject_copies=True)),
       # 13. What the exporter can read (test_the_checkout_is_unreadable_from_every_thread).
       "read_checkout": Case("adv_read_checkout_relu", relu, P),
       # 14. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
@@ -336,7 +344,16 @@ def run() -> Run:
              connections=connections, scratch=scratch)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+# Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
+KNOWN_OPEN = {
+    "copied_tpu_rejected": "only Triton kernels are fingerprinted: a pasted Mosaic TPU kernel, "
+                           "read from the TPU export on a CPU judge, is no copy",
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_OPEN[n]))
+    if n in KNOWN_OPEN else n for n in CASES])
 def test_control_gets_its_exact_status(run, name):
   case, record = CASES[name], run.records[name]
   summary = (name, record.status, record.error_type, record.reasons, record.error)
