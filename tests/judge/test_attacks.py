@@ -345,10 +345,7 @@ def run() -> Run:
 
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
-KNOWN_OPEN = {
-    "copied_tpu_rejected": "only Triton kernels are fingerprinted: a pasted Mosaic TPU kernel, "
-                           "read from the TPU export on a CPU judge, is no copy",
-}
+KNOWN_OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [
