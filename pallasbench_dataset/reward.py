@@ -38,8 +38,10 @@ measure: a CPU pass gets the floor.
 Every completion is judged by the project's pipeline: the sandboxed exporter, the compile
 stage and the sealed judge on a Dask cluster (a local one by default, started once and kept
 for the reward's lifetime so judges stay warm; `scheduler=` names a shared one), with the
-verdict cache, so the same source for the same task is judged once (in a batch and across
-batches). Each evaluation has a budget (`budget_s` for the export and again for the judge,
+verdict cache, so the same source for the same task is judged once in a batch, and a failure
+once across batches. A pass on fresh seeds is judged again in each batch that repeats it: one
+evaluation is a sample, and a kernel wrong on some draws passes some evaluations; paying its
+one lucky pass for every repeat of the text would reward the lottery. Each evaluation has a budget (`budget_s` for the export and again for the judge,
 `compile_budget_s` per compiled artifact): a slow candidate becomes a `timeout` verdict,
 reward 0, while the others go on. The judge's feedback on the last batch is
 `reward.last_feedback` (status, reasons, error, speedup, the record, and `text()` for the next
@@ -258,7 +260,9 @@ class KernelReward:
     self.compile_budget_s = compile_budget_s or DEFAULT_COMPILE_BUDGET_S[self.device]
     self.options = dataclasses.replace(options or default_options(self.device),
                                        reject_copies=reject_copies)
-    self.cache = verdicts.VerdictCache(cache_dir or verdicts.default_folder())
+    # A pass on fresh seeds is a sample, judged again rather than paid again (`verdicts`).
+    self.cache = verdicts.VerdictCache(cache_dir or verdicts.default_folder(),
+                                       serve_fresh_passes=False)
     self.runs_dir = None if runs_dir is None else pathlib.Path(runs_dir)
     self.git_commit = git_commit
     self.plan = cluster.default_plan(self.device, gpus, cpu_workers)

@@ -15,7 +15,8 @@ precision (float8 in a bfloat16 task, bfloat16 in a float32 one), 10 the CPU jud
 limit (below), 11 right only where the judge looked (caught by families that reach every
 region where the task's formula breaks, at both precisions) and their honest neighbours, 12
 copied solutions (the shipped kernel imported, read and run, or pasted in), 13 reading the
-checkout, 14 forging the record's sandbox layers.
+checkout, 14 forging the record's sandbox layers, 15 the verdict cache (a stale or lucky pass
+served again: test_cache_attacks.py; here the controls' own verdicts).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -215,10 +216,23 @@ def _cases() -> dict[str, Case]:
       "copied": Case("adv_copied_relu", relu, P),
       "copied_rejected": Case("adv_copied_relu", relu, R, ("(kernels_gpu/relu.py), renamed",),
                               options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      # The original TPU kernel pasted: no Triton lowering at `small`, so this CPU judge reads
+      # its TPU export (test_copy_backends.py: every backend's kernels are fingerprinted), and
+      # its honest neighbour, a TPU-style kernel of the candidate's own.
+      "copied_tpu_rejected": Case("adv_copied_tpu_batched_matmul", "batched_matmul", R,
+                                  ("(kernels_tpu/batched_matmul.py), renamed",),
+                                  options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      "pos_own_tpu": Case("adv_pos_own_tpu_batched_matmul", "batched_matmul", P,
+                          options=dataclasses.replace(OPTIONS, reject_copies=True)),
       # 13. What the exporter can read (test_the_checkout_is_unreadable_from_every_thread).
       "read_checkout": Case("adv_read_checkout_relu", relu, P),
       # 14. A record the candidate can write (test_the_record_s_layers_are_the_trusted_side_s).
       "forge_layers": Case("adv_forge_layers_relu", relu, P),
+      # 15. The verdict cache (test_cache_attacks.py): the stale pass's kernel as today's judge
+      # sees it, and the honest neighbour of the lottery ticket (adv_cache_lottery_relu, whose
+      # single verdict is random by design: about half its evaluations pass).
+      "stale_verdict": Case("adv_stale_verdict_relu", relu, R, (OUTSIDE,)),
+      "pos_rejudged": Case("adv_pos_rejudged_relu", relu, P),
   }
 
 
@@ -330,7 +344,13 @@ def run() -> Run:
              connections=connections, scratch=scratch)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+# Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
+KNOWN_OPEN: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_OPEN[n]))
+    if n in KNOWN_OPEN else n for n in CASES])
 def test_control_gets_its_exact_status(run, name):
   case, record = CASES[name], run.records[name]
   summary = (name, record.status, record.error_type, record.reasons, record.error)

@@ -846,18 +846,19 @@ def test_structure_is_read_from_a_device_export(analysis, monkeypatch, env, plat
     ("candidate", ("cuda",), False, ("kernels_gpu/relu/v1.py",), True),
     ("candidate", ("cuda",), True, ("kernels_gpu/relu/v1.py",), True),
     ("candidate", ("cuda",), True, (), True),
-    ("candidate", ("tpu",), True, ("kernels_gpu/relu/v1.py",), False),
+    ("candidate", ("tpu",), True, ("kernels_tpu/relu/v1.py",), True),
     ("baseline", ("cuda",), True, ("kernels_gpu/relu/v1.py",), False),
 ])
-def test_a_candidates_cuda_kernels_are_checked_against_the_shipped_ones(
+def test_a_candidates_kernels_are_checked_against_the_shipped_ones(
     analysis, monkeypatch, variant, platforms, reject, copies, checked):
-  """Only a candidate's cuda export is compared with the shipped kernels of its task, size and
-  precision (through the judge's analyser); the copies found are recorded, and reject the
-  kernel only where the options ask for it and there are some."""
+  """A candidate's export that the structure is read from (cuda, or tpu on a CPU judge whose
+  kernel does not lower to Triton) is compared with the shipped kernels of its task, size and
+  precision exported for the same platform (through the judge's analyser); the copies found
+  are recorded, and reject the kernel only where the options ask for it and there are some."""
   seen = []
 
-  def shipped_copies(kernels, task, size, precision, analyser):
-    seen.append(([k.backend for k in kernels], task, size, precision, analyser))
+  def shipped_copies(kernels, task, size, precision, analyser, *, platform):
+    seen.append(([k.backend for k in kernels], task, size, precision, analyser, platform))
     return copies
   monkeypatch.setattr(fingerprint, "shipped_copies", shipped_copies)
   report = _report(_entry(artifacts={p: _blob(platforms=(p,)) for p in platforms}))
@@ -867,7 +868,7 @@ def test_a_candidates_cuda_kernels_are_checked_against_the_shipped_ones(
   if not checked:
     assert (seen, reasons, "copy_of" in state.fields) == ([], [], False)
     return
-  assert seen == [(["triton"], "relu", "small", "bfloat16", ctx.analyser)]
+  assert seen == [(["triton"], "relu", "small", "bfloat16", ctx.analyser, platforms[0])]
   assert state.fields["copy_of"] == copies
   assert reasons == ([fingerprint.copy_reason(copies)] if reject and copies else [])
 

@@ -35,6 +35,10 @@ GPU_OVERRIDES = {
     "public_seeds_public": (Status.INCORRECT, "not allclose"),
     # Reads past the end of its input: one call runs under compute-sanitizer's memcheck.
     "peek_past_end": (Status.REJECTED, "the kernel accessed device memory outside its buffers"),
+    # TPU-style batched contractions do not lower to Triton: no cuda artifact to run (not
+    # seen on a GPU yet; expected from the cuda export's failure on the CPU).
+    "copied_tpu_rejected": (None, None),
+    "pos_own_tpu": (None, None),
 }
 # trisolve_outside and decoy_branch hide a contraction beside a trivial kernel too large for the
 # H200's shared memory: they were errors while a failed compile was reported first; since the

@@ -110,7 +110,7 @@ def _verdict_key(precision):
   return verdicts.VerdictKey(
       kernel_sha256="0" * 64, task="relu", size="medium", judge_version="7",
       options='{"num_seeds": 2}', platform="gpu", device_kind="NVIDIA H200", jax="0.11.2",
-      jaxlib="0.11.2", precision=precision)
+      jaxlib="0.11.2", judge_code="c" * 64, precision=precision)
 
 
 def test_verdict_cache_digests_are_unchanged_and_find_entries_that_name_no_precision(tmp_path):
@@ -140,7 +140,7 @@ def test_a_work_item_hashes_its_source_once_for_its_record_and_its_verdict():
       kernel_sha256=item.kernel_sha256, task="relu", size="medium",
       judge_version=verdicts.JUDGE_VERSION, options=verdicts._options(item.options),  # pylint: disable=protected-access
       platform=rf.ENV.platform, device_kind=rf.ENV.device_kind, jax=rf.ENV.jax,
-      jaxlib=rf.ENV.jaxlib, precision="bfloat16")
+      jaxlib=rf.ENV.jaxlib, judge_code=verdicts.judge_code(), precision="bfloat16")
   object.__setattr__(item, "kernel_sha256", "f" * 64)  # read, not hashed again
   export = protocol.ExportOutcome(report=None, failure=None, message=None, output="",
                                   layers=(), wall_s=0.0)

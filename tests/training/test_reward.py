@@ -126,10 +126,12 @@ def test_an_unreadable_completion_scores_zero_with_its_reason_and_the_batch_goes
   assert fb.text() == f"relu: the answer could not be read: {fb.reasons[0]}"
 
 
-def test_conversational_completions_get_the_same_rewards_from_the_cache(judged):
+def test_conversational_completions_get_the_same_rewards_failures_from_the_cache(judged):
+  """The same completions as messages: the same rewards. The failures come from the cache; the
+  pass, drawn on fresh seeds, is judged again, once for its copies (test_cache_attacks.py)."""
   assert judged["conversational"] == judged["plain"]
-  assert judged["reward"].evaluations == judged["evaluations"]  # nothing judged again
-  assert [f.cached for f in judged["reward"].last_feedback][:4] == [True] * 4
+  assert judged["reward"].evaluations == judged["evaluations"] + 1  # the honest kernel's pass
+  assert [f.cached for f in judged["reward"].last_feedback][:4] == [False, True, True, True]
 
 
 def test_the_judge_stays_warm_from_batch_to_batch(judged):

@@ -242,10 +242,10 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   reasons = module_analysis.module_reasons(
       found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
       task_bytes=spec.io_bytes(dims))
-  if item.variant == Variant.CANDIDATE and platform == "cuda":
+  if item.variant == Variant.CANDIDATE:  # on whichever platform's export the structure is read
     ctx.stage(budgets.COPY_CHECK)  # the shipped kernels exported here: the judge's own work
     copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
-                                        ctx.analyser)
+                                        ctx.analyser, platform=platform)
     ctx.stage(budgets.ARTIFACT_CHECKS)
     state.fields["copy_of"] = copies
     if copies and item.options.reject_copies:

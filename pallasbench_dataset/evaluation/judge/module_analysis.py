@@ -676,16 +676,25 @@ def _kernel_key(op: ir.Operation, target: str) -> _KernelKey:
   name = ir.StringAttr(fields["name"]).value if "name" in fields else target
   grid = tuple(number(k) for k in ("grid_x", "grid_y", "grid_z") if k in fields)
   return (name, KERNEL_TARGETS[target], grid, number("num_warps"), number("num_stages"),
-          _fingerprint(fields["ir"]) if "ir" in fields else None)
+          _fingerprint(op, target, fields))
 
 
-def _fingerprint(attribute: ir.Attribute) -> str | None:
-  """The Triton kernel's fingerprint; None where its module does not parse."""
+def _fingerprint(op: ir.Operation, target: str, fields) -> str | None:
+  """The kernel's fingerprint, whatever its backend (fingerprint.py); None where its module
+  is missing or does not parse."""
   try:
-    return fingerprint.triton_fingerprint(ir.StringAttr(attribute).value_bytes)
-  except (ir.MLIRError, ValueError) as e:
-    logger.debug("a Triton kernel's module does not parse: %s", e)
-    return None
+    if target == "__gpu$xla.gpu.triton" and "ir" in fields:
+      return fingerprint.triton_fingerprint(ir.StringAttr(fields["ir"]).value_bytes)
+    if target == "mosaic_gpu_v2" and "module" in fields:
+      return fingerprint.mosaic_gpu_fingerprint(ir.StringAttr(fields["module"]).value_bytes)
+    if target == "tpu_custom_call" and "backend_config" in op.attributes:
+      return fingerprint.mosaic_tpu_fingerprint(
+          ir.StringAttr(op.attributes["backend_config"]).value)
+  except (ir.MLIRError, ValueError, KeyError, TypeError) as e:  # JSON and base64 errors too
+    label = {"__gpu$xla.gpu.triton": "Triton", "mosaic_gpu_v2": "Mosaic GPU"}.get(target,
+                                                                              "Mosaic TPU")
+    logger.debug("a %s kernel's module does not parse: %s", label, e)
+  return None
 
 
 def _contraction_flops(op: ir.Operation) -> int:

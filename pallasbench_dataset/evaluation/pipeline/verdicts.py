@@ -1,10 +1,28 @@
 """The verdict cache: a kernel source judged once is not judged again on the same machine.
 
 A verdict depends on the kernel's source, the task, size and precision, how it was judged (the
-judge's version and the evaluation options) and where (platform, device kind, jax and jaxlib). Those
-name one JSON file in the cache folder holding the record and its artifacts; a later
-evaluation with the same key reuses them, marked `cached`. Records that are no verdict on the
-kernel (a killed process, a harness bug: `driver.has_verdict`) are never stored.
+judge's version, the judge's code and the evaluation options) and where (platform, device kind,
+jax and jaxlib). Those name one JSON file in the cache folder holding the record and its
+artifacts; a later evaluation with the same key reuses them, marked `cached`. Records that are
+no verdict on the kernel (a killed process, a harness bug: `driver.has_verdict`) are never
+stored.
+
+A cached verdict pays its source again without new evidence, so the cache is part of the judge.
+The judge's code is in the key (`judge_code`: a digest of every file of this package and of the
+shipped kernel trees), because JUDGE_VERSION is bumped by hand and verdicts changed under one
+value across dozens of commits: a pass stored by a judge with a hole since closed would pay the
+hole's exploit after the fix. The digest is this process' code: the judges of a cluster given
+by address must run the same checkout as the driver (as the compile cache already needs). It
+names the entry's contents, not its file: an entry stored by other code is overwritten by the
+next verdict for its kernel.
+
+A verdict drawn on fresh seeds (the default options) is a sample: a failure holds whatever seeds
+come next (a counterexample, or a refusal), but a pass is only evidence, and a kernel that is
+wrong on some draws passes some evaluations. A cache that pays a reward (`KernelReward`) is
+built with `serve_fresh_passes=False`: it serves failures and passes measured on the options'
+fixed seeds, and judges a fresh-seed pass again (its copies in one run still share one
+measurement), so a lucky evaluation is paid once, not for every repeat of its text. A
+population run keeps the default: a resubmitted population costs nothing but what changed.
 
 Only the driver writes the folder: the exporter, the one process that runs candidate code,
 may write nothing outside its sandbox's scratch folder, and the judge and compilers hand
@@ -16,6 +34,7 @@ differs from its name's, is ignored and overwritten by the next verdict for it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -28,9 +47,10 @@ from typing import Final
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.keys import precision_field
+from pallasbench_dataset.kernels import Variant, tree_dir
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
-    Artifacts, Environment, EvalRecord, from_json_dict, to_json_dict)
+    Artifacts, Environment, EvalRecord, Status, from_json_dict, to_json_dict)
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +59,32 @@ FORMAT: Final = "1"
 
 Measured = tuple[WorkItem, EvalRecord, Artifacts]
 Outcome = tuple[EvalRecord, Artifacts]
+
+
+@functools.cache
+def judge_code() -> str:
+  """The sha256 of the code a verdict depends on: every Python file of this package (the
+  judge, the exporter, the tasks, references, input families and tolerances) and of the
+  shipped kernel trees (the copy check), by path and contents. Computed once per process."""
+  roots = [pathlib.Path(__file__).resolve().parents[2]]
+  for variant in (Variant.GPU, Variant.TPU):
+    try:
+      roots.append(tree_dir(variant).resolve())
+    except FileNotFoundError:  # an install without the trees: the package alone
+      pass
+  return code_digest(roots)
+
+
+def code_digest(roots: Iterable[pathlib.Path]) -> str:
+  """The sha256 of the Python files under `roots`, each named by its root's name and its path
+  below it, and its bytes."""
+  digest = hashlib.sha256()
+  for root in roots:
+    for path in sorted(root.rglob("*.py")):
+      name = f"{root.name}/{path.relative_to(root).as_posix()}".encode()
+      data = path.read_bytes()
+      digest.update(b"%d:%s%d:" % (len(name), name, len(data)) + data)
+  return digest.hexdigest()
 
 
 def default_folder() -> pathlib.Path:
@@ -59,6 +105,7 @@ class VerdictKey:
   device_kind: str  # as the judge records it, e.g. "NVIDIA H200"
   jax: str
   jaxlib: str
+  judge_code: str   # judge_code() of the judge's checkout: which code judged
   precision: str = DEFAULT_PRECISION
 
   def fields(self) -> dict[str, str]:
@@ -69,7 +116,11 @@ class VerdictKey:
     return {**fields, **precision_field(precision)}
 
   def digest(self) -> str:
-    text = json.dumps({"format": FORMAT, **self.fields()}, sort_keys=True)
+    """The entry's file name: the key but the judge's code, so that a verdict of new code
+    replaces the one of old code for the same kernel (the entry's stored key says which)."""
+    fields = self.fields()
+    del fields["judge_code"]
+    text = json.dumps({"format": FORMAT, **fields}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -82,7 +133,7 @@ def _key(item: WorkItem, judge_version: str, environment: Environment) -> Verdic
                     precision=item.precision, judge_version=judge_version,
                     options=_options(item.options),
                     platform=environment.platform, device_kind=environment.device_kind,
-                    jax=environment.jax, jaxlib=environment.jaxlib)
+                    jax=environment.jax, jaxlib=environment.jaxlib, judge_code=judge_code())
 
 
 def key_for(item: WorkItem, environment: Environment) -> VerdictKey:
@@ -98,8 +149,15 @@ def key_of(item: WorkItem, record: EvalRecord) -> VerdictKey:
 class VerdictCache:
   """One folder of verdicts: `<folder>/<digest[:2]>/<digest>.json`."""
 
-  def __init__(self, folder: pathlib.Path):
+  def __init__(self, folder: pathlib.Path, *, serve_fresh_passes: bool = True):
     self.folder = pathlib.Path(folder)
+    self.serve_fresh_passes = serve_fresh_passes
+
+  def serves(self, record: EvalRecord, item: WorkItem) -> bool:
+    """Whether `evaluate` may reuse the stored `record` for `item`: always, but for a pass on
+    fresh seeds where this cache pays a reward (the module docstring)."""
+    return (self.serve_fresh_passes or record.status is not Status.PASS
+            or bool(item.options.seeds))
 
   def _path(self, key: VerdictKey) -> pathlib.Path:
     digest = key.digest()
@@ -109,7 +167,13 @@ class VerdictCache:
     path = self._path(key)
     try:
       data = json.loads(path.read_text())
-      if data.get("key") != key.fields():
+      stored = data.get("key")
+      if isinstance(stored, dict) and stored.get("judge_code") != key.judge_code and {
+          k: v for k, v in stored.items() if k != "judge_code"} == {
+          k: v for k, v in key.fields().items() if k != "judge_code"}:
+        logger.debug("verdict cache entry %s was judged by other code: evaluated again", path)
+        return None
+      if stored != key.fields():
         raise ValueError("its key is not the one its name says")
       return from_json_dict(EvalRecord, data["record"]), from_json_dict(Artifacts, data["artifacts"])
     except FileNotFoundError:
@@ -156,11 +220,12 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
   judge in `environment` (None: the judges' machine is unknown, nothing is looked up), else
   from `measure`, once for items of the same source, task, size, precision and options (the
   others get its outcome, marked cached). Cached outcomes come first, then each measured one
-  as it arrives, stored in the cache."""
+  as it arrives, stored in the cache. A hit the cache does not serve (`VerdictCache.serves`)
+  is measured again and replaced."""
   waiting: dict[tuple[str, ...], list[WorkItem]] = {}
   for item in items:
     hit = None if environment is None else cache.get(key_for(item, environment))
-    if hit is not None:
+    if hit is not None and cache.serves(hit[0], item):
       yield reuse(hit, item)
     else:
       waiting.setdefault(_twins(item), []).append(item)

@@ -1,0 +1,167 @@
+"""Class 15 of the adversarial controls: the verdict cache as the attacker's lever.
+
+The reward (`reward.KernelReward`), population runs and the suite look a kernel's verdict up in
+the verdict cache before judging it (`verdicts.evaluate`). A cached verdict pays its source
+again without any new evidence, so the cache is part of the judge: it may serve only a verdict
+that judging the same source again, on this judge, could not turn in the candidate's favour.
+
+- a pass that outlives its judge (tests/controls/adv_stale_verdict_relu.py): a verdict is keyed
+  by JUDGE_VERSION, bumped by hand, and the judge's verdicts changed across 46 commits under
+  "3"; a pass stored by a judge with a hole since closed paid its exploit after the fix;
+- a lottery ticket (tests/controls/adv_cache_lottery_relu.py): a verdict drawn on fresh seeds is
+  a sample; a kernel wrong on some draws passes some evaluations, and a cached pass turned one
+  lucky evaluation into a pass for every repeat of the text.
+
+The stored entries are written here as the other judge (or the lucky evaluation) wrote them,
+and `measure` stands in for the judge (it says what judging again finds): the cache's decisions
+are what is tested, in milliseconds. The controls' real verdicts are in test_attacks.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pallasbench_dataset import reward as rw
+from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.evaluation.pipeline import driver, verdicts
+from pallasbench_dataset.schema import Status
+
+from tests import runfixtures as rf
+from tests.paths import CONTROLS
+
+FRESH = EvalOptions(num_seeds=5, timing_iterations=5, timing_rounds=1, warmup=1)  # as the reward
+FIXED = dataclasses.replace(FRESH, seeds=(1, 2, 3, 4, 5))
+
+
+def _item(control: str, options: EvalOptions = FRESH, candidate: str | None = None
+          ) -> driver.WorkItem:
+  return driver.WorkItem(task="relu", variant="candidate", size="small",
+                         source=(CONTROLS / f"{control}.py").read_text(),
+                         filename=f"{control}.py", options=options, candidate=candidate)
+
+
+def _record(item: driver.WorkItem, status: Status):
+  passed = status is Status.PASS
+  return rf.record(None, "relu", "candidate", "small", kernel_sha256=item.kernel_sha256,
+                   status=status, correct=passed, device="gpu", judge_version=JUDGE_VERSION,
+                   candidate=item.candidate,
+                   reasons=() if passed else ("seed 5: not allclose (judged again)",))
+
+
+class Judge:
+  """Stands in for the judge: what judging again finds, and which items it was asked."""
+
+  def __init__(self, status: Status):
+    self.status, self.asked = status, []
+
+  def __call__(self, items):
+    for item in items:
+      self.asked.append(item.candidate)
+      yield item, _record(item, self.status), driver.empty_artifacts(item)
+
+
+def _served(items, cache, judge):
+  return [record for record, _ in verdicts.evaluate(items, cache, rf.ENV, judge)]
+
+
+def _store(cache, item, status):
+  cache.put(item, _record(item, status), driver.empty_artifacts(item))
+
+
+@pytest.fixture
+def reward_cache(tmp_path):
+  """The verdict cache as the reward consults it (no cluster is started)."""
+  reward = rw.KernelReward(device="cpu", size="small", cache_dir=tmp_path / "cache")
+  yield reward.cache
+  reward.close()
+
+
+# -- a pass that outlives its judge ----------------------------------------------------------------
+
+def test_a_pass_stored_by_other_judge_code_is_judged_again(tmp_path, monkeypatch):
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_stale_verdict_relu", FIXED, "c-1")
+  with monkeypatch.context() as other_judge:  # its JUDGE_VERSION is ours; its code is not
+    other_judge.setattr(verdicts, "judge_code", lambda: "0" * 64, raising=False)
+    _store(cache, item, Status.PASS)
+  judge = Judge(Status.REJECTED)  # today's judge: the work is done outside the kernel
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == ["c-1"]
+  assert record.status is Status.REJECTED and not record.cached
+
+
+def test_the_judge_code_is_every_python_file_of_the_package_and_the_trees(tmp_path):
+  """Any change to a file the verdict depends on (its bytes, its name, a new file) is other
+  code; files that are not Python are not read."""
+  package, tree = tmp_path / "pallasbench_dataset", tmp_path / "kernels_gpu"
+  for folder in (package / "judge", tree):
+    folder.mkdir(parents=True)
+  (package / "judge" / "core.py").write_text("JUDGE_VERSION = '3'\n")
+  (tree / "relu.py").write_text("def kernel(x): ...\n")
+  (tree / "notes.txt").write_text("not code")
+  digests = [verdicts.code_digest([package, tree])]
+  (tree / "notes.txt").write_text("still not code")
+  assert verdicts.code_digest([package, tree]) == digests[0]
+  (package / "judge" / "core.py").write_text("JUDGE_VERSION = '3'  # a hole closed\n")
+  digests.append(verdicts.code_digest([package, tree]))
+  (tree / "relu.py").rename(tree / "gelu.py")
+  digests.append(verdicts.code_digest([package, tree]))
+  (package / "filters.py").write_text("")
+  digests.append(verdicts.code_digest([package, tree]))
+  assert len(set(digests)) == 4
+  assert len(verdicts.judge_code()) == 64 and verdicts.judge_code() == verdicts.judge_code()
+
+
+def test_a_verdict_of_this_judge_code_is_served(reward_cache):
+  """The honest neighbour: the cache still pays what this judge stored (fixed seeds)."""
+  cache, item = reward_cache, _item("adv_pos_rejudged_relu", FIXED, "c-1")
+  _store(cache, item, Status.PASS)
+  judge = Judge(Status.PASS)
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == [] and record.status is Status.PASS and record.cached
+
+
+# -- a lottery ticket ------------------------------------------------------------------------------
+
+def test_a_pass_on_fresh_seeds_is_judged_again_for_a_reward(reward_cache):
+  cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
+  _store(cache, item, Status.PASS)  # the lucky evaluation
+  judge = Judge(Status.INCORRECT)   # the next draw finds it wrong
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == ["c-1"]
+  assert record.status is Status.INCORRECT and not record.cached
+  again = _item("adv_cache_lottery_relu", FRESH, "c-2")  # the failure, a counterexample, stays
+  (record,) = _served([again], cache, Judge(Status.PASS))
+  assert record.status is Status.INCORRECT and record.cached
+
+
+def test_a_failure_on_fresh_seeds_is_served_to_a_reward(reward_cache):
+  """A counterexample holds whatever seeds come next: a cached failure costs nothing."""
+  cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
+  _store(cache, item, Status.INCORRECT)
+  judge = Judge(Status.PASS)
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == [] and record.status is Status.INCORRECT and record.cached
+
+
+def test_twins_in_one_run_share_one_measurement_of_a_pass(reward_cache):
+  """One draw for every copy of a source in a run: each copy's expected reward is the
+  kernel's, and the run judges it once."""
+  cache = reward_cache
+  items = [_item("adv_pos_rejudged_relu", FRESH, f"c-{n}") for n in range(3)]
+  judge = Judge(Status.PASS)
+  records = _served(items, cache, judge)
+  assert judge.asked == ["c-0"]
+  assert [r.status for r in records] == [Status.PASS] * 3
+  assert [r.cached for r in records] == [False, True, True]
+
+
+def test_a_population_run_keeps_its_fresh_seed_passes(tmp_path):
+  """The default cache (population runs, the suite) pays no reward: a resubmitted population
+  costs nothing but what changed, its passes included."""
+  cache, item = verdicts.VerdictCache(tmp_path), _item("adv_pos_rejudged_relu", FRESH, "c-1")
+  _store(cache, item, Status.PASS)
+  judge = Judge(Status.PASS)
+  (record,) = _served([item], cache, judge)
+  assert judge.asked == [] and record.cached

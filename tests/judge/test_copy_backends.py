@@ -1,0 +1,114 @@
+"""Class 12 (copied solutions) on every kernel backend: a pasted shipped kernel is named a copy
+whichever backend its kernel lowers to.
+
+The copy check (`fingerprint.shipped_copies`) compares the fingerprints of a candidate's
+kernel calls with the shipped kernels' own. Only Triton kernels had one: a Mosaic GPU kernel
+(the tuned core of ten shipped contraction kernels on Hopper, at `medium` and `large`) and a
+Mosaic TPU kernel (what a CPU judge reads for a kernel that does not lower to Triton, such as
+the original kernels_tpu/batched_matmul.py at `small`) had none, so a verbatim paste of either
+was no copy, and KernelReward (reject_copies) paid it.
+
+The modules are exported and analysed in this process (these kernels are not hostile to the
+analysis); the judge does the same in its walled helper. The controls' whole evaluations on
+the CPU are in test_attacks.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+
+from pallasbench_dataset.evaluation.judge import analysis_process, fingerprint, module_analysis
+from pallasbench_dataset.kernels import load_module
+from pallasbench_dataset.lowering import export_for
+from pallasbench_dataset.tasks import get_task, list_tasks
+
+from tests.paths import CONTROLS, REPO
+
+
+class InProcess:
+  """fingerprint.Analyser in this process."""
+
+  def analyse(self, serialized: bytes):
+    text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
+    return module_analysis.analyze_module(text), text
+
+
+def _kernels(source: str, task: str, size: str, platform: str):
+  module = load_module(source, "candidate.py")
+  exported = export_for(platform, functools.partial(module.kernel, interpret=False),
+                        *get_task(task).input_structs(size))
+  report, _ = InProcess().analyse(exported.mlir_module_serialized)
+  return report.kernels
+
+
+def _control(name: str) -> str:
+  return (CONTROLS / f"{name}.py").read_text()
+
+
+def _renamed(source: str) -> str:
+  """Every function of the module given another name."""
+  for name in set(re.findall(r"^def (\w+)", source, re.MULTILINE)) - {"kernel"}:
+    source = re.sub(rf"\b{name}\b", f"{name}_mine", source)
+  return source
+
+
+def _copies(source: str, task: str, size: str, platform: str) -> tuple[str, ...]:
+  return fingerprint.shipped_copies(_kernels(source, task, size, platform), task, size,
+                                    "float32", InProcess(), platform=platform)
+
+
+@pytest.mark.parametrize("size", ["small", "medium"])
+def test_a_pasted_shipped_matmul_is_a_copy_whichever_backend_it_lowers_to(size):
+  """Triton at `small`, Mosaic GPU at `medium` (the H200's tuned config), renamed or not."""
+  source = _control("adv_copied_mosaic_matmul")
+  backends = {k.backend for k in _kernels(source, "matmul", size, "cuda")}
+  assert backends == {"triton" if size == "small" else "mosaic_gpu"}
+  for candidate in (source, _renamed(source)):
+    assert _copies(candidate, "matmul", size, "cuda") == ("kernels_gpu/matmul.py",)
+
+
+def test_a_pasted_original_tpu_kernel_is_a_copy_where_its_tpu_export_is_read():
+  source = _control("adv_copied_tpu_batched_matmul")
+  assert {k.backend for k in _kernels(source, "batched_matmul", "small", "tpu")} == {
+      "mosaic_tpu"}
+  for candidate in (source, _renamed(source)):
+    assert _copies(candidate, "batched_matmul", "small", "tpu") == (
+        "kernels_tpu/batched_matmul.py",)
+
+
+def test_the_candidate_s_own_kernels_are_no_copies():
+  """The honest neighbours: a matmul of the candidate's own (Triton) at `medium`, a retuned
+  shipped matmul (another Mosaic GPU kernel: the check names renamed copies only), and a
+  TPU-style batched matmul of its own."""
+  own = (CONTROLS / "pos_matmul_strips.py").read_text()
+  assert fingerprint.shipped_copies(_kernels(own, "matmul", "medium", "cuda"), "matmul",
+                                    "medium", "float32", InProcess()) == ()
+  retuned = _control("adv_copied_mosaic_matmul").replace("stages=5", "stages=4")
+  assert fingerprint.shipped_copies(_kernels(retuned, "matmul", "medium", "cuda"), "matmul",
+                                    "medium", "float32", InProcess()) == ()
+  tpu = _control("adv_pos_own_tpu_batched_matmul")
+  assert {k.fingerprint for k in _kernels(tpu, "batched_matmul", "small", "tpu")}.isdisjoint(
+      {k.fingerprint for k in _kernels((REPO / "kernels_tpu" / "batched_matmul.py").read_text(),
+                                       "batched_matmul", "small", "tpu")} - {None})
+
+
+def test_every_shipped_kernel_call_has_a_fingerprint():
+  """Each kernel call of every shipped kernel, as the copy check exports it (kernels_gpu for
+  cuda at `small` and `medium`, Triton and Mosaic GPU; kernels_tpu for tpu at `small`), has a
+  fingerprint: a backend (or a jax upgrade) whose kernels cannot be read would make every
+  paste on it no copy again."""
+  missing, calls = [], 0
+  for spec in list_tasks():
+    for tree, platform, sizes in (("gpu", "cuda", ("small", "medium")), ("tpu", "tpu", ("small",))):
+      for size in sizes:
+        try:
+          kernels = _kernels((REPO / f"kernels_{tree}" / f"{spec.name}.py").read_text(),
+                             spec.name, size, platform)
+        except Exception:  # pylint: disable=broad-except  (does not lower there: nothing to copy)
+          continue
+        calls += len(kernels)
+        missing += [(spec.name, tree, size, k.backend) for k in kernels if k.fingerprint is None]
+  assert calls >= 150 and missing == []
