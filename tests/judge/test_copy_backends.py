@@ -48,6 +48,10 @@ def _control(name: str) -> str:
   return (CONTROLS / f"{name}.py").read_text()
 
 
+def _shipped(tree: str, task: str) -> str:
+  return (REPO / f"kernels_{tree}" / f"{task}.py").read_text()
+
+
 def _renamed(source: str) -> str:
   """Every function of the module given another name."""
   for name in set(re.findall(r"^def (\w+)", source, re.MULTILINE)) - {"kernel"}:
@@ -63,7 +67,7 @@ def _copies(source: str, task: str, size: str, platform: str) -> tuple[str, ...]
 @pytest.mark.parametrize("size", ["small", "medium"])
 def test_a_pasted_shipped_matmul_is_a_copy_whichever_backend_it_lowers_to(size):
   """Triton at `small`, Mosaic GPU at `medium` (the H200's tuned config), renamed or not."""
-  source = _control("adv_copied_mosaic_matmul")
+  source = _shipped("gpu", "matmul")  # a verbatim paste is the shipped file's text
   backends = {k.backend for k in _kernels(source, "matmul", size, "cuda")}
   assert backends == {"triton" if size == "small" else "mosaic_gpu"}
   for candidate in (source, _renamed(source)):
@@ -86,12 +90,14 @@ def test_the_candidate_s_own_kernels_are_no_copies():
   own = (CONTROLS / "pos_matmul_strips.py").read_text()
   assert fingerprint.shipped_copies(_kernels(own, "matmul", "medium", "cuda"), "matmul",
                                     "medium", "float32", InProcess()) == ()
-  retuned = _control("adv_copied_mosaic_matmul").replace("stages=5", "stages=4")
+  shipped = _shipped("gpu", "matmul")
+  retuned = shipped.replace("stages=5", "stages=4")
+  assert retuned != shipped  # medium's tuned config is the one retuned
   assert fingerprint.shipped_copies(_kernels(retuned, "matmul", "medium", "cuda"), "matmul",
                                     "medium", "float32", InProcess()) == ()
   tpu = _control("adv_pos_own_tpu_batched_matmul")
   assert {k.fingerprint for k in _kernels(tpu, "batched_matmul", "small", "tpu")}.isdisjoint(
-      {k.fingerprint for k in _kernels((REPO / "kernels_tpu" / "batched_matmul.py").read_text(),
+      {k.fingerprint for k in _kernels(_shipped("tpu", "batched_matmul"),
                                        "batched_matmul", "small", "tpu")} - {None})
 
 
@@ -105,8 +111,7 @@ def test_every_shipped_kernel_call_has_a_fingerprint():
     for tree, platform, sizes in (("gpu", "cuda", ("small", "medium")), ("tpu", "tpu", ("small",))):
       for size in sizes:
         try:
-          kernels = _kernels((REPO / f"kernels_{tree}" / f"{spec.name}.py").read_text(),
-                             spec.name, size, platform)
+          kernels = _kernels(_shipped(tree, spec.name), spec.name, size, platform)
         except Exception:  # pylint: disable=broad-except  (does not lower there: nothing to copy)
           continue
         calls += len(kernels)
