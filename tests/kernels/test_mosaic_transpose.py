@@ -20,6 +20,7 @@ from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.lowering import abstract_gpu, export_for
 from pallasbench_dataset.precision import BFLOAT16, FLOAT32
 from pallasbench_dataset.tasks import Size, get_task, list_tasks
+from pallasbench_dataset.tolerance import compare
 
 KEY = "transpose_in_kernel"
 TRANSPOSING = [s.name for s in list_tasks()
@@ -65,15 +66,23 @@ def test_matmul_transposed_in_kernel_matches_float64_and_the_xla_transpose(m, k,
   np.testing.assert_array_equal(np.asarray(out), np.asarray(via_xla))
 
 
+@pytest.mark.parametrize("k", [20, None], ids=["one_k_step", "edge_k"])
 @pytest.mark.parametrize("task", TRANSPOSING)
-def test_every_transposing_kernel_is_correct_at_the_edge_size(task):
-  """The task's own edge inputs (no dimension a tile multiple), split_n both ways with delay 1
-  (two buffers per warpgroup): equal to the XLA-transposed path, bit for bit."""
+def test_every_transposing_kernel_is_correct_at_odd_shapes(task, k):
+  """The task's edge dimensions (none a tile multiple) with M = 70 and N = 150, so that with
+  split_n the second warpgroup's columns are real ones, and K within one step or the edge's;
+  split_n both ways with delay 1 (two buffers per warpgroup, unless one K step clamps it):
+  within the task's tolerance of its float64 reference, and equal to the XLA-transposed path,
+  bit for bit."""
   module, spec = load_kernel("gpu", task), get_task(task)
-  inputs = spec.make_inputs(Size.EDGE, 5)
+  dims = {**spec.dims(Size.EDGE), "M": 70, "N": 150, **({"K": k} if k else {})}
+  inputs = spec.make_inputs(dims, 5)
+  expected = spec.expected(*inputs)
   for split_n in (False, True):
     config = dict(SMALLEST, split_n=split_n, delay=1)
     out = module.kernel(*inputs, interpret=True, config={**config, KEY: True})
+    result = compare(out, expected, spec.tolerance)
+    assert result.passed, (config, result.reason)
     via_xla = module.kernel(*inputs, interpret=True, config={**config, KEY: False})
     np.testing.assert_array_equal(np.asarray(out), np.asarray(via_xla), err_msg=str(config))
 
