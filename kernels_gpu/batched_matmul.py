@@ -9,8 +9,14 @@ GPU fix: two backends, chosen per GPU and shape class by the config.
   each run `wgmma` (TF32 at float32, bf16 at bfloat16) into a (tile_m, tile_n) f32 accumulator
   and store it, cast to the output dtype, through shared memory with TMA. A K step is one
   128-byte swizzled row (32 f32, 64 bf16 elements). TF32 `wgmma` reads both operands K-major,
-  so at float32 y is transposed to (B, N, K) first; 16-bit `wgmma` reads y's (K, N) tiles as
-  they are. M, N and K are zero-padded to the tiles when they are not multiples.
+  so at float32 y is transposed to (B, N, K) first: by XLA (one more read and write of y), or,
+  with `transpose_in_kernel`, inside the kernel: TMA streams y's (K, N) tiles as they lie and
+  each compute warpgroup loads its columns through a transposed view of the stage into
+  registers and stores them into a K-major buffer of its own that `wgmma` reads (`delay + 1`
+  buffers, so none is rewritten while a `wgmma` reads it: shared memory in place of XLA's pass
+  over y; the autotuner weighs one against the other). 16-bit `wgmma` reads y's (K, N) tiles
+  as they are, so at bfloat16 `transpose_in_kernel` changes nothing. M, N and K are
+  zero-padded to the tiles when they are not multiples.
 - `triton` (any GPU): Triton has no batched dot, so the batch is a grid axis: a BlockSpec over
   the batch dimension alone (block 1, which always divides) hands each program one matrix
   pair, and the program owns one (block_m, block_n) output tile of it and walks K in
@@ -45,7 +51,8 @@ CONFIG_SPACE: Final = (
      "block_k": (32, 64), "group_m": (1, 8), "k_major": (False, True), "num_warps": (4, 8),
      "num_stages": (2, 3, 4)},
     {"backend": ("mosaic_gpu",), "tile_m": (64, 128), "tile_n": (64, 128, 256),
-     "stages": (3, 4, 5), "split_n": (False, True), "delay": (0, 1)},
+     "stages": (3, 4, 5), "split_n": (False, True), "delay": (0, 1),
+     "transpose_in_kernel": (False, True)},
 )
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 ROW_BYTES: Final = 128    # Mosaic GPU: one swizzled shared-memory row, the K step (32 f32, 64 bf16)
@@ -109,11 +116,13 @@ def _k_major(dtype) -> bool:
 
 
 def _mosaic_kernel(x_gmem, y_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: int,
-                   split_n: bool, delay: int):
+                   split_n: bool, delay: int, transpose_in_kernel: bool):
   """One program per SM, over the output tiles of every matrix of the batch: the memory
-  warpgroup feeds the two compute warpgroups' wgmma; y is (B, N, K) when `_k_major`, else
-  (B, K, N)."""
-  dtype, k_major = x_gmem.dtype, _k_major(x_gmem.dtype)
+  warpgroup feeds the two compute warpgroups' wgmma; y is (B, N, K) when `_k_major` and XLA
+  transposed it, else (B, K, N)."""
+  dtype = x_gmem.dtype
+  in_kernel = transpose_in_kernel and _k_major(dtype)  # y (B, K, N), transposed here
+  k_major = _k_major(dtype) and not in_kernel           # y (B, N, K), transposed by XLA
   (batch, m, k), n = x_gmem.shape, y_gmem.shape[1 if k_major else 2]
   tile_k = ROW_BYTES // jnp.dtype(dtype).itemsize
   # A stage released `delay` steps late races when the K loop is not longer than that (one
@@ -135,14 +144,18 @@ def _mosaic_kernel(x_gmem, y_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: 
         in_specs=[along_k(cta_m), y_spec])
 
   ignore = lambda *_, **__: None
+  # In-kernel transpose: each compute warpgroup's K-major copies of its y columns, one per
+  # `wgmma` in flight (the step's own and the `delay` before it; see `step`).
+  y_t = (dict(yt_smem=plgpu.SMEM((2, delay + 1, tile_n, tile_k), dtype,
+                                 transforms=_swizzled(tile_k, dtype))) if in_kernel else {})
 
   @functools.partial(pl.run_scoped,
                      allocations=pipeline(ignore, ignore).get_allocations(x_gmem.at[0],
                                                                          y_gmem.at[0]),
                      out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), o_gmem.dtype,
                                          transforms=_swizzled(epi_n, o_gmem.dtype)),
-                     collective_axes="wg")
-  def _scope(allocations, out_smem):
+                     **y_t, collective_axes="wg")
+  def _scope(allocations, out_smem, yt_smem=None):
     wg = lax.axis_index("wg")
 
     @plgpu.nd_loop((batch * tiles_m * tiles_n,), collective_axes="sm")
@@ -170,8 +183,24 @@ def _mosaic_kernel(x_gmem, y_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: 
                   out_smem.at[wg, slot],
                   out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
 
-      def step(_, x_smem, y_smem, acc):
-        y_tile = y_smem.at[wg_cols].transpose((1, 0)) if k_major else y_smem.at[:, wg_cols]
+      def step(indices, x_smem, y_smem, acc):
+        if in_kernel:
+          # y's (tile_k, tile_n) columns -> registers as (tile_n, tile_k) -> a K-major buffer.
+          # The stage: the pipeline releases it (arrives on its consumed barrier) after this
+          # body returns, `delay` steps late; the load has completed by then, since
+          # commit_smem's warpgroup barrier follows every thread's store of what it loaded.
+          # commit_smem also fences those generic-proxy stores for wgmma (the async proxy).
+          # The buffer: wgmma reads it asynchronously, and wgmma_wait(delay) leaves `delay`
+          # of them in flight, so step s writes buffer s % (delay + 1), last read by the
+          # wgmma of step s - delay - 1, which step s - 1's wgmma_wait(delay) has retired
+          # (one buffer at delay 1 would be overwritten while the previous wgmma reads it).
+          # Each tile's loop starts at buffer 0 after `acc[...]` has waited for every wgmma.
+          y_t_smem = yt_smem.at[wg, lax.rem(indices[0], delay + 1)]
+          y_t_smem[...] = plgpu.load(y_smem.at[:, wg_cols].T, layout=plgpu.Layout.WGMMA)
+          plgpu.commit_smem()
+          y_tile = y_t_smem.T
+        else:
+          y_tile = y_smem.at[wg_cols].transpose((1, 0)) if k_major else y_smem.at[:, wg_cols]
         plgpu.wgmma(acc, x_smem.at[wg_rows], y_tile)
         plgpu.wgmma_wait(delay)
         return acc
@@ -199,12 +228,16 @@ def config_ok(config) -> bool:
   """Whether a config can compile: its pipelined tiles (and the Mosaic GPU epilogue slots) fit
   in shared memory and its accumulator in at most 128 registers per thread. A Mosaic GPU K
   step and an epilogue piece are rows of ROW_BYTES at any precision, so its bytes are the same
-  at float32 and bfloat16 (and its f32 accumulator too)."""
+  at float32 and bfloat16 (and its f32 accumulator too). `transpose_in_kernel` adds each
+  compute warpgroup's K-major buffers, `delay + 1` of (tile_n, one row); they are counted at
+  either precision (bfloat16 allocates none, but there the config is its False twin's)."""
   if config["backend"] == "mosaic_gpu":
     tile_m, tile_n = config["tile_m"], config["tile_n"]
     cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
     smem = (config["stages"] * ROW_BYTES * (cta_m + cta_n)
             + 2 * 2 * EPILOGUE_ROWS * ROW_BYTES)
+    if config.get("transpose_in_kernel", False):
+      smem += 2 * (config["delay"] + 1) * tile_n * ROW_BYTES
     return smem <= SHARED_MEMORY_BYTES - 2048 and tile_m * tile_n // 128 <= 128
   tiles = config["block_k"] * (config["block_m"] + config["block_n"]) * 4
   per_thread = config["block_m"] * config["block_n"] // (32 * config["num_warps"])
@@ -276,18 +309,19 @@ def _batched_matmul_triton(x, y, *, interpret: bool, block_m: int, block_n: int,
 @functools.partial(jax.jit, static_argnames=(
     "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _batched_matmul_mosaic(x, y, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
-                           split_n: bool, delay: int):
+                           split_n: bool, delay: int, transpose_in_kernel: bool = False):
   (batch, m, k), n = x.shape, y.shape[2]
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tile_k = ROW_BYTES // x.dtype.itemsize
+  transpose_in_kernel = transpose_in_kernel and _k_major(x.dtype)  # bf16: nothing to transpose
   x_p = _padded(x, cta_m, tile_k)
-  if _k_major(x.dtype):
+  if _k_major(x.dtype) and not transpose_in_kernel:
     y_p = _padded(jnp.swapaxes(y, 1, 2), cta_n, tile_k)
   else:
     y_p = _padded(y, tile_k, cta_n)
   out = plgpu.kernel(
       functools.partial(_mosaic_kernel, tile_m=tile_m, tile_n=tile_n, stages=stages,
-                        split_n=split_n, delay=delay),
+                        split_n=split_n, delay=delay, transpose_in_kernel=transpose_in_kernel),
       out_type=jax.ShapeDtypeStruct((batch, x_p.shape[1], -(-n // cta_n) * cta_n), x.dtype),
       grid=(_sm_count(),), grid_names=("sm",), num_threads=3, thread_name="wg",
       compiler_params=plgpu.CompilerParams(

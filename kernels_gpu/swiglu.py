@@ -11,8 +11,15 @@ epilogue.
   (TF32 at float32, bf16 at bfloat16) into their (tile_m, tile_n) accumulators and store the
   gated tile, cast to the output dtype, through shared memory with TMA. A K step is one
   128-byte swizzled row (32 f32, 64 bf16 elements). TF32 `wgmma` reads both operands K-major,
-  so at float32 the weights are transposed to (N, K) first; 16-bit `wgmma` reads their (K, N)
-  tiles as they are. M, N and K are zero-padded to the tiles when they are not multiples.
+  so at float32 the weights are transposed to (N, K) and rounded to TF32 first: by XLA (one
+  more read and write of each), or, with `transpose_in_kernel`, inside the kernel: TMA streams
+  their (K, N) tiles as they lie and each compute warpgroup loads its columns through a
+  transposed view of the stage into registers, rounds them there and stores them into K-major
+  buffers of its own that `wgmma` reads (`delay + 1` per weight, so none is rewritten while a
+  `wgmma` reads it: shared memory in place of XLA's pass over the weights; the autotuner weighs
+  one against the other). 16-bit `wgmma` reads their (K, N) tiles as they are, so at bfloat16
+  `transpose_in_kernel` changes nothing. M, N and K are zero-padded to the tiles when they are
+  not multiples.
 - `triton` (any GPU): each program owns one (block_m, block_n) output tile and walks K in
   block_k-wide steps (a `fori_loop`, not a grid axis: grid programs run in parallel on GPU).
   Every tile load and the store are masked, so M, K and N need not be multiples of the blocks.
@@ -46,7 +53,8 @@ CONFIG_SPACE: Final = (
      "block_k": (32, 64), "group_m": (1, 8), "k_major": (False, True), "num_warps": (4, 8),
      "num_stages": (2, 3, 4)},
     {"backend": ("mosaic_gpu",), "tile_m": (64, 128), "tile_n": (64, 128),
-     "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1)},
+     "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1),
+     "transpose_in_kernel": (False, True)},
 )
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
 ROW_BYTES: Final = 128    # Mosaic GPU: one swizzled shared-memory row, the K step (32 f32, 64 bf16)
@@ -112,12 +120,24 @@ def _k_major(dtype) -> bool:
   return jnp.dtype(dtype).itemsize == 4
 
 
+def _tf32_in_registers(a):
+  """f32 `a` rounded to TF32 as `_tf32` rounds it (to nearest even; Inf and NaN kept), with
+  integer operations, which Mosaic GPU lowers (it has no reduce_precision): half a TF32 ulp
+  plus the kept last bit added, the 13 low bits dropped."""
+  bits, u32 = lax.bitcast_convert_type(a, jnp.uint32), jnp.uint32
+  rounded = (bits + u32(0xFFF) + ((bits >> u32(13)) & u32(1))) & u32(0xFFFFE000)
+  finite = (bits & u32(0x7F800000)) != u32(0x7F800000)
+  return lax.bitcast_convert_type(jnp.where(finite, rounded, bits), jnp.float32)
+
+
 def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: int,
-                   split_n: bool, delay: int):
+                   split_n: bool, delay: int, transpose_in_kernel: bool):
   """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma, two
   accumulators (gate and up) per compute warpgroup sharing each x tile; the weights are (N, K)
-  when `_k_major`, else (K, N)."""
-  dtype, k_major = x_gmem.dtype, _k_major(x_gmem.dtype)
+  when `_k_major` and XLA transposed them, else (K, N)."""
+  dtype = x_gmem.dtype
+  in_kernel = transpose_in_kernel and _k_major(dtype)  # weights (K, N), transposed here
+  k_major = _k_major(dtype) and not in_kernel           # weights (N, K), transposed by XLA
   (m, k), n = x_gmem.shape, wg_gmem.shape[0 if k_major else 1]
   tile_k = ROW_BYTES // jnp.dtype(dtype).itemsize
   # A stage released `delay` steps late races when the K loop is not longer than that (one
@@ -139,14 +159,18 @@ def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int
         in_specs=[along_k(cta_m), w_spec, w_spec])
 
   ignore = lambda *_, **__: None
+  # In-kernel transpose: each compute warpgroup's K-major, TF32-rounded copies of its columns
+  # of each weight, one per `wgmma` in flight (the step's own and the `delay` before it).
+  w_t = (dict(wt_smem=plgpu.SMEM((2, 2, delay + 1, tile_n, tile_k), dtype,
+                                 transforms=_swizzled(tile_k, dtype))) if in_kernel else {})
 
   @functools.partial(pl.run_scoped,
                      allocations=pipeline(ignore, ignore).get_allocations(x_gmem, wg_gmem,
                                                                          wu_gmem),
                      out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), o_gmem.dtype,
                                          transforms=_swizzled(epi_n, o_gmem.dtype)),
-                     collective_axes="wg")
-  def _scope(allocations, out_smem):
+                     **w_t, collective_axes="wg")
+  def _scope(allocations, out_smem, wt_smem=None):
     wg = lax.axis_index("wg")
 
     @plgpu.nd_loop((tiles_m * tiles_n,), collective_axes="sm")
@@ -174,11 +198,33 @@ def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int
                   out_smem.at[wg, slot],
                   out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
 
-      def step(_, x_smem, wg_smem, wu_smem, accs):
+      def step(indices, x_smem, wg_smem, wu_smem, accs):
         x_tile = x_smem.at[wg_rows]
-        for acc, w_smem in zip(accs, (wg_smem, wu_smem)):
-          plgpu.wgmma(acc, x_tile,
-                      w_smem.at[wg_cols].transpose((1, 0)) if k_major else w_smem.at[:, wg_cols])
+        if in_kernel:
+          # Each weight's (tile_k, tile_n) columns -> registers as (tile_n, tile_k), rounded
+          # to TF32 there -> a K-major buffer. The stage: the pipeline releases it (arrives on
+          # its consumed barrier) after this body returns, `delay` steps late; the loads have
+          # completed by then, since commit_smem's warpgroup barrier follows every thread's
+          # stores of what it loaded. commit_smem also fences those generic-proxy stores for
+          # wgmma (the async proxy). The buffers: wgmma reads them asynchronously, and
+          # wgmma_wait(2 * delay) leaves the two wgmma of each of the last `delay` steps in
+          # flight, so step s writes buffers s % (delay + 1), last read by the wgmma of step
+          # s - delay - 1, which step s - 1's wait has retired (one buffer per weight at delay
+          # 1 would be overwritten while the previous step's wgmma reads it). Each tile's loop
+          # starts at buffer 0 after reading the accumulators has waited for every wgmma.
+          slot = lax.rem(indices[0], delay + 1)
+          w_tiles = []
+          for p, w_smem in enumerate((wg_smem, wu_smem)):
+            w_t_smem = wt_smem.at[wg, p, slot]
+            w_t = plgpu.load(w_smem.at[:, wg_cols].T, layout=plgpu.Layout.WGMMA)
+            w_t_smem[...] = _tf32_in_registers(w_t)
+            w_tiles.append(w_t_smem.T)
+          plgpu.commit_smem()
+        else:
+          w_tiles = [w_smem.at[wg_cols].transpose((1, 0)) if k_major else w_smem.at[:, wg_cols]
+                     for w_smem in (wg_smem, wu_smem)]
+        for acc, w_tile in zip(accs, w_tiles):
+          plgpu.wgmma(acc, x_tile, w_tile)
         plgpu.wgmma_wait(2 * delay)
         return accs
 
@@ -219,12 +265,17 @@ def config_ok(config) -> bool:
   """Whether a config can compile: its pipelined tiles (x and both weights; and the Mosaic GPU
   epilogue slots) fit in shared memory and its two accumulators in at most 128 registers per
   thread. A Mosaic GPU K step and an epilogue piece are rows of ROW_BYTES at any precision, so
-  its bytes are the same at float32 and bfloat16 (and its f32 accumulators too)."""
+  its bytes are the same at float32 and bfloat16 (and its f32 accumulators too).
+  `transpose_in_kernel` adds each compute warpgroup's K-major buffers, `delay + 1` per weight
+  of (tile_n, one row); they are counted at either precision (bfloat16 allocates none, but
+  there the config is its False twin's)."""
   if config["backend"] == "mosaic_gpu":
     tile_m, tile_n = config["tile_m"], config["tile_n"]
     cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
     smem = (config["stages"] * ROW_BYTES * (cta_m + 2 * cta_n)
             + 2 * 2 * EPILOGUE_ROWS * ROW_BYTES)
+    if config.get("transpose_in_kernel", False):
+      smem += 2 * 2 * (config["delay"] + 1) * tile_n * ROW_BYTES
     return smem <= SHARED_MEMORY_BYTES - 2048 and 2 * tile_m * tile_n // 128 <= 128
   tiles = config["block_k"] * (config["block_m"] + 2 * config["block_n"]) * 4
   per_thread = 2 * config["block_m"] * config["block_n"] // (32 * config["num_warps"])
@@ -293,18 +344,19 @@ def _swiglu_triton(x, w_gate, w_up, *, interpret: bool, block_m: int, block_n: i
 @functools.partial(jax.jit, static_argnames=(
     "interpret", *(k for k in CONFIG_SPACE[1] if k != "backend")))
 def _swiglu_mosaic(x, w_gate, w_up, *, interpret: bool, tile_m: int, tile_n: int, stages: int,
-                 split_n: bool, delay: int):
+                 split_n: bool, delay: int, transpose_in_kernel: bool = False):
   (m, k), n = x.shape, w_gate.shape[1]
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tile_k = ROW_BYTES // x.dtype.itemsize
+  transpose_in_kernel = transpose_in_kernel and _k_major(x.dtype)  # bf16: nothing to transpose
   x_p = _padded(_tf32(x), cta_m, tile_k)
-  if _k_major(x.dtype):
+  if _k_major(x.dtype) and not transpose_in_kernel:
     wg_p, wu_p = _padded(_tf32(w_gate.T), cta_n, tile_k), _padded(_tf32(w_up.T), cta_n, tile_k)
-  else:
+  else:  # as they lie: bf16 `wgmma` reads them so; in_kernel, the kernel transposes and rounds
     wg_p, wu_p = _padded(w_gate, tile_k, cta_n), _padded(w_up, tile_k, cta_n)
   out = plgpu.kernel(
       functools.partial(_mosaic_kernel, tile_m=tile_m, tile_n=tile_n, stages=stages,
-                        split_n=split_n, delay=delay),
+                        split_n=split_n, delay=delay, transpose_in_kernel=transpose_in_kernel),
       out_type=jax.ShapeDtypeStruct((x_p.shape[0], -(-n // cta_n) * cta_n), x.dtype),
       grid=(_sm_count(),), grid_names=("sm",), num_threads=3, thread_name="wg",
       compiler_params=plgpu.CompilerParams(

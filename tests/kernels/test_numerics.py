@@ -37,3 +37,23 @@ def test_the_gated_contractions_round_their_mosaic_operands_to_nearest():
   for task in ("gated_mlp", "transformer_block", "swiglu", "geglu"):
     got = np.asarray(load_kernel("gpu", task)._tf32(x))  # pylint: disable=protected-access
     np.testing.assert_array_equal(got, np.array([1 + ulp, 1.0, 1 + 2 * ulp], np.float32))
+
+
+def test_the_in_kernel_tf32_rounding_is_reduce_precisions_bit_for_bit():
+  """With transpose_in_kernel the gated contractions round their weights in registers with
+  integer operations (Mosaic GPU has no reduce_precision); interpret mode would not see a
+  different rounding through the output. Ties both ways, carries into the exponent and to
+  Inf, subnormals, signed zeros, Inf and NaN, and a spread of magnitudes."""
+  ulp = 2.0 ** -10
+  special = np.array([1 + ulp / 2, 1 + 1.5 * ulp, 1 + ulp / 2 + 2 ** -20, 2 - ulp / 4,
+                      np.finfo(np.float32).max, np.finfo(np.float32).tiny / 3, 1e-45, 0.0,
+                      np.inf, np.nan], np.float32)
+  spread = np.asarray(jax.random.normal(jax.random.key(0), (4096,), jnp.float32)
+                      * 2.0 ** jax.random.randint(jax.random.key(1), (4096,), -130, 120))
+  x = jnp.asarray(np.concatenate([special, -special, spread]))
+  want = np.asarray(jax.lax.reduce_precision(x, exponent_bits=8, mantissa_bits=10))
+  for task in ("swiglu", "geglu"):
+    got = np.asarray(load_kernel("gpu", task)._tf32_in_registers(x))  # pylint: disable=protected-access
+    assert np.array_equal(np.isnan(got), np.isnan(want)), task
+    np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)],
+                                  want.view(np.uint32)[~np.isnan(want)], err_msg=task)
