@@ -294,3 +294,16 @@ def test_no_shipped_gpu_kernel_module_declares_state():
         assert k.fingerprint is not None, f"{spec.name} [{size}]"
         calls[k.backend] += 1
   assert calls["triton"] >= 90 and calls["mosaic_gpu"] >= 5, calls
+
+
+def test_an_indirect_call_in_a_mosaic_gpu_module_is_refused():
+  """A call through a pointer (host code can make one from any integer) reaches anything."""
+  def indirect(module):
+    block = _launch_block(module)
+    fn = _op("llvm.mlir.zero", results=["!llvm.ptr"])
+    call = _op("llvm.call", [fn.result], [], operandSegmentSizes="array<i32: 1, 0>")
+    at = ir.InsertionPoint(block.owner)
+    at.insert(fn)
+    at.insert(call)
+  found, _ = _stateful(_edit_mosaic(_matmul_medium(), indirect))
+  assert "llvm.call (indirect) in Mosaic GPU kernel module matmul" in found, found

@@ -24,7 +24,7 @@ small, medium and large, jax 0.11.2) is allowed, and nothing else of its kind:
   global, an external function, a nested module) is state or a door to it;
 - anywhere: no global of any dialect (`llvm.mlir.global`, `memref.global`/`get_global`,
   `ml_program`'s, ctors, aliases), no `llvm.mlir.addressof` of anything but `global_scratch`,
-  no indirect `llvm.call`;
+  no indirect call (`llvm.call` without a callee, `func.call_indirect`);
 - inline PTX (`llvm.inline_asm`, Triton's `tt.elementwise_inline_asm`) only in device code,
   and declaring nothing: no module-scope or linkage directive (`.global`, `.const`, `.extern`,
   `.visible`, `.weak`, `.common`, `.func`, `.entry`, ...), no preprocessor line, no brace that
@@ -180,8 +180,8 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
       target = _attr(op, "global_name")
       if target != f"@{SCRATCH}":
         found.add(f"llvm.mlir.addressof {target}")
-    elif name == "llvm.call" and "callee" not in op.attributes:
-      found.add("llvm.call (indirect)")
+    elif (name == "llvm.call" and "callee" not in op.attributes) or name == "func.call_indirect":
+      found.add(f"{name} (indirect)")
     elif name in _INLINE_ASM:
       asm = ir.StringAttr(op.attributes["asm_string"]).value if "asm_string" in op.attributes else ""
       if backend == "mosaic_gpu" and not device(op):
