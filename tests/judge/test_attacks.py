@@ -20,10 +20,11 @@ served again: test_cache_attacks.py; here the controls' own verdicts).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
-or an elementwise op hidden outside the kernel), hidden RNG state in an artifact, honest code
-refused under an Explicit-axis abstract mesh, and candidates compiled with the loader's
-`from __future__` flags. The one known limit of a CPU judge (it runs the interpret-mode export
-but reads the structure from the Triton export) is control 10, with its own test below.
+or an elementwise op hidden outside the kernel), hidden RNG state in an artifact, a global call
+counter declared in a Mosaic GPU kernel's own module, honest code refused under an
+Explicit-axis abstract mesh, and candidates compiled with the loader's `from __future__` flags.
+The one known limit of a CPU judge (it runs the interpret-mode export but reads the structure
+from the Triton export) is control 10, with its own test below.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def _cases() -> dict[str, Case]:
       "public_seeds_public": Case("adv_public_seed_lookup_relu", relu, R,
                                   ("computes differently when timed",)),
       "stateful_rng": Case("adv_stateful_rng_relu", relu, R),
+      "kernel_global": Case("adv_kernel_global_relu", relu, R,
+                            ("llvm.mlir.global @calls in Mosaic GPU kernel module",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -587,7 +590,7 @@ def _cuda_module(file: str, task: str) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("name", ["case_gather", "rotating_while", "narrow_counter",
                                   "stateful_rng", "topk_composite", "decoy_branch",
-                                  "barrier_broadcast"])
+                                  "barrier_broadcast", "kernel_global"])
 def test_module_analysis_sees_the_hidden_work(name):
   case = CASES[name]
   text, sizes = _cuda_module(case.file, case.task)

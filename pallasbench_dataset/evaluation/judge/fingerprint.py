@@ -54,15 +54,19 @@ class Analyser(Protocol):
 def triton_fingerprint(ir_bytecode: bytes) -> str:
   """The fingerprint of one Triton kernel module (module docstring). Parses the bytecode with
   the Triton dialect: call it only inside the walled helper."""
+  return module_fingerprint(parse_triton(ir_bytecode), "triton")
+
+
+def parse_triton(ir_bytecode: bytes):
+  """A Triton kernel module, parsed with the Triton dialect (an ir.Module whose context is its
+  own). Call it only inside the walled helper."""
   from jax._src.interpreters import mlir  # pylint: disable=import-outside-toplevel
   from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
   from jax._src.lib.triton import dialect as tt_dialect  # pylint: disable=import-outside-toplevel
   context = mlir.make_ir_context()
   tt_dialect.register_dialect(context)
   context.load_all_available_dialects()
-  module = ir.Module.parse(ir_bytecode, context=context)
-  text = module.operation.get_asm(enable_debug_info=False, print_generic_op_form=True)
-  return normalized_digest(text)
+  return ir.Module.parse(ir_bytecode, context=context)
 
 
 def _fresh_context():
@@ -79,20 +83,30 @@ def _fresh_context():
 def mosaic_gpu_fingerprint(module_bytecode: bytes) -> str:
   """The fingerprint of one Mosaic GPU kernel module (its stable serialized form, whose ops
   are read as unregistered ones). Call it only inside the walled helper."""
+  return module_fingerprint(parse_mosaic_gpu(module_bytecode), "mosaic_gpu")
+
+
+def parse_mosaic_gpu(module_bytecode: bytes):
+  """A Mosaic GPU kernel module in its stable serialized form, parsed (its ops unregistered,
+  named `stable_mosaic_gpu.<op>`). Call it only inside the walled helper."""
   from jax._src.lib import mosaic_gpu_dialect  # pylint: disable=import-outside-toplevel
   from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
   readable = _OLD_DIALECT_ATTR.sub(lambda m: b"#%s.%s<%s>" % m.groups(), module_bytecode)
   context = _fresh_context()
   mosaic_gpu_dialect.register_dialect(context)
   context.allow_unregistered_dialects = True
-  module = ir.Module.parse(readable, context=context)
-  text = module.operation.get_asm(enable_debug_info=False, print_generic_op_form=True)
-  return normalized_digest(_DUMP_NAME.sub('mosaic_gpu.dump_basename = "_"', text))
+  return ir.Module.parse(readable, context=context)
 
 
 def mosaic_tpu_fingerprint(backend_config: str) -> str:
   """The fingerprint of one Mosaic TPU kernel (the module in a `tpu_custom_call`'s
   backend_config, in its stable serialized form). Call it only inside the walled helper."""
+  return module_fingerprint(parse_mosaic_tpu(backend_config), "mosaic_tpu")
+
+
+def parse_mosaic_tpu(backend_config: str):
+  """The Mosaic TPU kernel module in a `tpu_custom_call`'s backend_config, parsed. Call it
+  only inside the walled helper."""
   from jax._src.lib import tpu  # pylint: disable=import-outside-toplevel
   from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
   body = base64.b64decode(json.loads(backend_config)["custom_call_config"]["body"],
@@ -100,8 +114,14 @@ def mosaic_tpu_fingerprint(backend_config: str) -> str:
   context = _fresh_context()
   tpu.register_dialect(context)
   context.allow_unregistered_dialects = True
-  module = ir.Module.parse(body, context=context)
+  return ir.Module.parse(body, context=context)
+
+
+def module_fingerprint(module, backend: str) -> str:
+  """The fingerprint of a parsed kernel module of `backend` (triton, mosaic_gpu, mosaic_tpu)."""
   text = module.operation.get_asm(enable_debug_info=False, print_generic_op_form=True)
+  if backend == "mosaic_gpu":
+    text = _DUMP_NAME.sub('mosaic_gpu.dump_basename = "_"', text)
   return normalized_digest(text)
 
 

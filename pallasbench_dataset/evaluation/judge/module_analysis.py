@@ -35,7 +35,10 @@ relative to the task's own bytes.
 
 An exported kernel must also be a pure function of its inputs: ops with hidden state or effects
 outside their results (`stablehlo.rng`, infeed/outfeed, send/recv, custom calls marked
-`has_side_effect`) are listed as `stateful_ops` and rejected wherever they appear.
+`has_side_effect`) are listed as `stateful_ops` and rejected wherever they appear; so is the
+state a kernel's own module declares (a global of its own, inline PTX that declares one, an
+external function: kernel_state.py), named with its kernel module, and a Triton or Mosaic GPU
+kernel module that cannot be read, whose state cannot be checked.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
-from pallasbench_dataset.evaluation.judge import fingerprint
+from pallasbench_dataset.evaluation.judge import fingerprint, kernel_state
 
 logger = logging.getLogger(__name__)
 
@@ -665,7 +668,64 @@ class _IntegerRanges:
     return None
 
 
-def _kernel_key(op: ir.Operation, target: str) -> _KernelKey:
+class _KernelModules:
+  """Each kernel call's module, read once per analysis (its payload memoized): its fingerprint
+  (fingerprint.py) and the state it declares (kernel_state.py)."""
+
+  def __init__(self, limits: AnalysisLimits):
+    self._limits = limits
+    self._read: dict[tuple[str, bytes], tuple[str | None, tuple[str, ...]]] = {}
+
+  def read(self, op: ir.Operation, target: str) -> tuple[str | None, tuple[str, ...]]:
+    """(fingerprint or None where its module is missing or does not parse, state findings).
+    A Triton or Mosaic GPU module that cannot be read is a finding itself: what it declares
+    cannot be checked. A Mosaic TPU module is fingerprinted only (kernel_state.py says why)."""
+    config = (op.attributes["mhlo.backend_config"] if "mhlo.backend_config" in op.attributes
+              else None)
+    fields = config if isinstance(config, ir.DictAttr) else {}
+    backend = KERNEL_TARGETS[target]
+    kernel = ir.StringAttr(fields["name"]).value if "name" in fields else target
+    field = {"triton": "ir", "mosaic_gpu": "module"}.get(backend)
+    if field is None:
+      payload = (ir.StringAttr(op.attributes["backend_config"]).value.encode()
+                 if "backend_config" in op.attributes else None)
+    else:
+      payload = ir.StringAttr(fields[field]).value_bytes if field in fields else None
+    key = (f"{target}\0{kernel}", payload or b"")
+    if key not in self._read:
+      self._read[key] = self._parse(backend, kernel, payload)
+    return self._read[key]
+
+  def _parse(self, backend: str, kernel: str, payload: bytes | None
+             ) -> tuple[str | None, tuple[str, ...]]:
+    label = {"triton": "Triton", "mosaic_gpu": "Mosaic GPU"}.get(backend, "Mosaic TPU")
+    if payload is None:
+      return None, (() if backend == "mosaic_tpu"
+                    else kernel_state.unreadable(backend, kernel, "no module"))
+    try:
+      if backend == "triton":
+        module = fingerprint.parse_triton(payload)
+      elif backend == "mosaic_gpu":
+        module = fingerprint.parse_mosaic_gpu(payload)
+      else:
+        module = fingerprint.parse_mosaic_tpu(payload.decode())
+    except (ir.MLIRError, ValueError, KeyError, TypeError) as e:  # JSON and base64 errors too
+      logger.debug("a %s kernel's module does not parse: %s", label, e)
+      return None, (() if backend == "mosaic_tpu"
+                    else kernel_state.unreadable(backend, kernel, "it does not parse"))
+    if backend == "mosaic_tpu":
+      return fingerprint.module_fingerprint(module, backend), ()
+    digest = fingerprint.module_fingerprint(module, backend)
+    try:
+      if backend == "mosaic_gpu" and "sym_name" in module.operation.attributes:
+        kernel = ir.StringAttr(module.operation.attributes["sym_name"]).value
+      return digest, kernel_state.module_state(module, backend, kernel,
+                                               max_ops=self._limits.op_visits)
+    except (ValueError, TypeError, KeyError) as e:  # an attribute not of the type it must be
+      return digest, kernel_state.unreadable(backend, kernel, f"its ops cannot be read: {e}")
+
+
+def _kernel_key(op: ir.Operation, target: str, modules: _KernelModules) -> _KernelKey:
   """What the call's backend_config says of the kernel; Mosaic GPU's records no name or grid."""
   config = op.attributes["mhlo.backend_config"] if "mhlo.backend_config" in op.attributes else None
   fields = config if isinstance(config, ir.DictAttr) else {}
@@ -676,25 +736,7 @@ def _kernel_key(op: ir.Operation, target: str) -> _KernelKey:
   name = ir.StringAttr(fields["name"]).value if "name" in fields else target
   grid = tuple(number(k) for k in ("grid_x", "grid_y", "grid_z") if k in fields)
   return (name, KERNEL_TARGETS[target], grid, number("num_warps"), number("num_stages"),
-          _fingerprint(op, target, fields))
-
-
-def _fingerprint(op: ir.Operation, target: str, fields) -> str | None:
-  """The kernel's fingerprint, whatever its backend (fingerprint.py); None where its module
-  is missing or does not parse."""
-  try:
-    if target == "__gpu$xla.gpu.triton" and "ir" in fields:
-      return fingerprint.triton_fingerprint(ir.StringAttr(fields["ir"]).value_bytes)
-    if target == "mosaic_gpu_v2" and "module" in fields:
-      return fingerprint.mosaic_gpu_fingerprint(ir.StringAttr(fields["module"]).value_bytes)
-    if target == "tpu_custom_call" and "backend_config" in op.attributes:
-      return fingerprint.mosaic_tpu_fingerprint(
-          ir.StringAttr(op.attributes["backend_config"]).value)
-  except (ir.MLIRError, ValueError, KeyError, TypeError) as e:  # JSON and base64 errors too
-    label = {"__gpu$xla.gpu.triton": "Triton", "mosaic_gpu_v2": "Mosaic GPU"}.get(target,
-                                                                              "Mosaic TPU")
-    logger.debug("a %s kernel's module does not parse: %s", label, e)
-  return None
+          modules.read(op, target)[0])
 
 
 def _contraction_flops(op: ir.Operation) -> int:
@@ -732,12 +774,14 @@ class _Analyzer:
   limit are refused: whatever the module, the analysis ends within a bounded time.
   """
 
-  def __init__(self, module: ir.Module, allowed: frozenset[str], limits: AnalysisLimits):
+  def __init__(self, module: ir.Module, allowed: frozenset[str], limits: AnalysisLimits,
+               kernel_modules: _KernelModules):
     self._module = module  # owns the operations below: they dangle once it is collected
     self._functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
                        for op in module.body.operations if op.operation.name == "func.func"}
     self._allowed = allowed
     self._limits = limits
+    self._kernel_modules = kernel_modules
     self._visits = 0
     self._depth = 0  # calls and regions entered, along the current chain of calls
     self._data: dict[ir.Value, bool] = {}
@@ -1058,7 +1102,7 @@ class _Analyzer:
   def _custom_call(self, op: ir.Operation, tally: _Tally) -> None:
     target = _custom_target(op)
     if target in KERNEL_TARGETS:
-      tally.kernels[_kernel_key(op, target)] += 1
+      tally.kernels[_kernel_key(op, target, self._kernel_modules)] += 1
       tally.kernel_bytes += _results_bytes(op)
     elif target not in PLUMBING_CUSTOM_CALLS and target not in self._allowed:
       tally.disallowed.add(target)
@@ -1096,9 +1140,10 @@ class _Analyzer:
     tally.add(_Tally.most([self._region(_only_block(r)) for r in op.regions]))
 
 
-def _stateful_ops(module: ir.Module) -> tuple[str, ...]:
+def _stateful_ops(module: ir.Module, kernel_modules: _KernelModules) -> tuple[str, ...]:
   """Ops with hidden state or side effects anywhere in the module, reachable or not: the
-  STATEFUL_OPS, and custom calls marked has_side_effect other than the kernels."""
+  STATEFUL_OPS, custom calls marked has_side_effect other than the kernels, and the state the
+  kernels' own modules declare (kernel_state.py), each named with its kernel module."""
   found: set[str] = set()
 
   def visit(op: ir.Operation) -> ir.WalkResult:
@@ -1106,8 +1151,9 @@ def _stateful_ops(module: ir.Module) -> tuple[str, ...]:
     target = _custom_target(op)
     if op.name in STATEFUL_OPS:
       found.add(op.name)
-    elif (target is not None and target not in KERNEL_TARGETS
-          and "has_side_effect" in op.attributes
+    elif target in KERNEL_TARGETS:
+      found.update(kernel_modules.read(op, target)[1])
+    elif (target is not None and "has_side_effect" in op.attributes
           and ir.BoolAttr(op.attributes["has_side_effect"]).value):
       found.add(f"custom_call @{target}")
     return ir.WalkResult.ADVANCE
@@ -1152,8 +1198,9 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
   be costed soundly or within `limits`; the judge rejects those.
   """
   module = _parse(mlir_text, limits)
+  kernel_modules = _KernelModules(limits)
   try:
-    tally = _Analyzer(module, allowed_custom_calls, limits).main()
+    tally = _Analyzer(module, allowed_custom_calls, limits, kernel_modules).main()
   except RecursionError:  # a safety net under the depth limits
     raise ModuleAnalysisError("the module is nested too deeply to be analysed") from None
   kernels = tuple(
@@ -1167,7 +1214,7 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
       outside_bytes=tally.bytes, kernel_bytes=tally.kernel_bytes,
       unknown_ops=tuple(sorted(tally.unknown)), unbounded_loops=tally.unbounded,
       disallowed_custom_calls=tuple(sorted(tally.disallowed)),
-      stateful_ops=_stateful_ops(module),
+      stateful_ops=_stateful_ops(module, kernel_modules),
       top_ops=tuple((name, cost) for name, cost in tally.op_costs.most_common(TOP_OPS) if cost),
       top_byte_ops=tuple((name, n) for name, n in tally.op_bytes.most_common(TOP_OPS) if n))
 
