@@ -36,6 +36,7 @@ SLOW = frozenset({
     "builder/test_pieces.py::test_rebuild_swaps_the_folder_in_whole",
     "builder/test_pieces.py::test_stale_counts_and_features_of_the_card",
     "judge/test_building_blocks.py::test_the_judge_draws_31_bit_seeds",
+    "judge/test_kernel_state.py::test_every_shipped_mosaic_gpu_kernels_host_code_is_mosaic_gpus",
     "judge/test_module_analysis.py::test_a_module_that_crashes_the_parser_is_refused_not_fatal",
     "judge/test_module_analysis.py::test_an_analysis_past_its_time_is_refused_and_the_helper_replaced",
     "judge/test_module_analysis.py::test_gpu_kernels_pass_at_medium_and_edge",

@@ -307,3 +307,157 @@ def test_an_indirect_call_in_a_mosaic_gpu_module_is_refused():
     at.insert(call)
   found, _ = _stateful(_edit_mosaic(_matmul_medium(), indirect))
   assert "llvm.call (indirect) in Mosaic GPU kernel module matmul" in found, found
+
+
+# ---------------------------------------------------------------------------------------------
+# Host code: a Mosaic GPU module's host function (outside gpu.launch) runs natively in the
+# judge's process, so any host op that writes or reads memory other than its own stack slots
+# reaches the judge's memory. Each edit below is one such write, read or door, in a shipped
+# module's host code; each must be refused (mosaic_host.py).
+
+def _host_ops(module: ir.Module, name: str) -> list[ir.Operation]:
+  """The ops named `name` in the host function's body (not inside gpu.launch), in order."""
+  host = _launch_block(module).owner.operation.block
+  return [op.operation for op in host.operations if op.operation.name == PREFIX + name]
+
+
+def _before_launch(module: ir.Module, *ops: ir.Operation) -> None:
+  at = ir.InsertionPoint(_launch_block(module).owner)
+  for op in ops:
+    at.insert(op)
+
+
+def _const(value: int, type_: str = "i64") -> ir.Operation:
+  return _op("arith.constant", results=[type_], value=f"{value} : {type_}")
+
+
+def _store_to(address: ir.Value, *ops: ir.Operation) -> list[ir.Operation]:
+  value = _const(1)
+  return [*ops, value, _op("llvm.store", [value.result, address], ordering="0 : i64")]
+
+
+def _host_store_at_constant_address(module):
+  """`*(int64_t *)0x7f0000001000 = 1`: a store anywhere in the judge's address space."""
+  address = _const(0x7F0000001000)
+  ptr = _op("llvm.inttoptr", [address.result], ["!llvm.ptr"])
+  _before_launch(module, address, ptr, *_store_to(ptr.result))
+
+
+def _i64_alloca(module) -> ir.Operation:
+  return next(op for op in _host_ops(module, "llvm.alloca")
+              if str(op.attributes["elem_type"]) == "i64")
+
+
+def _host_store_past_an_alloca(module):
+  """A stack slot of 4 i64, written at element 4096: the judge's stack beyond it."""
+  gep = _op("llvm.getelementptr", [_i64_alloca(module).result], ["!llvm.ptr"], elem_type="i64",
+            rawConstantIndices="array<i32: 4096>")
+  _before_launch(module, gep, *_store_to(gep.result))
+
+
+def _host_store_at_a_dynamic_index(module):
+  """A stack slot indexed by a value the analysis cannot bound (a kernel buffer's metadata)."""
+  index = next(op for op in _host_ops(module, "arith.index_cast")
+               if "extract_strided_metadata" in op.operands[0].owner.name)
+  gep = _op("llvm.getelementptr", [_i64_alloca(module).result, index.result], ["!llvm.ptr"],
+            elem_type="i64", rawConstantIndices="array<i32: -2147483648>")
+  _before_launch(module, gep, *_store_to(gep.result))
+
+
+def _host_load_through_a_kernel_buffer(module):
+  """The host dereferences the kernel's first buffer pointer (a device address, or whatever a
+  forged buffer table holds)."""
+  buffer = next(op for op in _host_ops(module, "llvm.load")
+                if str(op.results[0].type) == "!llvm.ptr")
+  _before_launch(module, _op("llvm.load", [buffer.result], ["i64"], ordering="0 : i64"))
+
+
+def _tma_descriptor_written_anywhere(module):
+  """Mosaic GPU's runtime writes a 128-byte descriptor wherever its first argument points."""
+  address = _const(0x7F0000001000)
+  ptr = _op("llvm.inttoptr", [address.result], ["!llvm.ptr"])
+  call = _host_ops(module, "func.call")[0]
+  ir.InsertionPoint(call).insert(address)
+  ir.InsertionPoint(call).insert(ptr)
+  call.operands[0] = ptr.result
+
+
+def _tma_descriptor_over_the_buffer_table(module):
+  """The descriptor written over XLA's table of buffer pointers (its entry 1), a pointer the
+  host code may form, but only to read a kernel buffer's address from it."""
+  entry = next(op for op in _host_ops(module, "llvm.getelementptr")
+               if str(op.attributes["elem_type"]) == "!llvm.ptr")
+  _host_ops(module, "func.call")[0].operands[0] = entry.result
+
+
+def _tma_descriptor_past_a_small_alloca(module):
+  """The descriptor's 128 bytes written into a stack slot of 4 i64 (32 bytes)."""
+  _host_ops(module, "func.call")[0].operands[0] = _i64_alloca(module).result
+
+
+def _tma_descriptor_of_rank_64(module):
+  """A rank past the runtime's arrays: it reads (and, for sub-byte types, writes) sizes[63]."""
+  call = _host_ops(module, "func.call")[0]
+  rank = _const(64)
+  ir.InsertionPoint(call).insert(rank)
+  call.operands[3] = rank.result
+
+
+def _host_calls_itself(module):
+  """A call to anything but the descriptor's init: here the host function itself, again."""
+  host = _launch_block(module).owner.operation.parent
+  name = ir.StringAttr(host.attributes["sym_name"]).value
+  token = _host_ops(module, "builtin.unrealized_conversion_cast")[0].operands[0]
+  table = next(op for op in _host_ops(module, "llvm.load")).operands[0]
+  _before_launch(module, _op("func.call", [token, table], callee=f"@{name}"))
+
+
+@pytest.mark.parametrize("edit, finding", [
+    (_host_store_at_constant_address, "llvm.inttoptr"),
+    (_host_store_past_an_alloca, "llvm.getelementptr"),
+    (_host_store_at_a_dynamic_index, "llvm.getelementptr"),
+    (_host_load_through_a_kernel_buffer, "llvm.load"),
+    (_tma_descriptor_written_anywhere, "llvm.inttoptr"),
+    (_tma_descriptor_over_the_buffer_table, "mosaic_gpu_init_tma_desc writing a descriptor"),
+    (_tma_descriptor_past_a_small_alloca, "mosaic_gpu_init_tma_desc writing 128 bytes"),
+    (_tma_descriptor_of_rank_64, "mosaic_gpu_init_tma_desc"),
+    (_host_calls_itself, "func.call"),
+], ids=["store_at_constant_address", "store_past_an_alloca", "store_at_dynamic_index",
+        "load_through_kernel_buffer", "tma_descriptor_anywhere",
+        "tma_descriptor_over_buffer_table", "tma_descriptor_past_small_alloca",
+        "tma_descriptor_rank_64",
+        "call_of_another_function"])
+def test_host_code_that_reaches_the_judges_memory_is_refused(edit, finding):
+  found, reasons = _stateful(_edit_mosaic(_matmul_medium(), edit))
+  assert any(f.startswith("host code") and finding in f
+             and f.endswith("in Mosaic GPU kernel module matmul") for f in found), found
+  assert reasons
+
+
+MOSAIC_GPU_TASKS = ("batched_matmul", "gated_mlp", "geglu", "linear_bias_relu", "matmul",
+                    "matmul_gelu", "matmul_relu", "matmul_silu", "swiglu", "transformer_block")
+TRANSPOSING = ("matmul", "batched_matmul", "matmul_relu", "linear_bias_relu", "swiglu", "geglu")
+
+
+@pytest.mark.parametrize("task", MOSAIC_GPU_TASKS)
+def test_every_shipped_mosaic_gpu_kernels_host_code_is_mosaic_gpus(task):
+  """The honest side of the host-code rule: each shipped kernel that lowers to Mosaic GPU for
+  the H200, at small, medium and large, float32 and bfloat16, and (the six transposing
+  kernels) the first and last in-kernel-transpose configs at float32: no finding, and the
+  Mosaic GPU calls were there to be read."""
+  from pallasbench_dataset import autotune  # pylint: disable=import-outside-toplevel
+  module = load_kernel("gpu", task)
+  runs = [(get_task(task).at_precision(p), size, None)
+          for p in ("float32", "bfloat16") for size in ("small", "medium", "large")]
+  if task in TRANSPOSING:
+    configs = [c for c in autotune.candidates(module, {"backend": None}, 1000,
+                                              ["mosaic_gpu"])[1:] if c["transpose_in_kernel"]]
+    runs += [(get_task(task), size, config) for config in (configs[0], configs[-1])
+             for size in ("small", "medium", "large")]
+  mosaic = 0
+  for spec, size, config in runs:
+    fn = functools.partial(module.kernel, interpret=False, config=config)
+    report = analyze_module(export_for("cuda", fn, *spec.input_structs(size)).mlir_module())
+    assert report.stateful_ops == (), (spec.precision, size, config, report.stateful_ops)
+    mosaic += sum(k.backend == "mosaic_gpu" for k in report.kernels)
+  assert mosaic, task

@@ -34,6 +34,13 @@ small, medium and large, jax 0.11.2) is allowed, and nothing else of its kind:
 - `tt.extern_elementwise` only into libdevice (a `__nv_` symbol, no library path or name of
   its own), as every Pallas Triton lowering emits it.
 
+A Mosaic GPU module's host code (its host function, outside `gpu.launch`) is compiled and run
+natively in the judge's own process, so it must also have exactly the shape Mosaic GPU emits,
+an allow-list of ops with the kind of every value they make checked (mosaic_host.py): no host
+op writes or reads memory but the host function's own stack slots at constant in-bounds
+offsets, the TMA descriptors mosaic_gpu_init_tma_desc writes into one of them, and the entries
+of XLA's buffer table; each refused op is a finding (`host code: llvm.store through a ...`).
+
 A kernel module of these backends that does not parse (or is missing, or is larger than the
 analysis' op budget) cannot be shown to declare nothing, so it is reported too, as an
 unreadable kernel module: no free pass. Mosaic TPU modules are not read here: no judge runs
@@ -49,6 +56,8 @@ import re
 from typing import Final
 
 from jax._src.lib.mlir import ir
+
+from pallasbench_dataset.evaluation.judge import mosaic_host
 
 # What Mosaic GPU's stable serialization prefixes every op name with.
 MOSAIC_GPU_PREFIX: Final = "stable_mosaic_gpu."
@@ -147,12 +156,16 @@ def _top_level(op: ir.Operation, backend: str) -> str | None:
 
 
 def module_state(module: ir.Module, backend: str, kernel: str, *,
-                 max_ops: int) -> tuple[str, ...]:
+                 max_ops: int, buffers: int | None = None) -> tuple[str, ...]:
   """The state a parsed kernel module of `backend` (triton or mosaic_gpu) declares or reaches,
   each finding naming the kernel module (`kernel`); () when it has none. A module of more than
-  `max_ops` ops is not read past them: it is reported as too large to be checked."""
+  `max_ops` ops is not read past them: it is reported as too large to be checked. A Mosaic GPU
+  module's host code must also have the shape Mosaic GPU emits (mosaic_host.py), `buffers`
+  being the buffers XLA passes its host function (the call's operands and results)."""
   where = f" in {LABELS[backend]} kernel module {kernel}"
   found: set[str] = set()
+  if backend == "mosaic_gpu":
+    found |= mosaic_host.host_code(module, frozenset(_RUNTIME_FUNCTIONS), buffers)
   top = {op.operation for op in module.body.operations}
   for op in top:
     if (why := _top_level(op, backend)) is not None:

@@ -691,12 +691,14 @@ class _KernelModules:
                  if "backend_config" in op.attributes else None)
     else:
       payload = ir.StringAttr(fields[field]).value_bytes if field in fields else None
-    key = (f"{target}\0{kernel}", payload or b"")
+    # The buffers XLA hands a Mosaic GPU host function: one per operand and result.
+    buffers = len(op.operands) + len(op.results)
+    key = (f"{target}\0{kernel}\0{buffers}", payload or b"")
     if key not in self._read:
-      self._read[key] = self._parse(backend, kernel, payload)
+      self._read[key] = self._parse(backend, kernel, payload, buffers)
     return self._read[key]
 
-  def _parse(self, backend: str, kernel: str, payload: bytes | None
+  def _parse(self, backend: str, kernel: str, payload: bytes | None, buffers: int
              ) -> tuple[str | None, tuple[str, ...]]:
     label = {"triton": "Triton", "mosaic_gpu": "Mosaic GPU"}.get(backend, "Mosaic TPU")
     if payload is None:
@@ -720,7 +722,7 @@ class _KernelModules:
       if backend == "mosaic_gpu" and "sym_name" in module.operation.attributes:
         kernel = ir.StringAttr(module.operation.attributes["sym_name"]).value
       return digest, kernel_state.module_state(module, backend, kernel,
-                                               max_ops=self._limits.op_visits)
+                                               max_ops=self._limits.op_visits, buffers=buffers)
     except (ValueError, TypeError, KeyError) as e:  # an attribute not of the type it must be
       return digest, kernel_state.unreadable(backend, kernel, f"its ops cannot be read: {e}")
 
