@@ -449,12 +449,6 @@ def _host_memref_store_into_the_base_memref(module):
   _before_launch(module, value, _op("memref.store", [value.result, meta.results[0]]))
 
 
-_BASE_MEMREF = pytest.mark.xfail(strict=True, reason=(
-    "mosaic_host gives extract_strided_metadata's base memref the kind of a refused value "
-    "without refusing it, and an op with such an operand is skipped, not refused: any chain "
-    "of ops rooted in it (an address, a store, the descriptor's destination) is accepted"))
-
-
 @pytest.mark.parametrize("edit, finding", [
     (_host_store_at_constant_address, "llvm.inttoptr"),
     (_host_store_past_an_alloca, "llvm.getelementptr"),
@@ -465,9 +459,9 @@ _BASE_MEMREF = pytest.mark.xfail(strict=True, reason=(
     (_tma_descriptor_past_a_small_alloca, "mosaic_gpu_init_tma_desc writing 128 bytes"),
     (_tma_descriptor_of_rank_64, "mosaic_gpu_init_tma_desc"),
     (_host_calls_itself, "func.call"),
-    pytest.param(_host_store_through_the_base_memref, "", marks=_BASE_MEMREF),
-    pytest.param(_tma_descriptor_written_through_the_base_memref, "", marks=_BASE_MEMREF),
-    pytest.param(_host_memref_store_into_the_base_memref, "", marks=_BASE_MEMREF),
+    (_host_store_through_the_base_memref, "memref.extract_aligned_pointer_as_index"),
+    (_tma_descriptor_written_through_the_base_memref, "memref.extract_aligned_pointer_as_index"),
+    (_host_memref_store_into_the_base_memref, "memref.store"),
 ], ids=["store_at_constant_address", "store_past_an_alloca", "store_at_dynamic_index",
         "load_through_kernel_buffer", "tma_descriptor_anywhere",
         "tma_descriptor_over_buffer_table", "tma_descriptor_past_small_alloca",

@@ -83,11 +83,14 @@ _MEMREF_VIEWS: Final = frozenset({"memref.expand_shape", "memref.transpose",
 _INT: Final = re.compile(r"i(8|16|32|64)")
 _ARRAY: Final = re.compile(r"!llvm\.array<(\d+) x (.+)>")
 
-# Value kinds. A value of kind BAD came from an op already refused (not reported again).
+# Value kinds. A value of kind BAD came from an op already refused (not reported again): an op
+# with such an operand is skipped, so BAD is given only by a refusal. A value no op of Mosaic
+# GPU's uses (extract_strided_metadata's base memref) is UNUSED, and a value the analysis gave
+# no kind (a launch's token) is UNKNOWN: no op accepts either, so any use of them is refused.
 CONST, TOKEN, STREAM, TABLE, SLOT, BUFFER, DESCRIPTOR, MEMREF, META, ADDRESS, BASE_INT, BASE, \
-    STACK, TMA_ARRAY, BAD = ("const", "token", "stream", "table", "slot", "buffer",
-                             "descriptor", "memref", "meta", "address", "base_int", "base",
-                             "stack", "tma_array", "bad")
+    STACK, TMA_ARRAY, UNUSED, UNKNOWN, BAD = (
+        "const", "token", "stream", "table", "slot", "buffer", "descriptor", "memref", "meta",
+        "address", "base_int", "base", "stack", "tma_array", "unused", "unknown", "bad")
 
 
 def _name(op: ir.Operation) -> str:
@@ -134,7 +137,7 @@ class _Host:
     self.kinds[table] = (TABLE,)
 
   def kind(self, value: ir.Value) -> tuple:
-    return self.kinds.get(value, (BAD,))
+    return self.kinds.get(value, (UNKNOWN,))
 
   def refuse(self, op: ir.Operation, why: str) -> None:
     self.found.add(f"host code: {_name(op)} {why}")
@@ -222,7 +225,7 @@ class _Host:
   def metadata(self, op, operands, kinds):
     if len(operands) != 1 or kinds[0][0] != MEMREF:
       return "of anything but a kernel buffer's memref"
-    self.kinds[op.results[0]] = (BAD,)  # the base memref: no use of it is Mosaic GPU's
+    self.kinds[op.results[0]] = (UNUSED,)  # the base memref: no use of it is Mosaic GPU's
     for r in list(op.results)[1:]:
       self.kinds[r] = (META,)
     return None
