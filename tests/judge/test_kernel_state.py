@@ -412,6 +412,43 @@ def _host_calls_itself(module):
   _before_launch(module, _op("func.call", [token, table], callee=f"@{name}"))
 
 
+def _from_the_base_memref(module, before: ir.Operation) -> ir.Operation:
+  """An address made from the base memref extract_strided_metadata returns (a value no op of
+  Mosaic GPU's uses): its aligned pointer, minus itself, plus 0x7f0000001000."""
+  meta = _host_ops(module, "memref.extract_strided_metadata")[0]
+  aligned = _op("memref.extract_aligned_pointer_as_index", [meta.results[0]], ["index"])
+  as_int = _op("arith.index_cast", [aligned.result], ["i64"])
+  zero = _op("arith.subi", [as_int.result, as_int.result], ["i64"])
+  address = _const(0x7F0000001000)
+  total = _op("arith.addi", [zero.result, address.result], ["i64"])
+  ptr = _op("llvm.inttoptr", [total.result], ["!llvm.ptr"])
+  for op in (aligned, as_int, zero, address, total, ptr):
+    ir.InsertionPoint(before).insert(op)
+  return ptr
+
+
+def _host_store_through_the_base_memref(module):
+  """`*(int64_t *)0x7f0000001000 = 1` again, its address derived from the base memref."""
+  launch = _launch_block(module).owner.operation
+  ptr = _from_the_base_memref(module, launch)
+  for op in _store_to(ptr.result):
+    ir.InsertionPoint(launch).insert(op)
+
+
+def _tma_descriptor_written_through_the_base_memref(module):
+  """The descriptor written at 0x7f0000001000, an address derived from the base memref."""
+  call = _host_ops(module, "func.call")[0]
+  call.operands[0] = _from_the_base_memref(module, call).result
+
+
+def _host_memref_store_into_the_base_memref(module):
+  """A host-side memref.store through the base memref (a kernel buffer's device address, or
+  whatever the buffer table holds)."""
+  meta = _host_ops(module, "memref.extract_strided_metadata")[0]
+  value = _op("arith.constant", results=["f32"], value="1.0 : f32")
+  _before_launch(module, value, _op("memref.store", [value.result, meta.results[0]]))
+
+
 @pytest.mark.parametrize("edit, finding", [
     (_host_store_at_constant_address, "llvm.inttoptr"),
     (_host_store_past_an_alloca, "llvm.getelementptr"),
@@ -422,16 +459,36 @@ def _host_calls_itself(module):
     (_tma_descriptor_past_a_small_alloca, "mosaic_gpu_init_tma_desc writing 128 bytes"),
     (_tma_descriptor_of_rank_64, "mosaic_gpu_init_tma_desc"),
     (_host_calls_itself, "func.call"),
+    (_host_store_through_the_base_memref, "memref.extract_aligned_pointer_as_index"),
+    (_tma_descriptor_written_through_the_base_memref, "memref.extract_aligned_pointer_as_index"),
+    (_host_memref_store_into_the_base_memref, "memref.store"),
 ], ids=["store_at_constant_address", "store_past_an_alloca", "store_at_dynamic_index",
         "load_through_kernel_buffer", "tma_descriptor_anywhere",
         "tma_descriptor_over_buffer_table", "tma_descriptor_past_small_alloca",
         "tma_descriptor_rank_64",
-        "call_of_another_function"])
+        "call_of_another_function", "store_through_base_memref",
+        "tma_descriptor_through_base_memref", "memref_store_into_base_memref"])
 def test_host_code_that_reaches_the_judges_memory_is_refused(edit, finding):
   found, reasons = _stateful(_edit_mosaic(_matmul_medium(), edit))
   assert any(f.startswith("host code") and finding in f
              and f.endswith("in Mosaic GPU kernel module matmul") for f in found), found
   assert reasons
+
+
+def _host_function_attribute(name: str, value: str) -> Callable[[ir.Module], None]:
+  def edit(module: ir.Module) -> None:
+    _launch_block(module).owner.operation.block.owner.attributes[name] = ir.Attribute.parse(value)
+  return edit
+
+
+@pytest.mark.parametrize("name, value", [
+    ("passthrough", '["naked"]'), ("llvm.cconv", "#llvm.cconv<cc_10>"),
+    ("arg_attrs", "[{}, {llvm.byval = !llvm.array<64 x ptr>}]"),
+], ids=["naked", "cconv", "byval_table"])
+def test_host_function_attributes_of_its_own_are_refused(name, value):
+  found, _ = _stateful(_edit_mosaic(_matmul_medium(), _host_function_attribute(name, value)))
+  assert any(f.startswith(f"host code: a host function with the attribute {name}")
+             for f in found), found
 
 
 MOSAIC_GPU_TASKS = ("batched_matmul", "gated_mlp", "geglu", "linear_bias_relu", "matmul",

@@ -11,7 +11,8 @@ emits, checked op by op with the kind of every value it makes, and anything else
 
 What Mosaic GPU emits (jax 0.11.2, every shipped kernels_gpu Mosaic GPU kernel at small, medium
 and large, float32 and bfloat16, and the in-kernel-transpose configs; launch_context.py and
-core.py in jax.experimental.mosaic.gpu): one function `(!llvm.ptr, !llvm.ptr) -> ()` of one block,
+core.py in jax.experimental.mosaic.gpu): one function `(!llvm.ptr, !llvm.ptr) -> ()` of one block
+(no attribute but its name, type and llvm.emit_c_interface),
 its arguments XLA's stream (cast to a `!gpu.async.token`) and its table of buffer pointers, then
 
 - constants (`arith.constant`, `llvm.mlir.constant`, casts of them to vectors for the kernel);
@@ -78,16 +79,23 @@ _MAX_RANK: Final = 5
 _MAX_ALLOCA_BYTES: Final = 1 << 16
 _DYNAMIC_INDEX: Final = -2147483648  # llvm.getelementptr's marker of a dynamic index
 _HOST_TYPE: Final = "(!llvm.ptr, !llvm.ptr) -> ()"
+# The host function's attributes Mosaic GPU sets, and no other: func-to-llvm carries the rest
+# onto the llvm.func XLA runs (`passthrough = ["naked"]`, llvm.cconv, an argument's llvm.byval
+# change its frame or what its arguments are).
+_HOST_ATTRIBUTES: Final = frozenset({"sym_name", "function_type", "llvm.emit_c_interface"})
 _MEMREF_VIEWS: Final = frozenset({"memref.expand_shape", "memref.transpose",
                                   "memref.reinterpret_cast"})
 _INT: Final = re.compile(r"i(8|16|32|64)")
 _ARRAY: Final = re.compile(r"!llvm\.array<(\d+) x (.+)>")
 
-# Value kinds. A value of kind BAD came from an op already refused (not reported again).
+# Value kinds. A value of kind BAD came from an op already refused (not reported again): an op
+# with such an operand is skipped, so BAD is given only by a refusal. A value no op of Mosaic
+# GPU's uses (extract_strided_metadata's base memref) is UNUSED, and a value the analysis gave
+# no kind (a launch's token) is UNKNOWN: no op accepts either, so any use of them is refused.
 CONST, TOKEN, STREAM, TABLE, SLOT, BUFFER, DESCRIPTOR, MEMREF, META, ADDRESS, BASE_INT, BASE, \
-    STACK, TMA_ARRAY, BAD = ("const", "token", "stream", "table", "slot", "buffer",
-                             "descriptor", "memref", "meta", "address", "base_int", "base",
-                             "stack", "tma_array", "bad")
+    STACK, TMA_ARRAY, UNUSED, UNKNOWN, BAD = (
+        "const", "token", "stream", "table", "slot", "buffer", "descriptor", "memref", "meta",
+        "address", "base_int", "base", "stack", "tma_array", "unused", "unknown", "bad")
 
 
 def _name(op: ir.Operation) -> str:
@@ -134,7 +142,7 @@ class _Host:
     self.kinds[table] = (TABLE,)
 
   def kind(self, value: ir.Value) -> tuple:
-    return self.kinds.get(value, (BAD,))
+    return self.kinds.get(value, (UNKNOWN,))
 
   def refuse(self, op: ir.Operation, why: str) -> None:
     self.found.add(f"host code: {_name(op)} {why}")
@@ -222,7 +230,7 @@ class _Host:
   def metadata(self, op, operands, kinds):
     if len(operands) != 1 or kinds[0][0] != MEMREF:
       return "of anything but a kernel buffer's memref"
-    self.kinds[op.results[0]] = (BAD,)  # the base memref: no use of it is Mosaic GPU's
+    self.kinds[op.results[0]] = (UNUSED,)  # the base memref: no use of it is Mosaic GPU's
     for r in list(op.results)[1:]:
       self.kinds[r] = (META,)
     return None
@@ -412,6 +420,9 @@ def host_code(module: ir.Module, runtime: frozenset[str], buffers: int | None) -
   fn_type = str(host.attributes["function_type"]) if "function_type" in host.attributes else ""
   if name in runtime:
     found.add(f"host code: a definition of the runtime's @{name}")
+  attributes = {host.attributes[i].name for i in range(len(host.attributes))}
+  for extra in sorted(attributes - _HOST_ATTRIBUTES):
+    found.add(f"host code: a host function with the attribute {extra} (Mosaic GPU sets none)")
   if fn_type != _HOST_TYPE:
     found.add(f"host code: a host function of type {fn_type} (Mosaic GPU's is {_HOST_TYPE})")
   region = host.regions[0]
