@@ -47,8 +47,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x1024,2048x1024": dict(
             block_rows=1, block_cols=1024, num_warps=2, num_stages=1),
+        "2048x1024,2048x1024:bfloat16": dict(
+            block_rows=1, block_cols=1024, num_warps=2, num_stages=1),
         "8192x4096,8192x4096": dict(
             block_rows=1, block_cols=8192, num_warps=16, num_stages=2),
+        "8192x4096,8192x4096:bfloat16": dict(
+            block_rows=1, block_cols=4096, num_warps=4, num_stages=2),
     },
 }
 

@@ -50,8 +50,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x512,1024x512": dict(
             block_rows=1, block_cols=1024, num_warps=2, num_stages=1),
+        "1024x512,1024x512:bfloat16": dict(
+            block_rows=2, block_cols=512, num_warps=4, num_stages=3),
         "4096x2048,4096x2048": dict(
             block_rows=1, block_cols=4096, num_warps=4, num_stages=2),
+        "4096x2048,4096x2048:bfloat16": dict(
+            block_rows=1, block_cols=1024, num_warps=2, num_stages=1),
     },
 }
 

@@ -33,8 +33,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "131072x1024,2048": dict(
             block_s=8, block_d=256, num_warps=4),
+        "131072x1024,2048:bfloat16": dict(
+            block_s=16, block_d=1024, num_warps=16),
         "32768x1024,512": dict(
             block_s=8, block_d=1024, num_warps=16),
+        "32768x1024,512:bfloat16": dict(
+            block_s=8, block_d=512, num_warps=16),
     },
 }
 

@@ -28,8 +28,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "16384x16384": dict(
             block=1024, num_warps=8),
+        "16384x16384:bfloat16": dict(
+            block=1024, num_warps=4),
         "4096x4096": dict(
             block=1024, num_warps=8),
+        "4096x4096:bfloat16": dict(
+            block=1024, num_warps=4),
     },
 }
 

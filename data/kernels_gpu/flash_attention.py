@@ -40,8 +40,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x128,2048x128,2048x128": dict(
             block_q=32, block_k=64, splits=8, num_warps=4, num_stages=2),
+        "2048x128,2048x128,2048x128:bfloat16": dict(
+            block_q=64, block_k=64, splits=4, num_warps=4, num_stages=3),
         "512x64,512x64,512x64": dict(
             block_q=32, block_k=64, splits=8, num_warps=4, num_stages=2),
+        "512x64,512x64,512x64:bfloat16": dict(
+            block_q=16, block_k=64, splits=4, num_warps=8, num_stages=3),
     },
 }
 

@@ -49,7 +49,11 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x4096,1024": dict(
             block_rows=1, block_cols=2048, num_warps=2, num_stages=2),
+        "1024x4096,1024:bfloat16": dict(
+            block_rows=1, block_cols=8192, num_warps=4, num_stages=3),
         "4096x32768,4096": dict(
+            block_rows=1, block_cols=8192, num_warps=4, num_stages=3),
+        "4096x32768,4096:bfloat16": dict(
             block_rows=1, block_cols=8192, num_warps=4, num_stages=3),
     },
 }

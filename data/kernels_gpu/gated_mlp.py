@@ -1,5 +1,5 @@
 """gated_mlp: out = (silu(x @ w_gate) * (x @ w_up)) @ w_down; x (M, D), w_gate and w_up (D, F),
-w_down (F, D) float32, any M, D, F.
+w_down (F, D) float32 or bfloat16, any M, D, F; out (and h) in x's dtype.
 
 GPU fix: two backends, chosen per GPU and shape class by the config. Each computes the hidden
 activations h (M, F) in one call, two f32 accumulators (gate and up) sharing each x tile and the
@@ -9,11 +9,13 @@ tile.
 
 - `mosaic_gpu` (Hopper and later): both calls are persistent kernels, one program per SM walking
   the output tiles; a memory warpgroup streams the operand tiles with TMA into swizzled shared
-  memory, `stages` K steps ahead, while two compute warpgroups run TF32 `wgmma` and store their
-  tiles through shared memory with TMA. TF32 `wgmma` reads both operands K-major, so the weights
-  are transposed to (N, K) first, and rounded to TF32 on the way (`_tf32`), x too; M, D and F
-  are zero-padded to the tiles when they are not multiples. `tile_m` rows per warpgroup in both
-  calls; `glu_n` and `down_n` columns.
+  memory, `stages` K steps ahead (a K step is one 128-byte swizzled row: 32 f32, 64 bf16
+  elements), while two compute warpgroups run `wgmma` (TF32 at float32, bf16 at bfloat16) into
+  f32 accumulators and store their tiles, cast to x's dtype, through shared memory with TMA.
+  TF32 `wgmma` reads both operands K-major, so at float32 the weights are transposed to (N, K)
+  first, and rounded to TF32 on the way (`_tf32`), x too; 16-bit `wgmma` reads the weights'
+  (K, N) tiles as they are. M, D and F are zero-padded to the tiles when they are not
+  multiples. `tile_m` rows per warpgroup in both calls; `glu_n` and `down_n` columns.
 - `triton` (any GPU): each program owns a (bm, bn) tile and walks K in block_k-wide steps; all
   refs are whole arrays and every load and store is masked, so no dimension needs to be a block
   multiple. Each call's tile (`glu_m` x `glu_n`, `down_m` x `down_n`), the K step, warps and
@@ -47,15 +49,21 @@ CONFIG_SPACE: Final = (
      "down_n": (64, 128, 256), "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1)},
 )
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
-TILE_K: Final = 32        # Mosaic GPU K step: 32 f32 = one 128-byte swizzled row
-EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled row
+ROW_BYTES: Final = 128    # Mosaic GPU: one swizzled shared-memory row, the K step (32 f32, 64 bf16)
+EPILOGUE_ROWS: Final = 64  # Mosaic GPU output store: pieces of 64 rows x one swizzled row
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x2048,2048x4096,2048x4096,4096x2048": dict(
             backend='mosaic_gpu', tile_m=128, glu_n=64, down_n=64, stages=4, split_n=False,
             delay=0),
+        "1024x2048,2048x4096,2048x4096,4096x2048:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, glu_n=128, down_n=128, stages=4, split_n=False,
+            delay=0),
         "256x512,512x1024,512x1024,1024x512": dict(
+            backend='mosaic_gpu', tile_m=64, glu_n=64, down_n=64, stages=4, split_n=True,
+            delay=0),
+        "256x512,512x1024,512x1024,1024x512:bfloat16": dict(
             backend='mosaic_gpu', tile_m=64, glu_n=64, down_n=64, stages=4, split_n=True,
             delay=0),
     },
@@ -112,10 +120,16 @@ def _down_kernel(h_ref, wd_ref, o_ref, *, bm: int, bn: int, block_k: int, k_majo
                  mask=(rows[:, None] < m) & (cols[None, :] < n))
 
 
-def _swizzled(cols: int):
-  """Shared-memory transforms for f32 rows of `cols` elements: (8, row) tiles, swizzled."""
-  swizzle = plgpu.find_swizzle(cols * 32)
-  return plgpu.TilingTransform((8, swizzle // 4)), plgpu.SwizzleTransform(swizzle)
+def _swizzled(cols: int, dtype):
+  """Shared-memory transforms for rows of `cols` elements of `dtype`: (8, row) tiles, swizzled."""
+  itemsize = jnp.dtype(dtype).itemsize
+  swizzle = plgpu.find_swizzle(cols * itemsize * 8)
+  return plgpu.TilingTransform((8, swizzle // itemsize)), plgpu.SwizzleTransform(swizzle)
+
+
+def _k_major(dtype) -> bool:
+  """Whether `wgmma` must read the weights K-major, as (N, K): TF32 (f32 operands) only does."""
+  return jnp.dtype(dtype).itemsize == 4
 
 
 def _padded(a, rows: int, cols: int):
@@ -125,7 +139,8 @@ def _padded(a, rows: int, cols: int):
 
 
 def _tf32(a):
-  """`a` rounded to TF32 (10 mantissa bits, to nearest even), as the kernel's operands.
+  """`a` rounded to TF32 (10 mantissa bits, to nearest even), as the kernel's operands; a
+  16-bit `a` as it is (bf16 `wgmma` reads it exactly).
 
   TF32 `wgmma` reads f32 operands from shared memory by dropping their low 13 bits, which
   rounds every product toward zero; through two calls that bias adds up past the matmul
@@ -133,6 +148,8 @@ def _tf32(a):
   the operands pass exactly, and the error stays unbiased. h, written by the first call, is
   still truncated by the second.
   """
+  if a.dtype != jnp.float32:
+    return a
   return lax.reduce_precision(a, exponent_bits=8, mantissa_bits=10)
 
 
@@ -143,9 +160,11 @@ def _sm_count() -> int:
 
 
 def _store(out, slots, out_tile) -> None:
-  """Writes the f32 tile `out` to `out_tile` in GMEM, EPILOGUE-sized pieces through the two
-  shared-memory `slots`, each refilled once its previous TMA store has read it."""
-  epi_m, epi_n = EPILOGUE
+  """Writes the tile `out`, cast to the dtype of `slots`, to `out_tile` in GMEM, pieces of
+  EPILOGUE_ROWS rows x one swizzled row through the two shared-memory `slots`, each refilled
+  once its previous TMA store has read it."""
+  out = out.astype(slots.dtype)
+  epi_m, epi_n = EPILOGUE_ROWS, ROW_BYTES // jnp.dtype(slots.dtype).itemsize
   tile_m, tile_n = out.shape
   plgpu.wait_smem_to_gmem(0, wait_read_only=True)
   for a in range(tile_m // epi_m):
@@ -160,30 +179,37 @@ def _store(out, slots, out_tile) -> None:
 
 def _projection_kernel(x_gmem, *refs, tile_m: int, tile_n: int, stages: int, split_n: bool,
                        delay: int):
-  """o = x @ w^T, or silu(x @ w0^T) * (x @ w1^T) with two weights; one program per SM, the
-  memory warpgroup feeding the two compute warpgroups' wgmma, one accumulator per weight
-  (both sharing each x tile)."""
+  """o = x @ w, or silu(x @ w0) * (x @ w1) with two weights; one program per SM, the memory
+  warpgroup feeding the two compute warpgroups' wgmma, one accumulator per weight (both
+  sharing each x tile); the weights are (N, K) when `_k_major`, else (K, N)."""
   w_gmems, o_gmem = refs[:-1], refs[-1]
-  (m, k), n = x_gmem.shape, w_gmems[0].shape[0]
+  dtype, k_major = x_gmem.dtype, _k_major(x_gmem.dtype)
+  (m, k), n = x_gmem.shape, w_gmems[0].shape[0 if k_major else 1]
+  tile_k = ROW_BYTES // jnp.dtype(dtype).itemsize
+  # A stage released `delay` steps late races when the K loop is not longer than that (one
+  # K step with split_n: wrong sums, barrier errors in interpret mode); none to overlap.
+  delay = min(delay, k // tile_k - 1)
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tiles_m, tiles_n = m // cta_m, n // cta_n
-  epi_m, epi_n = EPILOGUE
+  epi_n = ROW_BYTES // jnp.dtype(o_gmem.dtype).itemsize
 
   def pipeline(step, context):
-    spec = functools.partial(plgpu.BlockSpec, index_map=lambda s: (0, s),
-                             transforms=_swizzled(TILE_K), memory_space=plgpu.SMEM,
-                             delay_release=delay)
+    spec = functools.partial(plgpu.BlockSpec, memory_space=plgpu.SMEM, delay_release=delay)
+    along_k = lambda rows: spec((rows, tile_k), lambda s: (0, s),
+                                transforms=_swizzled(tile_k, dtype))
+    w_spec = (along_k(cta_n) if k_major else
+              spec((tile_k, cta_n), lambda s: (s, 0), transforms=_swizzled(cta_n, dtype)))
     return plgpu.emit_pipeline_warp_specialized(
-        step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
+        step, grid=(k // tile_k,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
         max_concurrent_steps=stages, compute_context=context,
-        in_specs=[spec((cta_m, TILE_K))] + [spec((cta_n, TILE_K))] * len(w_gmems))
+        in_specs=[along_k(cta_m)] + [w_spec] * len(w_gmems))
 
   ignore = lambda *_, **__: None
 
   @functools.partial(pl.run_scoped,
                      allocations=pipeline(ignore, ignore).get_allocations(x_gmem, *w_gmems),
-                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
-                                         transforms=_swizzled(epi_n)),
+                     out_smem=plgpu.SMEM((2, 2, EPILOGUE_ROWS, epi_n), o_gmem.dtype,
+                                         transforms=_swizzled(epi_n, o_gmem.dtype)),
                      collective_axes="wg")
   def _scope(allocations, out_smem):
     wg = lax.axis_index("wg")
@@ -210,11 +236,13 @@ def _projection_kernel(x_gmem, *refs, tile_m: int, tile_n: int, stages: int, spl
       def step(_, x_smem, *w_and_accs):
         w_smems, accs = w_and_accs[:-1], w_and_accs[-1]
         for acc, w_smem in zip(accs, w_smems):
-          plgpu.wgmma(acc, x_smem.at[wg_rows], w_smem.at[wg_cols].transpose((1, 0)))
+          plgpu.wgmma(acc, x_smem.at[wg_rows],
+                      w_smem.at[wg_cols].transpose((1, 0)) if k_major else w_smem.at[:, wg_cols])
         plgpu.wgmma_wait(len(accs) * delay)
         return accs
 
-      pipeline(step, context)(x_gmem.at[rows, :], *(w.at[cols, :] for w in w_gmems),
+      w_cols = (lambda w: w.at[cols, :]) if k_major else (lambda w: w.at[:, cols])
+      pipeline(step, context)(x_gmem.at[rows, :], *map(w_cols, w_gmems),
                               allocations=allocations)
 
   plgpu.wait_smem_to_gmem(0, wait_read_only=True)
@@ -222,14 +250,16 @@ def _projection_kernel(x_gmem, *refs, tile_m: int, tile_n: int, stages: int, spl
 
 def config_ok(config) -> bool:
   """Whether both calls can compile: pipelined tiles (and the Mosaic GPU epilogue slots) in
-  shared memory, accumulators in at most 128 registers per thread (the GLU call holds two)."""
+  shared memory, accumulators in at most 128 registers per thread (the GLU call holds two). A
+  Mosaic GPU K step and an epilogue piece are rows of ROW_BYTES at any precision, so its bytes
+  are the same at float32 and bfloat16 (and its f32 accumulators too)."""
   if config["backend"] == "mosaic_gpu":
-    epilogue = 2 * 2 * EPILOGUE[0] * EPILOGUE[1] * 4
+    epilogue = 2 * 2 * EPILOGUE_ROWS * ROW_BYTES
     ok = True
     for tile_n, width in ((config["glu_n"], 2), (config["down_n"], 1)):
       tile_m = config["tile_m"]
       cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
-      smem = config["stages"] * TILE_K * (cta_m + width * cta_n) * 4 + epilogue
+      smem = config["stages"] * ROW_BYTES * (cta_m + width * cta_n) + epilogue
       ok &= smem <= SHARED_MEMORY_BYTES - 2048 and width * tile_m * tile_n // 128 <= 128
     return ok
   glu, down = (config["glu_m"], config["glu_n"]), (config["down_m"], config["down_n"])
@@ -310,7 +340,7 @@ def _gated_mlp_triton(x, w_gate, w_up, w_down, *, interpret: bool, glu_m: int, g
 
 def _mosaic_call(body, out_shape, name: str, interpret: bool, *operands):
   return plgpu.kernel(
-      body, out_type=jax.ShapeDtypeStruct(out_shape, jnp.float32), grid=(_sm_count(),),
+      body, out_type=jax.ShapeDtypeStruct(out_shape, operands[0].dtype), grid=(_sm_count(),),
       grid_names=("sm",), num_threads=3, thread_name="wg",
       compiler_params=plgpu.CompilerParams(
           lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
@@ -326,13 +356,22 @@ def _gated_mlp_mosaic(x, w_gate, w_up, w_down, *, interpret: bool, tile_m: int, 
   glu_cta_n, down_cta_n = (2 * glu_n, 2 * down_n) if split_n else (glu_n, down_n)
   # h's columns are the down projection's K: padded to both the GLU tile and the K step.
   f_pad = -(-f // glu_cta_n) * glu_cta_n
-  x_p = _padded(_tf32(x), cta_m, TILE_K)
-  wg_t, wu_t = _padded(_tf32(w_gate.T), f_pad, TILE_K), _padded(_tf32(w_up.T), f_pad, TILE_K)
+  tile_k = ROW_BYTES // x.dtype.itemsize
+  x_p = _padded(_tf32(x), cta_m, tile_k)
+  if _k_major(x.dtype):
+    wg_p, wu_p = _padded(_tf32(w_gate.T), f_pad, tile_k), _padded(_tf32(w_up.T), f_pad, tile_k)
+  else:
+    wg_p, wu_p = _padded(w_gate, tile_k, f_pad), _padded(w_up, tile_k, f_pad)
   params = dict(tile_m=tile_m, stages=stages, split_n=split_n, delay=delay)
   hidden = _mosaic_call(functools.partial(_projection_kernel, tile_n=glu_n, **params),
-                        (x_p.shape[0], f_pad), TASK_NAME + "_glu", interpret, x_p, wg_t, wu_t)
-  wd_t = _padded(_tf32(w_down.T), down_cta_n, TILE_K)
-  wd_t = jnp.pad(wd_t, ((0, 0), (0, f_pad - wd_t.shape[1]))) if wd_t.shape[1] != f_pad else wd_t
+                        (x_p.shape[0], f_pad), TASK_NAME + "_glu", interpret, x_p, wg_p, wu_p)
+  if _k_major(x.dtype):
+    wd_p = _padded(_tf32(w_down.T), down_cta_n, tile_k)
+    wd_p = jnp.pad(wd_p, ((0, 0), (0, f_pad - wd_p.shape[1]))) if wd_p.shape[1] != f_pad else wd_p
+    d_pad = wd_p.shape[0]
+  else:
+    wd_p = _padded(w_down, f_pad, down_cta_n)
+    d_pad = wd_p.shape[1]
   out = _mosaic_call(functools.partial(_projection_kernel, tile_n=down_n, **params),
-                     (x_p.shape[0], wd_t.shape[0]), TASK_NAME + "_down", interpret, hidden, wd_t)
+                     (x_p.shape[0], d_pad), TASK_NAME + "_down", interpret, hidden, wd_p)
   return out[:m, :d] if out.shape != (m, d) else out

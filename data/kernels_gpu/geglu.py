@@ -1,5 +1,5 @@
-"""geglu: out = gelu_tanh(x @ w_gate) * (x @ w_up); x (M, K), w_gate and w_up (K, N) float32,
-any M, K, N.
+"""geglu: out = gelu_tanh(x @ w_gate) * (x @ w_up); x (M, K), w_gate and w_up (K, N) float32
+or bfloat16, any M, K, N; out in x's dtype.
 
 GPU fix: two backends, chosen per GPU and shape class by the config. Both hold two f32
 accumulators, one per projection, that share each x tile, and apply the gate, the tanh GELU of
@@ -7,17 +7,20 @@ jax.nn.gelu's default, in the epilogue.
 
 - `mosaic_gpu` (Hopper and later): a persistent kernel, one program per SM, walks the output
   tiles. In each program a memory warpgroup streams x and both weights' tiles with TMA into
-  swizzled shared memory, `stages` K steps ahead, while two compute warpgroups each run TF32
-  `wgmma` into their (tile_m, tile_n) accumulators and store the gated tile through shared
-  memory with TMA. TF32 `wgmma` reads both operands K-major, so the weights are transposed to
-  (N, K) first; M, N and K are zero-padded to the tiles when they are not multiples.
+  swizzled shared memory, `stages` K steps ahead, while two compute warpgroups each run `wgmma`
+  (TF32 at float32, bf16 at bfloat16) into their (tile_m, tile_n) accumulators and store the
+  gated tile, cast to the output dtype, through shared memory with TMA. A K step is one
+  128-byte swizzled row (32 f32, 64 bf16 elements). TF32 `wgmma` reads both operands K-major,
+  so at float32 the weights are transposed to (N, K) first; 16-bit `wgmma` reads their (K, N)
+  tiles as they are. M, N and K are zero-padded to the tiles when they are not multiples.
 - `triton` (any GPU): each program owns one (block_m, block_n) output tile and walks K in
   block_k-wide steps (a `fori_loop`, not a grid axis: grid programs run in parallel on GPU).
   Every tile load and the store are masked, so M, K and N need not be multiples of the blocks.
   Programs run in groups of `group_m` row tiles (neighbouring programs share the weights'
   column tiles in L2), and with `k_major` the kernel reads the weights transposed.
 
-Both run the f32 dots in TF32 on the tensor cores, within the matmul tolerance. The config
+Both run the f32 dots in TF32 on the tensor cores, within the matmul tolerance (the Mosaic GPU
+path rounds its f32 operands to TF32 first: `wgmma` would truncate them). The config
 comes from TUNED_CONFIGS for the GPU and shape class being compiled for, else from a Triton
 default by shape.
 """
@@ -46,15 +49,19 @@ CONFIG_SPACE: Final = (
      "stages": (2, 3, 4), "split_n": (False, True), "delay": (0, 1)},
 )
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
-TILE_K: Final = 32        # Mosaic GPU K step: 32 f32 = one 128-byte swizzled row
-EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled row
+ROW_BYTES: Final = 128    # Mosaic GPU: one swizzled shared-memory row, the K step (32 f32, 64 bf16)
+EPILOGUE_ROWS: Final = 64  # Mosaic GPU output store: pieces of 64 rows x one swizzled row
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x4096,4096x8192,4096x8192": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=128, stages=4, split_n=False, delay=0),
+        "2048x4096,4096x8192,4096x8192:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=128, tile_n=64, stages=3, split_n=False, delay=0),
         "512x1024,1024x2048,1024x2048": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, stages=4, split_n=False, delay=1),
+        "512x1024,1024x2048,1024x2048:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, stages=4, split_n=False, delay=0),
     },
 }
 
@@ -93,37 +100,51 @@ def _geglu_kernel(x_ref, wg_ref, wu_ref, o_ref, *, block_m: int, block_n: int, b
                  mask=(rows[:, None] < m) & (cols[None, :] < n))
 
 
-def _swizzled(cols: int):
-  """Shared-memory transforms for f32 rows of `cols` elements: (8, row) tiles, swizzled."""
-  swizzle = plgpu.find_swizzle(cols * 32)
-  return plgpu.TilingTransform((8, swizzle // 4)), plgpu.SwizzleTransform(swizzle)
+def _swizzled(cols: int, dtype):
+  """Shared-memory transforms for rows of `cols` elements of `dtype`: (8, row) tiles, swizzled."""
+  itemsize = jnp.dtype(dtype).itemsize
+  swizzle = plgpu.find_swizzle(cols * itemsize * 8)
+  return plgpu.TilingTransform((8, swizzle // itemsize)), plgpu.SwizzleTransform(swizzle)
+
+
+def _k_major(dtype) -> bool:
+  """Whether `wgmma` must read the weights K-major, as (N, K): TF32 (f32 operands) only does."""
+  return jnp.dtype(dtype).itemsize == 4
 
 
 def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: int,
                    split_n: bool, delay: int):
   """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma, two
-  accumulators (gate and up) per compute warpgroup sharing each x tile."""
-  (m, k), n = x_gmem.shape, wg_gmem.shape[0]
+  accumulators (gate and up) per compute warpgroup sharing each x tile; the weights are (N, K)
+  when `_k_major`, else (K, N)."""
+  dtype, k_major = x_gmem.dtype, _k_major(x_gmem.dtype)
+  (m, k), n = x_gmem.shape, wg_gmem.shape[0 if k_major else 1]
+  tile_k = ROW_BYTES // jnp.dtype(dtype).itemsize
+  # A stage released `delay` steps late races when the K loop is not longer than that (one
+  # K step with split_n: wrong sums, barrier errors in interpret mode); none to overlap.
+  delay = min(delay, k // tile_k - 1)
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tiles_m, tiles_n = m // cta_m, n // cta_n
-  epi_m, epi_n = EPILOGUE
+  epi_m, epi_n = EPILOGUE_ROWS, ROW_BYTES // jnp.dtype(o_gmem.dtype).itemsize
 
   def pipeline(step, context):
-    spec = functools.partial(plgpu.BlockSpec, index_map=lambda s: (0, s),
-                             transforms=_swizzled(TILE_K), memory_space=plgpu.SMEM,
-                             delay_release=delay)
+    spec = functools.partial(plgpu.BlockSpec, memory_space=plgpu.SMEM, delay_release=delay)
+    along_k = lambda rows: spec((rows, tile_k), lambda s: (0, s),
+                                transforms=_swizzled(tile_k, dtype))
+    w_spec = (along_k(cta_n) if k_major else
+              spec((tile_k, cta_n), lambda s: (s, 0), transforms=_swizzled(cta_n, dtype)))
     return plgpu.emit_pipeline_warp_specialized(
-        step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
+        step, grid=(k // tile_k,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
         max_concurrent_steps=stages, compute_context=context,
-        in_specs=[spec((cta_m, TILE_K)), spec((cta_n, TILE_K)), spec((cta_n, TILE_K))])
+        in_specs=[along_k(cta_m), w_spec, w_spec])
 
   ignore = lambda *_, **__: None
 
   @functools.partial(pl.run_scoped,
                      allocations=pipeline(ignore, ignore).get_allocations(x_gmem, wg_gmem,
                                                                          wu_gmem),
-                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
-                                         transforms=_swizzled(epi_n)),
+                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), o_gmem.dtype,
+                                         transforms=_swizzled(epi_n, o_gmem.dtype)),
                      collective_axes="wg")
   def _scope(allocations, out_smem):
     wg = lax.axis_index("wg")
@@ -141,7 +162,7 @@ def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int
                            up=plgpu.ACC((tile_m, tile_n), jnp.float32))
         def _accumulate(gate, up):
           run((gate, up))
-          out = functools.partial(jax.nn.gelu, approximate=True)(gate[...]) * up[...]
+          out = (functools.partial(jax.nn.gelu, approximate=True)(gate[...]) * up[...]).astype(o_gmem.dtype)
           plgpu.wait_smem_to_gmem(0, wait_read_only=True)
           for a in range(tile_m // epi_m):
             for b in range(tile_n // epi_n):
@@ -155,15 +176,31 @@ def _mosaic_kernel(x_gmem, wg_gmem, wu_gmem, o_gmem, *, tile_m: int, tile_n: int
 
       def step(_, x_smem, wg_smem, wu_smem, accs):
         x_tile = x_smem.at[wg_rows]
-        plgpu.wgmma(accs[0], x_tile, wg_smem.at[wg_cols].transpose((1, 0)))
-        plgpu.wgmma(accs[1], x_tile, wu_smem.at[wg_cols].transpose((1, 0)))
+        for acc, w_smem in zip(accs, (wg_smem, wu_smem)):
+          plgpu.wgmma(acc, x_tile,
+                      w_smem.at[wg_cols].transpose((1, 0)) if k_major else w_smem.at[:, wg_cols])
         plgpu.wgmma_wait(2 * delay)
         return accs
 
-      pipeline(step, context)(x_gmem.at[rows, :], wg_gmem.at[cols, :], wu_gmem.at[cols, :],
+      w_cols = (lambda w: w.at[cols, :]) if k_major else (lambda w: w.at[:, cols])
+      pipeline(step, context)(x_gmem.at[rows, :], w_cols(wg_gmem), w_cols(wu_gmem),
                               allocations=allocations)
 
   plgpu.wait_smem_to_gmem(0, wait_read_only=True)
+
+
+def _tf32(a):
+  """`a` rounded to TF32 (10 mantissa bits, to nearest even), as the kernel's operands; a
+  16-bit `a` as it is (bf16 `wgmma` reads it exactly).
+
+  TF32 `wgmma` reads f32 operands from shared memory by dropping their low 13 bits, which
+  rounds every product toward zero; the two projections' biases multiply in the gate and leave
+  a relative L2 error of 1.6e-3 on the H200, about what a bfloat16 output carries. Rounded to
+  nearest first, the operands leave about 4e-4, as XLA's TF32 dots do.
+  """
+  if a.dtype != jnp.float32:
+    return a
+  return lax.reduce_precision(a, exponent_bits=8, mantissa_bits=10)
 
 
 def _padded(a, rows: int, cols: int):
@@ -181,12 +218,13 @@ def _sm_count() -> int:
 def config_ok(config) -> bool:
   """Whether a config can compile: its pipelined tiles (x and both weights; and the Mosaic GPU
   epilogue slots) fit in shared memory and its two accumulators in at most 128 registers per
-  thread."""
+  thread. A Mosaic GPU K step and an epilogue piece are rows of ROW_BYTES at any precision, so
+  its bytes are the same at float32 and bfloat16 (and its f32 accumulators too)."""
   if config["backend"] == "mosaic_gpu":
     tile_m, tile_n = config["tile_m"], config["tile_n"]
     cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
-    smem = (config["stages"] * TILE_K * (cta_m + 2 * cta_n) * 4
-            + 2 * 2 * EPILOGUE[0] * EPILOGUE[1] * 4)
+    smem = (config["stages"] * ROW_BYTES * (cta_m + 2 * cta_n)
+            + 2 * 2 * EPILOGUE_ROWS * ROW_BYTES)
     return smem <= SHARED_MEMORY_BYTES - 2048 and 2 * tile_m * tile_n // 128 <= 128
   tiles = config["block_k"] * (config["block_m"] + 2 * config["block_n"]) * 4
   per_thread = 2 * config["block_m"] * config["block_n"] // (32 * config["num_warps"])
@@ -258,15 +296,19 @@ def _geglu_mosaic(x, w_gate, w_up, *, interpret: bool, tile_m: int, tile_n: int,
                  split_n: bool, delay: int):
   (m, k), n = x.shape, w_gate.shape[1]
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
-  x_p = _padded(x, cta_m, TILE_K)
-  wg_t, wu_t = _padded(w_gate.T, cta_n, TILE_K), _padded(w_up.T, cta_n, TILE_K)
+  tile_k = ROW_BYTES // x.dtype.itemsize
+  x_p = _padded(_tf32(x), cta_m, tile_k)
+  if _k_major(x.dtype):
+    wg_p, wu_p = _padded(_tf32(w_gate.T), cta_n, tile_k), _padded(_tf32(w_up.T), cta_n, tile_k)
+  else:
+    wg_p, wu_p = _padded(w_gate, tile_k, cta_n), _padded(w_up, tile_k, cta_n)
   out = plgpu.kernel(
       functools.partial(_mosaic_kernel, tile_m=tile_m, tile_n=tile_n, stages=stages,
                         split_n=split_n, delay=delay),
-      out_type=jax.ShapeDtypeStruct((x_p.shape[0], wg_t.shape[0]), jnp.float32),
+      out_type=jax.ShapeDtypeStruct((x_p.shape[0], -(-n // cta_n) * cta_n), x.dtype),
       grid=(_sm_count(),), grid_names=("sm",), num_threads=3, thread_name="wg",
       compiler_params=plgpu.CompilerParams(
           lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
       interpret=plgpu.InterpretGPUParams() if interpret else None,
-      kernel_name=TASK_NAME)(x_p, wg_t, wu_t)
+      kernel_name=TASK_NAME)(x_p, wg_p, wu_p)
   return out[:m, :n] if out.shape != (m, n) else out

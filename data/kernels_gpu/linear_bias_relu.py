@@ -1,5 +1,5 @@
-"""linear_bias_relu: out = relu(x @ w + b); x (M, K), w (K, N), b (N,) float32, any M, K,
-N.
+"""linear_bias_relu: out = relu(x @ w + b); x (M, K), w (K, N), b (N,) float32 or bfloat16,
+any M, K, N; out in x's dtype.
 
 GPU fix: two backends, chosen per GPU and shape class by the config. The bias slice of the
 tile's columns is added and ReLU applied to the f32 accumulator before the store (the epilogue)
@@ -7,9 +7,11 @@ in both.
 
 - `mosaic_gpu` (Hopper and later): a persistent kernel, one program per SM, walks the output
   tiles. In each program a memory warpgroup streams x and w tiles with TMA into swizzled
-  shared memory, `stages` K steps ahead, while two compute warpgroups each run TF32 `wgmma`
-  into a (tile_m, tile_n) f32 accumulator and store it through shared memory with TMA. TF32
-  `wgmma` reads both operands K-major, so the weight is transposed to (N, K) first; M, N and K
+  shared memory, `stages` K steps ahead, while two compute warpgroups each run `wgmma` (TF32
+  at float32, bf16 at bfloat16) into a (tile_m, tile_n) f32 accumulator and store it, cast to
+  the output dtype, through shared memory with TMA. A K step is one 128-byte swizzled row (32
+  f32, 64 bf16 elements). TF32 `wgmma` reads both operands K-major, so at float32 the weight is
+  transposed to (N, K) first; 16-bit `wgmma` reads its (K, N) tiles as they are. M, N and K
   are zero-padded to the tiles when they are not multiples (zeros add nothing).
 - `triton` (any GPU): each program owns one (block_m, block_n) output tile and walks K in
   block_k-wide steps with an f32 accumulator (a `fori_loop`, not a grid axis: grid programs
@@ -47,15 +49,19 @@ CONFIG_SPACE: Final = (
      "stages": (3, 4, 5), "split_n": (False, True), "delay": (0, 1)},
 )
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
-TILE_K: Final = 32        # Mosaic GPU K step: 32 f32 = one 128-byte swizzled row
-EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled row
+ROW_BYTES: Final = 128    # Mosaic GPU: one swizzled shared-memory row, the K step (32 f32, 64 bf16)
+EPILOGUE_ROWS: Final = 64  # Mosaic GPU output store: pieces of 64 rows x one swizzled row
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
 TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x1024,1024x2048,2048": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=128, stages=5, split_n=False, delay=1),
+        "1024x1024,1024x2048,2048:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=128, tile_n=64, stages=5, split_n=True, delay=1),
         "4096x4096,4096x8192,8192": dict(
             backend='mosaic_gpu', tile_m=128, tile_n=128, stages=4, split_n=False, delay=1),
+        "4096x4096,4096x8192,8192:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=256, stages=3, split_n=False, delay=1),
     },
 }
 
@@ -93,36 +99,50 @@ def _linear_bias_relu_kernel(x_ref, w_ref, b_ref, o_ref, *, block_m: int, block_
                  mask=(rows[:, None] < m) & (cols[None, :] < n))
 
 
-def _swizzled(cols: int):
-  """Shared-memory transforms for f32 rows of `cols` elements: (8, row) tiles, swizzled."""
-  swizzle = plgpu.find_swizzle(cols * 32)
-  return plgpu.TilingTransform((8, swizzle // 4)), plgpu.SwizzleTransform(swizzle)
+def _swizzled(cols: int, dtype):
+  """Shared-memory transforms for rows of `cols` elements of `dtype`: (8, row) tiles, swizzled."""
+  itemsize = jnp.dtype(dtype).itemsize
+  swizzle = plgpu.find_swizzle(cols * itemsize * 8)
+  return plgpu.TilingTransform((8, swizzle // itemsize)), plgpu.SwizzleTransform(swizzle)
+
+
+def _k_major(dtype) -> bool:
+  """Whether `wgmma` must read w K-major, as (N, K): TF32 (f32 operands) only does."""
+  return jnp.dtype(dtype).itemsize == 4
 
 
 def _mosaic_kernel(x_gmem, w_gmem, b_gmem, o_gmem, *, tile_m: int, tile_n: int, stages: int,
                    split_n: bool, delay: int):
-  """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma."""
-  (m, k), n = x_gmem.shape, w_gmem.shape[0]
+  """One program per SM: the memory warpgroup feeds the two compute warpgroups' wgmma; w is
+  (N, K) when `_k_major`, else (K, N)."""
+  dtype, k_major = x_gmem.dtype, _k_major(x_gmem.dtype)
+  (m, k), n = x_gmem.shape, w_gmem.shape[0 if k_major else 1]
+  tile_k = ROW_BYTES // jnp.dtype(dtype).itemsize
+  # A stage released `delay` steps late races when the K loop is not longer than that (one
+  # K step with split_n: wrong sums, barrier errors in interpret mode); none to overlap.
+  delay = min(delay, k // tile_k - 1)
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tiles_m, tiles_n = m // cta_m, n // cta_n
-  epi_m, epi_n = EPILOGUE
+  epi_m, epi_n = EPILOGUE_ROWS, ROW_BYTES // jnp.dtype(o_gmem.dtype).itemsize
 
   def pipeline(step, context):
-    spec = functools.partial(plgpu.BlockSpec, index_map=lambda s: (0, s),
-                             transforms=_swizzled(TILE_K), memory_space=plgpu.SMEM,
-                             delay_release=delay)
+    spec = functools.partial(plgpu.BlockSpec, memory_space=plgpu.SMEM, delay_release=delay)
+    along_k = lambda rows: spec((rows, tile_k), lambda s: (0, s),
+                                transforms=_swizzled(tile_k, dtype))
+    w_spec = (along_k(cta_n) if k_major else
+              spec((tile_k, cta_n), lambda s: (s, 0), transforms=_swizzled(cta_n, dtype)))
     return plgpu.emit_pipeline_warp_specialized(
-        step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
+        step, grid=(k // tile_k,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
         max_concurrent_steps=stages, compute_context=context,
-        in_specs=[spec((cta_m, TILE_K)), spec((cta_n, TILE_K))])
+        in_specs=[along_k(cta_m), w_spec])
 
   ignore = lambda *_, **__: None
 
   @functools.partial(pl.run_scoped,
                      allocations=pipeline(ignore, ignore).get_allocations(x_gmem, w_gmem),
-                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
-                                         transforms=_swizzled(epi_n)),
-                     bias_smem=plgpu.SMEM((2, tile_n), jnp.float32),
+                     out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), o_gmem.dtype,
+                                         transforms=_swizzled(epi_n, o_gmem.dtype)),
+                     bias_smem=plgpu.SMEM((2, tile_n), b_gmem.dtype),
                      bias_loaded=plgpu.Barrier(num_barriers=2),
                      collective_axes="wg")
   def _scope(allocations, out_smem, bias_smem, bias_loaded):
@@ -144,7 +164,9 @@ def _mosaic_kernel(x_gmem, w_gmem, b_gmem, o_gmem, *, tile_m: int, tile_n: int, 
           run(acc)
           plgpu.barrier_wait(bias_loaded.at[wg])
           bias = plgpu.load(bias_smem.at[wg], layout=plgpu.Layout.WGMMA.reduce(0))
+          bias = bias.astype(jnp.float32)
           out = jnp.maximum(acc[...] + lax.broadcast_in_dim(bias, acc.shape, [1]), 0.0)
+          out = out.astype(o_gmem.dtype)
           plgpu.wait_smem_to_gmem(0, wait_read_only=True)
           for a in range(tile_m // epi_m):
             for b in range(tile_n // epi_n):
@@ -157,11 +179,13 @@ def _mosaic_kernel(x_gmem, w_gmem, b_gmem, o_gmem, *, tile_m: int, tile_n: int, 
                   out_tile.at[pl.ds(a * epi_m, epi_m), pl.ds(b * epi_n, epi_n)])
 
       def step(_, x_smem, w_smem, acc):
-        plgpu.wgmma(acc, x_smem.at[wg_rows], w_smem.at[wg_cols].transpose((1, 0)))
+        w_tile = w_smem.at[wg_cols].transpose((1, 0)) if k_major else w_smem.at[:, wg_cols]
+        plgpu.wgmma(acc, x_smem.at[wg_rows], w_tile)
         plgpu.wgmma_wait(delay)
         return acc
 
-      pipeline(step, context)(x_gmem.at[rows, :], w_gmem.at[cols, :],
+      pipeline(step, context)(x_gmem.at[rows, :],
+                              w_gmem.at[cols, :] if k_major else w_gmem.at[:, cols],
                               allocations=allocations)
 
   plgpu.wait_smem_to_gmem(0, wait_read_only=True)
@@ -181,12 +205,14 @@ def _sm_count() -> int:
 
 def config_ok(config) -> bool:
   """Whether a config can compile: its pipelined tiles (and the Mosaic GPU epilogue slots and
-  bias) fit in shared memory and its accumulator in at most 128 registers per thread."""
+  bias) fit in shared memory and its accumulator in at most 128 registers per thread. A Mosaic
+  GPU K step and an epilogue piece are rows of ROW_BYTES at any precision, so its bytes are the
+  same at float32 and bfloat16 (the bias counted at 4 bytes an element, the most)."""
   if config["backend"] == "mosaic_gpu":
     tile_m, tile_n = config["tile_m"], config["tile_n"]
     cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
-    smem = (config["stages"] * TILE_K * (cta_m + cta_n) * 4
-            + 2 * 2 * EPILOGUE[0] * EPILOGUE[1] * 4 + 2 * tile_n * 4)
+    smem = (config["stages"] * ROW_BYTES * (cta_m + cta_n)
+            + 2 * 2 * EPILOGUE_ROWS * ROW_BYTES + 2 * tile_n * 4)
     return smem <= SHARED_MEMORY_BYTES - 2048 and tile_m * tile_n // 128 <= 128
   tiles = config["block_k"] * (config["block_m"] + config["block_n"]) * 4
   per_thread = config["block_m"] * config["block_n"] // (32 * config["num_warps"])
@@ -257,15 +283,18 @@ def _linear_bias_relu_mosaic(x, w, b, *, interpret: bool, tile_m: int, tile_n: i
                    split_n: bool, delay: int):
   (m, k), n = x.shape, w.shape[1]
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
-  x_p, w_t = _padded(x, cta_m, TILE_K), _padded(w.T, cta_n, TILE_K)
-  b_p = jnp.pad(b, (0, w_t.shape[0] - n)) if w_t.shape[0] != n else b
+  tile_k = ROW_BYTES // x.dtype.itemsize
+  x_p = _padded(x, cta_m, tile_k)
+  w_p = _padded(w.T, cta_n, tile_k) if _k_major(x.dtype) else _padded(w, tile_k, cta_n)
+  n_p = -(-n // cta_n) * cta_n
+  b_p = jnp.pad(b, (0, n_p - n)) if n_p != n else b
   out = plgpu.kernel(
       functools.partial(_mosaic_kernel, tile_m=tile_m, tile_n=tile_n, stages=stages,
                         split_n=split_n, delay=delay),
-      out_type=jax.ShapeDtypeStruct((x_p.shape[0], w_t.shape[0]), jnp.float32),
+      out_type=jax.ShapeDtypeStruct((x_p.shape[0], n_p), x.dtype),
       grid=(_sm_count(),), grid_names=("sm",), num_threads=3, thread_name="wg",
       compiler_params=plgpu.CompilerParams(
           lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
       interpret=plgpu.InterpretGPUParams() if interpret else None,
-      kernel_name=TASK_NAME)(x_p, w_t, b_p)
+      kernel_name=TASK_NAME)(x_p, w_p, b_p)
   return out[:m, :n] if out.shape != (m, n) else out

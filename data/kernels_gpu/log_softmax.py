@@ -48,7 +48,11 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x2048": dict(
             block_rows=1, block_cols=4096, num_warps=8, num_stages=1),
+        "2048x2048:bfloat16": dict(
+            block_rows=1, block_cols=2048, num_warps=2, num_stages=2),
         "8192x8192": dict(
+            block_rows=1, block_cols=8192, num_warps=8, num_stages=1),
+        "8192x8192:bfloat16": dict(
             block_rows=1, block_cols=8192, num_warps=8, num_stages=1),
     },
 }

@@ -40,8 +40,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "16x512x128,16x512x128,16x512x128": dict(
             block_q=32, block_k=64, num_warps=4, num_stages=2),
+        "16x512x128,16x512x128,16x512x128:bfloat16": dict(
+            block_q=64, block_k=64, num_warps=4, num_stages=3),
         "8x256x64,8x256x64,8x256x64": dict(
             block_q=16, block_k=128, num_warps=4, num_stages=1),
+        "8x256x64,8x256x64,8x256x64:bfloat16": dict(
+            block_q=16, block_k=64, num_warps=4, num_stages=3),
     },
 }
 

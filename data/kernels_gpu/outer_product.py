@@ -32,8 +32,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024,1024": dict(
             block_m=64, block_n=64, num_warps=4),
+        "1024,1024:bfloat16": dict(
+            block_m=32, block_n=128, num_warps=8),
         "4096,4096": dict(
             block_m=16, block_n=128, num_warps=8),
+        "4096,4096:bfloat16": dict(
+            block_m=8, block_n=1024, num_warps=4),
     },
 }
 

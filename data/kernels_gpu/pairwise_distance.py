@@ -38,8 +38,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x64": dict(
             block=64, chunk=1, num_warps=1, num_stages=2),
+        "1024x64:bfloat16": dict(
+            block=64, chunk=1, num_warps=2, num_stages=1),
         "256x32": dict(
             block=16, chunk=16, num_warps=8, num_stages=1),
+        "256x32:bfloat16": dict(
+            block=16, chunk=1, num_warps=4, num_stages=1),
     },
 }
 

@@ -36,7 +36,11 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "1024x4,4x16": dict(
             block_p=64, num_warps=8),
+        "1024x4,4x16:bfloat16": dict(
+            block_p=64, num_warps=8),
         "4096x4,4x16": dict(
+            block_p=64, num_warps=8),
+        "4096x4,4x16:bfloat16": dict(
             block_p=64, num_warps=8),
     },
 }

@@ -55,9 +55,15 @@ TUNED_CONFIGS: Final = {
         "1024x128,1024x128": dict(
             block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, d_step=256,
             num_warps=4, num_stages=1),
+        "1024x128,1024x128:bfloat16": dict(
+            block_q=64, block_k=64, whole_rows=False, col_split=1, tiles=True, d_step=256,
+            num_warps=4, num_stages=1),
         "256x64,256x64": dict(
             block_q=32, block_k=32, whole_rows=False, col_split=1, tiles=True, d_step=256,
             num_warps=8, num_stages=3),
+        "256x64,256x64:bfloat16": dict(
+            block_q=32, block_k=32, whole_rows=False, col_split=1, tiles=True, d_step=64,
+            num_warps=4, num_stages=1),
     },
 }
 

@@ -45,8 +45,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "16384x8192": dict(
             block_rows=1, block_cols=512, num_warps=8, num_stages=3),
+        "16384x8192:bfloat16": dict(
+            block_rows=1, block_cols=8192, num_warps=4, num_stages=3),
         "4096x2048": dict(
             block_rows=1, block_cols=4096, num_warps=8, num_stages=1),
+        "4096x2048:bfloat16": dict(
+            block_rows=2, block_cols=2048, num_warps=4, num_stages=1),
     },
 }
 

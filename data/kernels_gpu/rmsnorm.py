@@ -47,7 +47,11 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x1024": dict(
             block_rows=1, block_cols=1024, num_warps=4, num_stages=2),
+        "2048x1024:bfloat16": dict(
+            block_rows=2, block_cols=2048, num_warps=4, num_stages=1),
         "8192x4096": dict(
+            block_rows=1, block_cols=4096, num_warps=8, num_stages=1),
+        "8192x4096:bfloat16": dict(
             block_rows=1, block_cols=4096, num_warps=8, num_stages=1),
     },
 }

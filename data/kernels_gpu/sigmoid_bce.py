@@ -29,8 +29,12 @@ TUNED_CONFIGS: Final = {
     "NVIDIA H200": {
         "2048x1024,2048x1024": dict(
             block=2048, num_warps=16),
+        "2048x1024,2048x1024:bfloat16": dict(
+            block=2048, num_warps=8),
         "8192x4096,8192x4096": dict(
             block=2048, num_warps=16),
+        "8192x4096,8192x4096:bfloat16": dict(
+            block=4096, num_warps=8),
     },
 }
 

@@ -3,7 +3,9 @@
 n = rmsnorm(x); per head h: a_h = softmax((n wq_h)(n wk_h)^T / sqrt(dh)) (n wv_h);
 h = x + sum_h a_h wo_h; out = h + (silu(m w_gate) * (m w_up)) w_down with m = rmsnorm(h).
 x (S, D); wq, wk, wv (D, H, dh); wo (H, dh, D); w_gate, w_up (D, F); w_down (F, D);
-rmsnorm eps 1e-5, no gain. The head count is read from the weights.
+rmsnorm eps 1e-5, no gain. The head count is read from the weights. float32 or bfloat16
+inputs; the output, and on the Mosaic GPU path every activation between the kernels, in x's
+dtype.
 
 GPU fix: the block is split into kernels of three kinds, on one of two backends chosen per
 GPU and shape class by the config. The weights are viewed as matrices (wq, wk, wv as
@@ -19,13 +21,15 @@ GPU and shape class by the config. The weights are viewed as matrices (wq, wk, w
   silu(gate) * up in the epilogue; the residual matmuls (out_proj: h = x + a @ wo; down_proj:
   out = h + g @ w_down) add the residual in the epilogue. Every load and store is masked.
 - `mosaic_gpu` (Hopper and later), seven calls: a Triton RMSNorm kernel writes rmsnorm(x) (and
-  later rmsnorm(h)) rounded to TF32, and the projections are persistent Mosaic GPU kernels, one
-  program per SM: a memory warpgroup streams the operand tiles with TMA into swizzled shared
-  memory, `stages` K steps ahead, while two compute warpgroups run TF32 `wgmma`. qkv is one
-  projection on wq, wk and wv side by side; swiglu holds two accumulators; out_proj and
-  down_proj load their residual tile with TMA while the K loop runs and add it in the
-  epilogue. TF32 `wgmma` reads both operands K-major and truncates them, so the weights are
-  transposed to (N, K) and rounded to TF32 to nearest on the way; every dimension is
+  later rmsnorm(h)), rounded to TF32 at float32, and the projections are persistent Mosaic GPU
+  kernels, one program per SM: a memory warpgroup streams the operand tiles with TMA into
+  swizzled shared memory, `stages` K steps ahead (a K step is one 128-byte swizzled row: 32
+  f32, 64 bf16 elements), while two compute warpgroups run `wgmma` (TF32 at float32, bf16 at
+  bfloat16) into f32 accumulators. qkv is one projection on wq, wk and wv side by side; swiglu
+  holds two accumulators; out_proj and down_proj load their residual tile with TMA while the K
+  loop runs and add it in the epilogue. TF32 `wgmma` reads both operands K-major and truncates
+  them, so at float32 the weights are transposed to (N, K) and rounded to TF32 to nearest on
+  the way; 16-bit `wgmma` reads the weights' (K, N) tiles as they are. Every dimension is
   zero-padded to the tiles when it is not a multiple.
 Any S, D, H, F and dh <= 256 work (the attention pads dh to a power of two >= 16).
 
@@ -62,8 +66,8 @@ CONFIG_SPACE: Final = (
      "block_kv": (32, 64), "attention_warps": (4, 8)},
 )
 SHARED_MEMORY_BYTES: Final = 227 * 1024  # per block on an H100/H200
-TILE_K: Final = 32        # Mosaic GPU K step: 32 f32 = one 128-byte swizzled row
-EPILOGUE: Final = (64, 32)  # Mosaic GPU output store: 64 rows x one swizzled row
+ROW_BYTES: Final = 128    # Mosaic GPU: one swizzled shared-memory row, the K step (32 f32, 64 bf16)
+EPILOGUE_ROWS: Final = 64  # Mosaic GPU output store: pieces of 64 rows x one swizzled row
 NORM_ROWS: Final = 16     # rows per program of the RMSNorm kernel
 NORM_COLS: Final = 256    # its column step
 # The autotuner's choices by GPU and shape class (written by `autotune --write-tables`).
@@ -72,9 +76,15 @@ TUNED_CONFIGS: Final = {
         "128x256,256x4x64,256x4x64,256x4x64,4x64x256,256x512,256x512,512x256": dict(
             backend='triton', block_m=16, block_n=32, block_k=128, block_q=16, block_kv=64,
             matmul_warps=4, matmul_stages=3, attention_warps=8),
+        "128x256,256x4x64,256x4x64,256x4x64,4x64x256,256x512,256x512,512x256:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=False,
+            delay=1, block_q=64, block_kv=32, attention_warps=4),
         "512x1024,1024x8x128,1024x8x128,1024x8x128,8x128x1024,1024x2048,1024x2048,2048x1024": dict(
             backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=False,
             delay=0, block_q=32, block_kv=64, attention_warps=4),
+        "512x1024,1024x8x128,1024x8x128,1024x8x128,8x128x1024,1024x2048,1024x2048,2048x1024:bfloat16": dict(
+            backend='mosaic_gpu', tile_m=64, tile_n=64, glu_n=64, stages=4, split_n=True,
+            delay=0, block_q=64, block_kv=64, attention_warps=4),
     },
 }
 
@@ -169,20 +179,22 @@ def _attention_kernel(q_ref, k_ref, v_ref, o_ref, *, head_dim: int, d_pad: int, 
   init = (jnp.zeros((block_q, d_pad), jnp.float32),
           jnp.full((block_q,), -jnp.inf, jnp.float32), jnp.zeros((block_q,), jnp.float32))
   acc, _, l = jax.lax.fori_loop(0, pl.cdiv(seq_len, block_kv), step, init)
-  pltriton.store(o_ref.at[pl.ds(q0, block_q), pl.ds(c0, d_pad)], acc / l[:, None], mask=q_mask)
+  pltriton.store(o_ref.at[pl.ds(q0, block_q), pl.ds(c0, d_pad)],
+                 (acc / l[:, None]).astype(o_ref.dtype), mask=q_mask)
 
 
 def _rmsnorm_kernel(x_ref, o_ref, *, d: int):
-  """o = rmsnorm(x) over x's first d columns, rounded to TF32 to nearest, for program_id(0)'s
-  NORM_ROWS rows; o may be larger than x (padding), and gets zeros there."""
+  """o = rmsnorm(x) over x's first d columns, computed in f32 and rounded to TF32 to nearest
+  (an f32 o) or to o's dtype, for program_id(0)'s NORM_ROWS rows; o may be larger than x
+  (padding), and gets zeros there."""
   r0 = pl.program_id(0) * NORM_ROWS
   rows = r0 + jnp.arange(NORM_ROWS)
 
   def tile(c):
     cols = c * NORM_COLS + jnp.arange(NORM_COLS)
-    return cols, pltriton.load(x_ref.at[pl.ds(r0, NORM_ROWS), pl.ds(c * NORM_COLS, NORM_COLS)],
-                               mask=(rows[:, None] < x_ref.shape[0]) & (cols[None, :] < d),
-                               other=0.0)
+    x = pltriton.load(x_ref.at[pl.ds(r0, NORM_ROWS), pl.ds(c * NORM_COLS, NORM_COLS)],
+                      mask=(rows[:, None] < x_ref.shape[0]) & (cols[None, :] < d), other=0.0)
+    return cols, x.astype(jnp.float32)
 
   def sum_squares(c, acc):
     _, x = tile(c)
@@ -195,47 +207,63 @@ def _rmsnorm_kernel(x_ref, o_ref, *, d: int):
   @pl.loop(0, pl.cdiv(o_ref.shape[1], NORM_COLS))
   def _(c):
     cols, x = tile(c)
-    # _tf32 by hand (Triton does not lower reduce_precision): add half a TF32 ulp (less one,
-    # plus the kept lowest bit) to the magnitude's bits, then drop the 13 bits wgmma drops.
-    bits = lax.bitcast_convert_type(x * scale, jnp.int32)
-    bits = (bits + (0xFFF + ((bits >> 13) & 1))) & ~0x1FFF
+    out, tf32 = x * scale, o_ref.dtype == jnp.float32
+    if tf32:
+      # _tf32 by hand (Triton does not lower reduce_precision): add half a TF32 ulp (less one,
+      # plus the kept lowest bit) to the magnitude's bits, then drop the 13 bits wgmma drops.
+      bits = lax.bitcast_convert_type(out, jnp.int32)
+      bits = (bits + (0xFFF + ((bits >> 13) & 1))) & ~0x1FFF
     pltriton.store(o_ref.at[pl.ds(r0, NORM_ROWS), pl.ds(c * NORM_COLS, NORM_COLS)],
-                   lax.bitcast_convert_type(bits, jnp.float32),
+                   lax.bitcast_convert_type(bits, jnp.float32) if tf32 else out.astype(o_ref.dtype),
                    mask=(rows[:, None] < o_ref.shape[0]) & (cols[None, :] < o_ref.shape[1]))
 
 
-def _swizzled(cols: int):
-  """Shared-memory transforms for f32 rows of `cols` elements: (8, row) tiles, swizzled."""
-  swizzle = plgpu.find_swizzle(cols * 32)
-  return plgpu.TilingTransform((8, swizzle // 4)), plgpu.SwizzleTransform(swizzle)
+def _swizzled(cols: int, dtype):
+  """Shared-memory transforms for rows of `cols` elements of `dtype`: (8, row) tiles, swizzled."""
+  itemsize = jnp.dtype(dtype).itemsize
+  swizzle = plgpu.find_swizzle(cols * itemsize * 8)
+  return plgpu.TilingTransform((8, swizzle // itemsize)), plgpu.SwizzleTransform(swizzle)
+
+
+def _k_major(dtype) -> bool:
+  """Whether `wgmma` must read the weights K-major, as (N, K): TF32 (f32 operands) only does."""
+  return jnp.dtype(dtype).itemsize == 4
 
 
 def _projection_kernel(x_gmem, *refs, num_weights: int, residual: bool, tile_m: int,
                        tile_n: int, stages: int, split_n: bool, delay: int):
-  """o = x @ w^T (+ r), or silu(x @ w0^T) * (x @ w1^T) with two weights; one program per SM, the
-  memory warpgroup feeding the two compute warpgroups' wgmma, one accumulator per weight."""
+  """o = x @ w (+ r), or silu(x @ w0) * (x @ w1) with two weights; one program per SM, the
+  memory warpgroup feeding the two compute warpgroups' wgmma, one accumulator per weight; the
+  weights are (N, K) when `_k_major`, else (K, N)."""
   w_gmems, o_gmem = refs[:num_weights], refs[-1]
   r_gmem = refs[num_weights] if residual else None
-  (m, k), n = x_gmem.shape, w_gmems[0].shape[0]
+  dtype, k_major = x_gmem.dtype, _k_major(x_gmem.dtype)
+  (m, k), n = x_gmem.shape, w_gmems[0].shape[0 if k_major else 1]
+  tile_k = ROW_BYTES // jnp.dtype(dtype).itemsize
+  # A stage released `delay` steps late races when the K loop is not longer than that (one
+  # K step with split_n: wrong sums, barrier errors in interpret mode); none to overlap.
+  delay = min(delay, k // tile_k - 1)
   cta_m, cta_n = (tile_m, 2 * tile_n) if split_n else (2 * tile_m, tile_n)
   tiles_m, tiles_n = m // cta_m, n // cta_n
-  epi_m, epi_n = EPILOGUE
+  epi_m, epi_n = EPILOGUE_ROWS, ROW_BYTES // jnp.dtype(o_gmem.dtype).itemsize
 
   def pipeline(step, context):
-    spec = functools.partial(plgpu.BlockSpec, index_map=lambda s: (0, s),
-                             transforms=_swizzled(TILE_K), memory_space=plgpu.SMEM,
-                             delay_release=delay)
+    spec = functools.partial(plgpu.BlockSpec, memory_space=plgpu.SMEM, delay_release=delay)
+    along_k = lambda rows: spec((rows, tile_k), lambda s: (0, s),
+                                transforms=_swizzled(tile_k, dtype))
+    w_spec = (along_k(cta_n) if k_major else
+              spec((tile_k, cta_n), lambda s: (s, 0), transforms=_swizzled(cta_n, dtype)))
     return plgpu.emit_pipeline_warp_specialized(
-        step, grid=(k // TILE_K,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
+        step, grid=(k // tile_k,), memory_registers=40, wg_axis="wg", num_compute_wgs=2,
         max_concurrent_steps=stages, compute_context=context,
-        in_specs=[spec((cta_m, TILE_K))] + [spec((cta_n, TILE_K))] * num_weights)
+        in_specs=[along_k(cta_m)] + [w_spec] * num_weights)
 
   ignore = lambda *_, **__: None
-  scratch = dict(out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), jnp.float32,
-                                     transforms=_swizzled(epi_n)))
+  scratch = dict(out_smem=plgpu.SMEM((2, 2, epi_m, epi_n), o_gmem.dtype,
+                                     transforms=_swizzled(epi_n, o_gmem.dtype)))
   if residual:
-    scratch.update(res_smem=plgpu.SMEM((2, tile_m, tile_n), jnp.float32,
-                                       transforms=_swizzled(tile_n)),
+    scratch.update(res_smem=plgpu.SMEM((2, tile_m, tile_n), r_gmem.dtype,
+                                       transforms=_swizzled(tile_n, r_gmem.dtype)),
                    res_loaded=plgpu.Barrier(num_barriers=2))
 
   @functools.partial(pl.run_scoped,
@@ -266,7 +294,8 @@ def _projection_kernel(x_gmem, *refs, num_weights: int, residual: bool, tile_m: 
             out = accs[0][...]
           if residual:
             plgpu.barrier_wait(res_loaded.at[wg])
-            out = out + res_smem[wg]
+            out = out + res_smem[wg].astype(jnp.float32)
+          out = out.astype(o_gmem.dtype)
           plgpu.wait_smem_to_gmem(0, wait_read_only=True)
           for a in range(tile_m // epi_m):
             for b in range(tile_n // epi_n):
@@ -281,11 +310,13 @@ def _projection_kernel(x_gmem, *refs, num_weights: int, residual: bool, tile_m: 
       def step(_, x_smem, *w_and_accs):
         w_smems, accs = w_and_accs[:num_weights], w_and_accs[num_weights]
         for acc, w_smem in zip(accs, w_smems):
-          plgpu.wgmma(acc, x_smem.at[wg_rows], w_smem.at[wg_cols].transpose((1, 0)))
+          plgpu.wgmma(acc, x_smem.at[wg_rows],
+                      w_smem.at[wg_cols].transpose((1, 0)) if k_major else w_smem.at[:, wg_cols])
         plgpu.wgmma_wait(num_weights * delay)
         return accs
 
-      pipeline(step, context)(x_gmem.at[rows, :], *(w.at[cols, :] for w in w_gmems),
+      w_cols = (lambda w: w.at[cols, :]) if k_major else (lambda w: w.at[:, cols])
+      pipeline(step, context)(x_gmem.at[rows, :], *map(w_cols, w_gmems),
                               allocations=allocations)
 
   plgpu.wait_smem_to_gmem(0, wait_read_only=True)
@@ -294,15 +325,17 @@ def _projection_kernel(x_gmem, *refs, num_weights: int, residual: bool, tile_m: 
 def config_ok(config) -> bool:
   """Whether the projections and the attention (dh up to 128) can compile: pipelined tiles (and
   Mosaic GPU's epilogue and residual tiles) in shared memory, accumulators in 128 registers
-  per thread (three in Triton's qkv, two in swiglu)."""
+  per thread (three in Triton's qkv, two in swiglu). A Mosaic GPU K step and an epilogue piece
+  are rows of ROW_BYTES at any precision, so their bytes are the same at float32 and bfloat16;
+  the residual tile is counted at 4 bytes an element, the most."""
   attention = (config["block_q"] * (128 + config["block_kv"]) // (32 * config["attention_warps"])
                <= 128)
   if config["backend"] == "mosaic_gpu":
-    epilogue = 2 * 2 * EPILOGUE[0] * EPILOGUE[1] * 4
+    epilogue = 2 * 2 * EPILOGUE_ROWS * ROW_BYTES
     tile_m, ok = config["tile_m"], attention
     for tile_n, width, residual in ((config["tile_n"], 1, True), (config["glu_n"], 2, False)):
       cta_m, cta_n = (tile_m, 2 * tile_n) if config["split_n"] else (2 * tile_m, tile_n)
-      smem = (config["stages"] * TILE_K * (cta_m + width * cta_n) * 4 + epilogue
+      smem = (config["stages"] * ROW_BYTES * (cta_m + width * cta_n) + epilogue
               + residual * 2 * tile_m * tile_n * 4)
       ok &= smem <= SHARED_MEMORY_BYTES - 2048 and width * tile_m * tile_n // 128 <= 128
     return ok
@@ -375,7 +408,7 @@ def _attention(qkv, offsets, out_rows: int, heads: int, head_dim: int, *, interp
                         d_pad=max(16, pl.next_power_of_2(head_dim)), block_q=block_q,
                         block_kv=block_kv, offsets=offsets),
       grid=(heads, pl.cdiv(out_rows, block_q)),
-      out_shape=jax.ShapeDtypeStruct((out_rows, heads * head_dim), jnp.float32),
+      out_shape=jax.ShapeDtypeStruct((out_rows, heads * head_dim), qkv[0].dtype),
       compiler_params=pltriton.CompilerParams(num_warps=attention_warps, num_stages=2),
       interpret=interpret, name=TASK_NAME + "_attention")(*qkv)
 
@@ -420,8 +453,18 @@ def _padded(a, rows: int, cols: int):
 def _tf32(a):
   """`a` rounded to TF32 (10 mantissa bits) to nearest even. TF32 `wgmma` drops the low 13
   bits of its f32 operands, which rounds every product toward zero; through the block's chain
-  of projections that bias would add up."""
+  of projections that bias would add up. A 16-bit `a` as it is (bf16 `wgmma` reads it exactly)."""
+  if a.dtype != jnp.float32:
+    return a
   return lax.reduce_precision(a, exponent_bits=8, mantissa_bits=10)
+
+
+def _weight(w, n_tile: int, k_tile: int):
+  """The (K, N) weight `w` as the projections read it: (N, K) and rounded to TF32 for TF32
+  `wgmma` (`_k_major`), else (K, N) as it is; N zero-padded to n_tile, K to k_tile."""
+  if _k_major(w.dtype):
+    return _padded(_tf32(w.T), n_tile, k_tile)
+  return _padded(w, k_tile, n_tile)
 
 
 @functools.partial(jax.jit, static_argnames=(
@@ -434,13 +477,15 @@ def _transformer_block_mosaic(x, wq, wk, wv, wo, w_gate, w_up, w_down, *, interp
   cta_m = tile_m if split_n else 2 * tile_m
   cta_n, glu_cta_n = (2 * tile_n, 2 * glu_n) if split_n else (tile_n, glu_n)
 
+  tile_k = ROW_BYTES // x.dtype.itemsize
+
   def project(operands, tile: int, residual: bool, name: str):
-    n = operands[1].shape[0]
+    n = operands[1].shape[0 if _k_major(x.dtype) else 1]
     return plgpu.kernel(
         functools.partial(_projection_kernel, num_weights=len(operands) - 1 - residual,
                           residual=residual, tile_m=tile_m, tile_n=tile, stages=stages,
                           split_n=split_n, delay=delay),
-        out_type=jax.ShapeDtypeStruct((operands[0].shape[0], n), jnp.float32),
+        out_type=jax.ShapeDtypeStruct((operands[0].shape[0], n), x.dtype),
         grid=(_sm_count(),), grid_names=("sm",), num_threads=3, thread_name="wg",
         compiler_params=plgpu.CompilerParams(
             lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
@@ -448,26 +493,27 @@ def _transformer_block_mosaic(x, wq, wk, wv, wo, w_gate, w_up, w_down, *, interp
         kernel_name=TASK_NAME + name)(*operands)
 
   def rmsnorm(a):
-    """rmsnorm(a) over D, in TF32, zero-padded to (multiples of cta_m, the projections' K)."""
-    out = jax.ShapeDtypeStruct((-(-s // cta_m) * cta_m, -(-d // cta_n) * cta_n), jnp.float32)
+    """rmsnorm(a) over D, in TF32 at float32, zero-padded to (multiples of cta_m, the
+    projections' K)."""
+    out = jax.ShapeDtypeStruct((-(-s // cta_m) * cta_m, -(-d // cta_n) * cta_n), x.dtype)
     return pl.pallas_call(functools.partial(_rmsnorm_kernel, d=d),
                           grid=(pl.cdiv(out.shape[0], NORM_ROWS),), out_shape=out,
                           compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=1),
                           interpret=interpret, name=TASK_NAME + "_rmsnorm")(a)
 
-  # The weights as (N, K), rounded to TF32; D (the K of qkv and swiglu, the N of out_proj and
-  # down_proj) padded to cta_n everywhere, H*dh to TILE_K, F to swiglu's tile.
+  # The weights as `_weight` reads them; D (the K of qkv and swiglu, the N of out_proj and
+  # down_proj) padded to cta_n everywhere, H*dh to tile_k, F to swiglu's tile.
   w_qkv = jnp.concatenate([w.reshape(d, hd) for w in (wq, wk, wv)], axis=1)
-  w_qkv = _padded(_tf32(w_qkv.T), cta_n, cta_n)
-  w_o = _padded(_tf32(wo.reshape(hd, d).T), cta_n, TILE_K)
-  w_g, w_u = (_padded(_tf32(w.T), glu_cta_n, cta_n) for w in (w_gate, w_up))
-  w_d = _padded(_tf32(w_down.T), cta_n, glu_cta_n)
+  w_qkv = _weight(w_qkv, cta_n, cta_n)
+  w_o = _weight(wo.reshape(hd, d), cta_n, tile_k)
+  w_g, w_u = (_weight(w, glu_cta_n, cta_n) for w in (w_gate, w_up))
+  w_d = _weight(w_down, cta_n, glu_cta_n)
   x_p = _padded(x, cta_m, cta_n)
 
   qkv = project((rmsnorm(x), w_qkv), tile_n, False, "_qkv")
   attn = _attention((qkv,) * 3, (0, hd, 2 * hd), s, heads, head_dim, interpret=interpret,
                     block_q=block_q, block_kv=block_kv, attention_warps=attention_warps)
-  h = project((_padded(attn, cta_m, TILE_K), w_o, x_p), tile_n, True, "_out_proj")
+  h = project((_padded(attn, cta_m, tile_k), w_o, x_p), tile_n, True, "_out_proj")
   g = project((rmsnorm(h), w_g, w_u), glu_n, False, "_swiglu")
   out = project((g, w_d, h), tile_n, True, "_down_proj")
   return out[:s, :d] if out.shape != (s, d) else out

@@ -55,7 +55,13 @@ TUNED_CONFIGS: Final = {
         "128x128x64,128x128,64x64,64x64,64x64,64x64": dict(
             block_r=32, row_warps=2, block_t=64, block_k=64, triangle_warps=8,
             triangle_stages=3),
+        "128x128x64,128x128,64x64,64x64,64x64,64x64:bfloat16": dict(
+            block_r=32, row_warps=4, block_t=64, block_k=64, triangle_warps=4,
+            triangle_stages=2),
         "64x64x32,64x64,32x32,32x32,32x32,32x32": dict(
+            block_r=16, row_warps=2, block_t=32, block_k=64, triangle_warps=2,
+            triangle_stages=3),
+        "64x64x32,64x64,32x32,32x32,32x32,32x32:bfloat16": dict(
             block_r=16, row_warps=2, block_t=32, block_k=64, triangle_warps=2,
             triangle_stages=3),
     },

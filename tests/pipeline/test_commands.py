@@ -341,7 +341,7 @@ def test_the_readme_names_the_report_command_and_the_docs_point_to_what_exists()
   check = (REPO / "docs" / "gpu_check.md").read_text()
   assert not re.search(r"\d\s*(ms|GB/s|TFLOP/s)\b", check)  # no release's figures to go stale
   paths = set(re.findall(r"(?<![\w/])((?:data|docs|tests|runs)/[\w.*/-]*\w)", check))
-  assert {"data/README.md", "docs/measurements.md", "data/results/h200-133eada-run1"} <= paths
+  assert {"data/README.md", "docs/measurements.md", "data/results/h200-7896061-run1"} <= paths
   made_here = {p for p in paths if p.startswith("runs/")}  # what the page's commands create
   assert [p for p in paths - made_here if not list(REPO.glob(p))] == []
   report = _program("-m", "pallasbench_dataset.evaluation.pipeline.report", "--help")
