@@ -20,12 +20,14 @@ are what is tested, in milliseconds. The controls' real verdicts are in test_att
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 import pytest
 
 from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
+from pallasbench_dataset.kernels import Variant, tree_dir
 from pallasbench_dataset.schema import Status
 
 from tests import runfixtures as rf
@@ -111,6 +113,15 @@ def test_the_judge_code_is_every_python_file_of_the_package_and_the_trees(tmp_pa
   digests.append(verdicts.code_digest([package, tree]))
   assert len(set(digests)) == 4
   assert len(verdicts.judge_code()) == 64 and verdicts.judge_code() == verdicts.judge_code()
+
+
+def test_the_judges_code_digest_reads_the_package_and_both_shipped_trees():
+  """The roots judge_code digests: the package the judge runs and the kernel trees the copy
+  check exports (a tuned config or a kernel edit changes what a verdict says)."""
+  package = pathlib.Path(verdicts.__file__).resolve().parents[2]
+  roots = [package, tree_dir(Variant.GPU).resolve(), tree_dir(Variant.TPU).resolve()]
+  assert package.name == "pallasbench_dataset" and (package / "evaluation").is_dir()
+  assert verdicts.judge_code() == verdicts.code_digest(roots)
 
 
 def test_a_verdict_of_this_judge_code_is_served(reward_cache):
