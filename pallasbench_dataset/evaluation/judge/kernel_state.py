@@ -59,8 +59,6 @@ from jax._src.lib.mlir import ir
 
 from pallasbench_dataset.evaluation.judge import mosaic_host
 
-# What Mosaic GPU's stable serialization prefixes every op name with.
-MOSAIC_GPU_PREFIX: Final = "stable_mosaic_gpu."
 LABELS: Final = {"triton": "Triton", "mosaic_gpu": "Mosaic GPU"}
 SCRATCH: Final = "global_scratch"
 # Mosaic GPU's global_scratch declaration: these attributes, exactly, and optionally the ones
@@ -107,11 +105,6 @@ def ptx_state(asm: str) -> str | None:
   return None
 
 
-def _name(op: ir.Operation) -> str:
-  name = op.name
-  return name[len(MOSAIC_GPU_PREFIX):] if name.startswith(MOSAIC_GPU_PREFIX) else name
-
-
 def _attr(op: ir.Operation, key: str) -> str | None:
   return str(op.attributes[key]) if key in op.attributes else None
 
@@ -136,7 +129,7 @@ def _has_body(op: ir.Operation) -> bool:
 
 def _top_level(op: ir.Operation, backend: str) -> str | None:
   """Why an op at the module's top level is state (or a door to it), or None."""
-  name = _name(op)
+  name = mosaic_host.op_name(op)
   if backend == "triton" and name == "tt.func" and _has_body(op):
     return None
   if backend == "mosaic_gpu":
@@ -175,7 +168,7 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
   def device(op: ir.Operation) -> bool:
     parent = op.parent
     while parent is not None:
-      if _name(parent) == "gpu.launch":
+      if mosaic_host.op_name(parent) == "gpu.launch":
         return True
       parent = parent.parent
     return False
@@ -186,7 +179,7 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
     if seen[0] > max_ops:
       found.add(f"more ops than the {max_ops} the analysis reads (not checked)")
       return ir.WalkResult.INTERRUPT
-    name = _name(op)
+    name = mosaic_host.op_name(op)
     if name in _GLOBAL_OPS and op not in top and op != module.operation:
       found.add(f"{name}{_symbol(op)}")
     elif name == "llvm.mlir.addressof":

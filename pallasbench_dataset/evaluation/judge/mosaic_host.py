@@ -98,7 +98,8 @@ CONST, TOKEN, STREAM, TABLE, SLOT, BUFFER, DESCRIPTOR, MEMREF, META, ADDRESS, BA
         "address", "base_int", "base", "stack", "tma_array", "unused", "unknown", "bad")
 
 
-def _name(op: ir.Operation) -> str:
+def op_name(op: ir.Operation) -> str:
+  """The op's name without the prefix Mosaic GPU's stable serialization gives every op."""
   name = op.name
   return name[len(PREFIX):] if name.startswith(PREFIX) else name
 
@@ -145,7 +146,7 @@ class _Host:
     return self.kinds.get(value, (UNKNOWN,))
 
   def refuse(self, op: ir.Operation, why: str) -> None:
-    self.found.add(f"host code: {_name(op)} {why}")
+    self.found.add(f"host code: {op_name(op)} {why}")
 
   def run(self) -> set[str]:
     for op in self.block.operations:
@@ -159,7 +160,7 @@ class _Host:
       self.kinds[r] = kind
 
   def visit(self, op: ir.Operation) -> None:
-    name = _name(op)
+    name = op_name(op)
     operands = list(op.operands)
     kinds = [self.kind(v) for v in operands]
     if any(k[0] == BAD for k in kinds) and name != "gpu.launch":
@@ -410,7 +411,7 @@ def host_code(module: ir.Module, runtime: frozenset[str], buffers: int | None) -
   table entry is then readable)."""
   found: set[str] = set()
   hosts = [op.operation for op in module.body.operations
-           if _name(op.operation) == "func.func"
+           if op_name(op.operation) == "func.func"
            and any(len(r.blocks) for r in op.operation.regions)]
   if len(hosts) != 1:
     return {f"host code: {len(hosts)} function definitions (Mosaic GPU emits one)"}
