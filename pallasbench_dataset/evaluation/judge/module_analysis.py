@@ -668,6 +668,12 @@ class _IntegerRanges:
     return None
 
 
+def _backend_fields(op: ir.Operation):
+  """A kernel call's `mhlo.backend_config` dictionary (empty where it has none)."""
+  config = op.attributes["mhlo.backend_config"] if "mhlo.backend_config" in op.attributes else None
+  return config if isinstance(config, ir.DictAttr) else {}
+
+
 class _KernelModules:
   """Each kernel call's module, read once per analysis (its payload memoized): its fingerprint
   (fingerprint.py) and the state it declares (kernel_state.py)."""
@@ -680,9 +686,7 @@ class _KernelModules:
     """(fingerprint or None where its module is missing or does not parse, state findings).
     A Triton or Mosaic GPU module that cannot be read is a finding itself: what it declares
     cannot be checked. A Mosaic TPU module is fingerprinted only (kernel_state.py says why)."""
-    config = (op.attributes["mhlo.backend_config"] if "mhlo.backend_config" in op.attributes
-              else None)
-    fields = config if isinstance(config, ir.DictAttr) else {}
+    fields = _backend_fields(op)
     backend = KERNEL_TARGETS[target]
     kernel = ir.StringAttr(fields["name"]).value if "name" in fields else target
     field = {"triton": "ir", "mosaic_gpu": "module"}.get(backend)
@@ -700,7 +704,7 @@ class _KernelModules:
 
   def _parse(self, backend: str, kernel: str, payload: bytes | None, buffers: int
              ) -> tuple[str | None, tuple[str, ...]]:
-    label = {"triton": "Triton", "mosaic_gpu": "Mosaic GPU"}.get(backend, "Mosaic TPU")
+    label = kernel_state.LABELS.get(backend, "Mosaic TPU")
     if payload is None:
       return None, (() if backend == "mosaic_tpu"
                     else kernel_state.unreadable(backend, kernel, "no module"))
@@ -729,8 +733,7 @@ class _KernelModules:
 
 def _kernel_key(op: ir.Operation, target: str, modules: _KernelModules) -> _KernelKey:
   """What the call's backend_config says of the kernel; Mosaic GPU's records no name or grid."""
-  config = op.attributes["mhlo.backend_config"] if "mhlo.backend_config" in op.attributes else None
-  fields = config if isinstance(config, ir.DictAttr) else {}
+  fields = _backend_fields(op)
 
   def number(key: str) -> int | None:
     return ir.IntegerAttr(fields[key]).value if key in fields else None
