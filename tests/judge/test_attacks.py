@@ -109,6 +109,8 @@ def _cases() -> dict[str, Case]:
       "stateful_rng": Case("adv_stateful_rng_relu", relu, R),
       "kernel_global": Case("adv_kernel_global_relu", relu, R,
                             ("llvm.mlir.global @calls in Mosaic GPU kernel module",)),
+      "constant_state": Case("adv_constant_state_relu", relu, R,
+                             ("derives from no input",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -149,6 +151,7 @@ def _cases() -> dict[str, Case]:
       "pos_stdlib_imports": Case("adv_pos_stdlib_imports_relu", relu, P),
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
+      "pos_aliased_init": Case("adv_pos_aliased_init_relu", relu, P),
       # 7. Escaping from another thread, below the tripwire, or towards the parent: the
       # walls are up before the exporter's first thread exists.
       "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
@@ -590,12 +593,20 @@ def _cuda_module(file: str, task: str) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("name", ["case_gather", "rotating_while", "narrow_counter",
                                   "stateful_rng", "topk_composite", "decoy_branch",
-                                  "barrier_broadcast", "kernel_global"])
+                                  "barrier_broadcast", "kernel_global", "constant_state"])
 def test_module_analysis_sees_the_hidden_work(name):
   case = CASES[name]
   text, sizes = _cuda_module(case.file, case.task)
   report = module_analysis.analyze_module(text)
   assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+def test_an_aliased_constant_operand_is_no_state():
+  """The honest neighbour of constant_state: a zeros operand aliased to the result (XLA copies
+  it into the result's buffer on every call) is no buffer kept across calls."""
+  text, sizes = _cuda_module("adv_pos_aliased_init_relu", "relu")
+  report = module_analysis.analyze_module(text)
+  assert report.stateful_ops == () and module_analysis.module_reasons(report, **sizes) == []
 
 
 def test_exported_artifacts_can_carry_hidden_state():

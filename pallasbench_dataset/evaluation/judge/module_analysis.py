@@ -38,7 +38,11 @@ outside their results (`stablehlo.rng`, infeed/outfeed, send/recv, custom calls 
 `has_side_effect`) are listed as `stateful_ops` and rejected wherever they appear; so is the
 state a kernel's own module declares (a global of its own, inline PTX that declares one, an
 external function: kernel_state.py), named with its kernel module, and a Triton or Mosaic GPU
-kernel module that cannot be read, whose state cannot be checked.
+kernel module that cannot be read, whose state cannot be checked. A kernel also holds a raw
+pointer to every buffer XLA hands it, and nothing stops a store through one: an operand that
+derives from no input is a constant (or what XLA folds into one), whose buffer XLA keeps from
+one call to the next, so such an operand is state too unless it is aliased to a result (XLA
+then copies it into the result's buffer before each call).
 """
 
 from __future__ import annotations
@@ -394,6 +398,18 @@ def _custom_target(op: ir.Operation) -> str | None:
   if op.name != "stablehlo.custom_call":
     return None
   return ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+# An operand index in a custom call's `output_operand_aliases` (#stablehlo.output_operand_alias).
+_OPERAND_INDEX: Final = re.compile(r"operand_index = (\d+)")
+
+
+def _attr_text(op: ir.Operation, key: str) -> str:
+  return str(op.attributes[key]) if key in op.attributes else ""
+
+
+def _type_text(t: ir.Type) -> str:
+  return str(t)[:80]
 
 
 def _while_of(arg: ir.BlockArgument) -> ir.Operation | None:
@@ -794,6 +810,7 @@ class _Analyzer:
     self._memo: dict[tuple[str, tuple[bool, ...]], tuple[_Tally, tuple[bool, ...]]] = {}
     self._active: set[str] = set()
     self._ranges = _IntegerRanges(self._visit)
+    self.kept_operands: set[str] = set()  # _kept_operands of every kernel call costed
     self._rules: dict[str, Callable[[ir.Operation, _Tally], None]] = {
         "func.call": self._call, "stablehlo.custom_call": self._custom_call,
         "stablehlo.while": self._while,
@@ -1107,11 +1124,23 @@ class _Analyzer:
   def _custom_call(self, op: ir.Operation, tally: _Tally) -> None:
     target = _custom_target(op)
     if target in KERNEL_TARGETS:
-      tally.kernels[_kernel_key(op, target, self._kernel_modules)] += 1
+      key = _kernel_key(op, target, self._kernel_modules)
+      tally.kernels[key] += 1
       tally.kernel_bytes += _results_bytes(op)
+      self.kept_operands.update(self._kept_operands(op, key[0]))
     elif target not in PLUMBING_CUSTOM_CALLS and target not in self._allowed:
       tally.disallowed.add(target)
       tally.charge(f"custom_call @{target}", flops=_out_elements(op))
+
+  def _kept_operands(self, op: ir.Operation, kernel: str) -> list[str]:
+    """The kernel call's operands that derive from no input and are not aliased to a result:
+    a buffer XLA keeps across calls (a constant, or what it folds into one), which the kernel,
+    holding a raw pointer, can write. XLA copies an aliased operand into the result's buffer
+    first, so only unaliased ones are listed."""
+    aliased = {int(i) for i in _OPERAND_INDEX.findall(_attr_text(op, "output_operand_aliases"))}
+    return [f"operand {i} of kernel {kernel} ({_type_text(v.type)}) derives from no input (a "
+            "buffer XLA keeps across calls, which the kernel can write)"
+            for i, v in enumerate(op.operands) if i not in aliased and not self._is_data(v)]
 
   def _while(self, op: ir.Operation, tally: _Tally) -> None:
     """Body x trip count (the most trips, from the interval analysis of its counters).
@@ -1204,8 +1233,9 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
   """
   module = _parse(mlir_text, limits)
   kernel_modules = _KernelModules(limits)
+  analyzer = _Analyzer(module, allowed_custom_calls, limits, kernel_modules)
   try:
-    tally = _Analyzer(module, allowed_custom_calls, limits, kernel_modules).main()
+    tally = analyzer.main()
   except RecursionError:  # a safety net under the depth limits
     raise ModuleAnalysisError("the module is nested too deeply to be analysed") from None
   kernels = tuple(
@@ -1219,7 +1249,8 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
       outside_bytes=tally.bytes, kernel_bytes=tally.kernel_bytes,
       unknown_ops=tuple(sorted(tally.unknown)), unbounded_loops=tally.unbounded,
       disallowed_custom_calls=tuple(sorted(tally.disallowed)),
-      stateful_ops=_stateful_ops(module, kernel_modules),
+      stateful_ops=tuple(sorted({*_stateful_ops(module, kernel_modules),
+                                 *analyzer.kept_operands})),
       top_ops=tuple((name, cost) for name, cost in tally.op_costs.most_common(TOP_OPS) if cost),
       top_byte_ops=tuple((name, n) for name, n in tally.op_bytes.most_common(TOP_OPS) if n))
 
