@@ -345,10 +345,10 @@ def test_mutations_name_mutated_and_donated_inputs_in_order():
   donated = jnp.array([3.0])
   donated.delete()
   before = [np.array([1.0, np.nan]), np.array([1.0, 2.5]), np.array([3.0])]
-  assert checks._mutations([kept, changed, donated], before, ["a", "b", "c"]) == [  # pylint: disable=protected-access
+  assert checks.mutations([kept, changed, donated], before, ["a", "b", "c"]) == [
       "input b was mutated in place", "input c was donated (deleted) by the kernel"]
   with pytest.raises(ValueError):
-    checks._mutations([kept], before, ["a"])  # pylint: disable=protected-access
+    checks.mutations([kept], before, ["a"])
 
 
 def test_impact_inputs_redraw_exactly_one_input():
@@ -1177,7 +1177,8 @@ def test_the_judge_draws_31_bit_seeds(monkeypatch, analysis):  # pylint: disable
     return real(n)
   monkeypatch.setattr(judge.secrets, "randbelow", randbelow)
   judge.timing_sets(ADD, TINY, l2_bytes=1024, budget_bytes=1 << 20)
-  assert len(bounds) == 1 + 2 * 3 and set(bounds) == {2 ** 31}   # 4 sets: the first, 3 redrawn
+  assert len(bounds) == 4 and set(bounds) == {2 ** 31}   # 4 sets, a seed each (its inputs
+  # are that seed's streams, as in make_inputs)
   bounds.clear()
   record, _ = _evaluate(_report(_entry(artifacts=_artifacts())), seeds=(), num_seeds=3,
                         timing_iterations=1)
@@ -1209,16 +1210,36 @@ def test_roofline_rates_and_fractions():
 
 
 def test_timed_outputs_are_compared_with_their_own_sets_reference():
-  sets = [RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)]
+  sets = judge.TimingSets(sets=(RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)),
+                          seeds=((1,), (2,)))
   relu = _relu_jit()
   right = [relu(*s) for s in sets]
   kept = {5: (1, right[1]), 2: (0, right[1]), 9: (1, jnp.zeros((8, 16))), 0: (0, right[0])}
   wrong_2 = compare(np.asarray(right[1]), np.asarray(right[0]), RELU.tolerance).reason
   wrong_9 = compare(np.zeros((8, 16), np.float32), np.asarray(right[1]), RELU.tolerance).reason
-  assert judge._timed_output_reasons(kept, sets, RELU) == [  # pylint: disable=protected-access
+  assert judge._timed_output_reasons(kept, sets, RELU, TINY) == [  # pylint: disable=protected-access
       f"timed call 2 returned a wrong output ({wrong_2}): the kernel computes differently when timed",
       f"timed call 9 returned a wrong output ({wrong_9}): the kernel computes differently when timed"]
   assert kept == {}
+
+
+def test_a_timed_output_is_checked_against_its_set_drawn_again_not_the_buffers_it_was_given():
+  """Timed calls that rewrite their inputs (zeros in, zeros out: a relu of the rewritten
+  buffers is right) are caught twice: the set no longer holds what its seed draws, and the
+  output is compared with the reference of the set as drawn. A set drawn again from its seeds
+  is what the judge gave the calls: an honest kernel's output passes."""
+  zeros = (jnp.zeros((8, 16), jnp.float32),)
+  sets = judge.TimingSets(sets=(zeros, RELU.make_inputs(TINY, 2)), seeds=((1,), (2,)))
+  relu = _relu_jit()
+  reasons = judge._timed_output_reasons(  # pylint: disable=protected-access
+      {4: (0, relu(*zeros)), 7: (1, relu(*sets[1]))}, sets, RELU, TINY)
+  assert len(reasons) == 2, reasons
+  assert reasons[0] == ("the input set of timed call 4 was changed by the timed calls (input x "
+                        "was mutated in place): a kernel's inputs are read-only")
+  assert reasons[1].startswith("timed call 4 returned a wrong output")
+  copies = judge.TimingSets(sets=(RELU.make_inputs(TINY, 1),) * 3, seeds=((1,),))
+  assert judge._timed_output_reasons(  # pylint: disable=protected-access
+      {2: (2, relu(*copies[2]))}, copies, RELU, TINY) == []
 
 
 def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):

@@ -89,6 +89,22 @@ def test_input_snapshot_is_a_copy_so_an_input_written_in_place_is_caught():
   assert checks.run_candidate(relu, RELU, TINY, (1, 2), on_gpu=False, edge=None).mutated == ()
 
 
+def test_timed_calls_that_rewrite_their_inputs_are_rejected():
+  """A kernel right on each set's first call that then zeroes the set (its later calls on it
+  return relu(0) = 0, right for the buffers it was given): rejected, since the kept outputs are
+  checked against their sets drawn again, and the sets against what their seeds draw."""
+  relu = jax.jit(RELU.reference)
+
+  def zeroes_what_it_read(x):
+    out = jax.block_until_ready(relu(x))
+    _write_in_place(x, 0.0)
+    return out
+  fields = _timed(zeroes_what_it_read, iterations=40)
+  assert fields["status"] is Status.REJECTED
+  assert any("a kernel's inputs are read-only" in r for r in fields["reasons"]), fields["reasons"]
+  assert _timed(relu, iterations=40)["status"] is Status.PASS
+
+
 def test_candidate_and_baseline_alternate_order_every_round_so_drift_hits_both_alike(monkeypatch):
   """Under a clock that drifts (each call takes one unit longer than the one before, whoever
   makes it), two identical functions timed in ABBA order get the same median; in AB, AB

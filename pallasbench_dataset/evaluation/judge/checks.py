@@ -99,8 +99,10 @@ def _same(a, b) -> bool:
   return bool(_equal((a,), (b,))[0])
 
 
-def _mutations(inputs: Sequence[jax.Array], before: Sequence[jax.Array],
-               names: Sequence[str]) -> list[str]:
+def mutations(inputs: Sequence[jax.Array], before: Sequence[jax.Array],
+              names: Sequence[str]) -> list[str]:
+  """What a kernel's calls did to their inputs, one line per input changed: `before` holds
+  what each input held, in buffers of its own."""
   rows = list(zip(inputs, before, names, strict=True))
   kept = [(x, b) for x, b, _ in rows if not x.is_deleted()]
   same = iter(jax.device_get(_equal(tuple(x for x, _ in kept), tuple(b for _, b in kept))))
@@ -143,7 +145,7 @@ def run_candidate(fn: Callable, spec: TaskSpec, dims: Dims, seeds: Sequence[int]
     if on_gpu:
       poison_allocator(spec.output(dims), spec.output_dtype, POISON)
     out = _run_once(fn, spec, dims, inputs)
-    mutated.extend(_mutations(inputs, before, names))
+    mutated.extend(mutations(inputs, before, names))
     return out
 
   outputs = tuple(judged(spec.make_inputs(dims, seed)) for seed in seeds)

@@ -552,20 +552,43 @@ def timing_set_count(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: in
   return n_sets
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class TimingSets(Sequence):
+  """The timing's input sets, and the seeds of the drawn ones: set k is drawn set
+  k % len(seeds) (itself, or a device copy of it), so what any set held before the calls can be
+  drawn again from its seeds, on buffers no call was given."""
+  sets: tuple[tuple[jax.Array, ...], ...]
+  seeds: tuple[tuple[int, ...], ...]
+
+  def __len__(self) -> int:
+    return len(self.sets)
+
+  def __getitem__(self, k):
+    return self.sets[k]
+
+  def drawn_again(self, k: int, spec: TaskSpec, dims: Dims) -> tuple[jax.Array, ...]:
+    return tuple(spec.make_input(dims, seed, i)
+                 for i, seed in enumerate(self.seeds[k % len(self.seeds)]))
+
+
 def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
-                copies: bool = True) -> list[tuple]:
+                copies: bool = True) -> TimingSets:
   """timing_set_count's input sets, drawn from OS seeds so that the data a call reads is not
   left in L2 by the calls before it. Up to MAX_DRAWN_SETS are drawn; the others are device
-  copies of them (except a gather's)."""
+  copies of them (except a gather's, whose sets share the first's table buffer)."""
   rot = rotation(spec, dims, l2_bytes)
   n_sets = timing_set_count(spec, dims, l2_bytes, budget_bytes, copies=copies)
   drawn = n_sets if rot.gather else min(n_sets, MAX_DRAWN_SETS)
-  first = spec.make_inputs(dims, secrets.randbelow(2**31))
-  sets = [first] + [tuple(first[i] if i in rot.shared else spec.make_input(
-      dims, secrets.randbelow(2**31), i) for i in range(len(first))) for _ in range(1, drawn)]
+  first_seed = secrets.randbelow(2**31)
+  seeds = [(first_seed,) * len(spec.inputs)] + [
+      tuple(first_seed if i in rot.shared else seed for i in range(len(spec.inputs)))
+      for seed in (secrets.randbelow(2**31) for _ in range(1, drawn))]
+  first = spec.make_inputs(dims, first_seed)
+  sets = [first] + [tuple(first[i] if i in rot.shared else spec.make_input(dims, seed, i)
+                          for i, seed in enumerate(row)) for row in seeds[1:]]
   sources = [sets[k % drawn] for k in range(drawn, n_sets)]
   copies = jax.device_put([list(s) for s in sources], may_alias=False) if sources else []
-  return sets + [tuple(c) for c in copies]
+  return TimingSets(sets=tuple(sets) + tuple(tuple(c) for c in copies), seeds=tuple(seeds))
 
 
 def speedup(kernel_ms: float, baseline_ms: float) -> float:
@@ -617,19 +640,26 @@ def _over(roof: Roofline) -> list[str]:
           if frac is not None and frac > 1.0 + CEILING_TOLERANCE]
 
 
-def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: Sequence[tuple],
-                          spec: TaskSpec) -> list[str]:
+def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: TimingSets, spec: TaskSpec,
+                          dims: Dims) -> list[str]:
   """Compares the kept timed outputs with references computed only now, after timing (on
-  the device, like every comparison)."""
+  the device, like every comparison), from their sets drawn again: a set the timed calls wrote
+  to is a rejection of its own, and never the reference's input."""
   reasons = []
   outputs = sorted(kept.items())
   kept.clear()
+  names = [i.name for i in spec.inputs]
   for call, (set_index, out) in outputs:
-    result = compare(out, checks.expected(spec, sets[set_index]), spec.tolerance)
+    drawn = sets.drawn_again(set_index, spec, dims)
+    changed = checks.mutations(sets[set_index], drawn, names)
+    if changed:
+      reasons.append(f"the input set of timed call {call} was changed by the timed calls "
+                     f"({'; '.join(changed)}): a kernel's inputs are read-only")
+    result = compare(out, checks.expected(spec, drawn), spec.tolerance)
     if not result.passed:
       reasons.append(f"timed call {call} returned a wrong output ({result.reason}): the kernel "
                      "computes differently when timed")
-  return reasons
+  return list(dict.fromkeys(reasons))
 
 
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
@@ -647,7 +677,7 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
       [executable, jax.jit(spec.reference)], [kernel_sets, baseline_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
       method=ctx.timing_method, keep=[keep])
-  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec)
+  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec, dims)
   kernel_t, baseline_t = kernel.samples, baseline.samples
   roof = _roofline(spec, dims, kernel_t.median_ms, ctx.ceilings, baseline_t.median_ms)
   if _over(roof):  # before calling it impossible, measure the hardware again (trusted code)
