@@ -52,7 +52,7 @@ exit {memcheck.ERROR_EXIT}""")
     ("echo boom >&2; exit 3", memcheck.Outcome.INCONCLUSIVE, "the checked call exited with 3: boom"),
     ("sleep 5", memcheck.Outcome.INCONCLUSIVE, "memcheck ran past its budget of 0.5 s"),
 ])
-def test_memcheck_outcomes_that_do_not_reject(tmp_path, monkeypatch, script, outcome, detail):
+def test_memcheck_outcomes_of_a_call_with_no_error_found(tmp_path, monkeypatch, script, outcome, detail):
   _fake_sanitizer(tmp_path, monkeypatch, script)
   found = memcheck.check(b"", **ARGS, timeout_s=0.5)
   assert (found.outcome, found.detail) == (outcome, detail)
@@ -66,15 +66,22 @@ def test_a_host_without_compute_sanitizer_says_so(monkeypatch):
   assert memcheck.check(b"", **ARGS).outcome is memcheck.Outcome.UNAVAILABLE
 
 
-def _gpu_state(monkeypatch, outcome, precision="float32", stage=lambda _: None):
+def _gpu_state(monkeypatch, outcome, precision="float32", stage=lambda _: None,
+               reference=memcheck.Outcome.CLEAN):
   """The judge's memcheck step on a GPU context (told each stage by `stage`), memcheck.check
-  answering `outcome`."""
+  answering `outcome` for the kernel and `reference` for the task's reference (its calls are
+  in `seen` too, as ("reference", figures))."""
   seen = []
 
   def check(blob, **kwargs):
     seen.append((blob, kwargs))
     return memcheck.Result(outcome=outcome, detail="Invalid __global__ read of size 4 bytes")
+
+  def control(**figures):
+    seen.append(("reference", figures))
+    return memcheck.Result(outcome=reference, detail="reference detail")
   monkeypatch.setattr(memcheck, "check", check)
+  monkeypatch.setattr(memcheck, "control", control)
   ctx = types.SimpleNamespace(on_gpu=True, stage=stage)
   item = types.SimpleNamespace(options=core.EvalOptions(), size="medium")
   state = core._State(fields={"filters": ()}, run_blob=b"cuda artifact")  # pylint: disable=protected-access
@@ -91,9 +98,68 @@ def test_the_judge_rejects_what_memcheck_finds_and_records_every_outcome(monkeyp
   assert seen[0][0] == b"cuda artifact"
   assert {k: seen[0][1][k] for k in ("task", "size", "seed")} == dict(
       task="reduce_sum", size="medium", seed=7)
-  for outcome in (memcheck.Outcome.CLEAN, memcheck.Outcome.INCONCLUSIVE):
-    reasons, filters, _ = _gpu_state(monkeypatch, outcome)
-    assert reasons == [] and filters[0].passed and filters[0].detail.startswith(f"{outcome}: ")
+  assert len(seen) == 1  # errors need no reference
+  reasons, filters, seen = _gpu_state(monkeypatch, memcheck.Outcome.CLEAN)
+  assert reasons == [] and filters[0].passed and filters[0].detail.startswith("clean: ")
+  assert len(seen) == 1
+  reasons, filters, seen = _gpu_state(monkeypatch, memcheck.Outcome.INCONCLUSIVE,
+                                      reference=memcheck.Outcome.INCONCLUSIVE)
+  assert reasons == [] and filters[0].passed
+  assert filters[0].detail == ("inconclusive: Invalid __global__ read of size 4 bytes; the "
+                               "task's XLA reference under memcheck: inconclusive: reference "
+                               "detail")
+
+
+def test_a_call_that_fails_or_stalls_only_under_memcheck_is_rejected(monkeypatch):
+  """A kernel that tells it is watched (its own clock slows under instrumentation) and then
+  traps or spins leaves memcheck inconclusive: where the task's own reference runs clean under
+  memcheck on this host (same task, size, precision and red zone), that rejects it; where the
+  reference does not either, the host's memcheck failed and the kernel is not blamed."""
+  reasons, filters, seen = _gpu_state(monkeypatch, memcheck.Outcome.INCONCLUSIVE)
+  assert reasons == ["the kernel's call did not end cleanly under compute-sanitizer memcheck "
+                     "(Invalid __global__ read of size 4 bytes; the task's XLA reference runs "
+                     "clean under memcheck on this host): a kernel that fails or stalls only "
+                     "when watched is not trusted"]
+  assert [(f.name, f.passed) for f in filters] == [("memcheck", False)]
+  assert filters[0].detail.startswith("failed: ")
+  kernel, reference = seen
+  assert reference == ("reference", {k: v for k, v in kernel[1].items() if k != "seed"})
+
+
+def test_settle_asks_the_reference_only_for_an_inconclusive_check():
+  asked = []
+
+  def reference():
+    asked.append(1)
+    return memcheck.Result(outcome=memcheck.Outcome.CLEAN, detail="no error")
+  for outcome in (memcheck.Outcome.CLEAN, memcheck.Outcome.ERRORS, memcheck.Outcome.UNAVAILABLE):
+    found = memcheck.Result(outcome=outcome, detail="d")
+    assert memcheck.settle(found, reference) is found
+  assert not asked
+  settled = memcheck.settle(memcheck.Result(outcome=memcheck.Outcome.INCONCLUSIVE, detail="d"),
+                            reference)
+  assert settled.outcome is memcheck.Outcome.FAILED and asked == [1]
+
+
+def test_the_reference_control_checks_the_tasks_own_reference_once(tmp_path, monkeypatch):
+  """The control is the task's jitted reference exported by the judge at the evaluation's
+  shapes and precision (its inputs, seed 0), checked alike, and run once a process."""
+  _fake_sanitizer(tmp_path, monkeypatch, 'echo "========= ERROR SUMMARY: 0 errors"')
+  memcheck.control.cache_clear()
+  figures = dict(task="relu", size="small", precision="bfloat16", padding_bytes=1 << 30,
+                 cache_dir=None)
+  assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
+  exported = jax.export.deserialize(bytearray((tmp_path / "stdin").read_bytes()))
+  spec = get_task("relu").at_precision("bfloat16")
+  assert tuple(exported.in_avals) == tuple(
+      jax.core.ShapedArray(s.shape, s.dtype) for s in spec.input_structs("small"))
+  args = (tmp_path / "args").read_text().split()
+  assert args[-8:] == ["--task", "relu", "--size", "small", "--precision", "bfloat16",
+                       "--seed", "0"]
+  (tmp_path / "args").unlink()
+  assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
+  assert not (tmp_path / "args").exists()  # served from the process's cache
+  memcheck.control.cache_clear()
 
 
 def test_the_judge_checks_its_run_artifact_at_the_evaluations_figures(monkeypatch):

@@ -38,7 +38,9 @@ EAGER_BASELINE: Final = "eager baseline"
 JUDGES_OWN: Final = frozenset({COPY_CHECK, EAGER_BASELINE})
 
 # What the analysis helper and memcheck allow one run of theirs (they end it themselves and
-# report it as the candidate's: an unanalysable module, a memcheck that did not finish).
+# report it as the candidate's: an unanalysable module, a memcheck that did not finish). The
+# memcheck stage may run two (the kernel's call, then the task's reference where that one did
+# not end cleanly), each given half of MEMCHECK_RUN_S.
 ANALYSIS_RUN_S: Final = 60.0
 ANALYSIS_STARTUP_S: Final = 120.0
 MEMCHECK_RUN_S: Final = 120.0

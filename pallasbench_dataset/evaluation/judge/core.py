@@ -425,26 +425,32 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
 
 def _memcheck(item: JudgeItem, spec: TaskSpec, seed: int, ctx: Context, state: _State) -> list[str]:
   """One call of the run artifact under compute-sanitizer's memcheck, on a GPU judge whose
-  options ask for it; its outcome is recorded as the `memcheck` filter, and the errors it finds
-  reject the kernel. A CPU judge runs interpret mode: memcheck is recorded as unavailable."""
+  options ask for it; its outcome is recorded as the `memcheck` filter. The errors it finds
+  reject the kernel, and so does a call that fails or stalls under it where the task's own
+  reference does not (`memcheck.settle`). A CPU judge runs interpret mode: memcheck is recorded
+  as unavailable."""
   if not item.options.memcheck:
     return []
   if ctx.on_gpu:
     ctx.stage(budgets.MEMCHECK)
-    found = memcheck.check(state.run_blob, task=spec.name, size=item.size,
-                           precision=spec.precision, seed=seed,
-                           padding_bytes=spec.io_bytes(item.size),  # a whole task past any buffer
-                           cache_dir=jax.config.jax_compilation_cache_dir)
+    figures = dict(task=spec.name, size=item.size, precision=spec.precision,
+                   padding_bytes=spec.io_bytes(item.size),  # a whole task past any buffer
+                   cache_dir=jax.config.jax_compilation_cache_dir)
+    found = memcheck.settle(memcheck.check(state.run_blob, seed=seed, **figures),
+                            lambda: memcheck.control(**figures))
   else:
     found = memcheck.Result(outcome=memcheck.Outcome.UNAVAILABLE,
                             detail="a CPU judge runs interpret mode, no device kernel")
-  errors = found.outcome is memcheck.Outcome.ERRORS
+  rejects = found.outcome in (memcheck.Outcome.ERRORS, memcheck.Outcome.FAILED)
   state.fields["filters"] = (*state.fields.get("filters", ()), FilterResult(
-      name="memcheck", passed=not errors, value=None, threshold=None,
+      name="memcheck", passed=not rejects, value=None, threshold=None,
       detail=f"{found.outcome}: {found.detail}"))
-  if errors:
+  if found.outcome is memcheck.Outcome.ERRORS:
     return [f"the kernel accessed device memory outside its buffers (compute-sanitizer "
             f"memcheck: {found.detail})"]
+  if found.outcome is memcheck.Outcome.FAILED:
+    return [f"the kernel's call did not end cleanly under compute-sanitizer memcheck "
+            f"({found.detail}): a kernel that fails or stalls only when watched is not trusted"]
   return []
 
 

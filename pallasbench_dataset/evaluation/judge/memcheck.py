@@ -12,9 +12,13 @@ access past a buffer lands in another buffer, where memcheck sees nothing), and 
 memcheck reports. This program is trusted: it reads the artifact's bytes (the header first),
 compiles and runs them, and imports no candidate code.
 
-Where the host has no compute-sanitizer (a CPU judge, a GPU host without the CUDA tools), or
-the check runs past its budget, the record says so and the verdict does not depend on it;
-errors that memcheck reports reject the kernel.
+Where the host has no compute-sanitizer (a CPU judge, a GPU host without the CUDA tools) the
+record says so and the verdict does not depend on it; errors that memcheck reports reject the
+kernel. A checked call that fails or runs past its budget is the kernel's doing, and rejects
+it, where the task's own XLA reference (same size and precision, exported by the judge) runs
+clean under memcheck on this host: else a kernel could stall or crash only when watched (its
+own clock tells it) and pass unwatched. Where the reference does not run clean either, the
+host's memcheck is what failed: the check is inconclusive and says why.
 """
 
 from __future__ import annotations
@@ -22,18 +26,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
+import functools
 import importlib.util
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from pallasbench_dataset.evaluation.judge import budgets
 
-MEMCHECK_TIMEOUT_S: Final = budgets.MEMCHECK_RUN_S
+MEMCHECK_TIMEOUT_S: Final = budgets.MEMCHECK_RUN_S / 2  # a stage runs at most two checks
 # Red zones after every allocation (compute-sanitizer's --padding): an access that lands in the
 # buffer XLA placed next would be a valid access to memcheck; in a red zone it is an error.
 MIN_PADDING_BYTES: Final = 16 << 20
@@ -49,6 +54,7 @@ class Outcome(enum.StrEnum):
   ERRORS = "errors"             # memcheck found accesses outside the call's buffers
   UNAVAILABLE = "unavailable"   # no memcheck on this host
   INCONCLUSIVE = "inconclusive"  # it ran past its budget, or the program failed on its own
+  FAILED = "failed"             # inconclusive where the task's reference runs clean: rejects
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +120,36 @@ def check(blob: bytes, *, task: str, size: str, precision: str, seed: int,
     return Result(outcome=Outcome.INCONCLUSIVE, detail=f"the checked call exited with "
                   f"{done.returncode}: {output.strip()[-DETAIL_CHARS:]}")
   return Result(outcome=Outcome.CLEAN, detail=_first_errors(output) or "no error")
+
+
+def reference_blob(task: str, size: str, precision: str) -> bytes:
+  """The task's XLA reference at (size, precision), exported here for this host's platform."""
+  import jax  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
+  spec = get_task(task).at_precision(precision)
+  return bytes(jax.export.export(jax.jit(spec.reference))(*spec.input_structs(size)).serialize())
+
+
+@functools.lru_cache(maxsize=64)
+def control(task: str, size: str, precision: str, padding_bytes: int,
+            cache_dir: str | None) -> Result:
+  """The task's own reference through the same check: whether memcheck runs a trusted call of
+  this task, size and precision cleanly on this host (once a judge process)."""
+  return check(reference_blob(task, size, precision), task=task, size=size,
+               precision=precision, seed=0, padding_bytes=padding_bytes, cache_dir=cache_dir)
+
+
+def settle(found: Result, reference: Callable[[], Result]) -> Result:
+  """`found` for a kernel, with an inconclusive check settled by `reference` (the task's own
+  reference checked alike): FAILED where it runs clean, else inconclusive, saying why."""
+  if found.outcome is not Outcome.INCONCLUSIVE:
+    return found
+  ref = reference()
+  if ref.outcome is Outcome.CLEAN:
+    return Result(outcome=Outcome.FAILED, detail=f"{found.detail}; the task's XLA reference "
+                  "runs clean under memcheck on this host")
+  return Result(outcome=Outcome.INCONCLUSIVE, detail=f"{found.detail}; the task's XLA reference "
+                f"under memcheck: {ref.outcome}: {ref.detail}"[:2 * DETAIL_CHARS])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
