@@ -14,6 +14,7 @@ import base64
 import binascii
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -107,6 +108,15 @@ def _get(data: Mapping, key: str, kind: type | tuple[type, ...], *, optional: bo
   return value
 
 
+def _seconds(data: Mapping, key: str) -> float | None:
+  """A duration the exporter reports: a finite number of seconds, not negative (JSON's NaN
+  and Infinity parse as floats), or None."""
+  value = _get(data, key, (int, float), optional=True)
+  if value is not None and not (math.isfinite(value) and value >= 0):
+    raise ProtocolError(f"field {key!r}: {value!r} is not a duration in seconds")
+  return None if value is None else float(value)
+
+
 def _strings(values: Any, key: str) -> tuple[str, ...]:
   if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
     raise ProtocolError(f"field {key!r}: expected a list of strings")
@@ -131,10 +141,11 @@ def _config(data: Mapping) -> Mapping[str, Any] | None:
     return None
   if len(config) > MAX_CONFIG_KEYS or not all(
       isinstance(k, str) and len(k) <= MAX_CONFIG_CHARS and (
-          isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v) <= MAX_CONFIG_CHARS)
+          isinstance(v, (bool, int)) or isinstance(v, float) and math.isfinite(v)
+          or isinstance(v, str) and len(v) <= MAX_CONFIG_CHARS)
       for k, v in config.items()):
-    raise ProtocolError(f"field 'config': expected at most {MAX_CONFIG_KEYS} names with number, "
-                        f"bool or string values of at most {MAX_CONFIG_CHARS} characters")
+    raise ProtocolError(f"field 'config': expected at most {MAX_CONFIG_KEYS} names with finite "
+                        f"number, bool or string values of at most {MAX_CONFIG_CHARS} characters")
   return dict(sorted(config.items()))
 
 
@@ -152,10 +163,8 @@ def _size_export(data: Any, request: ExportRequest) -> SizeExport:
   stage = _get(data, "stage", str, optional=True)
   if stage not in (None, "trace", "lowering", "export"):
     raise ProtocolError(f"unknown stage {stage!r}")
-  times = [_get(data, k, (int, float), optional=True) for k in ("trace_s", "lower_s")]
   return SizeExport(
-      size=size, stage=stage, trace_s=None if times[0] is None else float(times[0]),
-      lower_s=None if times[1] is None else float(times[1]),
+      size=size, stage=stage, trace_s=_seconds(data, "trace_s"), lower_s=_seconds(data, "lower_s"),
       artifacts={p: _artifact(b, f"artifact {size}/{p}") for p, b in sorted(artifacts.items())},
       errors={p: _get(errors, p, str) for p in sorted(errors)}, config=_config(data))
 

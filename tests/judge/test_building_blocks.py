@@ -1911,11 +1911,19 @@ def test_decode_reads_a_declared_config_sorted():
 
 @pytest.mark.parametrize("config", [
     [1, 2], {"a": [1]}, {"a": {"b": 1}}, {"a" * 65: 1}, {"a": "b" * 65},
-    {f"k{i}": i for i in range(33)},
+    {f"k{i}": i for i in range(33)}, {"a": float("nan")}, {"a": float("-inf")},
 ])
 def test_decode_refuses_a_config_that_is_not_a_few_scalars(config):
   raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, config=config)])
   assert "config" in _protocol_error(raw)
+
+
+@pytest.mark.parametrize("key", ["trace_s", "lower_s"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), -0.5])
+def test_decode_refuses_a_time_that_is_no_duration(key, value):
+  """The exporter's times reach the record as its word: a number of seconds, or nothing."""
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, **{key: value})])
+  assert repr(key) in _protocol_error(raw)
 
 
 @pytest.mark.parametrize("stage", [None, "trace", "lowering", "export"])
