@@ -124,6 +124,23 @@ def test_the_judges_code_digest_reads_the_package_and_both_shipped_trees():
   assert verdicts.judge_code() == verdicts.code_digest(roots)
 
 
+def test_an_install_without_a_tree_digests_what_it_has(monkeypatch):
+  """A missing kernel tree (an install of the package alone) leaves it out of the digest, and
+  only it: the package and the other tree are still read."""
+  package = pathlib.Path(verdicts.__file__).resolve().parents[2]
+  gpu = tree_dir(Variant.GPU).resolve()
+
+  def no_tpu_tree(variant):
+    if variant is Variant.TPU:
+      raise FileNotFoundError("kernels_tpu is not importable")
+    return tree_dir(variant)
+
+  monkeypatch.setattr(verdicts, "tree_dir", no_tpu_tree)
+  assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package, gpu])
+  monkeypatch.setattr(verdicts, "tree_dir", lambda variant: no_tpu_tree(Variant.TPU))
+  assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package])
+
+
 def test_a_verdict_of_this_judge_code_is_served(reward_cache):
   """The honest neighbour: the cache still pays what this judge stored (fixed seeds)."""
   cache, item = reward_cache, _item("adv_pos_rejudged_relu", FIXED, "c-1")
