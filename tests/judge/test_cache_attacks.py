@@ -126,18 +126,19 @@ def test_the_judges_code_digest_reads_the_package_and_both_shipped_trees():
 
 def test_an_install_without_a_tree_digests_what_it_has(monkeypatch):
   """A missing kernel tree (an install of the package alone) leaves it out of the digest, and
-  only it: the package and the other tree are still read."""
+  only it: the package and the other tree are still read, whichever tree is missing."""
   package = pathlib.Path(verdicts.__file__).resolve().parents[2]
-  gpu = tree_dir(Variant.GPU).resolve()
+  trees = {v: tree_dir(v).resolve() for v in (Variant.GPU, Variant.TPU)}
+  for missing, kept in ((Variant.TPU, Variant.GPU), (Variant.GPU, Variant.TPU)):
 
-  def no_tpu_tree(variant):
-    if variant is Variant.TPU:
-      raise FileNotFoundError("kernels_tpu is not importable")
-    return tree_dir(variant)
+    def without(variant, missing=missing):
+      if variant is missing:
+        raise FileNotFoundError(f"kernels_{variant.value} is not importable")
+      return tree_dir(variant)
 
-  monkeypatch.setattr(verdicts, "tree_dir", no_tpu_tree)
-  assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package, gpu])
-  monkeypatch.setattr(verdicts, "tree_dir", lambda variant: no_tpu_tree(Variant.TPU))
+    monkeypatch.setattr(verdicts, "tree_dir", without)
+    assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package, trees[kept]])
+  monkeypatch.setattr(verdicts, "tree_dir", lambda variant: without(Variant.GPU))
   assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package])
 
 
