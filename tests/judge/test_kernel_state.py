@@ -651,6 +651,16 @@ _ALL_CALL = "host code: func.call of @mosaic_gpu_init_tma_desc"
     # the module and its one host function
     ([('"stable_mosaic_gpu.func.func"() ({\n  ^bb0', '"stable_mosaic_gpu.other"() ({\n  ^bb0')], 2,
      {"host code: 0 function definitions (Mosaic GPU emits one)"}),
+    ([("module {\n", 'module {\n  "stable_mosaic_gpu.func.func"() ({\n  ^bb0:\n    '
+       '"stable_mosaic_gpu.func.return"() : () -> ()\n  }) {sym_name = "second"} : () -> ()\n')],
+     2, {"host code: 2 function definitions (Mosaic GPU emits one)"}),
+    ([("llvm.emit_c_interface, sym_name", 'llvm.emit_c_interface, sym_visibility = "private", '
+       "sym_name")], 2,
+     {"host code: a host function with the attribute sym_visibility (Mosaic GPU sets none)"}),
+    ([("llvm.emit_c_interface, sym_name", "llvm.emit_c_interface, sym_name = 3 : i64, x = 1, "
+       "ignored")], 2,
+     {"host code: a host function with the attribute ignored (Mosaic GPU sets none)",
+      "host code: a host function with the attribute x (Mosaic GPU sets none)"}),
     ([('sym_name = "kernel_mosaic_gpu"', 'sym_name = "mosaic_gpu_init_tma_desc"')], 2,
      {"host code: a definition of the runtime's @mosaic_gpu_init_tma_desc"}),
     ([("function_type = (!llvm.ptr, !llvm.ptr) -> (), llvm",
@@ -711,6 +721,10 @@ _ALL_CALL = "host code: func.call of @mosaic_gpu_init_tma_desc"
      2, {"host code: llvm.insertvalue of a const value at [5, 0]"}),
     ([("(%d3, %count) {position = array<i64: 4, 0>}", "(%d3, %count) {}")], 2,
      {"host code: llvm.insertvalue of a const value at []"}),
+    ([_add(_insert("%later", "0", "!llvm.ptr")),  # a value no op made before its use
+      (_LAUNCH_AT, '    %later = "stable_mosaic_gpu.llvm.load"(%entry) {ordering = 0 : i64} : '
+       "(!llvm.ptr) -> !llvm.ptr\n" + _LAUNCH_AT)], 2,
+     {"host code: llvm.insertvalue of a unknown value as a memref's pointer"}),
     ([_add(_insert("%offset", "2", "i64"))], 2,
      {"host code: llvm.insertvalue of a meta value at [2]"}),
     ([_add(_insert("%y", "2", "!llvm.ptr"))], 2,
@@ -782,6 +796,11 @@ _ALL_CALL = "host code: func.call of @mosaic_gpu_init_tma_desc"
      {"host code: llvm.getelementptr of an alloca at an index that is not one constant"}),
     ([(_SIZES_1, _SIZES_1.replace("1>", "0, 1>"))], 2,
      {"host code: llvm.getelementptr of an alloca at an index that is not one constant"}),
+    ([(_SIZES_1, "(%sizes) {rawConstantIndices = array<i32: 1>}")], 2,
+     {"host code: llvm.getelementptr of an alloca over elements of type "}),
+    ([("{elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>}",
+       "{rawConstantIndices = array<i32: 1>}")], 2,
+     {"host code: llvm.getelementptr of the buffer table not at one constant entry"}),
     ([(_SIZES_1, _SIZES_1.replace("i64", "f64"))], 2,
      {"host code: llvm.getelementptr of an alloca over elements of type f64"}),
     ([(_SIZES_1, _SIZES_1.replace("1>", "3>"))], 2,
@@ -803,6 +822,9 @@ _ALL_CALL = "host code: func.call of @mosaic_gpu_init_tma_desc"
      {"host code: llvm.alloca of a count that is not a positive constant"}),
     ([_add(_alloca("%count", "f32"))], 2,
      {"host code: llvm.alloca of 1 x f32 (integers or arrays of them, at most 65536 bytes)"}),
+    ([_add(_alloca("%count", "!llvm.array<4 x f32>"))], 2,
+     {"host code: llvm.alloca of 1 x !llvm.array<4 x f32> (integers or arrays of them, at most "
+      "65536 bytes)"}),
     ([_add(_alloca("%count", "!llvm.array<65537 x i8>"))], 2,
      {"host code: llvm.alloca of 1 x !llvm.array<65537 x i8> (integers or arrays of them, at most "
       "65536 bytes)"}),
@@ -955,7 +977,7 @@ def test_host_code_out_of_mosaic_gpus_shape_is_refused_op_by_op(edits, buffers, 
     [_add(_gep("%sizes", "i32", 3), _store("%smem_bytes", "i32"))],  # the last 4 bytes
     [_add(_gep("%smem", "!llvm.array<2 x i64>", 15), _store("%zero"))],
     [_add(_gep("%smem", "!llvm.array<2 x i64>", 16))],
-    [_add(_alloca("%count", "!llvm.array<65536 x i8>"))],
+    [_add(_alloca("%count", "!llvm.array<65536 x i8>"))], [_add(_alloca("%count", "i8"))],
     [_add(_CONST_8193.replace("8193", "8192"), _alloca("%k", "i64"))],
     [_add('%k = "stable_mosaic_gpu.arith.index_cast"(%one) : (index) -> i64',
           _alloca("%k", "i64"))],
@@ -970,7 +992,7 @@ def test_host_code_out_of_mosaic_gpus_shape_is_refused_op_by_op(edits, buffers, 
     [(_TABLE_ENTRY, _TABLE_ENTRY.replace("1>", "0>"))],
     [("(%aligned_ptr, %offset)", "(%aligned_ptr, %zero)")],  # the memref's offset, a constant
 ], ids=["transpose", "reinterpret_cast", "gep_one_past_the_end", "store_at_the_end",
-        "store_in_the_descriptors", "gep_one_past_the_descriptors", "alloca_of_64k", "alloca_of_8192_i64",
+        "store_in_the_descriptors", "gep_one_past_the_descriptors", "alloca_of_64k", "alloca_of_1", "alloca_of_8192_i64",
         "count_through_index_cast", "descriptor_at_0", "descriptor_at_64",
         "descriptors_aligned_to_128", "element_type_10", "element_type_0", "rank_1", "rank_5",
         "sizes_at_an_offset", "table_entry_0", "base_at_a_constant_offset"])
