@@ -124,6 +124,24 @@ def test_the_judges_code_digest_reads_the_package_and_both_shipped_trees():
   assert verdicts.judge_code() == verdicts.code_digest(roots)
 
 
+def test_an_install_without_a_tree_digests_what_it_has(monkeypatch):
+  """A missing kernel tree (an install of the package alone) leaves it out of the digest, and
+  only it: the package and the other tree are still read, whichever tree is missing."""
+  package = pathlib.Path(verdicts.__file__).resolve().parents[2]
+  trees = {v: tree_dir(v).resolve() for v in (Variant.GPU, Variant.TPU)}
+  for missing, kept in ((Variant.TPU, Variant.GPU), (Variant.GPU, Variant.TPU)):
+
+    def without(variant, missing=missing):
+      if variant is missing:
+        raise FileNotFoundError(f"kernels_{variant.value} is not importable")
+      return tree_dir(variant)
+
+    monkeypatch.setattr(verdicts, "tree_dir", without)
+    assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package, trees[kept]])
+  monkeypatch.setattr(verdicts, "tree_dir", lambda variant: without(Variant.GPU))
+  assert verdicts.judge_code.__wrapped__() == verdicts.code_digest([package])
+
+
 def test_a_verdict_of_this_judge_code_is_served(reward_cache):
   """The honest neighbour: the cache still pays what this judge stored (fixed seeds)."""
   cache, item = reward_cache, _item("adv_pos_rejudged_relu", FIXED, "c-1")

@@ -6,10 +6,15 @@ The control tests/controls/adv_copied_relu.py (the adversarial suite) is the sam
 through the whole pipeline, with `reject_copies` on and off.
 """
 
+import base64
+import binascii
 import functools
+import json
 import re
 
 import pytest
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
 
 from pallasbench_dataset.evaluation.judge import analysis_process, fingerprint, module_analysis
 from pallasbench_dataset.kernels import kernel_path, load_module
@@ -88,6 +93,100 @@ def test_shipped_copies_come_from_the_trees_at_the_same_size_and_precision():
                      / "adv_pos_dataclass_relu.py").read_text(), "relu")
   assert fingerprint.shipped_copies(honest, "relu", "small", "float32", analyser) == ()
   assert fingerprint.shipped_copies((), "relu", "small", "float32", analyser) == ()
+
+
+def test_shipped_copies_are_found_at_the_candidate_s_precision():
+  """A bfloat16 paste is compared with the shipped kernel exported at bfloat16 (its float32
+  export is another module), and named a copy there."""
+  relu = _renamed(kernel_path("gpu", "relu").read_text())
+  structs = get_task("relu").at_precision("bfloat16").input_structs("small")
+  kernel = load_module(relu, "candidate.py").kernel
+  exported = export_for("cuda", functools.partial(kernel, interpret=False), *structs)
+  copied = module_analysis.analyze_module(exported.mlir_module()).kernels
+  assert {k.fingerprint for k in copied}.isdisjoint(k.fingerprint for k in _kernels(relu, "relu"))
+  assert fingerprint.shipped_copies(copied, "relu", "small", "bfloat16", _InProcessAnalyser()) == (
+      "kernels_gpu/relu.py",)
+
+
+def test_the_copy_reason_names_the_copies():
+  assert fingerprint.copy_reason(["kernels_gpu/relu.py", "kernels_tpu/relu.py"]) == (
+      "the compiled kernel is a shipped kernel's (kernels_gpu/relu.py, kernels_tpu/relu.py), "
+      "renamed at most: only the candidate's own work is rewarded")
+
+
+def _payloads(text: str, target: str) -> list[bytes]:
+  """The kernel modules of the `target` custom calls in an exported module's text, as the
+  judge reads them (a Triton or Mosaic GPU backend_config field, a TPU call's whole config)."""
+  field = {"__gpu$xla.gpu.triton": "ir", "mosaic_gpu_v2": "module"}.get(target)
+  found = []
+  with mlir.make_ir_context():
+    module = ir.Module.parse(text)
+
+    def visit(op):
+      op = op.operation
+      if (op.name == "stablehlo.custom_call"
+          and ir.StringAttr(op.attributes["call_target_name"]).value == target):
+        if field is None:
+          found.append(ir.StringAttr(op.attributes["backend_config"]).value.encode())
+        else:
+          config = {n.name: n.attr for n in ir.DictAttr(op.attributes["mhlo.backend_config"])}
+          found.append(ir.StringAttr(config[field]).value_bytes)
+      return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+  return found
+
+
+@pytest.mark.parametrize("task, size, platform, target, backend", [
+    ("relu", "small", "cuda", "__gpu$xla.gpu.triton", "triton"),
+    ("matmul", "medium", "cuda", "mosaic_gpu_v2", "mosaic_gpu"),
+    ("batched_matmul", "small", "tpu", "tpu_custom_call", "mosaic_tpu"),
+])
+def test_each_backend_s_fingerprint_is_the_one_the_judge_computes(task, size, platform, target,
+                                                                   backend):
+  """triton_fingerprint, mosaic_gpu_fingerprint and mosaic_tpu_fingerprint (the module's API)
+  give each kernel call the fingerprint the module analysis records for it."""
+  tree = "tpu" if platform == "tpu" else "gpu"
+  source = kernel_path(tree, task).read_text()
+  structs = get_task(task).input_structs(size)
+  kernel = load_module(source, "candidate.py").kernel
+  text = export_for(platform, functools.partial(kernel, interpret=False), *structs).mlir_module()
+  analysed = [k.fingerprint for k in module_analysis.analyze_module(text).kernels
+              if k.backend == backend]
+  payloads = _payloads(text, target)
+  assert payloads and len(payloads) == len(analysed)
+  of = {"triton": fingerprint.triton_fingerprint,
+        "mosaic_gpu": fingerprint.mosaic_gpu_fingerprint,
+        "mosaic_tpu": lambda p: fingerprint.mosaic_tpu_fingerprint(p.decode())}[backend]
+  assert [of(p) for p in payloads] == analysed
+
+
+_MOSAIC_GPU = ('module attributes {mosaic_gpu.dump_basename = "NAME"} {\n'
+               '  %0 = "stable_mosaic_gpu.arith.constant"() {value = 4 : i32} : () -> i32\n}\n')
+
+
+def test_a_mosaic_gpu_kernel_s_dump_name_is_no_part_of_its_fingerprint():
+  """Mosaic GPU names a kernel's dumps after the kernel and a counter: a renamed copy, or the
+  same kernel lowered later in the process, has another dump name and the same fingerprint."""
+  first, renamed = (fingerprint.mosaic_gpu_fingerprint(_MOSAIC_GPU.replace("NAME", n).encode())
+                    for n in ("matmul_3", "my_own_work_12"))
+  changed = _MOSAIC_GPU.replace("NAME", "matmul_3").replace("value = 4", "value = 8")
+  assert first == renamed != fingerprint.mosaic_gpu_fingerprint(changed.encode())
+
+
+def _tpu_config(module_text: str, *, body: str | None = None) -> str:
+  encoded = base64.b64encode(module_text.encode()).decode()
+  return json.dumps({"custom_call_config": {"body": encoded if body is None else body}})
+
+
+def test_a_mosaic_tpu_fingerprint_reads_only_a_base64_body():
+  text = ('module {\n  "func.func"() <{sym_name = "NAME", function_type = () -> ()}> ({\n'
+          '    "func.return"() : () -> ()\n  }) : () -> ()\n}\n')
+  first, renamed = (fingerprint.mosaic_tpu_fingerprint(_tpu_config(text.replace("NAME", n)))
+                    for n in ("bmm", "mine"))
+  assert first == renamed
+  with pytest.raises(binascii.Error):  # not decoded by skipping what is not base64
+    fingerprint.mosaic_tpu_fingerprint(_tpu_config(text, body="bW9k!dWxl"))
 
 
 def test_the_reward_rejects_copies_unless_told_otherwise(tmp_path):

@@ -25,7 +25,7 @@ from jax._src.lib.mlir import ir
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu_triton
 
-from pallasbench_dataset.evaluation.judge import fingerprint, kernel_state
+from pallasbench_dataset.evaluation.judge import fingerprint, kernel_state, mosaic_host
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     ModuleReport, analyze_module, module_reasons)
 from pallasbench_dataset.kernels import load_kernel
@@ -518,3 +518,677 @@ def test_every_shipped_mosaic_gpu_kernels_host_code_is_mosaic_gpus(task):
     assert report.stateful_ops == (), (spec.precision, size, config, report.stateful_ops)
     mosaic += sum(k.backend == "mosaic_gpu" for k in report.kernels)
   assert mosaic, task
+
+
+# ---------------------------------------------------------------------------------------------
+# Host code, op by op: a hand-written module of the shape Mosaic GPU emits (one kernel buffer
+# put in a memref, a second read from the table, one TMA descriptor of rank 2 written at byte
+# 128 of a 256-byte descriptor alloca, the launch), and edits of it each refused with its exact
+# finding, or (an honest neighbour) accepted. mosaic_host.host_code reads it as the helper does.
+
+_HOST = '''\
+module {
+  "stable_mosaic_gpu.func.func"() ({
+  }) {function_type = (!llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> (), sym_name = "mosaic_gpu_init_tma_desc", sym_visibility = "private"} : () -> ()
+  "stable_mosaic_gpu.func.func"() ({
+  ^bb0(%arg0: !llvm.ptr, %arg1: !llvm.ptr):
+    %one = "stable_mosaic_gpu.arith.constant"() {value = 1 : index} : () -> index
+    %smem_bytes = "stable_mosaic_gpu.arith.constant"() {value = 1024 : i32} : () -> i32
+    %zero = "stable_mosaic_gpu.llvm.mlir.constant"() {value = 0 : i64} : () -> i64
+    %n = "stable_mosaic_gpu.llvm.mlir.constant"() {value = 64 : i64} : () -> i64
+    %count = "stable_mosaic_gpu.arith.constant"() {value = 1 : i64} : () -> i64
+    %f = "stable_mosaic_gpu.arith.constant"() {value = 0.0 : f32} : () -> f32
+    %splat = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%f) : (f32) -> vector<4xf32>
+    %undef = "stable_mosaic_gpu.llvm.mlir.undef"() : () -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %token = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%arg0) : (!llvm.ptr) -> !gpu.async.token
+    %x = "stable_mosaic_gpu.llvm.load"(%arg1) {ordering = 0 : i64} : (!llvm.ptr) -> !llvm.ptr
+    %d0 = "stable_mosaic_gpu.llvm.insertvalue"(%undef, %x) {position = array<i64: 0>} : (!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, !llvm.ptr) -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %d1 = "stable_mosaic_gpu.llvm.insertvalue"(%d0, %x) {position = array<i64: 1>} : (!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, !llvm.ptr) -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %d2 = "stable_mosaic_gpu.llvm.insertvalue"(%d1, %zero) {position = array<i64: 2>} : (!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, i64) -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %d3 = "stable_mosaic_gpu.llvm.insertvalue"(%d2, %n) {position = array<i64: 3, 0>} : (!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, i64) -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %d4 = "stable_mosaic_gpu.llvm.insertvalue"(%d3, %count) {position = array<i64: 4, 0>} : (!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, i64) -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+    %m = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%d4) : (!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>) -> memref<64xf32>
+    %entry = "stable_mosaic_gpu.llvm.getelementptr"(%arg1) {elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>} : (!llvm.ptr) -> !llvm.ptr
+    %y = "stable_mosaic_gpu.llvm.load"(%entry) {ordering = 0 : i64} : (!llvm.ptr) -> !llvm.ptr
+    %smem = "stable_mosaic_gpu.llvm.alloca"(%count) {alignment = 64 : i64, elem_type = !llvm.array<256 x i8>, mosaic_gpu_smem_alloc} : (i64) -> !llvm.ptr
+    %dst = "stable_mosaic_gpu.llvm.getelementptr"(%smem) {elem_type = i8, rawConstantIndices = array<i32: 128>} : (!llvm.ptr) -> !llvm.ptr
+    %v = "stable_mosaic_gpu.memref.expand_shape"(%m) {reassociation = [[0, 1]], static_output_shape = array<i64: 2, 32>} : (memref<64xf32>) -> memref<2x32xf32>
+    %meta:6 = "stable_mosaic_gpu.memref.extract_strided_metadata"(%v) : (memref<2x32xf32>) -> (memref<f32>, index, index, index, index, index)
+    %aligned = "stable_mosaic_gpu.memref.extract_aligned_pointer_as_index"(%v) : (memref<2x32xf32>) -> index
+    %aligned_int = "stable_mosaic_gpu.arith.index_cast"(%aligned) : (index) -> i64
+    %aligned_ptr = "stable_mosaic_gpu.llvm.inttoptr"(%aligned_int) : (i64) -> !llvm.ptr
+    %offset = "stable_mosaic_gpu.arith.index_cast"(%meta#1) : (index) -> i64
+    %base = "stable_mosaic_gpu.llvm.getelementptr"(%aligned_ptr, %offset) {elem_type = f32, rawConstantIndices = array<i32: -2147483648>} : (!llvm.ptr, i64) -> !llvm.ptr
+    %elem = "stable_mosaic_gpu.arith.constant"() {value = 6 : i64} : () -> i64
+    %rank = "stable_mosaic_gpu.arith.constant"() {value = 2 : i64} : () -> i64
+    %size0 = "stable_mosaic_gpu.arith.index_cast"(%meta#2) : (index) -> i64
+    %size1 = "stable_mosaic_gpu.arith.index_cast"(%meta#3) : (index) -> i64
+    %sizes = "stable_mosaic_gpu.llvm.alloca"(%rank) {elem_type = i64} : (i64) -> !llvm.ptr
+    %sizes0 = "stable_mosaic_gpu.llvm.getelementptr"(%sizes) {elem_type = i64, rawConstantIndices = array<i32: 0>} : (!llvm.ptr) -> !llvm.ptr
+    "stable_mosaic_gpu.llvm.store"(%size0, %sizes0) {ordering = 0 : i64} : (i64, !llvm.ptr) -> ()
+    %sizes1 = "stable_mosaic_gpu.llvm.getelementptr"(%sizes) {elem_type = i64, rawConstantIndices = array<i32: 1>} : (!llvm.ptr) -> !llvm.ptr
+    "stable_mosaic_gpu.llvm.store"(%size1, %sizes1) {ordering = 0 : i64} : (i64, !llvm.ptr) -> ()
+    %strides = "stable_mosaic_gpu.llvm.alloca"(%rank) {elem_type = i64} : (i64) -> !llvm.ptr
+    %window = "stable_mosaic_gpu.llvm.alloca"(%rank) {elem_type = i64} : (i64) -> !llvm.ptr
+    %swizzle = "stable_mosaic_gpu.arith.constant"() {value = 128 : i64} : () -> i64
+    "stable_mosaic_gpu.func.call"(%dst, %base, %elem, %rank, %sizes, %strides, %swizzle, %window) {callee = @mosaic_gpu_init_tma_desc} : (!llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> ()
+    %descriptors = "stable_mosaic_gpu.llvm.load"(%smem) {ordering = 0 : i64} : (!llvm.ptr) -> !llvm.array<256 x i8>
+    %done = "stable_mosaic_gpu.gpu.launch"(%token, %one, %one, %one, %one, %one, %one, %smem_bytes) ({
+    ^bb0(%b0: index, %b1: index, %b2: index, %b3: index, %b4: index, %b5: index, %b6: index, %b7: index, %b8: index, %b9: index, %b10: index, %b11: index):
+      %table = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%descriptors) : (!llvm.array<256 x i8>) -> !llvm.ptr
+      "stable_mosaic_gpu.kernel.use"(%table, %m, %splat, %one) : (!llvm.ptr, memref<64xf32>, vector<4xf32>, index) -> ()
+      "stable_mosaic_gpu.gpu.terminator"() : () -> ()
+    }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1>} : (!gpu.async.token, index, index, index, index, index, index, i32) -> !gpu.async.token
+    "stable_mosaic_gpu.func.return"() : () -> ()
+  }) {function_type = (!llvm.ptr, !llvm.ptr) -> (), llvm.emit_c_interface, sym_name = "kernel_mosaic_gpu"} : () -> ()
+}
+'''
+
+RUNTIME = frozenset({"mosaic_gpu_init_tma_desc"})
+
+
+def _host(*edits: tuple[str, str], buffers: int | None = 2) -> set[str]:
+  """The findings on _HOST with each `(old, new)` edit made (old must occur in it)."""
+  text = _HOST
+  for old, new in edits:
+    assert old in text, old
+    text = text.replace(old, new)
+  return mosaic_host.host_code(fingerprint.parse_mosaic_gpu(text.encode()), RUNTIME, buffers)
+
+
+def test_a_hand_written_host_function_of_mosaic_gpus_shape_is_accepted():
+  assert _host() == set()
+  module = fingerprint.parse_mosaic_gpu(_HOST.encode())
+  assert kernel_state.module_state(module, "mosaic_gpu", "k", max_ops=1000, buffers=2) == ()
+
+
+_LAUNCH_AT = '    %done = "stable_mosaic_gpu.gpu.launch"'
+_LAUNCH_OP = _HOST[_HOST.index(_LAUNCH_AT):_HOST.index("\n", _HOST.index("operandSegmentSizes")) + 1]
+_RETURN = '    "stable_mosaic_gpu.func.return"() : () -> ()\n'
+_CALL = ('"stable_mosaic_gpu.func.call"(%dst, %base, %elem, %rank, %sizes, %strides, %swizzle, '
+         '%window) {callee = @mosaic_gpu_init_tma_desc}')
+_CALL_TYPE = "(!llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> ()"
+_TABLE_ENTRY = "rawConstantIndices = array<i32: 1>} : (!llvm.ptr) -> !llvm.ptr\n    %y"
+_SIZES_1 = "(%sizes) {elem_type = i64, rawConstantIndices = array<i32: 1>}"
+_DST = "{elem_type = i8, rawConstantIndices = array<i32: 128>}"
+_SMEM = "{alignment = 64 : i64, elem_type = !llvm.array<256 x i8>"
+_USE = "(%table, %m, %splat, %one) : (!llvm.ptr, memref<64xf32>"
+
+
+def _add(*lines: str) -> tuple[str, str]:
+  """An edit that puts `lines` (ops) just before the launch."""
+  return (_LAUNCH_AT, "".join(f"    {line}\n" for line in lines) + _LAUNCH_AT)
+
+
+def _gep(base: str, elem: str, *indices: int) -> str:
+  return (f'%g = "stable_mosaic_gpu.llvm.getelementptr"({base}) {{elem_type = {elem}, '
+          f'rawConstantIndices = array<i32: {", ".join(map(str, indices))}>}} : (!llvm.ptr) -> '
+          '!llvm.ptr')
+
+
+def _store(value: str, type_: str = "i64", at: str = "%g") -> str:
+  return (f'"stable_mosaic_gpu.llvm.store"({value}, {at}) {{ordering = 0 : i64}} : ({type_}, '
+          '!llvm.ptr) -> ()')
+
+
+def _alloca(count: str, elem: str) -> str:
+  return f'%a = "stable_mosaic_gpu.llvm.alloca"({count}) {{elem_type = {elem}}} : (i64) -> !llvm.ptr'
+
+
+def _insert(value: str, position: str, type_: str) -> str:
+  """An llvm.insertvalue of `value` into the kernel buffer's memref descriptor."""
+  struct = "!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>"
+  return (f'%i = "stable_mosaic_gpu.llvm.insertvalue"(%d4, {value}) {{position = array<i64: '
+          f'{position}>}} : ({struct}, {type_}) -> {struct}')
+
+
+_CONST_8193 = '%k = "stable_mosaic_gpu.arith.constant"() {value = 8193 : i64} : () -> i64'
+_META_PTR = '%i = "stable_mosaic_gpu.llvm.inttoptr"(%offset) : (i64) -> !llvm.ptr'
+_ALL_CALL = "host code: func.call of @mosaic_gpu_init_tma_desc"
+
+
+@pytest.mark.parametrize("edits, buffers, found", [
+    # the module and its one host function
+    ([('"stable_mosaic_gpu.func.func"() ({\n  ^bb0', '"stable_mosaic_gpu.other"() ({\n  ^bb0')], 2,
+     {"host code: 0 function definitions (Mosaic GPU emits one)"}),
+    ([("module {\n", 'module {\n  "stable_mosaic_gpu.func.func"() ({\n  ^bb0:\n    '
+       '"stable_mosaic_gpu.func.return"() : () -> ()\n  }) {sym_name = "second"} : () -> ()\n')],
+     2, {"host code: 2 function definitions (Mosaic GPU emits one)"}),
+    ([("llvm.emit_c_interface, sym_name", 'llvm.emit_c_interface, sym_visibility = "private", '
+       "sym_name")], 2,
+     {"host code: a host function with the attribute sym_visibility (Mosaic GPU sets none)"}),
+    ([("llvm.emit_c_interface, sym_name", "llvm.emit_c_interface, sym_name = 3 : i64, x = 1, "
+       "ignored")], 2,
+     {"host code: a host function with the attribute ignored (Mosaic GPU sets none)",
+      "host code: a host function with the attribute x (Mosaic GPU sets none)"}),
+    ([('sym_name = "kernel_mosaic_gpu"', 'sym_name = "mosaic_gpu_init_tma_desc"')], 2,
+     {"host code: a definition of the runtime's @mosaic_gpu_init_tma_desc"}),
+    ([("function_type = (!llvm.ptr, !llvm.ptr) -> (), llvm",
+       "function_type = (!llvm.ptr, !llvm.ptr) -> i64, llvm")], 2,
+     {"host code: a host function of type (!llvm.ptr, !llvm.ptr) -> i64 (Mosaic GPU's is "
+      "(!llvm.ptr, !llvm.ptr) -> ())"}),
+    ([("%arg1: !llvm.ptr):", "%arg1: !llvm.ptr, %arg2: i64):")], 2,
+     {"host code: a host function whose block does not take its two arguments"}),
+    ([(_RETURN, _RETURN + "  ^bb1:\n" + _RETURN)], 2,
+     {"host code: a host function of 2 blocks (a branch)"}),
+    ([(_LAUNCH_OP, "")], 2, {"host code: 0 gpu.launch ops (Mosaic GPU emits one)"}),
+    ([(_LAUNCH_OP, _LAUNCH_OP + _LAUNCH_OP.replace("%done", "%again"))], 2,
+     {"host code: 2 gpu.launch ops (Mosaic GPU emits one)"}),
+    ([(_RETURN, '    "stable_mosaic_gpu.func.return"(%zero) : (i64) -> ()\n')], 2,
+     {"host code: func.return with results"}),
+    # ops that are not Mosaic GPU's, or not of its form
+    ([_add('%s = "stable_mosaic_gpu.arith.addi"(%zero, %n) : (i64, i64) -> i64')], 2,
+     {"host code: arith.addi (not an op of Mosaic GPU's host code)"}),
+    ([_add('%r = "stable_mosaic_gpu.arith.constant"() ({\n      "stable_mosaic_gpu.scf.yield"() : '
+           '() -> ()\n    }) {value = 1 : i64} : () -> i64')], 2,
+     {"host code: arith.constant with a region (no loop or branch in host code)"}),
+    ([_add('%c = "stable_mosaic_gpu.arith.constant"(%zero) {value = 1 : i64} : (i64) -> i64')], 2,
+     {"host code: arith.constant of an unexpected form"}),
+    ([_add('%c:2 = "stable_mosaic_gpu.llvm.mlir.constant"() {value = 1 : i64} : () -> (i64, i64)')],
+     2, {"host code: llvm.mlir.constant of an unexpected form"}),
+    ([_add('%u = "stable_mosaic_gpu.llvm.mlir.undef"() : () -> i64')], 2,
+     {"host code: llvm.mlir.undef of a type that is not a memref descriptor"}),
+    ([_add('%u = "stable_mosaic_gpu.llvm.mlir.undef"(%zero) : (i64) -> '
+           '!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>')], 2,
+     {"host code: llvm.mlir.undef of a type that is not a memref descriptor"}),
+    # casts
+    ([_add('%i = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%y) : (!llvm.ptr) -> i64')],
+     2, {"host code: builtin.unrealized_conversion_cast of a buffer value to i64"}),
+    ([_add('%i = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%arg0, %arg1) : '
+           '(!llvm.ptr, !llvm.ptr) -> !gpu.async.token')], 2,
+     {"host code: builtin.unrealized_conversion_cast of an unexpected form"}),
+    ([_add('%i = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%arg0) : (!llvm.ptr) -> '
+           'memref<64xf32>')], 2,
+     {"host code: builtin.unrealized_conversion_cast of a stream value to memref<64xf32>"}),
+    ([_add('%i = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%arg1) : (!llvm.ptr) -> '
+           '!gpu.async.token')], 2,
+     {"host code: builtin.unrealized_conversion_cast of a table value to !gpu.async.token"}),
+    ([("(%d4) : (!llvm.struct", "(%d0) : (!llvm.struct")], 2,  # only the allocated pointer set
+     {"host code: builtin.unrealized_conversion_cast of a descriptor value to memref<64xf32>"}),
+    ([_add('%i = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%d4) : (!llvm.struct<(ptr, '
+           'ptr, i64, array<1 x i64>, array<1 x i64>)>) -> i64')], 2,
+     {"host code: builtin.unrealized_conversion_cast of a descriptor value to i64"}),
+    ([_add('%i = "stable_mosaic_gpu.builtin.unrealized_conversion_cast"(%zero) : (i64) -> index')],
+     2, {"host code: builtin.unrealized_conversion_cast of a const value to index"}),
+    # a memref descriptor
+    ([_add('%i = "stable_mosaic_gpu.llvm.insertvalue"(%zero, %x) {position = array<i64: 0>} : '
+           '(i64, !llvm.ptr) -> i64')], 2, {"host code: llvm.insertvalue into a const value"}),
+    ([_add(_insert("%entry", "0", "!llvm.ptr"))], 2,
+     {"host code: llvm.insertvalue of a slot value as a memref's pointer"}),
+    ([("(%d0, %x) {position = array<i64: 1>}", "(%d0, %arg1) {position = array<i64: 1>}")], 2,
+     {"host code: llvm.insertvalue of a table value as a memref's pointer"}),
+    ([("(%d3, %count) {position = array<i64: 4, 0>}", "(%d3, %count) {position = array<i64: 5, 0>}")],
+     2, {"host code: llvm.insertvalue of a const value at [5, 0]"}),
+    ([("(%d3, %count) {position = array<i64: 4, 0>}", "(%d3, %count) {}")], 2,
+     {"host code: llvm.insertvalue of a const value at []"}),
+    ([_add(_insert("%later", "0", "!llvm.ptr")),  # a value no op made before its use
+      (_LAUNCH_AT, '    %later = "stable_mosaic_gpu.llvm.load"(%entry) {ordering = 0 : i64} : '
+       "(!llvm.ptr) -> !llvm.ptr\n" + _LAUNCH_AT)], 2,
+     {"host code: llvm.insertvalue of a unknown value as a memref's pointer"}),
+    ([_add(_insert("%offset", "2", "i64"))], 2,
+     {"host code: llvm.insertvalue of a meta value at [2]"}),
+    ([_add(_insert("%y", "2", "!llvm.ptr"))], 2,
+     {"host code: llvm.insertvalue of a buffer value at [2]"}),
+    # views, metadata and the base address
+    ([_add('%t = "stable_mosaic_gpu.memref.expand_shape"(%x) {reassociation = [[0, 1]]} : '
+           '(!llvm.ptr) -> memref<2x32xf32>')], 2,
+     {"host code: memref.expand_shape of anything but a kernel buffer's memref, statically"}),
+    ([_add('%t = "stable_mosaic_gpu.memref.transpose"(%v, %v) : (memref<2x32xf32>, '
+           'memref<2x32xf32>) -> memref<32x2xf32>')], 2,
+     {"host code: memref.transpose of anything but a kernel buffer's memref, statically"}),
+    ([_add('%mm:2 = "stable_mosaic_gpu.memref.extract_strided_metadata"(%arg1) : (!llvm.ptr) -> '
+           '(memref<f32>, index)')], 2,
+     {"host code: memref.extract_strided_metadata of anything but a kernel buffer's memref"}),
+    ([_add('%mm:2 = "stable_mosaic_gpu.memref.extract_strided_metadata"(%m, %v) : (memref<64xf32>, '
+           'memref<2x32xf32>) -> (memref<f32>, index)')], 2,
+     {"host code: memref.extract_strided_metadata of anything but a kernel buffer's memref"}),
+    ([_add('%mm = "stable_mosaic_gpu.memref.extract_aligned_pointer_as_index"(%arg1) : '
+           '(!llvm.ptr) -> index')], 2,
+     {"host code: memref.extract_aligned_pointer_as_index of anything but a kernel buffer's memref"}),
+    ([_add('%mm = "stable_mosaic_gpu.memref.extract_aligned_pointer_as_index"(%m, %v) : '
+           '(memref<64xf32>, memref<2x32xf32>) -> index')], 2,
+     {"host code: memref.extract_aligned_pointer_as_index of anything but a kernel buffer's memref"}),
+    ([_add('%i = "stable_mosaic_gpu.arith.index_cast"(%y) : (!llvm.ptr) -> i64')], 2,
+     {"host code: arith.index_cast of a buffer value"}),
+    ([_add(_META_PTR)], 2,
+     {"host code: llvm.inttoptr of a meta value (only of a kernel buffer's aligned pointer)"}),
+    # getelementptr: of the buffer table, of a kernel buffer's address, of an alloca
+    ([_add('%g = "stable_mosaic_gpu.llvm.getelementptr"(%smem) {elem_type = i8} : (!llvm.ptr) -> '
+           '!llvm.ptr')], 2, {"host code: llvm.getelementptr without indices"}),
+    ([], 1, {"host code: llvm.getelementptr of the buffer table at entry 1, past its 1 buffers"}),
+    ([(_TABLE_ENTRY, _TABLE_ENTRY.replace("1>", "-1>"))], 2,
+     {"host code: llvm.getelementptr of the buffer table at entry -1, past its 2 buffers"}),
+    ([(_TABLE_ENTRY, _TABLE_ENTRY.replace("1>", "0>"))], None,
+     {"host code: llvm.getelementptr of the buffer table at entry 0, past its None buffers",
+      "host code: llvm.load of the buffer table of a call without buffers"}),
+    ([], 0, {"host code: llvm.getelementptr of the buffer table at entry 1, past its 0 buffers",
+             "host code: llvm.load of the buffer table of a call without buffers"}),
+    ([("{elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>}",
+       "{elem_type = i8, rawConstantIndices = array<i32: 1>}")], 2,
+     {"host code: llvm.getelementptr of the buffer table not at one constant entry"}),
+    ([("{elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>}",
+       "{elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1, 0>}")], 2,
+     {"host code: llvm.getelementptr of the buffer table not at one constant entry"}),
+    ([('(%arg1) {elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>} : (!llvm.ptr)',
+       '(%arg1, %zero) {elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>} : '
+       '(!llvm.ptr, i64)')], 2,
+     {"host code: llvm.getelementptr of the buffer table not at one constant entry"}),
+    ([("(%aligned_ptr, %offset) {elem_type = f32, rawConstantIndices = array<i32: -2147483648>} : "
+       "(!llvm.ptr, i64)",
+       "(%aligned_ptr) {elem_type = f32, rawConstantIndices = array<i32: 4>} : (!llvm.ptr)")], 2,
+     {"host code: llvm.getelementptr of a kernel buffer's pointer not at its memref's offset"}),
+    ([("(%aligned_ptr, %offset) {elem_type = f32, rawConstantIndices = array<i32: -2147483648>} : "
+       "(!llvm.ptr, i64)",
+       "(%aligned_ptr, %offset, %offset) {elem_type = f32, rawConstantIndices = "
+       "array<i32: -2147483648>} : (!llvm.ptr, i64, i64)")], 2,
+     {"host code: llvm.getelementptr of a kernel buffer's pointer not at its memref's offset"}),
+    ([("(%aligned_ptr, %offset) {elem_type = f32, rawConstantIndices = array<i32: -2147483648>} : "
+       "(!llvm.ptr, i64)",
+       "(%aligned_ptr, %y) {elem_type = f32, rawConstantIndices = array<i32: -2147483648>} : "
+       "(!llvm.ptr, !llvm.ptr)")], 2,
+     {"host code: llvm.getelementptr of a kernel buffer's pointer not at its memref's offset"}),
+    ([_add(_gep("%y", "i8", 0))], 2, {"host code: llvm.getelementptr of a buffer value"}),
+    ([(_SIZES_1 + " : (!llvm.ptr)", "(%sizes, %zero) {elem_type = i64, rawConstantIndices = "
+       "array<i32: -2147483648>} : (!llvm.ptr, i64)")], 2,
+     {"host code: llvm.getelementptr of an alloca at an index that is not one constant"}),
+    ([(_SIZES_1 + " : (!llvm.ptr)", "(%sizes) {elem_type = i64, rawConstantIndices = "
+       "array<i32: -2147483648>} : (!llvm.ptr)")], 2,
+     {"host code: llvm.getelementptr of an alloca at an index that is not one constant"}),
+    ([(_SIZES_1, _SIZES_1.replace("1>", "0, 1>"))], 2,
+     {"host code: llvm.getelementptr of an alloca at an index that is not one constant"}),
+    ([(_SIZES_1, "(%sizes) {rawConstantIndices = array<i32: 1>}")], 2,
+     {"host code: llvm.getelementptr of an alloca over elements of type "}),
+    ([("{elem_type = !llvm.ptr, rawConstantIndices = array<i32: 1>}",
+       "{rawConstantIndices = array<i32: 1>}")], 2,
+     {"host code: llvm.getelementptr of the buffer table not at one constant entry"}),
+    ([(_SIZES_1, _SIZES_1.replace("i64", "f64"))], 2,
+     {"host code: llvm.getelementptr of an alloca over elements of type f64"}),
+    ([(_SIZES_1, _SIZES_1.replace("1>", "3>"))], 2,
+     {"host code: llvm.getelementptr of an alloca at byte 24, outside its 16 bytes"}),
+    ([(_SIZES_1, _SIZES_1.replace("1>", "-1>"))], 2,
+     {"host code: llvm.getelementptr of an alloca at byte -8, outside its 16 bytes"}),
+    ([_add(_gep("%sizes1", "i64", 1), _store("%zero"))], 2,  # offsets add up: 8 + 8 of 16
+     {"host code: llvm.store of 8 bytes at byte 16 of an alloca of 16"}),
+    ([_add(_gep("%smem", "!llvm.array<2 x i64>", 17))], 2,
+     {"host code: llvm.getelementptr of an alloca at byte 272, outside its 256 bytes"}),
+    # alloca
+    ([('%strides = "stable_mosaic_gpu.llvm.alloca"(%rank)',
+       '%strides = "stable_mosaic_gpu.llvm.alloca"(%offset)')], 2,
+     {"host code: llvm.alloca of a count that is not a positive constant"}),
+    ([('%strides = "stable_mosaic_gpu.llvm.alloca"(%rank)',
+       '%strides = "stable_mosaic_gpu.llvm.alloca"(%zero)')], 2,
+     {"host code: llvm.alloca of a count that is not a positive constant"}),
+    ([_add(_alloca("%splat", "i64").replace("(i64)", "(vector<4xf32>)"))], 2,
+     {"host code: llvm.alloca of a count that is not a positive constant"}),
+    ([_add(_alloca("%count", "f32"))], 2,
+     {"host code: llvm.alloca of 1 x f32 (integers or arrays of them, at most 65536 bytes)"}),
+    ([_add(_alloca("%count", "!llvm.array<4 x f32>"))], 2,
+     {"host code: llvm.alloca of 1 x !llvm.array<4 x f32> (integers or arrays of them, at most "
+      "65536 bytes)"}),
+    ([_add(_alloca("%count", "!llvm.array<65537 x i8>"))], 2,
+     {"host code: llvm.alloca of 1 x !llvm.array<65537 x i8> (integers or arrays of them, at most "
+      "65536 bytes)"}),
+    ([_add(_CONST_8193, _alloca("%k", "i64"))], 2,
+     {"host code: llvm.alloca of 8193 x i64 (integers or arrays of them, at most 65536 bytes)"}),
+    ([_add(_alloca("%count", "!llvm.array<0 x i8>"))], 2,
+     {"host code: llvm.alloca of 1 x !llvm.array<0 x i8> (integers or arrays of them, at most "
+      "65536 bytes)"}),
+    ([_add('%a = "stable_mosaic_gpu.llvm.alloca"(%count) : (i64) -> !llvm.ptr')], 2,
+     {"host code: llvm.alloca of 1 x  (integers or arrays of them, at most 65536 bytes)"}),
+    # store
+    ([_add(_store("%y", "!llvm.ptr", at="%sizes1"))], 2,
+     {"host code: llvm.store of a buffer value (only integers Mosaic GPU computes)"}),
+    ([_add(_store("%f", "f32", at="%sizes1"))], 2,
+     {"host code: llvm.store of a const value (only integers Mosaic GPU computes)"}),
+    ([_add(_store("%zero", at="%entry"))], 2,
+     {"host code: llvm.store through a slot pointer (only into the host function's allocas)"}),
+    ([_add(_store("%zero", at="%aligned_ptr"))], 2,
+     {"host code: llvm.store through a base_int pointer (only into the host function's allocas)"}),
+    ([_add(_gep("%sizes", "i32", 3), _store("%zero"))], 2,
+     {"host code: llvm.store of 8 bytes at byte 12 of an alloca of 16"}),
+    # load
+    ([_add('%l = "stable_mosaic_gpu.llvm.load"(%sizes) {ordering = 0 : i64} : (!llvm.ptr) -> i64')],
+     2, {"host code: llvm.load of i64 through a stack pointer"}),
+    ([_add('%l = "stable_mosaic_gpu.llvm.load"(%smem) {ordering = 0 : i64} : (!llvm.ptr) -> '
+           '!llvm.array<128 x i8>')], 2,
+     {"host code: llvm.load of !llvm.array<128 x i8> through a stack pointer"}),
+    ([('"stable_mosaic_gpu.llvm.load"(%smem)', '"stable_mosaic_gpu.llvm.load"(%dst)')], 2,
+     {"host code: llvm.load of !llvm.array<256 x i8> through a stack pointer"}),
+    ([_add(_alloca("%count", "!llvm.array<4 x i64>"), '%l = "stable_mosaic_gpu.llvm.load"(%a) '
+           '{ordering = 0 : i64} : (!llvm.ptr) -> !llvm.array<4 x i64>')], 2, set()),
+    ([_add('%l = "stable_mosaic_gpu.llvm.load"(%entry) {ordering = 0 : i64} : (!llvm.ptr) -> i64')],
+     2, {"host code: llvm.load of i64 through a slot pointer"}),
+    ([_add('%l = "stable_mosaic_gpu.llvm.load"(%base) {ordering = 0 : i64} : (!llvm.ptr) -> '
+           '!llvm.ptr')], 2, {"host code: llvm.load of !llvm.ptr through a base pointer"}),
+    # mosaic_gpu_init_tma_desc
+    ([(_CALL, _CALL.replace("@mosaic_gpu_init_tma_desc", "@free"))], 2,
+     {"host code: func.call of @free (host code calls mosaic_gpu_init_tma_desc only)"}),
+    ([(_CALL, _CALL.replace(" {callee = @mosaic_gpu_init_tma_desc}", ""))], 2,
+     {"host code: func.call of (indirect) (host code calls mosaic_gpu_init_tma_desc only)"}),
+    ([(_CALL, "%r = " + _CALL), (_CALL_TYPE, _CALL_TYPE.replace("-> ()", "-> i64"))], 2,
+     {"host code: func.call of @mosaic_gpu_init_tma_desc (host code calls "
+      "mosaic_gpu_init_tma_desc only)"}),
+    ([(_CALL, _CALL.replace(", %window", "")), (_CALL_TYPE, _CALL_TYPE.replace(", !llvm.ptr) ", ") "))],
+     2, {_ALL_CALL + " with 7 arguments"}),
+    ([(_DST, _DST.replace("128", "192"))], 2,
+     {_ALL_CALL + " writing 128 bytes at byte 192 of an alloca of !llvm.array<256 x i8> aligned to "
+      "64 (not a descriptor's aligned place in it)"}),
+    ([(_DST, _DST.replace("128", "160"))], 2,
+     {_ALL_CALL + " writing 128 bytes at byte 160 of an alloca of !llvm.array<256 x i8> aligned to "
+      "64 (not a descriptor's aligned place in it)"}),
+    ([(_DST, _DST.replace("128", "96"))], 2,
+     {_ALL_CALL + " writing 128 bytes at byte 96 of an alloca of !llvm.array<256 x i8> aligned to "
+      "64 (not a descriptor's aligned place in it)"}),
+    ([(_SMEM, _SMEM.replace("64 : i64", "32 : i64"))], 2,
+     {_ALL_CALL + " writing 128 bytes at byte 128 of an alloca of !llvm.array<256 x i8> aligned to "
+      "32 (not a descriptor's aligned place in it)"}),
+    ([(_SMEM, _SMEM.replace("alignment = 64 : i64, ", ""))], 2,
+     {_ALL_CALL + " writing 128 bytes at byte 128 of an alloca of !llvm.array<256 x i8> aligned to "
+      "0 (not a descriptor's aligned place in it)"}),
+    ([("(%dst, %base,", "(%strides, %base,")], 2,  # 16 bytes of i64
+     {_ALL_CALL + " writing 128 bytes at byte 0 of an alloca of i64 aligned to 0 (not a "
+      "descriptor's aligned place in it)"}),
+    ([("(%dst, %base,", "(%y, %base,")], 2,
+     {_ALL_CALL + " writing a descriptor through a buffer pointer"}),
+    ([("(%dst, %base,", "(%dst, %aligned_ptr,")], 2,
+     {_ALL_CALL + " with a base address that is a base_int value, not a kernel buffer's"}),
+    ([("(%dst, %base,", "(%dst, %dst,")], 2,
+     {_ALL_CALL + " with a base address that is a stack value, not a kernel buffer's"}),
+    ([("{value = 6 : i64}", "{value = 11 : i64}")], 2,
+     {_ALL_CALL + " with a element type that is not a constant it knows"}),
+    ([("{value = 6 : i64}", "{value = -1 : i64}")], 2,
+     {_ALL_CALL + " with a element type that is not a constant it knows"}),
+    ([("%base, %elem, %rank", "%base, %offset, %rank")], 2,
+     {_ALL_CALL + " with a element type that is not a constant it knows"}),
+    ([("%elem, %rank, %sizes", "%elem, %zero, %sizes")], 2,
+     {_ALL_CALL + " with a rank that is not a constant it knows"}),
+    ([("%elem, %rank, %sizes", "%elem, %offset, %sizes")], 2,
+     {_ALL_CALL + " with a rank that is not a constant it knows"}),
+    ([("{value = 2 : i64}", "{value = 6 : i64}")], 2,  # the allocas hold 6 i64 each
+     {_ALL_CALL + " with a rank that is not a constant it knows"}),
+    ([("%strides, %swizzle, %window", "%strides, %offset, %window")], 2,
+     {_ALL_CALL + " with a swizzle that is not a constant"}),
+    ([("%strides, %swizzle, %window", "%strides, %splat, %window"),
+      (_CALL_TYPE, _CALL_TYPE.replace("i64, !llvm.ptr) ->", "vector<4xf32>, !llvm.ptr) ->"))], 2,
+     {_ALL_CALL + " with a swizzle that is not a constant"}),
+    ([("%rank, %sizes, %strides", "%rank, %smem, %strides")], 2,
+     {_ALL_CALL + " with sizes that are not an alloca of i64"}),
+    ([("%sizes, %strides, %swizzle", "%sizes, %entry, %swizzle")], 2,
+     {_ALL_CALL + " with strides that are not an alloca of i64"}),
+    ([('%window = "stable_mosaic_gpu.llvm.alloca"(%rank) {elem_type = i64}',
+       '%window = "stable_mosaic_gpu.llvm.alloca"(%rank) {elem_type = i32}')], 2,
+     {_ALL_CALL + " with window that are not an alloca of i64"}),
+    ([('%window = "stable_mosaic_gpu.llvm.alloca"(%rank)',
+       '%window = "stable_mosaic_gpu.llvm.alloca"(%count)')], 2,
+     {_ALL_CALL + " with window of fewer than its rank, 2, elements in bounds"}),
+    ([("%rank, %sizes, %strides", "%rank, %sizes1, %strides")], 2,
+     {_ALL_CALL + " with sizes of fewer than its rank, 2, elements in bounds"}),
+    ([('%strides = "stable_mosaic_gpu.llvm.alloca"(%rank)',
+       '%strides = "stable_mosaic_gpu.llvm.alloca"(%count)')], 2,
+     {_ALL_CALL + " with strides of fewer than its rank, 2, elements in bounds"}),
+    # the launch
+    ([('gpu.launch"(%token,', 'gpu.launch"(%arg0,'),
+      ("(!gpu.async.token, index, index", "(!llvm.ptr, index, index")], 2,
+     {"host code: gpu.launch not launched on the stream's token"}),
+    ([("array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1>", "array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 2>")],
+     2, {"host code: gpu.launch not launched on the stream's token"}),
+    ([(" {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1>}", "")], 2,
+     {"host code: gpu.launch not launched on the stream's token"}),
+    ([('gpu.launch"(%token, %one,', 'gpu.launch"(%token, %meta#2,')], 2,
+     {"host code: gpu.launch with a grid, block, cluster or shared memory size that is not a "
+      "constant"}),
+    ([('gpu.launch"(%token, %one,', 'gpu.launch"(%token, %splat,'),
+      ("(!gpu.async.token, index, index", "(!gpu.async.token, vector<4xf32>, index")], 2,
+     {"host code: gpu.launch with a grid, block, cluster or shared memory size that is not a "
+      "constant"}),
+    ([(_RETURN, '    "stable_mosaic_gpu.gpu.wait"(%done) : (!gpu.async.token) -> ()\n' + _RETURN)],
+     2, {"host code: gpu.launch whose token is used on the host"}),  # gpu.wait: not again
+    ([(_USE, "(%table, %y, %splat, %one) : (!llvm.ptr, !llvm.ptr")], 2,
+     {"host code: gpu.launch whose kernel uses host values of kind buffer"}),
+    ([(_USE + ", vector<4xf32>, index)",
+       "(%table, %sizes, %splat, %meta#2) : (!llvm.ptr, !llvm.ptr, vector<4xf32>, index)")], 2,
+     {"host code: gpu.launch whose kernel uses host values of kind meta, stack"}),
+    ([(_USE, "(%table, %token, %splat, %one) : (!llvm.ptr, !gpu.async.token")], 2,
+     {"host code: gpu.launch whose kernel uses host values of kind token"}),
+    ([(_USE, "(%table, %meta#0, %splat, %one) : (!llvm.ptr, memref<f32>")], 2,
+     {"host code: gpu.launch whose kernel uses host values of kind unused"}),
+    ([(_USE, "(%table, %arg1, %splat, %one) : (!llvm.ptr, !llvm.ptr")], 2,
+     {"host code: gpu.launch whose kernel uses host values of kind table"}),
+    # a refused value is reported where it is made, once, wherever it goes
+    ([_add(_META_PTR, _store("%zero", at="%i"))], 2,
+     {"host code: llvm.inttoptr of a meta value (only of a kernel buffer's aligned pointer)"}),
+    ([_add(_META_PTR), (_USE, "(%table, %i, %splat, %one) : (!llvm.ptr, !llvm.ptr")], 2,
+     {"host code: llvm.inttoptr of a meta value (only of a kernel buffer's aligned pointer)"}),
+    ([_add('%bad = "stable_mosaic_gpu.arith.addi"(%one, %one) : (index, index) -> index'),
+      ('gpu.launch"(%token, %one,', 'gpu.launch"(%token, %bad,')], 2,
+     {"host code: arith.addi (not an op of Mosaic GPU's host code)"}),
+])
+def test_host_code_out_of_mosaic_gpus_shape_is_refused_op_by_op(edits, buffers, found):
+  assert _host(*edits, buffers=buffers) == found
+
+
+@pytest.mark.parametrize("edits", [
+    [_add('%t = "stable_mosaic_gpu.memref.transpose"(%v) {permutation = affine_map<(d0, d1) -> '
+          '(d1, d0)>} : (memref<2x32xf32>) -> memref<32x2xf32, strided<[1, 32]>>')],
+    [_add('%t = "stable_mosaic_gpu.memref.reinterpret_cast"(%v) {operandSegmentSizes = array<i32: '
+          '1, 0, 0, 0>, static_offsets = array<i64: 0>, static_sizes = array<i64: 64>, '
+          'static_strides = array<i64: 1>} : (memref<2x32xf32>) -> memref<64xf32>')],
+    [_add(_gep("%sizes", "i64", 2))],  # one past the end, not written
+    [_add(_gep("%sizes", "i32", 3), _store("%smem_bytes", "i32"))],  # the last 4 bytes
+    [_add(_gep("%smem", "!llvm.array<2 x i64>", 15), _store("%zero"))],
+    [_add(_gep("%smem", "!llvm.array<2 x i64>", 16))],
+    [_add(_alloca("%count", "!llvm.array<65536 x i8>"))], [_add(_alloca("%count", "i8"))],
+    [_add(_CONST_8193.replace("8193", "8192"), _alloca("%k", "i64"))],
+    [_add('%k = "stable_mosaic_gpu.arith.index_cast"(%one) : (index) -> i64',
+          _alloca("%k", "i64"))],
+    [(_DST, _DST.replace("128", "0"))], [(_DST, _DST.replace("128", "64"))],
+    [(_SMEM, _SMEM.replace("64 : i64", "128 : i64"))],
+    [("{value = 6 : i64}", "{value = 10 : i64}")], [("{value = 6 : i64}", "{value = 0 : i64}")],
+    [("%elem, %rank, %sizes", "%elem, %count, %sizes")],  # rank 1, of allocas of 2
+    [("{value = 2 : i64}", "{value = 5 : i64}")],  # rank 5, of allocas of 5
+    [("%rank, %sizes, %strides", "%rank, %sizes1, %strides"),
+     ('%sizes = "stable_mosaic_gpu.llvm.alloca"(%rank)',
+      '%sizes = "stable_mosaic_gpu.llvm.alloca"(%n)')],  # sizes from element 1 of 64
+    [(_TABLE_ENTRY, _TABLE_ENTRY.replace("1>", "0>"))],
+    [("(%aligned_ptr, %offset)", "(%aligned_ptr, %zero)")],  # the memref's offset, a constant
+], ids=["transpose", "reinterpret_cast", "gep_one_past_the_end", "store_at_the_end",
+        "store_in_the_descriptors", "gep_one_past_the_descriptors", "alloca_of_64k", "alloca_of_1", "alloca_of_8192_i64",
+        "count_through_index_cast", "descriptor_at_0", "descriptor_at_64",
+        "descriptors_aligned_to_128", "element_type_10", "element_type_0", "rank_1", "rank_5",
+        "sizes_at_an_offset", "table_entry_0", "base_at_a_constant_offset"])
+def test_host_code_of_mosaic_gpus_shape_is_accepted_at_the_edges(edits):
+  assert _host(*edits) == set()
+
+
+# ---------------------------------------------------------------------------------------------
+# State, op by op, in hand-written modules: _HOST (Mosaic GPU) with module-level ops or device
+# ops added, and a Triton module of one function.
+
+_SCRATCH = ('  "stable_mosaic_gpu.llvm.mlir.global"() ({\n  }) {addr_space = 4 : i32, global_type = '
+            '!llvm.array<0 x i8>, linkage = #llvm.linkage<external>, sym_name = "global_scratch"'
+            '{extra}} : () -> ()\n')
+_DEVICE_AT = '      "stable_mosaic_gpu.gpu.terminator"() : () -> ()'
+_TRITON = '''\
+module {
+  "tt.func"() ({
+  ^bb0(%arg0: f32):
+    %0 = "arith.constant"() {value = 1.0 : f32} : () -> f32
+OPS    "tt.return"() : () -> ()
+  }) {function_type = (f32) -> (), sym_name = "triton_kernel"} : () -> ()
+}
+'''
+
+
+def _parsed(text: str):
+  context = fingerprint._fresh_context()  # pylint: disable=protected-access
+  context.allow_unregistered_dialects = True
+  return ir.Module.parse(text, context=context)
+
+
+def _mosaic_state(*, top: str = "", device: str = "", host: str = "", max_ops: int = 1000
+                  ) -> tuple[str, ...]:
+  """module_state of _HOST with `top` ops at module level, `device` ops in the kernel and
+  `host` ops before the launch."""
+  text = _HOST.replace("module {\n", "module {\n" + top).replace(_DEVICE_AT, device + _DEVICE_AT)
+  text = text.replace(_LAUNCH_AT, host + _LAUNCH_AT)
+  return kernel_state.module_state(_parsed(text), "mosaic_gpu", "mm", max_ops=max_ops, buffers=2)
+
+
+def _triton_state(ops: str = "", top: str = "", max_ops: int = 1000) -> tuple[str, ...]:
+  text = _TRITON.replace("OPS", ops).replace("module {\n", "module {\n" + top)
+  return kernel_state.module_state(_parsed(text), "triton", "tk", max_ops=max_ops)
+
+
+def _in(op: str, where: str = "Mosaic GPU kernel module mm") -> tuple[str, ...]:
+  return (f"{op} in {where}",)
+
+
+@pytest.mark.parametrize("extra, found", [
+    ("", ()),
+    (", tls_mode = 0 : i64, visibility_ = 0 : i64, unnamed_addr = 0 : i64", ()),
+    (", visibility_ = 1 : i64", _in("llvm.mlir.global @global_scratch")),
+    (", unnamed_addr = 2 : i64", _in("llvm.mlir.global @global_scratch")),
+    (", constant", _in("llvm.mlir.global @global_scratch")),
+    (", value = 0 : i8", _in("llvm.mlir.global @global_scratch")),
+], ids=["as_mosaic_gpu_declares_it", "defaults_printed", "visibility", "unnamed_addr", "constant",
+        "initial_value"])
+def test_global_scratch_is_allowed_in_exactly_mosaic_gpus_shape(extra, found):
+  assert _mosaic_state(top=_SCRATCH.replace("{extra}", extra)) == found
+
+
+@pytest.mark.parametrize("edit", [
+    ("addr_space = 4 : i32", "addr_space = 1 : i32"),
+    ("!llvm.array<0 x i8>", "!llvm.array<64 x i8>"),
+    ("#llvm.linkage<external>", "#llvm.linkage<internal>"),
+    ("linkage = #llvm.linkage<external>, ", ""),
+    ("({\n  })", '({\n    "stable_mosaic_gpu.llvm.return"() : () -> ()\n  })'),
+], ids=["global_memory", "a_size", "internal", "no_linkage", "an_initializer"])
+def test_global_scratch_reshaped_is_state(edit):
+  scratch = _SCRATCH.replace("{extra}", "")
+  assert edit[0] in scratch
+  assert _mosaic_state(top=scratch.replace(*edit)) == _in("llvm.mlir.global @global_scratch")
+
+
+_DECLARATION = ('  "stable_mosaic_gpu.func.func"() ({\n  }) {function_type = (!llvm.ptr, !llvm.ptr, i64, '
+                'i64, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> (), sym_name = '
+                '"mosaic_gpu_init_tma_desc", sym_visibility = "private"} : () -> ()\n')
+
+
+@pytest.mark.parametrize("top, found", [
+    (_DECLARATION.replace(', sym_visibility = "private"', ""),
+     "external function @mosaic_gpu_init_tma_desc"),
+    (_DECLARATION.replace("i64, !llvm.ptr) -> ()", "i64, !llvm.ptr) -> i64"),
+     "external function @mosaic_gpu_init_tma_desc"),
+    (_DECLARATION.replace("mosaic_gpu_init_tma_desc", "getpid"), "external function @getpid"),
+    (_DECLARATION.replace('sym_name = "mosaic_gpu_init_tma_desc", ', ""), "external function"),
+    ('  "stable_mosaic_gpu.llvm.func"() ({\n  }) {sym_name = "f", function_type = '
+     '!llvm.func<void ()>} : () -> ()\n', "external function @f"),
+    ('  "stable_mosaic_gpu.llvm.mlir.global"() ({\n  }) {sym_name = "n", global_type = i32} : '
+     '() -> ()\n', "llvm.mlir.global @n"),
+    ('  "stable_mosaic_gpu.memref.global"() {sym_name = "memo", type = memref<4xf32>} : () -> ()\n',
+     "memref.global @memo"),
+    ('  "stable_mosaic_gpu.gpu.module"() ({\n  }) {sym_name = "elsewhere"} : () -> ()\n',
+     "gpu.module @elsewhere"),
+    ('  "stable_mosaic_gpu.llvm.mlir.global_ctors"() {ctors = []} : () -> ()\n',
+     "llvm.mlir.global_ctors"),
+], ids=["public_runtime", "runtime_of_another_type", "libc", "nameless", "llvm_func", "global",
+        "memref_global", "gpu_module", "ctors"])
+def test_a_module_level_op_of_its_own_in_a_mosaic_gpu_module_is_state(top, found):
+  assert _mosaic_state(top=top) == _in(found)
+
+
+@pytest.mark.parametrize("device, found", [
+    ('      %p = "stable_mosaic_gpu.llvm.mlir.addressof"() {global_name = @global_scratch} : () -> '
+     '!llvm.ptr<4>\n', ()),
+    ('      %p = "stable_mosaic_gpu.llvm.mlir.addressof"() {global_name = @calls} : () -> '
+     '!llvm.ptr<1>\n', _in("llvm.mlir.addressof @calls")),
+    ('      %p = "stable_mosaic_gpu.llvm.mlir.addressof"() : () -> !llvm.ptr<1>\n',
+     _in("llvm.mlir.addressof None")),
+    ('      %g = "stable_mosaic_gpu.memref.get_global"() {name = @memo} : () -> memref<4xf32>\n',
+     _in("memref.get_global")),
+    ('      "stable_mosaic_gpu.llvm.mlir.global"() ({\n      }) {sym_name = "inner"} : () -> ()\n',
+     _in("llvm.mlir.global @inner")),
+    ('      "stable_mosaic_gpu.builtin.module"() ({\n      ^bb0:\n      }) : () -> ()\n',
+     _in("builtin.module")),
+    ('      %z = "stable_mosaic_gpu.llvm.mlir.zero"() : () -> !llvm.ptr\n'
+     '      "stable_mosaic_gpu.llvm.call"(%z) {operandSegmentSizes = array<i32: 1, 0>} : '
+     '(!llvm.ptr) -> ()\n', _in("llvm.call (indirect)")),
+    ('      "stable_mosaic_gpu.llvm.call"() {callee = @__nv_expf, operandSegmentSizes = '
+     'array<i32: 0, 0>} : () -> ()\n', ()),
+    ('      %z = "stable_mosaic_gpu.llvm.mlir.zero"() : () -> !llvm.ptr\n'
+     '      "stable_mosaic_gpu.func.call_indirect"(%z) : (!llvm.ptr) -> ()\n',
+     _in("func.call_indirect (indirect)")),
+    ('      "stable_mosaic_gpu.llvm.inline_asm"() {asm_string = "fence.proxy.async;"} : () -> ()\n',
+     ()),
+    ('      "stable_mosaic_gpu.llvm.inline_asm"() {asm_string = ".global .u32 n;"} : () -> ()\n',
+     _in("llvm.inline_asm with the directive .global")),
+    ('      "stable_mosaic_gpu.llvm.inline_asm"() : () -> ()\n', ()),
+], ids=["scratch_address", "global_address", "address_of_nothing", "get_global", "nested_global",
+        "nested_module", "indirect_llvm_call", "direct_llvm_call", "call_indirect", "ptx",
+        "ptx_global", "asm_without_text"])
+def test_state_in_mosaic_gpu_device_code_is_found_where_it_is(device, found):
+  assert _mosaic_state(device=device) == found
+
+
+def test_inline_asm_in_mosaic_gpu_host_code_is_refused_even_when_it_declares_nothing():
+  asm = '    "stable_mosaic_gpu.llvm.inline_asm"() {asm_string = "nop;"} : () -> ()\n'
+  assert _mosaic_state(host=asm) == (
+      "host code: llvm.inline_asm (not an op of Mosaic GPU's host code) in Mosaic GPU kernel "
+      "module mm", "llvm.inline_asm in host code in Mosaic GPU kernel module mm")
+
+
+def test_the_op_budget_counts_every_op_and_stops_there():
+  ops = [0]
+  _parsed(_HOST).operation.walk(lambda op: ops.__setitem__(0, ops[0] + 1) or ir.WalkResult.ADVANCE)
+  assert _mosaic_state(max_ops=ops[0]) == ()
+  over = "more ops than the {} the analysis reads (not checked) in Mosaic GPU kernel module mm"
+  assert _mosaic_state(max_ops=ops[0] - 1) == (over.format(ops[0] - 1),)
+  # the walk stops at the budget: a global past it is not reached (the module is refused anyway)
+  late = ('      "stable_mosaic_gpu.memref.get_global"() {name = @memo} : () -> ()\n')
+  assert _mosaic_state(device=late, max_ops=20) == (over.format(20),)
+  assert _mosaic_state(device=late, max_ops=ops[0] + 1) == _in("memref.get_global")
+
+
+@pytest.mark.parametrize("ops, top, found", [
+    ("", "", ()),
+    ('    %1 = "tt.extern_elementwise"(%0) {symbol = "__nv_expf", libname = "", libpath = ""} : '
+     '(f32) -> f32\n', "", ()),
+    ('    %1 = "tt.extern_elementwise"(%0) {symbol = "__nv_expf"} : (f32) -> f32\n', "", ()),
+    ('    %1 = "tt.extern_elementwise"(%0) {symbol = "expf"} : (f32) -> f32\n', "",
+     ("tt.extern_elementwise expf outside libdevice",)),
+    ('    %1 = "tt.extern_elementwise"(%0) {symbol = "__nv_expf", libpath = "/tmp/mine.bc"} : '
+     '(f32) -> f32\n', "", ("tt.extern_elementwise __nv_expf outside libdevice",)),
+    ('    %1 = "tt.extern_elementwise"(%0) {symbol = "__nv_expf", libname = "mine"} : '
+     '(f32) -> f32\n', "", ("tt.extern_elementwise __nv_expf outside libdevice",)),
+    ('    %1 = "tt.extern_elementwise"(%0) : (f32) -> f32\n', "",
+     ("tt.extern_elementwise ? outside libdevice",)),
+    ('    %1 = "tt.elementwise_inline_asm"(%0) {asm_string = "mov.b32 $0, $1;"} : (f32) -> f32\n',
+     "", ()),
+    ('    %1 = "tt.elementwise_inline_asm"(%0) {asm_string = "}"} : (f32) -> f32\n', "",
+     ("tt.elementwise_inline_asm with a brace that closes a scope it did not open",)),
+    ("", '  "tt.func"() ({\n  }) {sym_name = "ext", function_type = () -> ()} : () -> ()\n',
+     ("external function @ext",)),
+    ("", '  "func.func"() ({\n  ^bb0:\n    "func.return"() : () -> ()\n  }) {sym_name = "host", '
+     'function_type = () -> ()} : () -> ()\n', ("external function @host",)),
+    ("", _SCRATCH.replace("{extra}", "").replace("stable_mosaic_gpu.", ""),
+     ("llvm.mlir.global @global_scratch",)),
+], ids=["plain", "libdevice", "libdevice_no_paths", "libc", "libpath", "libname", "no_symbol",
+        "ptx", "ptx_leaves_its_scope", "declared_function", "func_func", "scratch"])
+def test_state_in_a_triton_module_is_found_and_only_libdevice_is_external(ops, top, found):
+  assert _triton_state(ops, top) == tuple(f"{f} in Triton kernel module tk" for f in found)
+
+
+@pytest.mark.parametrize("asm, why", [
+    ("}{", "a brace that closes a scope it did not open"), ("{}}", "a brace that closes a scope "
+     "it did not open"), ("{{}", "a brace left open"), ("{ .reg .b32 r; }", None),
+    (".visible .entry k()", "the directive .visible"), ("st.global.u32 [$0], $1;", None),
+    ("mov.u32 $0, %r.const;", None), ("x:.weak", None), ("\t.weak f;", "the directive .weak"),
+    ("{.common .b8 c;}", "the directive .common"), (".globalize", None), ("", None),
+])
+def test_ptx_state_reads_braces_and_directives_in_order(asm, why):
+  assert kernel_state.ptx_state(asm) == why
+
+
+def test_an_unreadable_module_is_named_with_its_backend_and_why():
+  assert kernel_state.unreadable("triton", "k", "no module") == (
+      "unreadable Triton kernel module k (no module: what it declares cannot be checked)",)
