@@ -667,6 +667,9 @@ _ALL_CALL = "host code: func.call of @mosaic_gpu_init_tma_desc"
        "function_type = (!llvm.ptr, !llvm.ptr) -> i64, llvm")], 2,
      {"host code: a host function of type (!llvm.ptr, !llvm.ptr) -> i64 (Mosaic GPU's is "
       "(!llvm.ptr, !llvm.ptr) -> ())"}),
+    ([("{function_type = (!llvm.ptr, !llvm.ptr) -> (), llvm", "{llvm")], 2,
+     {"host code: a host function of type  (Mosaic GPU's is (!llvm.ptr, !llvm.ptr) -> ())"}),
+    ([(', sym_name = "kernel_mosaic_gpu"', "")], 2, set()),  # read, not looked up: no finding
     ([("%arg1: !llvm.ptr):", "%arg1: !llvm.ptr, %arg2: i64):")], 2,
      {"host code: a host function whose block does not take its two arguments"}),
     ([(_RETURN, _RETURN + "  ^bb1:\n" + _RETURN)], 2,
