@@ -21,6 +21,7 @@ from pallasbench_dataset.kernels import kernel_path, load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.reward import KernelReward
 from pallasbench_dataset.tasks import get_task
+from tests.judge.custom_calls import calls_to
 
 
 class _InProcessAnalyser:
@@ -120,20 +121,12 @@ def _payloads(text: str, target: str) -> list[bytes]:
   field = {"__gpu$xla.gpu.triton": "ir", "mosaic_gpu_v2": "module"}.get(target)
   found = []
   with mlir.make_ir_context():
-    module = ir.Module.parse(text)
-
-    def visit(op):
-      op = op.operation
-      if (op.name == "stablehlo.custom_call"
-          and ir.StringAttr(op.attributes["call_target_name"]).value == target):
-        if field is None:
-          found.append(ir.StringAttr(op.attributes["backend_config"]).value.encode())
-        else:
-          config = {n.name: n.attr for n in ir.DictAttr(op.attributes["mhlo.backend_config"])}
-          found.append(ir.StringAttr(config[field]).value_bytes)
-      return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    for op in calls_to(ir.Module.parse(text), target):
+      if field is None:
+        found.append(ir.StringAttr(op.attributes["backend_config"]).value.encode())
+      else:
+        config = {n.name: n.attr for n in ir.DictAttr(op.attributes["mhlo.backend_config"])}
+        found.append(ir.StringAttr(config[field]).value_bytes)
   return found
 
 

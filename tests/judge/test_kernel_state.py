@@ -31,6 +31,7 @@ from pallasbench_dataset.evaluation.judge.module_analysis import (
 from pallasbench_dataset.kernels import load_kernel
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.tasks import get_task, list_tasks
+from tests.judge.custom_calls import calls_to
 
 PREFIX = "stable_mosaic_gpu."
 
@@ -60,18 +61,10 @@ def _replace_kernel_module(text: str, target: str, key: str,
   replaced by what `edit` makes of it."""
   with mlir.make_ir_context():
     module = ir.Module.parse(text)
-
-    def visit(op):
-      op = op.operation
-      if (op.name == "stablehlo.custom_call"
-          and ir.StringAttr(op.attributes["call_target_name"]).value == target):
-        config = ir.DictAttr(op.attributes["mhlo.backend_config"])
-        fields = {n.name: n.attr for n in config}
-        fields[key] = ir.StringAttr.get(edit(ir.StringAttr(fields[key]).value_bytes))
-        op.attributes["mhlo.backend_config"] = ir.DictAttr.get(fields)
-      return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    for op in calls_to(module, target):
+      fields = {n.name: n.attr for n in ir.DictAttr(op.attributes["mhlo.backend_config"])}
+      fields[key] = ir.StringAttr.get(edit(ir.StringAttr(fields[key]).value_bytes))
+      op.attributes["mhlo.backend_config"] = ir.DictAttr.get(fields)
     return mlir.module_to_string(module)
 
 
