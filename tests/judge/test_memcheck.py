@@ -150,6 +150,7 @@ def test_the_reference_control_checks_the_tasks_own_reference_once(tmp_path, mon
                  cache_dir=None)
   assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
   exported = jax.export.deserialize(bytearray((tmp_path / "stdin").read_bytes()))
+  assert exported.platforms == ("cuda",)  # as a candidate's artifact, whatever the host
   spec = get_task("relu").at_precision("bfloat16")
   assert tuple(exported.in_avals) == tuple(
       jax.core.ShapedArray(s.shape, s.dtype) for s in spec.input_structs("small"))

@@ -123,11 +123,12 @@ def check(blob: bytes, *, task: str, size: str, precision: str, seed: int,
 
 
 def reference_blob(task: str, size: str, precision: str) -> bytes:
-  """The task's XLA reference at (size, precision), exported here for this host's platform."""
-  import jax  # pylint: disable=import-outside-toplevel
+  """The task's XLA reference at (size, precision), exported for CUDA as candidates' artifacts
+  are (`lowering.export_for`)."""
+  from pallasbench_dataset.lowering import export_for  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
   spec = get_task(task).at_precision(precision)
-  return bytes(jax.export.export(jax.jit(spec.reference))(*spec.input_structs(size)).serialize())
+  return bytes(export_for("cuda", spec.reference, *spec.input_structs(size)).serialize())
 
 
 @functools.lru_cache(maxsize=64)
