@@ -665,7 +665,7 @@ def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: TimingSets, sp
     if not result.passed:
       reasons.append(f"timed call {call} returned a wrong output ({result.reason}): the kernel "
                      "computes differently when timed")
-  return list(dict.fromkeys(reasons))
+  return reasons
 
 
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
