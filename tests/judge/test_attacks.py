@@ -152,6 +152,11 @@ def _cases() -> dict[str, Case]:
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
       "pos_aliased_init": Case("adv_pos_aliased_init_relu", relu, P),
+      # Red team round 6: the edge-shape artifact is admitted but never held to the structure
+      # rules (KNOWN_OPEN), and its honest neighbour, the edge padded to the kernel's block.
+      "edge_plain_xla": Case("adv_edge_plain_xla_relu", relu, R, (NO_KERNEL,),
+                             options=WITH_EDGE),
+      "pos_edge_padded": Case("adv_pos_edge_padded_relu", relu, P, options=WITH_EDGE),
       # 7. Escaping from another thread, below the tripwire, or towards the parent: the
       # walls are up before the exporter's first thread exists.
       "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
@@ -351,7 +356,13 @@ def run() -> Run:
 
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
-KNOWN_OPEN: dict[str, str] = {}
+KNOWN_OPEN: dict[str, str] = {
+    "edge_plain_xla": (
+        "red team round 6: the edge artifact is only _admit'ed (custom calls, stateful ops), "
+        "never read by module_reasons nor memchecked, so a plain-XLA edge shape passes with "
+        "general_shapes True; fixed when the edge artifact meets the main one's structure "
+        "rules (or, if the lead prefers general_shapes False there, update this Case)"),
+}
 
 
 @pytest.mark.parametrize("name", [
