@@ -566,6 +566,25 @@ def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(
   assert export_request(item, "gpu").exports == (("small", ("cuda",)), ("edge", ("cuda",)))
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 6: evolve.scoring.combined_score is the record's speedup whenever it "
+    "passes, timing_comparable or not; on a CPU judge the split personality (the known limit, "
+    "control 10) outscores every honest interpret-mode kernel by an order of magnitude"))
+def test_a_search_score_credits_no_speed_the_judge_did_not_measure(run):
+  """The search frameworks' score (OpenEvolve and ShinkaEvolve rank programs by
+  `combined_score`) must not pay a speedup measured in interpret mode, as the reward does not
+  (reward.py: a CPU pass gets the floor). On a CPU judge, the interpret-mode speedup of an
+  honest Pallas kernel is a few hundredths, while a candidate whose cpu artifact is plain XLA
+  (adv_split_interpret_relu: a wrong Triton kernel, `jnp.maximum` in interpret mode) scores
+  near 1: a search on a CPU climbs towards the one kernel the CPU judge cannot catch."""
+  from pallasbench_dataset.evolve import scoring  # pylint: disable=import-outside-toplevel
+  split, honest = run.records["split_interpret"], run.records["pos_dataclass"]
+  assert split.status is Status.PASS and honest.status is Status.PASS
+  assert not split.timing_comparable and not honest.timing_comparable
+  assert scoring.combined_score(split) == scoring.combined_score(honest), (
+      split.speedup, honest.speedup)
+
+
 def test_cli_stdout_is_one_record_whatever_the_kernel_prints(tmp_path):
   """The kernel prints a fake passing record: the CLI's stdout is still exactly one JSON
   record, the real one, and the fake text is only in its exporter_output. The evaluation
