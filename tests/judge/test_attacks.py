@@ -585,6 +585,47 @@ def test_a_search_score_credits_no_speed_the_judge_did_not_measure(run):
       split.speedup, honest.speedup)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 6: json.loads' RecursionError on a deeply nested answer is neither a "
+    "ProtocolError nor a ValueError, so driver.export raises instead of answering 'malformed'"))
+def test_an_answer_nested_too_deep_is_malformed_not_a_crash():
+  """adv_deep_json_relu writes 200000 nested arrays to the result pipe: the export must come
+  back as a `malformed` outcome (a rejection of the candidate), not an exception that takes the
+  evaluation (the CLI, `evaluate()`, a population's driver) down or, on a cluster, becomes a
+  harness error that blames the machine."""
+  from pallasbench_dataset.evaluation.pipeline import driver  # pylint: disable=import-outside-toplevel
+  item = WorkItem(task="relu", variant="candidate", size="small",
+                  source=(CONTROLS / "adv_deep_json_relu.py").read_text(),
+                  filename="adv_deep_json_relu.py", options=OPTIONS)
+  outcome = driver.export(item, "cpu", LIMITS)
+  assert outcome.report is None and outcome.failure == "malformed", outcome
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 6: protocol.decode runs json.loads on up to MAX_RESULT_BYTES (256 MiB) of "
+    "the candidate's answer with no bound on its values: an answer of empty objects costs the "
+    "trusted parent about 24 times its size (about 6 GiB at the cap)"))
+def test_the_answer_s_parse_costs_the_parent_a_bounded_multiple_of_its_size():
+  """The exporter's answer is parsed in the driver (or a cluster's worker), the trusted side,
+  whose memory no sandbox limit guards. 4 MiB of `{},` in pallas_calls (a list the protocol
+  accepts, of objects it accepts) must be refused, or parsed within 8 times its size."""
+  import tracemalloc  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
+  request = export_request(WorkItem(task="relu", variant="candidate", size="small",
+                                    source="", filename="x.py"), "cpu")
+  raw = (b'{"load_error": null, "exports": [], "pallas_calls": ['
+         + b"{}," * ((4 << 20) // 3) + b"{}]}")
+  tracemalloc.start()
+  try:
+    protocol.decode(raw, request)
+  except protocol.ProtocolError:
+    pass
+  finally:
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+  assert peak < 8 * len(raw), f"{peak / len(raw):.1f}x the answer's {len(raw)} bytes"
+
+
 def test_cli_stdout_is_one_record_whatever_the_kernel_prints(tmp_path):
   """The kernel prints a fake passing record: the CLI's stdout is still exactly one JSON
   record, the real one, and the fake text is only in its exporter_output. The evaluation
