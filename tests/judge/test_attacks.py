@@ -111,6 +111,10 @@ def _cases() -> dict[str, Case]:
                             ("llvm.mlir.global @calls in Mosaic GPU kernel module",)),
       "constant_state": Case("adv_constant_state_relu", relu, R,
                              ("derives from no input",)),
+      # Red team round 6 (KNOWN_OPEN): state in a kernel result @main never returns, and its
+      # honest neighbour, an intermediate written whole before it is read.
+      "stale_temp": Case("adv_stale_temp_relu", relu, R, ("stateful",)),
+      "pos_two_stage": Case("adv_pos_two_stage_relu", relu, P),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -357,6 +361,11 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
+    "stale_temp": (
+        "red team round 6: a kernel result that @main drops lives in XLA's temporary "
+        "allocation, which nothing poisons between calls; a kernel that reads it before writing "
+        "it keeps state across calls with no stateful op, global or unaliased constant operand, "
+        "and the structure is admitted (module_reasons empty)"),
     "edge_plain_xla": (
         "red team round 6: the edge artifact is only _admit'ed (custom calls, stateful ops), "
         "never read by module_reasons nor memchecked, so a plain-XLA edge shape passes with "
@@ -670,6 +679,23 @@ def test_module_analysis_sees_the_hidden_work(name):
   text, sizes = _cuda_module(case.file, case.task)
   report = module_analysis.analyze_module(text)
   assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN_OPEN["stale_temp"])
+def test_a_kernel_result_nothing_returns_is_state():
+  """adv_stale_temp_relu's memo: a second output of the Triton call that @main drops and the
+  kernel reads before it writes. Its cuda module must not be admitted as it stands."""
+  text, sizes = _cuda_module("adv_stale_temp_relu", "relu")
+  report = module_analysis.analyze_module(text)
+  assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+def test_an_intermediate_between_two_kernels_is_no_state():
+  """The honest neighbour of stale_temp: an intermediate a kernel writes whole and the next
+  kernel reads, within one call."""
+  text, sizes = _cuda_module("adv_pos_two_stage_relu", "relu")
+  report = module_analysis.analyze_module(text)
+  assert report.stateful_ops == () and module_analysis.module_reasons(report, **sizes) == []
 
 
 def test_an_aliased_constant_operand_is_no_state():
