@@ -111,6 +111,10 @@ def _cases() -> dict[str, Case]:
                             ("llvm.mlir.global @calls in Mosaic GPU kernel module",)),
       "constant_state": Case("adv_constant_state_relu", relu, R,
                              ("derives from no input",)),
+      # Red team round 6 (KNOWN_OPEN): state in a kernel result @main never returns, and its
+      # honest neighbour, an intermediate written whole before it is read.
+      "stale_temp": Case("adv_stale_temp_relu", relu, R, ("stateful",)),
+      "pos_two_stage": Case("adv_pos_two_stage_relu", relu, P),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -152,6 +156,11 @@ def _cases() -> dict[str, Case]:
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
       "pos_aliased_init": Case("adv_pos_aliased_init_relu", relu, P),
+      # Red team round 6: the edge-shape artifact is admitted but never held to the structure
+      # rules (KNOWN_OPEN), and its honest neighbour, the edge padded to the kernel's block.
+      "edge_plain_xla": Case("adv_edge_plain_xla_relu", relu, R, (NO_KERNEL,),
+                             options=WITH_EDGE),
+      "pos_edge_padded": Case("adv_pos_edge_padded_relu", relu, P, options=WITH_EDGE),
       # 7. Escaping from another thread, below the tripwire, or towards the parent: the
       # walls are up before the exporter's first thread exists.
       "callback_thread_write": Case("adv_callback_thread_write_relu", relu, R,
@@ -351,7 +360,18 @@ def run() -> Run:
 
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
-KNOWN_OPEN: dict[str, str] = {}
+KNOWN_OPEN: dict[str, str] = {
+    "stale_temp": (
+        "red team round 6: a kernel result that @main drops lives in XLA's temporary "
+        "allocation, which nothing poisons between calls; a kernel that reads it before writing "
+        "it keeps state across calls with no stateful op, global or unaliased constant operand, "
+        "and the structure is admitted (module_reasons empty)"),
+    "edge_plain_xla": (
+        "red team round 6: the edge artifact is only _admit'ed (custom calls, stateful ops), "
+        "never read by module_reasons nor memchecked, so a plain-XLA edge shape passes with "
+        "general_shapes True; fixed when the edge artifact meets the main one's structure "
+        "rules (or, if the lead prefers general_shapes False there, update this Case)"),
+}
 
 
 @pytest.mark.parametrize("name", [
@@ -555,6 +575,66 @@ def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(
   assert export_request(item, "gpu").exports == (("small", ("cuda",)), ("edge", ("cuda",)))
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 6: evolve.scoring.combined_score is the record's speedup whenever it "
+    "passes, timing_comparable or not; on a CPU judge the split personality (the known limit, "
+    "control 10) outscores every honest interpret-mode kernel by an order of magnitude"))
+def test_a_search_score_credits_no_speed_the_judge_did_not_measure(run):
+  """The search frameworks' score (OpenEvolve and ShinkaEvolve rank programs by
+  `combined_score`) must not pay a speedup measured in interpret mode, as the reward does not
+  (reward.py: a CPU pass gets the floor). On a CPU judge, the interpret-mode speedup of an
+  honest Pallas kernel is a few hundredths, while a candidate whose cpu artifact is plain XLA
+  (adv_split_interpret_relu: a wrong Triton kernel, `jnp.maximum` in interpret mode) scores
+  near 1: a search on a CPU climbs towards the one kernel the CPU judge cannot catch."""
+  from pallasbench_dataset.evolve import scoring  # pylint: disable=import-outside-toplevel
+  split, honest = run.records["split_interpret"], run.records["pos_dataclass"]
+  assert split.status is Status.PASS and honest.status is Status.PASS
+  assert not split.timing_comparable and not honest.timing_comparable
+  assert scoring.combined_score(split) == scoring.combined_score(honest), (
+      split.speedup, honest.speedup)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 6: json.loads' RecursionError on a deeply nested answer is neither a "
+    "ProtocolError nor a ValueError, so driver.export raises instead of answering 'malformed'"))
+def test_an_answer_nested_too_deep_is_malformed_not_a_crash():
+  """adv_deep_json_relu writes 200000 nested arrays to the result pipe: the export must come
+  back as a `malformed` outcome (a rejection of the candidate), not an exception that takes the
+  evaluation (the CLI, `evaluate()`, a population's driver) down or, on a cluster, becomes a
+  harness error that blames the machine."""
+  from pallasbench_dataset.evaluation.pipeline import driver  # pylint: disable=import-outside-toplevel
+  item = WorkItem(task="relu", variant="candidate", size="small",
+                  source=(CONTROLS / "adv_deep_json_relu.py").read_text(),
+                  filename="adv_deep_json_relu.py", options=OPTIONS)
+  outcome = driver.export(item, "cpu", LIMITS)
+  assert outcome.report is None and outcome.failure == "malformed", outcome
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 6: protocol.decode runs json.loads on up to MAX_RESULT_BYTES (256 MiB) of "
+    "the candidate's answer with no bound on its values: an answer of empty objects costs the "
+    "trusted parent about 24 times its size (about 6 GiB at the cap)"))
+def test_the_answer_s_parse_costs_the_parent_a_bounded_multiple_of_its_size():
+  """The exporter's answer is parsed in the driver (or a cluster's worker), the trusted side,
+  whose memory no sandbox limit guards. 4 MiB of `{},` in pallas_calls (a list the protocol
+  accepts, of objects it accepts) must be refused, or parsed within 8 times its size."""
+  import tracemalloc  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
+  request = export_request(WorkItem(task="relu", variant="candidate", size="small",
+                                    source="", filename="x.py"), "cpu")
+  raw = (b'{"load_error": null, "exports": [], "pallas_calls": ['
+         + b"{}," * ((4 << 20) // 3) + b"{}]}")
+  tracemalloc.start()
+  try:
+    protocol.decode(raw, request)
+  except protocol.ProtocolError:
+    pass
+  finally:
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+  assert peak < 8 * len(raw), f"{peak / len(raw):.1f}x the answer's {len(raw)} bytes"
+
+
 def test_cli_stdout_is_one_record_whatever_the_kernel_prints(tmp_path):
   """The kernel prints a fake passing record: the CLI's stdout is still exactly one JSON
   record, the real one, and the fake text is only in its exporter_output. The evaluation
@@ -599,6 +679,23 @@ def test_module_analysis_sees_the_hidden_work(name):
   text, sizes = _cuda_module(case.file, case.task)
   report = module_analysis.analyze_module(text)
   assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN_OPEN["stale_temp"])
+def test_a_kernel_result_nothing_returns_is_state():
+  """adv_stale_temp_relu's memo: a second output of the Triton call that @main drops and the
+  kernel reads before it writes. Its cuda module must not be admitted as it stands."""
+  text, sizes = _cuda_module("adv_stale_temp_relu", "relu")
+  report = module_analysis.analyze_module(text)
+  assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+def test_an_intermediate_between_two_kernels_is_no_state():
+  """The honest neighbour of stale_temp: an intermediate a kernel writes whole and the next
+  kernel reads, within one call."""
+  text, sizes = _cuda_module("adv_pos_two_stage_relu", "relu")
+  report = module_analysis.analyze_module(text)
+  assert report.stateful_ops == () and module_analysis.module_reasons(report, **sizes) == []
 
 
 def test_an_aliased_constant_operand_is_no_state():

@@ -1,0 +1,32 @@
+"""Adversarial control, class 5 (blind spots of the module analysis), relu -- a plain XLA edge.
+
+Attack: the kernel is an honest Pallas kernel at every shape whose rows are a multiple of its
+block, and at any other shape (the judge's edge shape, N = 1000) it returns
+`jnp.maximum(x, 0)`: no Pallas kernel at all. The judge admits the edge artifact (`_admit`:
+custom calls and stateful ops only) but never reads its structure (`module_reasons`: no
+kernel, work outside the kernel) and, on a GPU, never runs it under memcheck. So the record
+says `general_shapes: True` for a kernel that handles no general shape, and a GPU judge would
+run a candidate's edge-shape program, unanalysed and unwatched, in its own process while the
+candidate's checked outputs sit on the device.
+
+Expected (correct behaviour): not a pass with general_shapes True: the edge artifact is held to
+the main artifact's structure rules (rejected: no Pallas kernel in the exported module), or at
+the least its failure to be a kernel sets general_shapes False as a refused edge shape does.
+"""
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+ROWS = 8
+
+
+def _relu(x_ref, o_ref):
+  o_ref[...] = jnp.maximum(x_ref[...], 0.0)
+
+
+def kernel(x, interpret=False):
+  if x.shape[0] % ROWS:  # the edge shape: plain XLA, no kernel
+    return jnp.maximum(x, 0.0)
+  spec = pl.BlockSpec((ROWS, x.shape[1]), lambda i: (i, 0))
+  return pl.pallas_call(_relu, grid=(x.shape[0] // ROWS,), in_specs=[spec], out_specs=spec,
+                        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=interpret)(x)
