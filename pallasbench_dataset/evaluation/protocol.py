@@ -15,6 +15,7 @@ import binascii
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -25,6 +26,10 @@ MAX_ARTIFACT_BYTES: Final = 64 << 20
 MAX_TEXT_CHARS: Final = 4 << 20
 MAX_CONFIG_KEYS: Final = 32
 MAX_CONFIG_CHARS: Final = 64
+# The answer's structure, bounded before json builds it: an honest answer nests five deep
+# (answer, exports, an export, its artifacts, an artifact) and holds a few hundred values.
+MAX_DEPTH: Final = 16
+MAX_VALUES: Final = 1 << 16
 PLATFORMS: Final = ("cuda", "cpu", "tpu")
 
 
@@ -169,13 +174,39 @@ def _size_export(data: Any, request: ExportRequest) -> SizeExport:
       errors={p: _get(errors, p, str) for p in sorted(errors)}, config=_config(data))
 
 
+_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS: Final = re.compile(r"[\[\]{}]")
+
+
+def _bound_structure(text: str) -> None:
+  """Refuses an answer whose parse would cost more than its bytes: deeper than MAX_DEPTH (json's
+  C scanner recurses per level) or of more than MAX_VALUES containers and elements (each a
+  Python object, tens of bytes for the two or three characters of `{},`). Linear in the text:
+  its strings are blanked first (a `"` outside a string always opens one, so this is json's own
+  reading of where strings are), then brackets and commas are counted."""
+  bare = _JSON_STRING.sub('""', text)
+  values = bare.count(",") + bare.count("[") + bare.count("{")
+  if values > MAX_VALUES:
+    raise ProtocolError(f"the exporter's answer holds more than {MAX_VALUES} values")
+  depth = 0
+  for bracket in _BRACKETS.finditer(bare):
+    depth += 1 if bracket.group() in "[{" else -1
+    if depth > MAX_DEPTH:
+      raise ProtocolError(f"the exporter's answer nests deeper than {MAX_DEPTH} levels")
+
+
 def decode(raw: bytes, request: ExportRequest) -> ExportReport:
   """Parses the exporter's answer for `request`; raises ProtocolError for anything off."""
   if len(raw) > MAX_RESULT_BYTES:
     raise ProtocolError(f"the exporter's answer is {len(raw)} bytes (limit {MAX_RESULT_BYTES})")
   try:
-    data = json.loads(raw.decode("utf-8"))
-  except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    text = raw.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise ProtocolError(f"the exporter's answer is not JSON (not UTF-8: {e})") from None
+  _bound_structure(text)
+  try:
+    data = json.loads(text)
+  except (ValueError, RecursionError) as e:  # JSONDecodeError; RecursionError past the bound
     raise ProtocolError(f"the exporter's answer is not JSON ({e})") from None
   if not isinstance(data, dict):
     raise ProtocolError("the exporter's answer is not a JSON object")
