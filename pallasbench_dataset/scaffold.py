@@ -105,7 +105,8 @@ pallasbench_dataset.scaffold --framework {framework} --task {spec.name} --varian
   docstring, the imports and the constants the task fixes stay outside it.
 - `{adapter.EVALUATOR}`: scores a program with the sealed PallasBench judge. `combined_score` is
   the judge's speedup over the jitted JAX baseline when the kernel passes (correct, a real
-  Pallas kernel, robust) and 0 for any other verdict (incorrect, rejected, error, timeout); the
+  Pallas kernel, robust) with a comparable timing, 1 for a pass on a CPU (interpret mode: its
+  speed is not measured, so not scored), and 0 for any other verdict (incorrect, rejected, error, timeout); the
   verdict, the judge's reasons and the error text are the feedback.
 - `{adapter.CONFIG}`: {adapter.TITLE} settings. The task description, which the LLM reads as
   its system prompt, is `{adapter.PROMPT_KEY}`.

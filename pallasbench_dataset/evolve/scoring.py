@@ -1,8 +1,11 @@
 """The sealed judge's record as a search score and as feedback for the LLM, for either framework.
 
 The score (`combined_score` in both frameworks, higher is better) is the judge's speedup over
-the jitted JAX baseline when the kernel passes (correct, a real Pallas kernel, robust), and
-0.0 for every other verdict, so a search can never climb by failing faster. The size and the
+the jitted JAX baseline when the kernel passes (correct, a real Pallas kernel, robust) with a
+comparable timing, UNTIMED_PASS for a pass without one (a CPU judge's interpret mode: a speed
+it did not measure is never credited, or a search on a CPU would climb towards whatever runs
+fastest in interpret mode, the one cheat a CPU judge cannot see among it), and 0.0 for every
+other verdict, so a search can never climb by failing faster. The size and the
 device of the evaluation are settings: the framework's config first (OpenEvolve
 `evaluator.evaluator_args`, Shinka `job.extra_cmd_args`), then the environment
 (PALLASBENCH_SIZE, PALLASBENCH_DEVICE), then the defaults: device `auto` (a GPU when one is
@@ -27,6 +30,8 @@ ENV_DEVICE: Final = "PALLASBENCH_DEVICE"
 # The exporter and the judge each have the judge's time limit (900 s on a CPU). A framework's
 # own limit is longer, so a slow kernel comes back as the judge's `timeout` record, with why.
 FRAMEWORK_TIMEOUT_S: Final = int(2 * max(DEFAULT_TIMEOUT_S.values()) + 60)
+# A pass whose timing is not comparable: parity, whatever interpret mode measured.
+UNTIMED_PASS: Final = 1.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,7 +62,11 @@ def passed(record: EvalRecord) -> bool:
 
 
 def combined_score(record: EvalRecord) -> float:
-  return float(record.speedup) if passed(record) and record.speedup is not None else 0.0
+  if not passed(record):
+    return 0.0
+  if not record.timing_comparable or record.speedup is None:
+    return UNTIMED_PASS
+  return float(record.speedup)
 
 
 def metrics(record: EvalRecord) -> dict[str, float | str]:

@@ -125,7 +125,8 @@ def test_openevolve_scores_the_initial_program_and_zeroes_a_broken_child(tmp_pat
   metrics = asyncio.run(evaluator.evaluate_program(parent, "parent"))
   verdict = evaluator.get_pending_artifacts("parent")["verdict"]
   assert metrics["status"] == "pass" and metrics["passed"] == 1.0 and metrics["correct"] == 1.0
-  assert metrics["combined_score"] == metrics["speedup"] > 0
+  # A CPU judge's interpret-mode speedup is reported, never scored.
+  assert metrics["combined_score"] == scoring.UNTIMED_PASS and metrics["speedup"] > 0
   assert "relu [small, cpu]: pass" in verdict
 
   # An LLM's diff: the kernel stores zeros, and an edit outside the block is reverted.
@@ -156,7 +157,7 @@ def test_shinka_scores_the_initial_program_and_zeroes_a_broken_one(tmp_path, mon
   results, _ = scheduler.run(str(folder / "initial.py"), str(tmp_path / "initial"))
   metrics = results["metrics"]
   assert results["correct"] == {"correct": True, "error": None}
-  assert metrics["combined_score"] == metrics["public"]["speedup"] > 0
+  assert metrics["combined_score"] == scoring.UNTIMED_PASS and metrics["public"]["speedup"] > 0
   assert metrics["public"]["status"] == "pass"
   assert (metrics["public"]["size"], metrics["public"]["device"]) == ("small", "cpu")
   assert "relu [small, cpu]: pass" in metrics["text_feedback"]
@@ -195,6 +196,9 @@ def test_unknown_task_framework_or_variant_say_what_exists(tmp_path, capsys):
 def test_only_a_pass_scores_and_the_feedback_holds_reasons_and_error():
   record = functools.partial(runfixtures.record, None, "relu", kernel_sha256="0" * 64)
   assert scoring.combined_score(record()) == 2.0  # baseline 1 ms, kernel 0.5 ms
+  untimed = record(device="cpu", comparable=False)  # interpret mode: kept, never scored
+  assert untimed.speedup == 2.0 and not untimed.timing_comparable
+  assert scoring.combined_score(untimed) == scoring.UNTIMED_PASS
   rejected = record(status=Status.REJECTED, reasons=("a timing above the hardware's limit",))
   assert rejected.speedup == 2.0 and scoring.combined_score(rejected) == 0.0
   correct, metrics = shinka_adapter.results(rejected, scoring.Settings(size="medium", device="gpu"))
