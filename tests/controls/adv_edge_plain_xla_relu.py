@@ -10,8 +10,9 @@ run a candidate's edge-shape program, unanalysed and unwatched, in its own proce
 candidate's checked outputs sit on the device.
 
 Expected (correct behaviour): not a pass with general_shapes True: the edge artifact is held to
-the main artifact's structure rules (rejected: no Pallas kernel in the exported module), or at
-the least its failure to be a kernel sets general_shapes False as a refused edge shape does.
+the main artifact's structure rules, so it is never run and general_shapes is False ("the edge
+shape's export fails the structure rules: no Pallas kernel in the exported module"), as for an
+edge shape the kernel refuses; the evaluated size still passes.
 """
 import jax
 import jax.numpy as jnp

@@ -886,7 +886,7 @@ def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
 
 def _compile(blob, ctx, note):
   """The judge's steps for one artifact: admitted, then compiled."""
-  return judge._compile(judge._admit(blob, RELU, TINY, ctx), RELU, TINY, ctx, note)  # pylint: disable=protected-access
+  return judge._compile(judge._admit(blob, RELU, TINY, ctx)[0], RELU, TINY, ctx, note)  # pylint: disable=protected-access
 
 
 def test_admission_refuses_disallowed_custom_calls(analysis):
@@ -1100,12 +1100,44 @@ def test_edge_dims_follow_the_option_and_the_size():
 def test_edge_compiles_the_edge_artifact(analysis):  # pylint: disable=unused-argument
   edge_dims = RELU.dims(Size.EDGE)
   shape = RELU.output(edge_dims)
-  report = _report(_entry(), _entry("edge", artifacts={"cpu": _blob(shape=shape)}))
+  report = _report(_entry(), _entry("edge", artifacts=_artifacts(size=Size.EDGE)))
   fn, dims = _edge(report, _item(check_edge=True))
   assert dims == edge_dims
   x = RELU.make_inputs(edge_dims, 1)[0]
   np.testing.assert_array_equal(fn(x), np.maximum(np.asarray(x), 0))
   assert _edge(report, _item(check_edge=False)) is None
+
+
+@pytest.mark.parametrize("env", [CPU_ENV, GPU_ENV])
+def test_the_edge_artifact_is_held_to_the_structure_rules_at_its_own_sizes(analysis, monkeypatch,
+                                                                         env):
+  """The edge shape's structure is read as the evaluated size's is (its cuda export, on a CPU
+  judge beside the interpret-mode one it runs; on a GPU judge the one it runs) and judged at
+  the edge's own task sizes: what fails the rules is never run, general_shapes False with the
+  reason, the evaluated size's verdict untouched (a kernel may fall back to XLA where its
+  blocks do not fit, but that is no general shape). No device export: no structure to read."""
+  edge = RELU.dims(Size.EDGE)
+  outside = "the kernel's work done outside it"
+
+  def module_reasons(found, *, task_flops, output_elements, task_bytes):
+    analysis.calls.append((task_flops, output_elements, task_bytes))
+    return [outside] if output_elements == math.prod(RELU.output(edge)) else []
+  monkeypatch.setattr(module_analysis, "module_reasons", module_reasons)
+  ctx = _ctx(env)
+  artifacts = _artifacts(size=Size.EDGE)
+  report = _report(_entry(artifacts=_artifacts()), _entry("edge", artifacts=artifacts))
+  run = judge._admitted_edge(report, _item(check_edge=True), RELU, ctx)  # pylint: disable=protected-access
+  assert run == (f"the edge shape's export fails the structure rules: {outside}", edge)
+  assert analysis.calls == [(RELU.flops(edge), math.prod(RELU.output(edge)), RELU.io_bytes(edge))]
+  assert len(analysis.texts) == (2 if env is CPU_ENV else 1)  # the run artifact, then cuda's
+  only_run = _report(_entry(), _entry("edge", artifacts={ctx.run_platform: artifacts["cpu"]}))
+  if env is CPU_ENV:
+    assert judge._admitted_edge(only_run, _item(check_edge=True), RELU, ctx) == (  # pylint: disable=protected-access
+        f"edge shape: {judge.NO_DEVICE_EXPORT}", edge)
+  analysis.calls.clear()
+  monkeypatch.setattr(module_analysis, "module_reasons", lambda *_, **__: [])
+  record, _ = judge.evaluate_artifact(_item(_outcome(report), check_edge=True), _ctx())
+  assert (record.status, record.general_shapes, record.edge_error) == (Status.PASS, True, None)
 
 
 def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
@@ -1114,8 +1146,7 @@ def test_edge_artifact_the_analysis_refuses_rejects_the_kernel(monkeypatch):
   def refuse(_, serialized):
     raise module_analysis.ModuleAnalysisError("nested deeper than 256 brackets")
   monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", refuse)
-  shape = RELU.output(RELU.dims(Size.EDGE))
-  report = _report(_entry(), _entry("edge", artifacts={"cpu": _blob(shape=shape)}))
+  report = _report(_entry(), _entry("edge", artifacts=_artifacts(size=Size.EDGE)))
   assert _failure(_edge, report, _item(check_edge=True)) == (
       Status.REJECTED, None, "the exported module cannot be analysed: nested deeper than 256 brackets")
 

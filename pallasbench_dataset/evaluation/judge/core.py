@@ -32,7 +32,7 @@ from pallasbench_dataset.evaluation.judge import (
 from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as measure_ceilings
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
-from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport
+from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport, SizeExport
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
@@ -226,22 +226,34 @@ class _State:
   seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # checks, timing, eager
 
 
+NO_DEVICE_EXPORT: Final = ("the kernel exports for no device platform (neither Triton nor TPU "
+                           "lowering worked), so its structure cannot be checked")
+
+
+def _structure_platform(entry: SizeExport, ctx: Context) -> str | None:
+  """The platform whose export shows a size's structure: cuda (on a CPU host the TPU export
+  stands in when the kernel does not lower to Triton), or None."""
+  return next((p for p in ("cuda", "tpu") if p in entry.artifacts and
+               (ctx.on_gpu is False or p == "cuda")), None)
+
+
+def _sized_reasons(found: module_analysis.ModuleReport, spec: TaskSpec, dims: Dims) -> list[str]:
+  return module_analysis.module_reasons(
+      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
+      task_bytes=spec.io_bytes(dims))
+
+
 def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, dims: Dims,
                        ctx: Context, state: _State) -> list[str]:
-  """Rejections read from the module the kernel exports for a device (cuda; on a CPU host
-  the TPU export stands in when the kernel does not lower to Triton)."""
+  """Rejections read from the module the kernel exports for a device (`_structure_platform`)."""
   main = report.size(item.size)
-  platform = next((p for p in ("cuda", "tpu") if p in main.artifacts and
-                   (ctx.on_gpu is False or p == "cuda")), None)
+  platform = _structure_platform(main, ctx)
   if platform is None:
-    return ["the kernel exports for no device platform (neither Triton nor TPU lowering "
-            "worked), so its structure cannot be checked"]
+    return [NO_DEVICE_EXPORT]
   exported = load_artifact(main.artifacts[platform], spec, dims, platform)
   found, state.structure_text = _analyze(exported, ctx)
   state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
-  reasons = module_analysis.module_reasons(
-      found, task_flops=spec.flops(dims), output_elements=math.prod(spec.output(dims)),
-      task_bytes=spec.io_bytes(dims))
+  reasons = _sized_reasons(found, spec, dims)
   if item.variant == Variant.CANDIDATE:  # on whichever platform's export the structure is read
     ctx.stage(budgets.COPY_CHECK)  # the shipped kernels exported here: the judge's own work
     copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
@@ -265,9 +277,10 @@ def _analyze(exported: jax.export.Exported, ctx: Context) -> tuple[module_analys
                   f"its walls here, so no module is read: {e}") from None
 
 
-def _admit(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> jax.export.Exported:
-  """The artifact this device runs, loaded and analysed: the checks no compiled program needs
-  to pass, made before anything of the candidate's is compiled."""
+def _admit(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context
+           ) -> tuple[jax.export.Exported, module_analysis.ModuleReport]:
+  """The artifact this device runs, loaded and analysed (the analysis is returned): the checks
+  no compiled program needs to pass, made before anything of the candidate's is compiled."""
   exported = load_artifact(blob, spec, dims, ctx.run_platform)
   found, _ = _analyze(exported, ctx)
   if found.disallowed_custom_calls:
@@ -276,7 +289,7 @@ def _admit(blob: bytes, spec: TaskSpec, dims: Dims, ctx: Context) -> jax.export.
   if found.stateful_ops:
     raise Failure(Status.REJECTED, None, f"stateful ops {sorted(found.stateful_ops)} in the "
                   "artifact: an exported kernel must be a pure function of its inputs")
-  return exported
+  return exported, found
 
 
 def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Context,
@@ -312,7 +325,7 @@ def precompile(item: CompileItem, ctx: Context) -> Precompiled:
   spec = get_task(item.task).at_precision(item.precision)
   dims = spec.dims(item.size)
   try:
-    exported = _admit(item.blob, spec, dims, ctx)
+    exported, _ = _admit(item.blob, spec, dims, ctx)
   except Failure as e:  # Unanalysable included
     return Precompiled(outcome="skipped", message=str(e), wall_s=time.perf_counter() - start)
   ctx.stage(budgets.COMPILE)
@@ -389,7 +402,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
     reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
                    "inputs mutated in place")
   state.fields["reasons"] = tuple(reasons)  # kept should the admission refuse the artifact
-  exported = _admit(state.run_blob, spec, dims, ctx)
+  exported, _ = _admit(state.run_blob, spec, dims, ctx)
   admitted_edge = _admitted_edge(report, item, spec, ctx)
   if reasons:  # rejected on what the kernel exported: nothing of it is compiled, run or timed
     state.fields["status"] = Status.REJECTED
@@ -462,15 +475,28 @@ def _edge_dims(item: JudgeItem, spec: TaskSpec) -> Dims | None:
 
 def _admitted_edge(report: ExportReport, item: JudgeItem, spec: TaskSpec, ctx: Context
                    ) -> tuple[jax.export.Exported | str, Dims] | None:
-  """The edge-shape artifact admitted (`_admit`), or why the kernel has none that may run (it
-  did not export it, or the admission refused it): the kernel still runs the evaluated size,
-  general_shapes is then False with that reason. A module the analysis cannot read rejects."""
+  """The edge-shape artifact admitted (`_admit`) and held to the structure rules of the
+  evaluated size (read from its device export, as `_structure_reasons` reads the main one), or
+  why the kernel has none that may run (it did not export it, the admission refused it, or its
+  structure fails the rules: the work done outside a kernel, say): the kernel still runs the
+  evaluated size, general_shapes is then False with that reason. A module the analysis cannot
+  read rejects."""
   edge_dims = _edge_dims(item, spec)
   if edge_dims is None:
     return None
   try:
-    return _admit(_artifact_blob(report, Size.EDGE.value, ctx.run_platform), spec, edge_dims,
-                  ctx), edge_dims
+    exported, found = _admit(_artifact_blob(report, Size.EDGE.value, ctx.run_platform), spec,
+                             edge_dims, ctx)
+    entry = report.size(Size.EDGE.value)
+    platform = _structure_platform(entry, ctx)
+    if platform is None:
+      return f"edge shape: {NO_DEVICE_EXPORT}", edge_dims
+    if platform != ctx.run_platform:
+      found, _ = _analyze(load_artifact(entry.artifacts[platform], spec, edge_dims, platform), ctx)
+    reasons = _sized_reasons(found, spec, edge_dims)
+    if reasons:
+      return f"the edge shape's export fails the structure rules: {reasons[0]}", edge_dims
+    return exported, edge_dims
   except Unanalysable:
     raise
   except Failure as e:

@@ -50,11 +50,11 @@ class WorkItem:
 def export_request(item: WorkItem, device: str) -> protocol.ExportRequest:
   """On a GPU the judge runs the cuda export; on a CPU it runs the interpret-mode export and
   reads the structure from the cuda export (or, for kernels that do not lower to Triton,
-  the TPU one)."""
-  main = ("cuda",) if device == "gpu" else ("cuda", "tpu", "cpu")
-  exports = [(item.size, main)]
+  the TPU one), at the evaluated size and at the edge shape alike."""
+  platforms = ("cuda",) if device == "gpu" else ("cuda", "tpu", "cpu")
+  exports = [(item.size, platforms)]
   if item.options.checks_edge(item.size):
-    exports.append((Size.EDGE.value, ("cuda",) if device == "gpu" else ("cpu",)))
+    exports.append((Size.EDGE.value, platforms))
   spec = get_task(item.task).at_precision(item.precision)
   inputs = tuple((size, tuple((tuple(s.shape), s.dtype.name) for s in spec.input_structs(size)))
                  for size, _ in exports)
