@@ -1972,12 +1972,29 @@ def test_decode_refuses_a_config_that_is_not_a_few_scalars(config):
   assert "config" in _protocol_error(raw)
 
 
+def test_decode_accepts_a_config_at_its_limits():
+  """As many names as MAX_CONFIG_KEYS, names and string values of MAX_CONFIG_CHARS: a config
+  at the limits is kept (one past them is refused, above)."""
+  config = {f"{i:0{protocol.MAX_CONFIG_CHARS}d}": "v" * protocol.MAX_CONFIG_CHARS
+            for i in range(protocol.MAX_CONFIG_KEYS)}
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, config=config)])
+  assert protocol.decode(raw, REQUEST).exports[0].config == config
+
+
 @pytest.mark.parametrize("key", ["trace_s", "lower_s"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), -0.5])
 def test_decode_refuses_a_time_that_is_no_duration(key, value):
   """The exporter's times reach the record as its word: a number of seconds, or nothing."""
   raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, **{key: value})])
   assert repr(key) in _protocol_error(raw)
+
+
+def test_decode_accepts_a_time_of_zero_seconds():
+  """A stage can take no measurable time (a trace served from a cache): 0 is a duration."""
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, trace_s=0, lower_s=0.0)])
+  export = protocol.decode(raw, REQUEST).exports[0]
+  assert (export.trace_s, export.lower_s) == (0.0, 0.0)
+  assert isinstance(export.trace_s, float)
 
 
 @pytest.mark.parametrize("stage", [None, "trace", "lowering", "export"])
