@@ -164,7 +164,7 @@ def test_the_reference_control_checks_the_tasks_own_reference_once(tmp_path, mon
   _fake_sanitizer(tmp_path, monkeypatch, 'echo "$JAX_COMPILATION_CACHE_DIR" > '
                   f'{tmp_path}/cache_dir; echo "========= ERROR SUMMARY: 0 errors"')
   memcheck.control.cache_clear()
-  figures = dict(task="relu", size="small", precision="bfloat16", padding_bytes=1 << 30,
+  figures = dict(task="relu", size="medium", precision="bfloat16", padding_bytes=1 << 30,
                  cache_dir=str(tmp_path / "cache"))
   assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
   # the kernel's red zone and compilation cache, as the kernel's check had them
@@ -173,10 +173,10 @@ def test_the_reference_control_checks_the_tasks_own_reference_once(tmp_path, mon
   assert exported.platforms == ("cuda",)  # as a candidate's artifact, whatever the host
   spec = get_task("relu").at_precision("bfloat16")
   assert tuple(exported.in_avals) == tuple(
-      jax.core.ShapedArray(s.shape, s.dtype) for s in spec.input_structs("small"))
+      jax.core.ShapedArray(s.shape, s.dtype) for s in spec.input_structs("medium"))
   args = (tmp_path / "args").read_text().split()
   assert args[args.index("--padding") + 1] == str(1 << 30)
-  assert args[-8:] == ["--task", "relu", "--size", "small", "--precision", "bfloat16",
+  assert args[-8:] == ["--task", "relu", "--size", "medium", "--precision", "bfloat16",
                        "--seed", "0"]
   (tmp_path / "args").unlink()
   assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
