@@ -1193,7 +1193,8 @@ def _same_arrays(a, b) -> bool:
   return len(a) == len(b) and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("spec, l2_bytes, n_sets", [(RELU, 2 * 512, 8), (ADD, 1024, 4)])
+@pytest.mark.parametrize("spec, l2_bytes, n_sets", [(RELU, 2 * 512, 8), (ADD, 1024, 4)],
+                         ids=["relu", "add"])
 def test_every_timing_set_is_what_its_seeds_draw_again_on_buffers_of_its_own(
     monkeypatch, spec, l2_bytes, n_sets):
   """The timed outputs are checked against each set drawn again from its seeds: the drawn
@@ -1208,7 +1209,7 @@ def test_every_timing_set_is_what_its_seeds_draw_again_on_buffers_of_its_own(
   for k in range(n_sets):
     assert _same_arrays(sets[k], sets.drawn_again(k, spec, TINY)), k
     assert _same_arrays(sets[k], sets[k % 2]), k
-  buffers = [x.unsafe_buffer_pointer() for s in sets for x in s]
+  buffers = [x.unsafe_buffer_pointer() for k in range(len(sets)) for x in sets[k]]  # as timed
   assert len(set(buffers)) == len(buffers)
   cpu = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30, copies=False)
   assert len(cpu) == len(cpu.seeds) == 2   # a CPU judge's: the drawn sets only
