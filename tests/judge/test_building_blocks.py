@@ -1190,7 +1190,8 @@ def test_timing_sets_within_the_budget():
 
 
 def _same_arrays(a, b) -> bool:
-  return len(a) == len(b) and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b))
+  return len(a) == len(b) and all(np.array_equal(np.asarray(x), np.asarray(y))
+                                  for x, y in zip(a, b))
 
 
 @pytest.mark.parametrize("spec, l2_bytes, n_sets", [(RELU, 2 * 512, 8), (ADD, 1024, 4)],
@@ -1231,7 +1232,8 @@ def test_a_gathers_timing_sets_are_all_drawn_around_the_one_table_its_seeds_redr
     assert _same_arrays(sets[k], sets.drawn_again(k, lookup, dims)), k
   reference = jax.jit(lookup.reference)
   kept = {call: (call % 3, reference(*sets[call % 3])) for call in range(6)}
-  assert judge._timed_output_reasons(kept, sets, lookup, dims) == []  # pylint: disable=protected-access
+  assert judge._timed_output_reasons(  # pylint: disable=protected-access
+      kept, sets, lookup, dims) == []
 
 
 def test_speedup_is_baseline_over_kernel():

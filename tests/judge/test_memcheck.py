@@ -146,7 +146,8 @@ def test_an_inconclusive_check_says_both_details_within_two_details_length():
   """Where the reference does not run clean either, the kernel's detail and the reference's
   are both recorded, the two cut together to twice a detail's length (a record's filter
   detail is bounded whatever memcheck printed)."""
-  kernel = memcheck.Result(outcome=memcheck.Outcome.INCONCLUSIVE, detail="k" * memcheck.DETAIL_CHARS)
+  kernel = memcheck.Result(outcome=memcheck.Outcome.INCONCLUSIVE,
+                           detail="k" * memcheck.DETAIL_CHARS)
   reference = memcheck.Result(outcome=memcheck.Outcome.INCONCLUSIVE,
                               detail="r" * memcheck.DETAIL_CHARS)
   settled = memcheck.settle(kernel, lambda: reference)
