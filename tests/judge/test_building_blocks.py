@@ -1220,6 +1220,53 @@ def test_timing_sets_within_the_budget():
   assert len(judge.timing_sets(RELU, TINY, l2_bytes=1 << 20, budget_bytes=4 * 512)) == 2
 
 
+def _same_arrays(a, b) -> bool:
+  return len(a) == len(b) and all(np.array_equal(np.asarray(x), np.asarray(y))
+                                  for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("spec, l2_bytes, n_sets", [(RELU, 2 * 512, 8), (ADD, 1024, 4)],
+                         ids=["relu", "add"])
+def test_every_timing_set_is_what_its_seeds_draw_again_on_buffers_of_its_own(
+    monkeypatch, spec, l2_bytes, n_sets):
+  """The timed outputs are checked against each set drawn again from its seeds: the drawn
+  sets and the device copies past MAX_DRAWN_SETS (set k a copy of drawn set k % drawn) must
+  hold exactly what their seeds draw, or an honest kernel would be rejected. A GPU judge's
+  sets (the default) are copied into buffers of their own: a copy that aliased its drawn set
+  would leave the same cache lines to the next call."""
+  monkeypatch.setattr(judge, "MAX_DRAWN_SETS", 2)
+  sets = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30)
+  assert (len(sets), len(sets.seeds)) == (n_sets, 2)  # two drawn, the others copies
+  assert all(len(row) == len(spec.inputs) for row in sets.seeds)
+  for k in range(n_sets):
+    assert _same_arrays(sets[k], sets.drawn_again(k, spec, TINY)), k
+    assert _same_arrays(sets[k], sets[k % 2]), k
+  buffers = [x.unsafe_buffer_pointer() for k in range(len(sets)) for x in sets[k]]  # as timed
+  assert len(set(buffers)) == len(buffers)
+  cpu = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30, copies=False)
+  assert len(cpu) == len(cpu.seeds) == 2   # a CPU judge's: the drawn sets only
+
+
+def test_a_gathers_timing_sets_are_all_drawn_around_the_one_table_its_seeds_redraw(monkeypatch):
+  """A gather's sets are never device copies, however many (its ids are what rotates): each
+  has ids of its own and the first set's table buffer, and its seeds draw that table again, so
+  an honest gather's timed outputs pass on every set."""
+  monkeypatch.setattr(judge, "MAX_DRAWN_SETS", 2)
+  lookup = get_task("embedding_lookup")
+  dims = types.MappingProxyType({"V": 64, "D": 8, "S": 4})   # table 2048 bytes, ids 16
+  sets = judge.timing_sets(lookup, dims, l2_bytes=1024, budget_bytes=2 * 3 * 16)
+  assert len(sets) == len(sets.seeds) == 3
+  assert all(s[0] is sets[0][0] for s in sets)
+  assert len({np.asarray(s[1]).tobytes() for s in sets}) == 3
+  assert all(row[0] == sets.seeds[0][0] for row in sets.seeds)   # one table seed
+  for k in range(3):
+    assert _same_arrays(sets[k], sets.drawn_again(k, lookup, dims)), k
+  reference = jax.jit(lookup.reference)
+  kept = {call: (call % 3, reference(*sets[call % 3])) for call in range(6)}
+  assert judge._timed_output_reasons(  # pylint: disable=protected-access
+      kept, sets, lookup, dims) == []
+
+
 def test_speedup_is_baseline_over_kernel():
   assert judge.speedup(2.0, 6.0) == 3.0
 
@@ -1271,6 +1318,16 @@ def test_a_timed_output_is_checked_against_its_set_drawn_again_not_the_buffers_i
   copies = judge.TimingSets(sets=(RELU.make_inputs(TINY, 1),) * 3, seeds=((1,),))
   assert judge._timed_output_reasons(  # pylint: disable=protected-access
       {2: (2, relu(*copies[2]))}, copies, RELU, TINY) == []
+
+
+def test_a_timed_set_with_every_input_rewritten_names_each_input():
+  zeros = (jnp.zeros((8, 16), jnp.float32),) * 2
+  sets = judge.TimingSets(sets=(zeros,), seeds=((1, 1),))
+  reasons = judge._timed_output_reasons(  # pylint: disable=protected-access
+      {3: (0, jnp.zeros((8, 16), jnp.float32))}, sets, ADD, TINY)
+  assert reasons[0] == ("the input set of timed call 3 was changed by the timed calls (input x "
+                        "was mutated in place; input y was mutated in place): a kernel's inputs "
+                        "are read-only")
 
 
 def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
@@ -1949,12 +2006,29 @@ def test_decode_refuses_a_config_that_is_not_a_few_scalars(config):
   assert "config" in _protocol_error(raw)
 
 
+def test_decode_accepts_a_config_at_its_limits():
+  """As many names as MAX_CONFIG_KEYS, names and string values of MAX_CONFIG_CHARS: a config
+  at the limits is kept (one past them is refused, above)."""
+  config = {f"{i:0{protocol.MAX_CONFIG_CHARS}d}": "v" * protocol.MAX_CONFIG_CHARS
+            for i in range(protocol.MAX_CONFIG_KEYS)}
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, config=config)])
+  assert protocol.decode(raw, REQUEST).exports[0].config == config
+
+
 @pytest.mark.parametrize("key", ["trace_s", "lower_s"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), -0.5])
 def test_decode_refuses_a_time_that_is_no_duration(key, value):
   """The exporter's times reach the record as its word: a number of seconds, or nothing."""
   raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, **{key: value})])
   assert repr(key) in _protocol_error(raw)
+
+
+def test_decode_accepts_a_time_of_zero_seconds():
+  """A stage can take no measurable time (a trace served from a cache): 0 is a duration."""
+  raw = _answer(exports=[dict(size="edge", artifacts={}, errors={}, trace_s=0, lower_s=0.0)])
+  export = protocol.decode(raw, REQUEST).exports[0]
+  assert (export.trace_s, export.lower_s) == (0.0, 0.0)
+  assert isinstance(export.trace_s, float)
 
 
 @pytest.mark.parametrize("stage", [None, "trace", "lowering", "export"])

@@ -4,6 +4,7 @@ one on the H200)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import stat
@@ -141,21 +142,42 @@ def test_settle_asks_the_reference_only_for_an_inconclusive_check():
   assert settled.outcome is memcheck.Outcome.FAILED and asked == [1]
 
 
+def test_an_inconclusive_check_says_both_details_within_two_details_length():
+  """Where the reference does not run clean either, the kernel's detail and the reference's
+  are both recorded, the two cut together to twice a detail's length (a record's filter
+  detail is bounded whatever memcheck printed)."""
+  kernel = memcheck.Result(outcome=memcheck.Outcome.INCONCLUSIVE,
+                           detail="k" * memcheck.DETAIL_CHARS)
+  reference = memcheck.Result(outcome=memcheck.Outcome.INCONCLUSIVE,
+                              detail="r" * memcheck.DETAIL_CHARS)
+  settled = memcheck.settle(kernel, lambda: reference)
+  assert settled.outcome is memcheck.Outcome.INCONCLUSIVE
+  head = "k" * memcheck.DETAIL_CHARS + "; the task's XLA reference under memcheck: inconclusive: "
+  assert settled.detail == (head + "r" * memcheck.DETAIL_CHARS)[:2 * memcheck.DETAIL_CHARS]
+  short = memcheck.settle(dataclasses.replace(kernel, detail="k"),
+                          lambda: dataclasses.replace(reference, detail="r"))
+  assert short.detail == "k; the task's XLA reference under memcheck: inconclusive: r"
+
+
 def test_the_reference_control_checks_the_tasks_own_reference_once(tmp_path, monkeypatch):
   """The control is the task's jitted reference exported by the judge at the evaluation's
   shapes and precision (its inputs, seed 0), checked alike, and run once a process."""
-  _fake_sanitizer(tmp_path, monkeypatch, 'echo "========= ERROR SUMMARY: 0 errors"')
+  _fake_sanitizer(tmp_path, monkeypatch, 'echo "$JAX_COMPILATION_CACHE_DIR" > '
+                  f'{tmp_path}/cache_dir; echo "========= ERROR SUMMARY: 0 errors"')
   memcheck.control.cache_clear()
-  figures = dict(task="relu", size="small", precision="bfloat16", padding_bytes=1 << 30,
-                 cache_dir=None)
+  figures = dict(task="relu", size="medium", precision="bfloat16", padding_bytes=1 << 30,
+                 cache_dir=str(tmp_path / "cache"))
   assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
+  # the kernel's red zone and compilation cache, as the kernel's check had them
+  assert (tmp_path / "cache_dir").read_text().strip() == str(tmp_path / "cache")
   exported = jax.export.deserialize(bytearray((tmp_path / "stdin").read_bytes()))
   assert exported.platforms == ("cuda",)  # as a candidate's artifact, whatever the host
   spec = get_task("relu").at_precision("bfloat16")
   assert tuple(exported.in_avals) == tuple(
-      jax.core.ShapedArray(s.shape, s.dtype) for s in spec.input_structs("small"))
+      jax.core.ShapedArray(s.shape, s.dtype) for s in spec.input_structs("medium"))
   args = (tmp_path / "args").read_text().split()
-  assert args[-8:] == ["--task", "relu", "--size", "small", "--precision", "bfloat16",
+  assert args[args.index("--padding") + 1] == str(1 << 30)
+  assert args[-8:] == ["--task", "relu", "--size", "medium", "--precision", "bfloat16",
                        "--seed", "0"]
   (tmp_path / "args").unlink()
   assert memcheck.control(**figures).outcome is memcheck.Outcome.CLEAN
