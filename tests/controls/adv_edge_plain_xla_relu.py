@@ -1,7 +1,7 @@
 """Adversarial control, class 5 (blind spots of the module analysis), relu -- a plain XLA edge.
 
-Attack: the kernel is an honest Pallas kernel at every shape whose rows are a multiple of its
-block, and at any other shape (the judge's edge shape, N = 1000) it returns
+Attack: the kernel is an honest Pallas kernel at every shape whose columns are a multiple of
+128, and at any other shape (the judge's edge shape, 1000 x 300) it returns
 `jnp.maximum(x, 0)`: no Pallas kernel at all. The judge admits the edge artifact (`_admit`:
 custom calls and stateful ops only) but never reads its structure (`module_reasons`: no
 kernel, work outside the kernel) and, on a GPU, never runs it under memcheck. So the record
@@ -26,7 +26,7 @@ def _relu(x_ref, o_ref):
 
 
 def kernel(x, interpret=False):
-  if x.shape[0] % ROWS:  # the edge shape: plain XLA, no kernel
+  if x.shape[1] % 128:  # the edge shape: plain XLA, no kernel
     return jnp.maximum(x, 0.0)
   spec = pl.BlockSpec((ROWS, x.shape[1]), lambda i: (i, 0))
   return pl.pallas_call(_relu, grid=(x.shape[0] // ROWS,), in_specs=[spec], out_specs=spec,

@@ -35,15 +35,19 @@ import json
 import math
 import os
 import pathlib
+import re
 import resource
 import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import pallas as pl
 
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import module_analysis
@@ -111,8 +115,8 @@ def _cases() -> dict[str, Case]:
                             ("llvm.mlir.global @calls in Mosaic GPU kernel module",)),
       "constant_state": Case("adv_constant_state_relu", relu, R,
                              ("derives from no input",)),
-      # Red team round 6 (KNOWN_OPEN): state in a kernel result @main never returns, and its
-      # honest neighbour, an intermediate written whole before it is read.
+      # Red team round 6: state in a kernel result @main never returns, and its honest
+      # neighbour, an intermediate written whole before it is read.
       "stale_temp": Case("adv_stale_temp_relu", relu, R, ("stateful",)),
       "pos_two_stage": Case("adv_pos_two_stage_relu", relu, P),
       # 4. Escaping.
@@ -156,10 +160,10 @@ def _cases() -> dict[str, Case]:
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
       "pos_aliased_init": Case("adv_pos_aliased_init_relu", relu, P),
-      # Red team round 6: the edge-shape artifact is admitted but never held to the structure
-      # rules (KNOWN_OPEN), and its honest neighbour, the edge padded to the kernel's block.
-      "edge_plain_xla": Case("adv_edge_plain_xla_relu", relu, R, (NO_KERNEL,),
-                             options=WITH_EDGE),
+      # Red team round 6: an edge shape done in plain XLA is no general shape (the evaluated
+      # size passes; test_an_edge_shape_done_outside_a_kernel_is_no_general_shape), and its
+      # honest neighbour, the edge padded to the kernel's block.
+      "edge_plain_xla": Case("adv_edge_plain_xla_relu", relu, P, options=WITH_EDGE),
       "pos_edge_padded": Case("adv_pos_edge_padded_relu", relu, P, options=WITH_EDGE),
       # 7. Escaping from another thread, below the tripwire, or towards the parent: the
       # walls are up before the exporter's first thread exists.
@@ -360,18 +364,7 @@ def run() -> Run:
 
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
-KNOWN_OPEN: dict[str, str] = {
-    "stale_temp": (
-        "red team round 6: a kernel result that @main drops lives in XLA's temporary "
-        "allocation, which nothing poisons between calls; a kernel that reads it before writing "
-        "it keeps state across calls with no stateful op, global or unaliased constant operand, "
-        "and the structure is admitted (module_reasons empty)"),
-    "edge_plain_xla": (
-        "red team round 6: the edge artifact is only _admit'ed (custom calls, stateful ops), "
-        "never read by module_reasons nor memchecked, so a plain-XLA edge shape passes with "
-        "general_shapes True; fixed when the edge artifact meets the main one's structure "
-        "rules (or, if the lead prefers general_shapes False there, update this Case)"),
-}
+KNOWN_OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [
@@ -562,6 +555,15 @@ def test_structure_reasons_survive_a_later_refusal(run):
   assert any("contractions outside the kernel" in r for r in reasons), reasons
 
 
+def test_an_edge_shape_done_outside_a_kernel_is_no_general_shape(run):
+  """adv_edge_plain_xla_relu returns jnp.maximum at the edge shape: the edge artifact is held
+  to the structure rules, so it is never run and general_shapes is False with the reason; the
+  honest neighbour pads the edge to its block and keeps general_shapes True."""
+  plain, padded = run.records["edge_plain_xla"], run.records["pos_edge_padded"]
+  assert plain.general_shapes is False and padded.general_shapes is True, padded.edge_error
+  assert f"the edge shape's export fails the structure rules: {NO_KERNEL}" in plain.edge_error
+
+
 def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(run):
   """The known limit of a CPU judge: it runs the interpret-mode export and reads the structure
   from the cuda export, two programs the candidate produces. A kernel computing the task only
@@ -575,10 +577,6 @@ def test_cpu_verdict_is_on_the_interpret_export_gpu_verdict_on_the_analysed_one(
   assert export_request(item, "gpu").exports == (("small", ("cuda",)), ("edge", ("cuda",)))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 6: evolve.scoring.combined_score is the record's speedup whenever it "
-    "passes, timing_comparable or not; on a CPU judge the split personality (the known limit, "
-    "control 10) outscores every honest interpret-mode kernel by an order of magnitude"))
 def test_a_search_score_credits_no_speed_the_judge_did_not_measure(run):
   """The search frameworks' score (OpenEvolve and ShinkaEvolve rank programs by
   `combined_score`) must not pay a speedup measured in interpret mode, as the reward does not
@@ -594,9 +592,6 @@ def test_a_search_score_credits_no_speed_the_judge_did_not_measure(run):
       split.speedup, honest.speedup)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 6: json.loads' RecursionError on a deeply nested answer is neither a "
-    "ProtocolError nor a ValueError, so driver.export raises instead of answering 'malformed'"))
 def test_an_answer_nested_too_deep_is_malformed_not_a_crash():
   """adv_deep_json_relu writes 200000 nested arrays to the result pipe: the export must come
   back as a `malformed` outcome (a rejection of the candidate), not an exception that takes the
@@ -610,10 +605,6 @@ def test_an_answer_nested_too_deep_is_malformed_not_a_crash():
   assert outcome.report is None and outcome.failure == "malformed", outcome
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 6: protocol.decode runs json.loads on up to MAX_RESULT_BYTES (256 MiB) of "
-    "the candidate's answer with no bound on its values: an answer of empty objects costs the "
-    "trusted parent about 24 times its size (about 6 GiB at the cap)"))
 def test_the_answer_s_parse_costs_the_parent_a_bounded_multiple_of_its_size():
   """The exporter's answer is parsed in the driver (or a cluster's worker), the trusted side,
   whose memory no sandbox limit guards. 4 MiB of `{},` in pallas_calls (a list the protocol
@@ -681,13 +672,116 @@ def test_module_analysis_sees_the_hidden_work(name):
   assert module_analysis.module_reasons(report, **sizes) != [], report
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_OPEN["stale_temp"])
 def test_a_kernel_result_nothing_returns_is_state():
   """adv_stale_temp_relu's memo: a second output of the Triton call that @main drops and the
   kernel reads before it writes. Its cuda module must not be admitted as it stands."""
   text, sizes = _cuda_module("adv_stale_temp_relu", "relu")
   report = module_analysis.analyze_module(text)
   assert module_analysis.module_reasons(report, **sizes) != [], report
+
+
+def _memo_kernel(x_ref, o_ref, memo_ref):
+  o_ref[...] = jnp.maximum(x_ref[...], 0.0)
+  memo_ref[...] = memo_ref[...] + 1.0
+
+
+def _stats_kernel(x_ref, o_ref, stats_ref):  # stores a statistic it never reads
+  o_ref[...] = jnp.maximum(x_ref[...], 0.0)
+  stats_ref[...] = jnp.full((8, 128), jnp.max(x_ref[...]))
+
+
+def _with_memo(x, memo=None, body=_memo_kernel):
+  """relu and a (8, 128) memo result; given `memo`, the memo result is aliased to it."""
+  spec = pl.BlockSpec((8, x.shape[1]), lambda i: (i, 0))
+  memo_spec = pl.BlockSpec((8, 128), lambda i: (0, 0))
+  operands, aliases, in_specs = (x,), {}, [spec]
+  if memo is not None:
+    operands, aliases, in_specs = (x, memo), {1: 1}, [spec, memo_spec]
+  kernel = body
+  if memo is not None:
+    kernel = functools.wraps(body)(lambda x_ref, _, o_ref, memo_ref: body(x_ref, o_ref, memo_ref))
+  return pl.pallas_call(
+      kernel, grid=(x.shape[0] // 8,), in_specs=in_specs, out_specs=[spec, memo_spec],
+      out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype),
+                 jax.ShapeDtypeStruct((8, 128), jnp.float32)],
+      input_output_aliases=aliases)(*operands)
+
+
+def _scratch_form(x):  # Pallas' own form of GMEM scratch: a zeros operand aliased, dropped
+  return _with_memo(x, jnp.zeros((8, 128), jnp.float32))[0]
+
+
+def _from_input(x):  # aliased to an operand XLA computes from the input: fresh every call
+  return _with_memo(x, x[:8, :128] * 0.0)[0]
+
+
+def _unwritten(x):
+  """round 6's sibling: kernel A leaves its result unwritten, the memo kernel reads it as its
+  aliased memo: the buffer is A's, in the temporary allocation, whatever XLA calls it."""
+  nothing = pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
+                           in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                           out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                           out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+  return _with_memo(x, nothing)[0]
+
+
+_X, _O, _M = "tensor<64x128xf32>", "tensor<64x128xf32>", "tensor<8x128xf32>"
+# jax drops unused values before it lowers, but an artifact is whatever text the exporter sends:
+# the direct form's module, rewritten so the memo is dropped further away.
+_RETURN = f"return %0#0 : {_O}"
+_VIEWS = (f"%1 = stablehlo.reshape %0#1 : ({_M}) -> tensor<128x8xf32>\n"
+          f"    %2 = stablehlo.transpose %1, dims = [1, 0] : (tensor<128x8xf32>) -> {_M}\n"
+          f"    {_RETURN}")
+_USED = (f"%1 = stablehlo.slice %0#1 [0:1, 0:1] : ({_M}) -> tensor<1x1xf32>\n"
+         f"    %2 = stablehlo.reshape %1 : (tensor<1x1xf32>) -> tensor<f32>\n"
+         f"    %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<f32>) -> {_O}\n"
+         f"    %4 = stablehlo.add %0#0, %3 : {_O}\n    return %4 : {_O}")
+
+
+def _inner(main_body: str) -> Callable[[str], str]:
+  """The kernel in a private @inner returning both results; @main calls it, then `main_body`."""
+  def rewrite(text: str) -> str:
+    head = re.search(r"  func\.func public @main\(.*\{\n", text).group(0)
+    text = text.replace(head, f"  func.func private @inner(%arg0: {_X}) -> ({_O}, {_M}) {{\n")
+    text = text.replace(_RETURN, f"return %0#0, %0#1 : {_O}, {_M}")
+    return text.replace("} loc(#loc)\n} loc(#loc)", (
+        "} loc(#loc)\n" + head + f"    %0:2 = call @inner(%arg0) : ({_X}) -> ({_O}, {_M})\n"
+        f"    {main_body}\n  }}\n}} loc(#loc)"))
+  return rewrite
+
+
+@pytest.mark.parametrize(("fn", "rewrite", "state"), [
+    (_with_memo, lambda t: t, True),
+    (_with_memo, lambda t: t.replace(_RETURN, _VIEWS), True),
+    (_with_memo, _inner(_RETURN), True),
+    (_with_memo, _inner(_VIEWS), True),
+    (_with_memo, lambda t: t.replace(_RETURN, _USED), False),
+    (_with_memo, _inner(_USED), False),
+    (_scratch_form, lambda t: t, False),
+    (_from_input, lambda t: t, False),
+    (_unwritten, lambda t: t, True),
+    (functools.partial(_with_memo, body=_stats_kernel), lambda t: t, False),
+], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
+        "unwritten", "stats"])
+def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
+  """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
+  whose results nothing reads, or by a function whose call's result nothing reads) and that
+  the kernel reads is state; one aliased to an operand (XLA fills it every call), reaching the
+  return, or only stored to (flash_attention's row statistics at one split) is not."""
+  kernel = "_stats_kernel" if isinstance(fn, functools.partial) else "_memo_kernel"
+
+  whole = fn in (_scratch_form, _from_input, _unwritten)  # these return the relu alone
+
+  def first(x):
+    return fn(x) if whole else fn(x)[0]
+  text = export_for("cuda", first, jax.ShapeDtypeStruct((64, 128), jnp.float32)).mlir_module()
+  if not whole:  # jax drops the memo's use: the module has the direct form
+    assert re.search(r"%0:2 = stablehlo\.custom_call", text) and _RETURN in text
+  report = module_analysis.analyze_module(rewrite(text))
+  dropped = [s for s in report.stateful_ops if "reaches nothing the call returns" in s]
+  assert dropped == ([f"result 1 of kernel {kernel} ({_M}) reaches nothing the call returns "
+                      "and the kernel reads it (a buffer XLA never initialises: what the last "
+                      "call left there)"] if state else []), report.stateful_ops
 
 
 def test_an_intermediate_between_two_kernels_is_no_state():

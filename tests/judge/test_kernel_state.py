@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import pytest
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
+from jax._src.lib.triton import dialect as tt_dialect
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu_triton
 
@@ -1188,3 +1189,70 @@ def test_ptx_state_reads_braces_and_directives_in_order(asm, why):
 def test_an_unreadable_module_is_named_with_its_backend_and_why():
   assert kernel_state.unreadable("triton", "k", "no module") == (
       "unreadable Triton kernel module k (no module: what it declares cannot be checked)",)
+
+
+# ---------------------------------------------------------------------------------------------
+# read_buffers: which of a Triton kernel's buffers it may read (a dropped result it reads is
+# state: module_analysis._dropped_results)
+
+_LOOPED = """
+  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %p = scf.for %i = %c0 to %c1 step %c1 iter_args(%q = %arg0) -> (!tt.ptr<f32>) {
+      %c = arith.constant 1 : i32
+      %n = tt.addptr %arg1, %c : !tt.ptr<f32>, i32
+      scf.yield %n : !tt.ptr<f32>
+    }
+    %v = tt.load %p : !tt.ptr<f32>
+    tt.store %arg0, %v : !tt.ptr<f32>
+    tt.return
+  }"""
+_ATOMIC = """
+  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    %one = arith.constant 1.0 : f32
+    %old = tt.atomic_rmw fadd, acq_rel, gpu, %arg1, %one : (!tt.ptr<f32>, f32) -> f32
+    tt.store %arg0, %old : !tt.ptr<f32>
+    tt.return
+  }"""
+_DEAD_LOAD = """
+  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    %one = arith.constant 1.0 : f32
+    %old = tt.load %arg1 : !tt.ptr<f32>
+    tt.store %arg1, %one : !tt.ptr<f32>
+    tt.return
+  }"""
+_IN_THE_LOOP = """
+  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %s = scf.for %i = %c0 to %c1 step %c1 iter_args(%q = %zero) -> (f32) {
+      %v = tt.load %arg1 : !tt.ptr<f32>
+      scf.yield %v : f32
+    }
+    %t = scf.for %i = %c0 to %c1 step %c1 iter_args(%q = %arg0) -> (!tt.ptr<f32>) {
+      %w = tt.load %q : !tt.ptr<f32>
+      tt.store %arg0, %w : !tt.ptr<f32>
+      scf.yield %q : !tt.ptr<f32>
+    }
+    tt.store %arg0, %s : !tt.ptr<f32>
+    tt.return
+  }"""
+_TWO_FUNCTIONS = _DEAD_LOAD + _DEAD_LOAD.replace("@k(", "@k2(")
+
+
+@pytest.mark.parametrize(("body", "reads"), [
+    (_LOOPED, frozenset({0, 1})), (_ATOMIC, frozenset({1})), (_DEAD_LOAD, frozenset()),
+    (_IN_THE_LOOP, frozenset({0, 1})), (_TWO_FUNCTIONS, None)],
+    ids=["loop_carried", "atomic", "dead_load", "in_the_loop", "two_functions"])
+def test_a_buffer_is_read_where_a_used_value_comes_through_its_pointer(body, reads):
+  """A pointer followed out of a loop that yields it or into one that carries it, an atomic
+  whose old value is used: reads. A load nothing uses (Pallas' swap) and a store through a
+  pointer: no read. No single function: any buffer may be read."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + body + "\n}", context=context)
+  assert kernel_state.read_buffers(module, max_ops=1000) == reads
+  assert kernel_state.read_buffers(module, max_ops=2) is None  # past the budget: any buffer

@@ -205,6 +205,66 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
   return tuple(sorted(f + where for f in found))
 
 
+# What may consume a pointer into a buffer without reading through it: offsets and shapes of
+# pointers, control flow carrying them, and a store through it (operand 0 only).
+_POINTER_PLUMBING: Final = frozenset({
+    "tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.advance",
+    "tt.make_tensor_ptr", "arith.select", "scf.for", "scf.if", "scf.while", "scf.yield",
+    "scf.condition"})
+
+
+def _used(value: ir.Value) -> bool:
+  return any(True for _ in value.uses)
+
+
+def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
+  """The buffers a Triton kernel may read: the indices of its function's arguments that a load
+  whose value is used, or any op not known to only carry a pointer (_POINTER_PLUMBING, a
+  store's address), reaches. Pallas stores with a swap, whose load of the old value nothing
+  uses, so a buffer only stored to is not read. A value derived from an argument is followed
+  through every op's results and through control flow (the regions' arguments and the yields of
+  an op reached); None where the module has no single function to read or more than `max_ops`
+  ops: every buffer may be read."""
+  funcs = [op.operation for op in module.body.operations
+           if mosaic_host.op_name(op.operation) == "tt.func"]
+  if len(funcs) != 1 or not _has_body(funcs[0]):
+    return None
+  ops: list[ir.Operation] = []
+
+  def collect(op: ir.Operation) -> ir.WalkResult:
+    ops.append(op.operation)
+    return ir.WalkResult.INTERRUPT if len(ops) > max_ops else ir.WalkResult.ADVANCE
+  funcs[0].walk(collect)
+  if len(ops) > max_ops:
+    return None
+  arguments = list(funcs[0].regions[0].blocks[0].arguments)
+  reads: set[int] = set()
+  for index, argument in enumerate(arguments):
+    tainted, changed = {argument}, True
+    while changed and index not in reads:
+      changed = False
+      for op in ops:
+        name = mosaic_host.op_name(op)
+        hit = [i for i, v in enumerate(op.operands) if v in tainted]
+        if not hit:
+          continue
+        if name not in _POINTER_PLUMBING and not (name == "tt.store" and hit == [0]):
+          if op.results and not any(_used(r) for r in op.results):
+            continue  # a value nothing reads (the old value of a Pallas swap): no read
+          reads.add(index)
+          break
+        reached = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments]
+        if name in ("scf.yield", "scf.condition") and op.parent is not None:
+          parent = op.parent
+          reached += list(parent.results) + [
+              a for r in parent.regions for b in r.blocks for a in b.arguments]
+        for v in reached:
+          if v not in tainted:
+            tainted.add(v)
+            changed = True
+  return frozenset(reads)
+
+
 def unreadable(backend: str, kernel: str, why: str) -> tuple[str, ...]:
   """The finding for a kernel module that cannot be read: its state cannot be checked."""
   return (f"unreadable {LABELS[backend]} kernel module {kernel} ({why}: what it declares "

@@ -42,7 +42,10 @@ kernel module that cannot be read, whose state cannot be checked. A kernel also 
 pointer to every buffer XLA hands it, and nothing stops a store through one: an operand that
 derives from no input is a constant (or what XLA folds into one), whose buffer XLA keeps from
 one call to the next, so such an operand is state too unless it is aliased to a result (XLA
-then copies it into the result's buffer before each call).
+then copies it into the result's buffer before each call). So is a kernel result nothing the
+program returns reads, unless aliased to an operand: XLA keeps it in its temporary allocation,
+uninitialised, where a kernel that reads it finds what the last call left (one a Triton kernel
+only stores to is not read: kernel_state.read_buffers).
 """
 
 from __future__ import annotations
@@ -400,8 +403,10 @@ def _custom_target(op: ir.Operation) -> str | None:
   return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
-# An operand index in a custom call's `output_operand_aliases` (#stablehlo.output_operand_alias).
+# An operand index in a custom call's `output_operand_aliases` (#stablehlo.output_operand_alias),
+# and the result each alias names (`[]`: the call's only result).
 _OPERAND_INDEX: Final = re.compile(r"operand_index = (\d+)")
+_ALIAS: Final = re.compile(r"output_tuple_indices = \[(\d*)\], operand_index = (\d+)")
 
 
 def _attr_text(op: ir.Operation, key: str) -> str:
@@ -690,18 +695,24 @@ def _backend_fields(op: ir.Operation):
   return config if isinstance(config, ir.DictAttr) else {}
 
 
+# What reading a kernel's module found: its fingerprint, its state, the buffers it may read.
+_KernelRead = tuple[str | None, tuple[str, ...], frozenset[int] | None]
+
+
 class _KernelModules:
   """Each kernel call's module, read once per analysis (its payload memoized): its fingerprint
   (fingerprint.py) and the state it declares (kernel_state.py)."""
 
   def __init__(self, limits: AnalysisLimits):
     self._limits = limits
-    self._read: dict[tuple[str, bytes], tuple[str | None, tuple[str, ...]]] = {}
+    self._read: dict[tuple[str, bytes], _KernelRead] = {}
 
-  def read(self, op: ir.Operation, target: str) -> tuple[str | None, tuple[str, ...]]:
-    """(fingerprint or None where its module is missing or does not parse, state findings).
+  def read(self, op: ir.Operation, target: str) -> _KernelRead:
+    """(fingerprint or None where its module is missing or does not parse, state findings, the
+    buffers it may read: indices into the call's operands then results, None for any).
     A Triton or Mosaic GPU module that cannot be read is a finding itself: what it declares
-    cannot be checked. A Mosaic TPU module is fingerprinted only (kernel_state.py says why)."""
+    cannot be checked. A Mosaic TPU module is fingerprinted only (kernel_state.py says why);
+    only a Triton module's reads are traced (kernel_state.read_buffers)."""
     fields = _backend_fields(op)
     backend = KERNEL_TARGETS[target]
     kernel = ir.StringAttr(fields["name"]).value if "name" in fields else target
@@ -719,11 +730,11 @@ class _KernelModules:
     return self._read[key]
 
   def _parse(self, backend: str, kernel: str, payload: bytes | None, buffers: int
-             ) -> tuple[str | None, tuple[str, ...]]:
+             ) -> _KernelRead:
     label = kernel_state.LABELS.get(backend, "Mosaic TPU")
     if payload is None:
       return None, (() if backend == "mosaic_tpu"
-                    else kernel_state.unreadable(backend, kernel, "no module"))
+                    else kernel_state.unreadable(backend, kernel, "no module")), None
     try:
       if backend == "triton":
         module = fingerprint.parse_triton(payload)
@@ -734,17 +745,21 @@ class _KernelModules:
     except (ir.MLIRError, ValueError, KeyError, TypeError) as e:  # JSON and base64 errors too
       logger.debug("a %s kernel's module does not parse: %s", label, e)
       return None, (() if backend == "mosaic_tpu"
-                    else kernel_state.unreadable(backend, kernel, "it does not parse"))
+                    else kernel_state.unreadable(backend, kernel, "it does not parse")), None
     if backend == "mosaic_tpu":
-      return fingerprint.module_fingerprint(module, backend), ()
+      return fingerprint.module_fingerprint(module, backend), (), None
     digest = fingerprint.module_fingerprint(module, backend)
     try:
       if backend == "mosaic_gpu" and "sym_name" in module.operation.attributes:
         kernel = ir.StringAttr(module.operation.attributes["sym_name"]).value
+      reads = (kernel_state.read_buffers(module, max_ops=self._limits.op_visits)
+               if backend == "triton" else None)
       return digest, kernel_state.module_state(module, backend, kernel,
-                                               max_ops=self._limits.op_visits, buffers=buffers)
+                                               max_ops=self._limits.op_visits,
+                                               buffers=buffers), reads
     except (ValueError, TypeError, KeyError) as e:  # an attribute not of the type it must be
-      return digest, kernel_state.unreadable(backend, kernel, f"its ops cannot be read: {e}")
+      return digest, kernel_state.unreadable(backend, kernel,
+                                             f"its ops cannot be read: {e}"), None
 
 
 def _kernel_key(op: ir.Operation, target: str, modules: _KernelModules) -> _KernelKey:
@@ -810,7 +825,8 @@ class _Analyzer:
     self._memo: dict[tuple[str, tuple[bool, ...]], tuple[_Tally, tuple[bool, ...]]] = {}
     self._active: set[str] = set()
     self._ranges = _IntegerRanges(self._visit)
-    self.kept_operands: set[str] = set()  # _kept_operands of every kernel call costed
+    self.kept_operands: set[str] = set()  # _kept_operands, _dropped_results of every kernel
+    self._calls: dict[str, list[ir.Operation]] | None = None  # func.calls by callee, when asked
     self._rules: dict[str, Callable[[ir.Operation, _Tally], None]] = {
         "func.call": self._call, "stablehlo.custom_call": self._custom_call,
         "stablehlo.while": self._while,
@@ -1128,6 +1144,9 @@ class _Analyzer:
       tally.kernels[key] += 1
       tally.kernel_bytes += _results_bytes(op)
       self.kept_operands.update(self._kept_operands(op, key[0]))
+      if KERNEL_TARGETS[target] != "mosaic_tpu":  # no judge runs one (kernel_state.py)
+        reads = self._kernel_modules.read(op, target)[2]
+        self.kept_operands.update(self._dropped_results(op, key[0], reads))
     elif target not in PLUMBING_CUSTOM_CALLS and target not in self._allowed:
       tally.disallowed.add(target)
       tally.charge(f"custom_call @{target}", flops=_out_elements(op))
@@ -1141,6 +1160,89 @@ class _Analyzer:
     return [f"operand {i} of kernel {kernel} ({_type_text(v.type)}) derives from no input (a "
             "buffer XLA keeps across calls, which the kernel can write)"
             for i, v in enumerate(op.operands) if i not in aliased and not self._is_data(v)]
+
+  def _dropped_results(self, op: ir.Operation, kernel: str, reads: frozenset[int] | None
+                       ) -> list[str]:
+    """The kernel call's results that nothing the program returns reads and that the kernel may
+    read (`reads`: buffer indices, operands then results; None for any). XLA cannot drop one
+    result of a custom call, so it gives each a buffer in the executable's temporary
+    allocation, which it never initialises: a kernel reading it reads what the last call left,
+    state with no op to show it. A result aliased to an operand XLA computes afresh in this
+    call (Pallas' own GMEM scratch: zeros aliased to a dropped result) holds that operand, so
+    it is no state; aliased to another kernel's result, it is that result's buffer, which the
+    other kernel need not write. One a Triton kernel only stores to (statistics a wrapper does
+    not need) is no state."""
+    aliases = {int(i or 0): int(j) for i, j in
+               _ALIAS.findall(_attr_text(op, "output_operand_aliases"))}
+    found = []
+    for i, r in enumerate(op.results):
+      j = aliases.get(i)
+      buffers = {len(op.operands) + i} | ({j} if j is not None else set())
+      if ((j is not None and self._fresh(op.operands[j]))
+          or (reads is not None and not buffers & reads) or self._reaches_out(r)):
+        continue
+      found.append(f"result {i} of kernel {kernel} ({_type_text(r.type)}) reaches nothing the "
+                   "call returns and the kernel reads it (a buffer XLA never initialises: what "
+                   "the last call left there)")
+    return found
+
+  def _fresh(self, value: ir.Value) -> bool:
+    """Whether XLA computes `value` afresh in each call from @main's inputs and constants alone:
+    no kernel, call, op with regions or another function's argument among what it derives from."""
+    seen, queue = {value}, collections.deque([value])
+    while queue:
+      v = queue.popleft()
+      self._visit()
+      if isinstance(v, ir.BlockArgument):
+        function = v.owner.owner
+        if (function is None or function.operation.name != "func.func"
+            or ir.StringAttr(function.attributes["sym_name"]).value != "main"):
+          return False
+        continue
+      owner = v.owner
+      if owner.regions or owner.name in ("stablehlo.custom_call", "func.call"):
+        return False
+      for operand in owner.operands:
+        if operand not in seen:
+          seen.add(operand)
+          queue.append(operand)
+    return True
+
+  def _reaches_out(self, value: ir.Value) -> bool:
+    """Whether `value` may reach what the program returns: @main's return, an op with regions,
+    a custom or function call (which read it; a kernel reading a buffer is the call's work),
+    or a return of a function whose calls' results do; through any other op's results.
+    Breadth first, each value once, every step counted against the analysis' budget."""
+    seen, queue = {value}, collections.deque([value])
+    while queue:
+      for use in queue.popleft().uses:
+        self._visit()
+        owner = use.owner
+        if owner.name == "func.return":
+          name = ir.StringAttr(owner.parent.attributes["sym_name"]).value
+          if name == "main":
+            return True
+          reached = [call.results[use.operand_number] for call in self._calls_of(name)]
+        elif owner.regions or owner.name in ("stablehlo.custom_call", "func.call"):
+          return True
+        else:
+          reached = list(owner.results)
+        for v in reached:
+          if v not in seen:
+            seen.add(v)
+            queue.append(v)
+    return False
+
+  def _calls_of(self, name: str) -> list[ir.Operation]:
+    if self._calls is None:
+      self._calls = collections.defaultdict(list)
+
+      def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.operation.name == "func.call" and "callee" in op.operation.attributes:
+          self._calls[_symbol(op.operation, "callee")].append(op.operation)
+        return ir.WalkResult.ADVANCE
+      self._module.operation.walk(visit)
+    return self._calls.get(name, [])
 
   def _while(self, op: ir.Operation, tally: _Tally) -> None:
     """Body x trip count (the most trips, from the interval analysis of its counters).
