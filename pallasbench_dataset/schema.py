@@ -171,7 +171,7 @@ class EvalRecord:
   reasons: tuple[str, ...]
   correct: bool
   robust: bool
-  general_shapes: bool | None  # correct on the task's edge shape too
+  general_shapes: bool | None  # correct on the task's edge shape too, a Pallas kernel there
   seeds: tuple[int, ...]
   tolerance: str
   rtol: float
