@@ -1195,8 +1195,13 @@ def test_an_unreadable_module_is_named_with_its_backend_and_why():
 # read_buffers: which of a Triton kernel's buffers it may read (a dropped result it reads is
 # state: module_analysis._dropped_results)
 
-_LOOPED = """
-  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+def _kernel(body: str) -> str:
+  """A Triton kernel @k of two f32 buffers, %arg0 and %arg1, with `body`."""
+  return ("\n  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {\n" + body
+          + "\n    tt.return\n  }")
+
+
+_LOOPED = _kernel("""\
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %p = scf.for %i = %c0 to %c1 step %c1 iter_args(%q = %arg0) -> (!tt.ptr<f32>) {
@@ -1205,25 +1210,16 @@ _LOOPED = """
       scf.yield %n : !tt.ptr<f32>
     }
     %v = tt.load %p : !tt.ptr<f32>
-    tt.store %arg0, %v : !tt.ptr<f32>
-    tt.return
-  }"""
-_ATOMIC = """
-  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    tt.store %arg0, %v : !tt.ptr<f32>""")
+_ATOMIC = _kernel("""\
     %one = arith.constant 1.0 : f32
     %old = tt.atomic_rmw fadd, acq_rel, gpu, %arg1, %one : (!tt.ptr<f32>, f32) -> f32
-    tt.store %arg0, %old : !tt.ptr<f32>
-    tt.return
-  }"""
-_DEAD_LOAD = """
-  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    tt.store %arg0, %old : !tt.ptr<f32>""")
+_DEAD_LOAD = _kernel("""\
     %one = arith.constant 1.0 : f32
     %old = tt.load %arg1 : !tt.ptr<f32>
-    tt.store %arg1, %one : !tt.ptr<f32>
-    tt.return
-  }"""
-_IN_THE_LOOP = """
-  tt.func public @k(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    tt.store %arg1, %one : !tt.ptr<f32>""")
+_IN_THE_LOOP = _kernel("""\
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %zero = arith.constant 0.0 : f32
@@ -1236,9 +1232,7 @@ _IN_THE_LOOP = """
       tt.store %arg0, %w : !tt.ptr<f32>
       scf.yield %q : !tt.ptr<f32>
     }
-    tt.store %arg0, %s : !tt.ptr<f32>
-    tt.return
-  }"""
+    tt.store %arg0, %s : !tt.ptr<f32>""")
 _TWO_FUNCTIONS = _DEAD_LOAD + _DEAD_LOAD.replace("@k(", "@k2(")
 
 
