@@ -123,6 +123,8 @@ def _cases() -> dict[str, Case]:
       # output written before the kernel accumulates into it (honest).
       "chained_memo": Case("adv_chained_memo_relu", relu, R, ("stateful",)),
       "pos_accumulated_stat": Case("adv_pos_accumulated_stat_relu", relu, P),
+      "while_carried_memo": Case("adv_while_carried_memo_relu", relu, R, ("stateful",)),
+      "pos_mosaic_side_output": Case("adv_pos_mosaic_side_output_relu", relu, P),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -375,6 +377,12 @@ KNOWN_OPEN: dict[str, str] = {
     "pos_accumulated_stat": "red team round 7, false positive: read_buffers says whether the "
                             "kernel loads a dropped output, not whether it wrote it first, so "
                             "an output zeroed then accumulated into is rejected as stateful",
+    "while_carried_memo": "red team round 7: _reaches_out takes any op with regions among a "
+                          "dropped result's users as reaching the return, so a memo carried "
+                          "through a while loop of no trip is not state (escape: pass)",
+    "pos_mosaic_side_output": "red team round 7, false positive: read_buffers traces Triton "
+                              "modules only, so a Mosaic GPU kernel's dropped output it only "
+                              "stores to is rejected as stateful",
 }
 
 
