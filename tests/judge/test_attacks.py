@@ -125,6 +125,7 @@ def _cases() -> dict[str, Case]:
       "pos_accumulated_stat": Case("adv_pos_accumulated_stat_relu", relu, P),
       "while_carried_memo": Case("adv_while_carried_memo_relu", relu, R, ("stateful",)),
       "pos_mosaic_side_output": Case("adv_pos_mosaic_side_output_relu", relu, P),
+      "asm_memo": Case("adv_asm_memo_relu", relu, R, ("stateful",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -383,6 +384,9 @@ KNOWN_OPEN: dict[str, str] = {
     "pos_mosaic_side_output": "red team round 7, false positive: read_buffers traces Triton "
                               "modules only, so a Mosaic GPU kernel's dropped output it only "
                               "stores to is rejected as stateful",
+    "asm_memo": "red team round 7: read_buffers traces reads from pointer arguments only, so "
+                "inline PTX loading the memo through its kernel parameter (ld.param) is no "
+                "read and the dropped memo is not state (escape: pass)",
 }
 
 
