@@ -119,6 +119,13 @@ def _cases() -> dict[str, Case]:
       # neighbour, an intermediate written whole before it is read.
       "stale_temp": Case("adv_stale_temp_relu", relu, R, ("stateful",)),
       "pos_two_stage": Case("adv_pos_two_stage_relu", relu, P),
+      # Red team round 7: the memo handed to a kernel that never reads it, and a dropped
+      # output written before the kernel accumulates into it (honest).
+      "chained_memo": Case("adv_chained_memo_relu", relu, R, ("stateful",)),
+      "pos_accumulated_stat": Case("adv_pos_accumulated_stat_relu", relu, P),
+      "while_carried_memo": Case("adv_while_carried_memo_relu", relu, R, ("stateful",)),
+      "pos_mosaic_side_output": Case("adv_pos_mosaic_side_output_relu", relu, P),
+      "asm_memo": Case("adv_asm_memo_relu", relu, R, ("stateful",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -364,7 +371,23 @@ def run() -> Run:
 
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
-KNOWN_OPEN: dict[str, str] = {}
+KNOWN_OPEN: dict[str, str] = {
+    "chained_memo": "red team round 7: _reaches_out takes any custom call among a dropped "
+                    "result's users as reaching the return, so a memo passed to a kernel that "
+                    "never reads it is not state (escape: pass)",
+    "pos_accumulated_stat": "red team round 7, false positive: read_buffers says whether the "
+                            "kernel loads a dropped output, not whether it wrote it first, so "
+                            "an output zeroed then accumulated into is rejected as stateful",
+    "while_carried_memo": "red team round 7: _reaches_out takes any op with regions among a "
+                          "dropped result's users as reaching the return, so a memo carried "
+                          "through a while loop of no trip is not state (escape: pass)",
+    "pos_mosaic_side_output": "red team round 7, false positive: read_buffers traces Triton "
+                              "modules only, so a Mosaic GPU kernel's dropped output it only "
+                              "stores to is rejected as stateful",
+    "asm_memo": "red team round 7: read_buffers traces reads from pointer arguments only, so "
+                "inline PTX loading the memo through its kernel parameter (ld.param) is no "
+                "read and the dropped memo is not state (escape: pass)",
+}
 
 
 @pytest.mark.parametrize("name", [
@@ -615,6 +638,51 @@ def test_the_answer_s_parse_costs_the_parent_a_bounded_multiple_of_its_size():
                                     source="", filename="x.py"), "cpu")
   raw = (b'{"load_error": null, "exports": [], "pallas_calls": ['
          + b"{}," * ((4 << 20) // 3) + b"{}]}")
+  tracemalloc.start()
+  try:
+    protocol.decode(raw, request)
+  except protocol.ProtocolError:
+    pass
+  finally:
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+  assert peak < 8 * len(raw), f"{peak / len(raw):.1f}x the answer's {len(raw)} bytes"
+
+
+_REQUEST_CODE = ("from pallasbench_dataset.evaluation import protocol\n"
+                 "from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, "
+                 "export_request\n"
+                 "request = export_request(WorkItem(task='relu', variant='candidate', "
+                 "size='small', source='', filename='x.py'), 'cpu')\n")
+
+
+@pytest.mark.xfail(strict=True, reason="red team round 7: _bound_structure's string regex is "
+                   "retried from every unclosed quote, quadratic in the answer (unbounded judge)")
+def test_the_answer_s_pre_scan_takes_time_linear_in_its_size():
+  """adv_backtrack_json_relu's answer, cut to 200 KB: `"` then escaped quotes, never closed.
+  The scan runs on the trusted side under no time limit; linear, it takes milliseconds; at
+  the regex's quadratic cost, minutes (and days at the control's 8 MiB)."""
+  code = _REQUEST_CODE + (
+      "raw = b'\"' + b'\\\\\"' * 100000\n"
+      "try:\n  protocol.decode(raw, request)\nexcept protocol.ProtocolError:\n  pass\n")
+  try:
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=20, check=True)
+  except subprocess.TimeoutExpired:
+    pytest.fail("decoding a 200 KB answer took longer than 20 s")
+
+
+@pytest.mark.xfail(strict=True, reason="red team round 7: _bound_structure's string regex keeps "
+                   "a backtracking record per escape, ~70x the answer in the trusted parent")
+def test_the_answer_s_pre_scan_costs_a_bounded_multiple_of_its_size():
+  """adv_escape_stack_json_relu's answer, cut to 4 MiB: a well-formed answer whose load_error is
+  one string of `\\n` escapes. Its decode (the pre-scan included) must stay within 8 times the
+  answer's size, the bound of the test above for `{},`."""
+  import tracemalloc  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation import protocol  # pylint: disable=import-outside-toplevel
+  request = export_request(WorkItem(task="relu", variant="candidate", size="small",
+                                    source="", filename="x.py"), "cpu")
+  raw = (b'{"load_error": "' + b"\\n" * (2 << 20)
+         + b'", "exports": [], "pallas_calls": []}')
   tracemalloc.start()
   try:
     protocol.decode(raw, request)
