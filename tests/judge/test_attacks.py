@@ -656,8 +656,6 @@ _REQUEST_CODE = ("from pallasbench_dataset.evaluation import protocol\n"
                  "size='small', source='', filename='x.py'), 'cpu')\n")
 
 
-@pytest.mark.xfail(strict=True, reason="red team round 7: _bound_structure's string regex is "
-                   "retried from every unclosed quote, quadratic in the answer (unbounded judge)")
 def test_the_answer_s_pre_scan_takes_time_linear_in_its_size():
   """adv_backtrack_json_relu's answer, cut to 200 KB: `"` then escaped quotes, never closed.
   The scan runs on the trusted side under no time limit; linear, it takes milliseconds; at
@@ -671,8 +669,6 @@ def test_the_answer_s_pre_scan_takes_time_linear_in_its_size():
     pytest.fail("decoding a 200 KB answer took longer than 20 s")
 
 
-@pytest.mark.xfail(strict=True, reason="red team round 7: _bound_structure's string regex keeps "
-                   "a backtracking record per escape, ~70x the answer in the trusted parent")
 def test_the_answer_s_pre_scan_costs_a_bounded_multiple_of_its_size():
   """adv_escape_stack_json_relu's answer, cut to 4 MiB: a well-formed answer whose load_error is
   one string of `\\n` escapes. Its decode (the pre-scan included) must stay within 8 times the
