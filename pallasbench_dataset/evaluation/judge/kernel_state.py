@@ -223,8 +223,9 @@ def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
   store's address), reaches. Pallas stores with a swap, whose load of the old value nothing
   uses, so a buffer only stored to is not read. A value derived from an argument is followed
   through every op's results and through control flow (the regions' arguments and the yields of
-  an op reached); None where the module has no single function to read or more than `max_ops`
-  ops: every buffer may be read."""
+  an op reached); None where the module has no single function to read, more than `max_ops`
+  ops, or inline PTX (which can load any buffer's address from the kernel's parameters, no
+  pointer in sight): every buffer may be read."""
   funcs = [op.operation for op in module.body.operations
            if mosaic_host.op_name(op.operation) == "tt.func"]
   if len(funcs) != 1 or not _has_body(funcs[0]):
@@ -235,8 +236,8 @@ def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
     ops.append(op.operation)
     return ir.WalkResult.INTERRUPT if len(ops) > max_ops else ir.WalkResult.ADVANCE
   funcs[0].walk(collect)
-  if len(ops) > max_ops:
-    return None
+  if len(ops) > max_ops or any(mosaic_host.op_name(op) in _INLINE_ASM for op in ops):
+    return None  # inline PTX can read any buffer through the kernel's parameters
   arguments = list(funcs[0].regions[0].blocks[0].arguments)
   reads: set[int] = set()
   for index, argument in enumerate(arguments):

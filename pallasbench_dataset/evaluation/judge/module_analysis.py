@@ -409,6 +409,11 @@ _OPERAND_INDEX: Final = re.compile(r"operand_index = (\d+)")
 _ALIAS: Final = re.compile(r"output_tuple_indices = \[(\d*)\], operand_index = (\d+)")
 
 
+def _aliases(op: ir.Operation) -> dict[int, int]:
+  """A custom call's `output_operand_aliases`: result index -> the operand it is aliased to."""
+  return {int(i or 0): int(j) for i, j in _ALIAS.findall(_attr_text(op, "output_operand_aliases"))}
+
+
 def _attr_text(op: ir.Operation, key: str) -> str:
   return str(op.attributes[key]) if key in op.attributes else ""
 
@@ -1172,8 +1177,7 @@ class _Analyzer:
     it is no state; aliased to another kernel's result, it is that result's buffer, which the
     other kernel need not write. One a Triton kernel only stores to (statistics a wrapper does
     not need) is no state."""
-    aliases = {int(i or 0): int(j) for i, j in
-               _ALIAS.findall(_attr_text(op, "output_operand_aliases"))}
+    aliases = _aliases(op)
     found = []
     for i, r in enumerate(op.results):
       j = aliases.get(i)
@@ -1209,28 +1213,53 @@ class _Analyzer:
     return True
 
   def _reaches_out(self, value: ir.Value) -> bool:
-    """Whether `value` may reach what the program returns: @main's return, an op with regions,
-    a custom or function call (which read it; a kernel reading a buffer is the call's work),
-    or a return of a function whose calls' results do; through any other op's results.
-    Breadth first, each value once, every step counted against the analysis' budget."""
+    """Whether `value` may reach what the program returns, followed forward breadth first, each
+    value once and every step counted against the analysis' budget: through any op's results;
+    a kernel's only where it reads the value (`_KernelModules.read`; else through the result
+    it is aliased to, if any); from a function's return to its calls' results and from a call
+    into its callee's argument; through a while loop carrying it in its slot alone (its
+    condition decides, it carries nothing) and through a region's return to its op's result."""
     seen, queue = {value}, collections.deque([value])
+
+    def reach(values: Iterable[ir.Value]) -> None:
+      for v in values:
+        if v not in seen:
+          seen.add(v)
+          queue.append(v)
+
     while queue:
       for use in queue.popleft().uses:
         self._visit()
-        owner = use.owner
+        owner, k = use.owner.operation, use.operand_number
+        parent = owner.parent.operation if owner.parent is not None else None
         if owner.name == "func.return":
-          name = ir.StringAttr(owner.parent.attributes["sym_name"]).value
+          name = ir.StringAttr(parent.attributes["sym_name"]).value
           if name == "main":
             return True
-          reached = [call.results[use.operand_number] for call in self._calls_of(name)]
-        elif owner.regions or owner.name in ("stablehlo.custom_call", "func.call"):
-          return True
+          reach(call.results[k] for call in self._calls_of(name))
+        elif owner.name == "func.call":
+          callee = (self._functions.get(_symbol(owner, "callee"))
+                    if "callee" in owner.attributes else None)
+          if callee is None:
+            return True  # the cost analysis refuses a call to nothing
+          reach([_only_block(callee.regions[0]).arguments[k]])
+        elif owner.name == "stablehlo.custom_call" and _custom_target(owner) in KERNEL_TARGETS:
+          reads = self._kernel_modules.read(owner, _custom_target(owner))[2]
+          if reads is None or k in reads:
+            reach(owner.results)
+          else:
+            reach(owner.results[i] for i, j in _aliases(owner).items() if j == k)
+        elif owner.name == "stablehlo.while":
+          reach([owner.results[k], *(_only_block(r).arguments[k] for r in owner.regions)])
+        elif owner.name == "stablehlo.return" and parent.name == "stablehlo.while":
+          if owner.block != _only_block(parent.regions[0]):  # the body's, not the condition's
+            reach([parent.results[k], *(_only_block(r).arguments[k] for r in parent.regions)])
+        elif owner.name == "stablehlo.return" and parent.name in ("stablehlo.case", "stablehlo.if"):
+          reach([parent.results[k]])
+        elif owner.name == "stablehlo.return":
+          reach(parent.results)  # reduce, sort, map, scatter: results made from it
         else:
-          reached = list(owner.results)
-        for v in reached:
-          if v not in seen:
-            seen.add(v)
-            queue.append(v)
+          reach(owner.results)
     return False
 
   def _calls_of(self, name: str) -> list[ir.Operation]:
