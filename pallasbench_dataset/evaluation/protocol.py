@@ -174,7 +174,10 @@ def _size_export(data: Any, request: ExportRequest) -> SizeExport:
       errors={p: _get(errors, p, str) for p in sorted(errors)}, config=_config(data))
 
 
-_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string, or an unterminated one to the end of the text (json refuses it there): the closing
+# quote is optional, so a `"` that opens no string (`\"` outside one, repeated) is never
+# scanned to the end again and again, which made the blanking quadratic in the text.
+_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _BRACKETS: Final = re.compile(r"[\[\]{}]")
 
 

@@ -8,6 +8,7 @@ enough to compute by hand. They run in this process on the CPU, in a few seconds
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import pathlib
@@ -2088,6 +2089,56 @@ def test_decode_sorts_platforms():
 ])
 def test_decode_refuses_malformed_answers(raw, message):
   assert _protocol_error(raw).startswith(message)
+
+
+def _nested(levels: int) -> bytes:
+  """An answer `levels` deep: the answer, pallas_calls and an entry (3), then arrays, after
+  an export entry that opens and closes brackets of its own."""
+  return _answer(pallas_calls=[{"n": functools.reduce(lambda v, _: [v], range(levels - 3), 0)}])
+
+
+def test_decode_keeps_an_answer_as_deep_as_max_depth_and_refuses_one_deeper():
+  """The depth is that of the brackets open at once: siblings closed before (the export entry)
+  do not add to it, brackets inside a string (escaped quotes too) are no structure."""
+  assert protocol.decode(_nested(protocol.MAX_DEPTH), REQUEST).pallas_calls[0]["n"] != 0
+  deep = _nested(protocol.MAX_DEPTH + 1)
+  assert _protocol_error(deep) == (
+      f"the exporter's answer nests deeper than {protocol.MAX_DEPTH} levels")
+  brackets = '\\"' + "[{" * protocol.MAX_DEPTH + '"[' * 3
+  assert protocol.decode(_answer(jaxpr=brackets), REQUEST).jaxpr == brackets
+
+
+def _with_values(values: int, text: str = "") -> bytes:
+  """An answer of exactly `values` containers and elements (each `[`, `{` and separating `,`
+  outside a string), its jaxpr `text`."""
+  base = _answer(jaxpr=text, pallas_calls=[{"n": []}])
+  bare = base.replace(json.dumps(text).encode(), b'""')
+  count = bare.count(b",") + bare.count(b"[") + bare.count(b"{")
+  return _answer(jaxpr=text, pallas_calls=[{"n": [0] * (values - count + 1)}])
+
+
+def test_decode_keeps_an_answer_of_max_values_and_refuses_one_more():
+  """Every container and every element the parse builds counts, whatever kind; what a string
+  holds (brackets, commas) is one value however long."""
+  text = ",[{" * protocol.MAX_VALUES
+  for kept in (_with_values(protocol.MAX_VALUES), _with_values(protocol.MAX_VALUES, text)):
+    assert len(protocol.decode(kept, REQUEST).pallas_calls[0]["n"]) > protocol.MAX_VALUES // 2
+  refused = f"the exporter's answer holds more than {protocol.MAX_VALUES} values"
+  assert _protocol_error(_with_values(protocol.MAX_VALUES + 1)) == refused
+  only_lists = b'{"exports": [], "pallas_calls": [' + b"[]," * protocol.MAX_VALUES + b"[]]}"
+  assert _protocol_error(only_lists) == refused
+  only_objects = b'{"exports": [], "pallas_calls": [' + b"{}," * protocol.MAX_VALUES + b"{}]}"
+  assert _protocol_error(only_objects) == refused
+
+
+def test_decode_reads_an_unterminated_string_in_time_linear_in_the_answer():
+  """`\\"` repeated outside any string: each `"` opens a string json never sees closed. The
+  bound reads the answer once, not once per quote (quadratic: minutes for 128 KiB)."""
+  raw = b'{"exports": [], "pallas_calls": []}' + b'\\"' * (1 << 16)
+  start = time.perf_counter()
+  assert _protocol_error(raw).startswith("the exporter's answer is not JSON (")
+  assert time.perf_counter() - start < 5.0
+  assert _protocol_error(b"\xff\xfe").startswith("the exporter's answer is not JSON (not UTF-8: ")
 
 
 def test_decode_limits_sizes(monkeypatch):
