@@ -725,6 +725,13 @@ def _unwritten(x):
   return _with_memo(x, nothing)[0]
 
 
+def _through_cond(x):
+  """The memo returned through jax's cond, whose branches use it from the function around
+  them (`stablehlo.return %0#1` inside a case region): it reaches @main's return."""
+  out, memo = _with_memo(x)
+  return out, jax.lax.cond(x[0, 0] > 0, lambda: memo, lambda: memo * 2.0)
+
+
 _X, _O, _M = "tensor<64x128xf32>", "tensor<64x128xf32>", "tensor<8x128xf32>"
 # jax drops unused values before it lowers, but an artifact is whatever text the exporter sends:
 # the direct form's module, rewritten so the memo is dropped further away.
@@ -761,8 +768,9 @@ def _inner(main_body: str) -> Callable[[str], str]:
     (_from_input, lambda t: t, False),
     (_unwritten, lambda t: t, True),
     (functools.partial(_with_memo, body=_stats_kernel), lambda t: t, False),
+    (_through_cond, lambda t: t, False),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
-        "unwritten", "stats"])
+        "unwritten", "stats", "through_cond"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
   whose results nothing reads, or by a function whose call's result nothing reads) and that
@@ -770,7 +778,7 @@ def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, st
   return, or only stored to (flash_attention's row statistics at one split) is not."""
   kernel = "_stats_kernel" if isinstance(fn, functools.partial) else "_memo_kernel"
 
-  whole = fn in (_scratch_form, _from_input, _unwritten)  # these return the relu alone
+  whole = fn in (_scratch_form, _from_input, _unwritten, _through_cond)  # not (relu, memo)
 
   def first(x):
     return fn(x) if whole else fn(x)[0]

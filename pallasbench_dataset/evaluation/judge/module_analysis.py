@@ -1209,10 +1209,12 @@ class _Analyzer:
     return True
 
   def _reaches_out(self, value: ir.Value) -> bool:
-    """Whether `value` may reach what the program returns: @main's return, an op with regions,
-    a custom or function call (which read it; a kernel reading a buffer is the call's work),
-    or a return of a function whose calls' results do; through any other op's results.
-    Breadth first, each value once, every step counted against the analysis' budget."""
+    """Whether `value` may reach what the program returns: @main's return, an op with regions
+    (an op inside one too: a region uses a value of the function around it, as jax's cond
+    branches do, so its op is the use), a custom or function call (which read it; a kernel
+    reading a buffer is the call's work), or a return of a function whose calls' results do;
+    through any other op's results. Breadth first, each value once, every step counted against
+    the analysis' budget."""
     seen, queue = {value}, collections.deque([value])
     while queue:
       for use in queue.popleft().uses:
@@ -1223,7 +1225,8 @@ class _Analyzer:
           if name == "main":
             return True
           reached = [call.results[use.operand_number] for call in self._calls_of(name)]
-        elif owner.regions or owner.name in ("stablehlo.custom_call", "func.call"):
+        elif (owner.regions or owner.name in ("stablehlo.custom_call", "func.call")
+              or owner.parent.name != "func.func"):
           return True
         else:
           reached = list(owner.results)
