@@ -792,14 +792,15 @@ def analysis(monkeypatch):
   """module_analysis stubbed (in this process, not the analysis helper): the structure reasons
   and custom calls a test wants."""
   box = types.SimpleNamespace(reasons=[], disallowed=(), stateful=(), texts=[], calls=[],
-                              backends=("triton",))
+                              backends=("triton",), found=[])
 
   def analyse(_, serialized):
     text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
     box.texts.append(text)
-    return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
-                                 kernels=[types.SimpleNamespace(backend=b, fingerprint=None)
-                                          for b in box.backends]), text
+    box.found.append(types.SimpleNamespace(
+        disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
+        kernels=[types.SimpleNamespace(backend=b, fingerprint=None) for b in box.backends]))
+    return box.found[-1], text
 
   def module_reasons(found, *, task_flops, output_elements, task_bytes):
     box.calls.append((found, task_flops, output_elements, task_bytes))
@@ -1121,7 +1122,7 @@ def test_the_edge_artifact_is_held_to_the_structure_rules_at_its_own_sizes(analy
   outside = "the kernel's work done outside it"
 
   def module_reasons(found, *, task_flops, output_elements, task_bytes):
-    analysis.calls.append((task_flops, output_elements, task_bytes))
+    analysis.calls.append((found, task_flops, output_elements, task_bytes))
     return [outside] if output_elements == math.prod(RELU.output(edge)) else []
   monkeypatch.setattr(module_analysis, "module_reasons", module_reasons)
   ctx = _ctx(env)
@@ -1129,8 +1130,9 @@ def test_the_edge_artifact_is_held_to_the_structure_rules_at_its_own_sizes(analy
   report = _report(_entry(artifacts=_artifacts()), _entry("edge", artifacts=artifacts))
   run = judge._admitted_edge(report, _item(check_edge=True), RELU, ctx)  # pylint: disable=protected-access
   assert run == (f"the edge shape's export fails the structure rules: {outside}", edge)
-  assert analysis.calls == [(RELU.flops(edge), math.prod(RELU.output(edge)), RELU.io_bytes(edge))]
   assert len(analysis.texts) == (2 if env is CPU_ENV else 1)  # the run artifact, then cuda's
+  assert analysis.calls == [(analysis.found[-1], RELU.flops(edge), math.prod(RELU.output(edge)),
+                             RELU.io_bytes(edge))]  # the rules read cuda's analysis
   only_run = _report(_entry(), _entry("edge", artifacts={ctx.run_platform: artifacts["cpu"]}))
   if env is CPU_ENV:
     assert judge._admitted_edge(only_run, _item(check_edge=True), RELU, ctx) == (  # pylint: disable=protected-access
