@@ -690,6 +690,11 @@ def _stats_kernel(x_ref, o_ref, stats_ref):  # stores a statistic it never reads
   stats_ref[...] = jnp.full((8, 128), jnp.max(x_ref[...]))
 
 
+def _memo_operand_kernel(x_ref, memo_in_ref, o_ref, memo_ref):  # the memo read through its
+  o_ref[...] = jnp.maximum(x_ref[...], 0.0)                     # operand, written through its
+  memo_ref[...] = memo_in_ref[...] + 1.0                        # result: one buffer, aliased
+
+
 def _with_memo(x, memo=None, body=_memo_kernel):
   """relu and a (8, 128) memo result; given `memo`, the memo result is aliased to it."""
   spec = pl.BlockSpec((8, x.shape[1]), lambda i: (i, 0))
@@ -698,7 +703,7 @@ def _with_memo(x, memo=None, body=_memo_kernel):
   if memo is not None:
     operands, aliases, in_specs = (x, memo), {1: 1}, [spec, memo_spec]
   kernel = body
-  if memo is not None:
+  if memo is not None and body is not _memo_operand_kernel:
     kernel = functools.wraps(body)(lambda x_ref, _, o_ref, memo_ref: body(x_ref, o_ref, memo_ref))
   return pl.pallas_call(
       kernel, grid=(x.shape[0] // 8,), in_specs=in_specs, out_specs=[spec, memo_spec],
@@ -715,14 +720,25 @@ def _from_input(x):  # aliased to an operand XLA computes from the input: fresh 
   return _with_memo(x, x[:8, :128] * 0.0)[0]
 
 
-def _unwritten(x):
+def _unwritten(x, body=_memo_kernel):
   """round 6's sibling: kernel A leaves its result unwritten, the memo kernel reads it as its
   aliased memo: the buffer is A's, in the temporary allocation, whatever XLA calls it."""
   nothing = pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
                            in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
                            out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
                            out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
-  return _with_memo(x, nothing)[0]
+  return _with_memo(x, nothing, body)[0]
+
+
+def _accumulated(x):
+  """One result, aliased to zeros XLA computes each call, which the kernel reads as it adds."""
+  spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+  def _accumulate_kernel(x_ref, _, o_ref):
+    o_ref[...] = o_ref[...] + jnp.maximum(x_ref[...], 0.0)
+  return pl.pallas_call(_accumulate_kernel, grid=(8,), in_specs=[spec, spec], out_specs=spec,
+                        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                        input_output_aliases={1: 0})(x, jnp.zeros_like(x))
 
 
 def _through_cond(x):
@@ -757,34 +773,43 @@ def _inner(main_body: str) -> Callable[[str], str]:
   return rewrite
 
 
+def _as_exported(text: str) -> str:
+  return text
+
+
 @pytest.mark.parametrize(("fn", "rewrite", "state"), [
-    (_with_memo, lambda t: t, True),
+    (_with_memo, _as_exported, True),
     (_with_memo, lambda t: t.replace(_RETURN, _VIEWS), True),
     (_with_memo, _inner(_RETURN), True),
     (_with_memo, _inner(_VIEWS), True),
     (_with_memo, lambda t: t.replace(_RETURN, _USED), False),
     (_with_memo, _inner(_USED), False),
-    (_scratch_form, lambda t: t, False),
-    (_from_input, lambda t: t, False),
-    (_unwritten, lambda t: t, True),
-    (functools.partial(_with_memo, body=_stats_kernel), lambda t: t, False),
-    (_through_cond, lambda t: t, False),
+    (_scratch_form, _as_exported, False),
+    (_from_input, _as_exported, False),
+    (_unwritten, _as_exported, True),
+    (functools.partial(_with_memo, body=_stats_kernel), _as_exported, False),
+    (_through_cond, _as_exported, False),
+    (functools.partial(_unwritten, body=_memo_operand_kernel), _as_exported, True),
+    (_accumulated, lambda t: t.replace(f"return %1 : {_X}", f"return %arg0 : {_X}"), False),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
-        "unwritten", "stats", "through_cond"])
+        "unwritten", "stats", "through_cond", "unwritten_read_through_the_operand",
+        "only_result_aliased_to_zeros"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
   whose results nothing reads, or by a function whose call's result nothing reads) and that
-  the kernel reads is state; one aliased to an operand (XLA fills it every call), reaching the
+  the kernel reads is state, through its result or the operand aliased to it (one buffer);
+  one aliased to an operand XLA computes each call (the call's only result too), reaching the
   return, or only stored to (flash_attention's row statistics at one split) is not."""
-  kernel = "_stats_kernel" if isinstance(fn, functools.partial) else "_memo_kernel"
-
-  whole = fn in (_scratch_form, _from_input, _unwritten, _through_cond)  # not (relu, memo)
+  kernel = fn.keywords["body"].__name__ if isinstance(fn, functools.partial) else "_memo_kernel"
+  whole = getattr(fn, "func", fn) in (_scratch_form, _from_input, _unwritten, _through_cond,
+                                      _accumulated)  # not (relu, memo)
 
   def first(x):
     return fn(x) if whole else fn(x)[0]
   text = export_for("cuda", first, jax.ShapeDtypeStruct((64, 128), jnp.float32)).mlir_module()
   if not whole:  # jax drops the memo's use: the module has the direct form
     assert re.search(r"%0:2 = stablehlo\.custom_call", text) and _RETURN in text
+  assert rewrite is _as_exported or rewrite(text) != text  # each rewrite applies
   report = module_analysis.analyze_module(rewrite(text))
   dropped = [s for s in report.stateful_ops if "reaches nothing the call returns" in s]
   assert dropped == ([f"result 1 of kernel {kernel} ({_M}) reaches nothing the call returns "
