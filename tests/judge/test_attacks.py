@@ -760,6 +760,18 @@ _USED = (f"%1 = stablehlo.slice %0#1 [0:1, 0:1] : ({_M}) -> tensor<1x1xf32>\n"
          f"    %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<f32>) -> {_O}\n"
          f"    %4 = stablehlo.add %0#0, %3 : {_O}\n    return %4 : {_O}")
 
+# The memo given to what drops it: a plumbing custom call whose result nothing reads, and @sink,
+# a function that returns zeros whatever it is given.
+_SHARDED = (f'%1 = stablehlo.custom_call @Sharding(%0#1) {{mhlo.sharding = "{{replicated}}"}} '
+            f": ({_M}) -> {_M}\n    {_RETURN}")
+_SINK = (f"  func.func private @sink(%arg0: {_M}) -> {_M} {{\n"
+         f"    %0 = stablehlo.constant dense<0.0> : {_M}\n    return %0 : {_M}\n  }}\n")
+
+
+def _into_sink(text: str) -> str:
+  text = text.replace(_RETURN, f"%1 = call @sink(%0#1) : ({_M}) -> {_M}\n    {_RETURN}")
+  return text.replace("} loc(#loc)\n} loc(#loc)", "} loc(#loc)\n" + _SINK + "} loc(#loc)")
+
 
 def _inner(main_body: str) -> Callable[[str], str]:
   """The kernel in a private @inner returning both results; @main calls it, then `main_body`."""
@@ -791,12 +803,15 @@ def _as_exported(text: str) -> str:
     (_through_cond, _as_exported, False),
     (functools.partial(_unwritten, body=_memo_operand_kernel), _as_exported, True),
     (_accumulated, lambda t: t.replace(f"return %1 : {_X}", f"return %arg0 : {_X}"), False),
+    (_with_memo, lambda t: t.replace(_RETURN, _SHARDED), True),
+    (_with_memo, _into_sink, True),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
         "unwritten", "stats", "through_cond", "unwritten_read_through_the_operand",
-        "only_result_aliased_to_zeros"])
+        "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
-  whose results nothing reads, or by a function whose call's result nothing reads) and that
+  whose results nothing reads, a custom call's included, by a function whose call's result
+  nothing reads, or by one that ignores it) and that
   the kernel reads is state, through its result or the operand aliased to it (one buffer);
   one aliased to an operand XLA computes each call (the call's only result too), reaching the
   return, or only stored to (flash_attention's row statistics at one split) is not."""

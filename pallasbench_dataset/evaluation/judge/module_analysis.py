@@ -1209,12 +1209,13 @@ class _Analyzer:
     return True
 
   def _reaches_out(self, value: ir.Value) -> bool:
-    """Whether `value` may reach what the program returns: @main's return, an op with regions
-    (an op inside one too: a region uses a value of the function around it, as jax's cond
-    branches do, so its op is the use), a custom or function call (which read it; a kernel
-    reading a buffer is the call's work), or a return of a function whose calls' results do;
-    through any other op's results. Breadth first, each value once, every step counted against
-    the analysis' budget."""
+    """Whether `value` may reach what the program returns: @main's return, or a return of a
+    function whose calls' results do; through every other op's results (a custom call's, a
+    function call's, an op with regions': each may pass on what it reads), and from an op
+    inside a region (a region uses a value of the function around it, as jax's cond branches
+    do) through the results of the op that holds the region. A use whose results reach
+    nothing the call returns (a kernel or a function that drops what it is given) is no reach.
+    Breadth first, each value once, every step counted against the analysis' budget."""
     seen, queue = {value}, collections.deque([value])
     while queue:
       for use in queue.popleft().uses:
@@ -1225,9 +1226,8 @@ class _Analyzer:
           if name == "main":
             return True
           reached = [call.results[use.operand_number] for call in self._calls_of(name)]
-        elif (owner.regions or owner.name in ("stablehlo.custom_call", "func.call")
-              or owner.parent.name != "func.func"):
-          return True
+        elif owner.parent.name != "func.func":
+          reached = list(owner.parent.results)
         else:
           reached = list(owner.results)
         for v in reached:
