@@ -730,6 +730,16 @@ def _unwritten(x, body=_memo_kernel):
   return _with_memo(x, nothing, body)[0]
 
 
+def _unwritten_across_a_call(x):
+  """_unwritten with the memo kernel in a function of its own: the memo is aliased to that
+  function's argument, which is kernel A's unwritten result."""
+  nothing = pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
+                           in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                           out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                           out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+  return jax.jit(lambda x, memo: _with_memo(x, memo)[0])(x, nothing)
+
+
 def _accumulated(x):
   """One result, aliased to zeros XLA computes each call, which the kernel reads as it adds."""
   spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
@@ -805,9 +815,11 @@ def _as_exported(text: str) -> str:
     (_accumulated, lambda t: t.replace(f"return %1 : {_X}", f"return %arg0 : {_X}"), False),
     (_with_memo, lambda t: t.replace(_RETURN, _SHARDED), True),
     (_with_memo, _into_sink, True),
+    (_unwritten_across_a_call, _as_exported, True),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
         "unwritten", "stats", "through_cond", "unwritten_read_through_the_operand",
-        "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it"])
+        "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it",
+        "unwritten_across_a_call"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
   whose results nothing reads, a custom call's included, by a function whose call's result
@@ -817,7 +829,7 @@ def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, st
   return, or only stored to (flash_attention's row statistics at one split) is not."""
   kernel = fn.keywords["body"].__name__ if isinstance(fn, functools.partial) else "_memo_kernel"
   whole = getattr(fn, "func", fn) in (_scratch_form, _from_input, _unwritten, _through_cond,
-                                      _accumulated)  # not (relu, memo)
+                                      _accumulated, _unwritten_across_a_call)  # not (relu, memo)
 
   def first(x):
     return fn(x) if whole else fn(x)[0]
