@@ -777,6 +777,10 @@ _SHARDED = (f'%1 = stablehlo.custom_call @Sharding(%0#1) {{mhlo.sharding = "{{re
 _SINK = (f"  func.func private @sink(%arg0: {_M}) -> {_M} {{\n"
          f"    %0 = stablehlo.constant dense<0.0> : {_M}\n    return %0 : {_M}\n  }}\n")
 
+# The memo dropped after 48 ops that each read the one before twice: 2**48 paths, 96 uses.
+_DOUBLED = "".join(f"%d{k + 1} = stablehlo.add %{'0#1' if k == 0 else f'd{k}'}, "
+                   f"%{'0#1' if k == 0 else f'd{k}'} : {_M}\n    " for k in range(48)) + _RETURN
+
 
 def _into_sink(text: str) -> str:
   text = text.replace(_RETURN, f"%1 = call @sink(%0#1) : ({_M}) -> {_M}\n    {_RETURN}")
@@ -816,15 +820,17 @@ def _as_exported(text: str) -> str:
     (_with_memo, lambda t: t.replace(_RETURN, _SHARDED), True),
     (_with_memo, _into_sink, True),
     (_unwritten_across_a_call, _as_exported, True),
+    (_with_memo, lambda t: t.replace(_RETURN, _DOUBLED), True),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
         "unwritten", "stats", "through_cond", "unwritten_read_through_the_operand",
         "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it",
-        "unwritten_across_a_call"])
+        "unwritten_across_a_call", "read_twice_48_times"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
   whose results nothing reads, a custom call's included, by a function whose call's result
-  nothing reads, or by one that ignores it) and that
-  the kernel reads is state, through its result or the operand aliased to it (one buffer);
+  nothing reads, or by one that ignores it; each value followed once, however many paths
+  reach it) and that the kernel reads is state, through its result or the operand aliased to
+  it (one buffer);
   one aliased to an operand XLA computes each call (the call's only result too), reaching the
   return, or only stored to (flash_attention's row statistics at one split) is not."""
   kernel = fn.keywords["body"].__name__ if isinstance(fn, functools.partial) else "_memo_kernel"
