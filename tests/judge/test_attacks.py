@@ -740,6 +740,14 @@ def _unwritten_across_a_call(x):
   return jax.jit(lambda x, memo: _with_memo(x, memo)[0])(x, nothing)
 
 
+def _carried(x):
+  """The memo aliased to a loop's carry (zeros, then what the last trip wrote), a value of the
+  loop's body, not of a function: no crash, and it reaches the return through the loop."""
+  def trip(_, carry):
+    return _with_memo(*carry)
+  return jax.lax.fori_loop(0, 2, trip, (x, jnp.zeros((8, 128), jnp.float32)))[0]
+
+
 def _accumulated(x):
   """One result, aliased to zeros XLA computes each call, which the kernel reads as it adds."""
   spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
@@ -821,10 +829,11 @@ def _as_exported(text: str) -> str:
     (_with_memo, _into_sink, True),
     (_unwritten_across_a_call, _as_exported, True),
     (_with_memo, lambda t: t.replace(_RETURN, _DOUBLED), True),
+    (_carried, _as_exported, False),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
         "unwritten", "stats", "through_cond", "unwritten_read_through_the_operand",
         "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it",
-        "unwritten_across_a_call", "read_twice_48_times"])
+        "unwritten_across_a_call", "read_twice_48_times", "carried_by_a_loop"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
   whose results nothing reads, a custom call's included, by a function whose call's result
@@ -835,7 +844,7 @@ def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, st
   return, or only stored to (flash_attention's row statistics at one split) is not."""
   kernel = fn.keywords["body"].__name__ if isinstance(fn, functools.partial) else "_memo_kernel"
   whole = getattr(fn, "func", fn) in (_scratch_form, _from_input, _unwritten, _through_cond,
-                                      _accumulated, _unwritten_across_a_call)  # not (relu, memo)
+                                      _accumulated, _unwritten_across_a_call, _carried)  # one out
 
   def first(x):
     return fn(x) if whole else fn(x)[0]
