@@ -740,6 +740,28 @@ def _unwritten_across_a_call(x):
   return jax.jit(lambda x, memo: _with_memo(x, memo)[0])(x, nothing)
 
 
+def _nothing(x):  # kernel A: its result left unwritten
+  return pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
+                        in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+
+
+def _unwritten_beside_an_input(x):  # derives from the input, and from A's result two ops away
+  return _with_memo(x, -(-_nothing(x)) + x[:8, :128])[0]
+
+
+def _unwritten_from_a_call(x):  # A's result returned by a function of its own
+  return _with_memo(x, jax.jit(_nothing)(x))[0]
+
+
+def _doubled_from_input(x):  # from the input through 48 ops that each read the one before twice
+  memo = x[:8, :128] * 0.0
+  for _ in range(48):
+    memo = memo + memo
+  return _with_memo(x, memo)[0]
+
+
 def _carried(x):
   """The memo aliased to a loop's carry (zeros, then what the last trip wrote), a value of the
   loop's body, not of a function: no crash, and it reaches the return through the loop."""
@@ -830,10 +852,14 @@ def _as_exported(text: str) -> str:
     (_unwritten_across_a_call, _as_exported, True),
     (_with_memo, lambda t: t.replace(_RETURN, _DOUBLED), True),
     (_carried, _as_exported, False),
+    (_unwritten_beside_an_input, _as_exported, True),
+    (_unwritten_from_a_call, _as_exported, True),
+    (_doubled_from_input, _as_exported, False),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
         "unwritten", "stats", "through_cond", "unwritten_read_through_the_operand",
         "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it",
-        "unwritten_across_a_call", "read_twice_48_times", "carried_by_a_loop"])
+        "unwritten_across_a_call", "read_twice_48_times", "carried_by_a_loop",
+        "unwritten_beside_an_input", "unwritten_from_a_call", "doubled_from_input"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
   whose results nothing reads, a custom call's included, by a function whose call's result
@@ -844,7 +870,9 @@ def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, st
   return, or only stored to (flash_attention's row statistics at one split) is not."""
   kernel = fn.keywords["body"].__name__ if isinstance(fn, functools.partial) else "_memo_kernel"
   whole = getattr(fn, "func", fn) in (_scratch_form, _from_input, _unwritten, _through_cond,
-                                      _accumulated, _unwritten_across_a_call, _carried)  # one out
+                                      _accumulated, _unwritten_across_a_call, _carried,
+                                      _unwritten_beside_an_input, _unwritten_from_a_call,
+                                      _doubled_from_input)  # one out
 
   def first(x):
     return fn(x) if whole else fn(x)[0]
