@@ -748,6 +748,11 @@ def _stats_kernel(x_ref, o_ref, stats_ref):  # stores a statistic it never reads
   stats_ref[...] = jnp.full((8, 128), jnp.max(x_ref[...]))
 
 
+def _memo_operand_kernel(x_ref, memo_in_ref, o_ref, memo_ref):  # the memo read through its
+  o_ref[...] = jnp.maximum(x_ref[...], 0.0)                     # operand, written through its
+  memo_ref[...] = memo_in_ref[...] + 1.0                        # result: one buffer, aliased
+
+
 def _with_memo(x, memo=None, body=_memo_kernel):
   """relu and a (8, 128) memo result; given `memo`, the memo result is aliased to it."""
   spec = pl.BlockSpec((8, x.shape[1]), lambda i: (i, 0))
@@ -756,7 +761,7 @@ def _with_memo(x, memo=None, body=_memo_kernel):
   if memo is not None:
     operands, aliases, in_specs = (x, memo), {1: 1}, [spec, memo_spec]
   kernel = body
-  if memo is not None:
+  if memo is not None and body is not _memo_operand_kernel:
     kernel = functools.wraps(body)(lambda x_ref, _, o_ref, memo_ref: body(x_ref, o_ref, memo_ref))
   return pl.pallas_call(
       kernel, grid=(x.shape[0] // 8,), in_specs=in_specs, out_specs=[spec, memo_spec],
@@ -773,14 +778,74 @@ def _from_input(x):  # aliased to an operand XLA computes from the input: fresh 
   return _with_memo(x, x[:8, :128] * 0.0)[0]
 
 
-def _unwritten(x):
+def _unwritten(x, body=_memo_kernel):
   """round 6's sibling: kernel A leaves its result unwritten, the memo kernel reads it as its
   aliased memo: the buffer is A's, in the temporary allocation, whatever XLA calls it."""
   nothing = pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
                            in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
                            out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
                            out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
-  return _with_memo(x, nothing)[0]
+  return _with_memo(x, nothing, body)[0]
+
+
+def _unwritten_across_a_call(x):
+  """_unwritten with the memo kernel in a function of its own: the memo is aliased to that
+  function's argument, which is kernel A's unwritten result."""
+  nothing = pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
+                           in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                           out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                           out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+  return jax.jit(lambda x, memo: _with_memo(x, memo)[0])(x, nothing)
+
+
+def _nothing(x):  # kernel A: its result left unwritten
+  return pl.pallas_call(lambda x_ref, o_ref: None, grid=(1,),
+                        in_specs=[pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+                        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(x)
+
+
+def _unwritten_beside_an_input(x):  # derives from the input, and from A's result two ops away
+  return _with_memo(x, -(-_nothing(x)) + x[:8, :128])[0]
+
+
+def _unwritten_from_a_call(x):  # A's result returned by a function of its own
+  return _with_memo(x, jax.jit(_nothing)(x))[0]
+
+
+def _doubled_from_input(x):  # from the input through 48 ops that each read the one before twice
+  memo = x[:8, :128] * 0.0
+  for _ in range(48):
+    memo = memo + memo
+  return _with_memo(x, memo)[0]
+
+
+def _carried(x):
+  """The memo aliased to a loop's carry (zeros, then what the last trip wrote), a value of the
+  loop's body, not of a function: no crash. The loop drops the carry's slot, and the kernel
+  reads the memo: refused, as a dropped output accumulated into is (the module cannot tell a
+  buffer this call wrote from one the last call left; KNOWN_OPEN's pos_accumulated_stat)."""
+  def trip(_, carry):
+    return _with_memo(*carry)
+  return jax.lax.fori_loop(0, 2, trip, (x, jnp.zeros((8, 128), jnp.float32)))[0]
+
+
+def _accumulated(x):
+  """One result, aliased to zeros XLA computes each call, which the kernel reads as it adds."""
+  spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+  def _accumulate_kernel(x_ref, _, o_ref):
+    o_ref[...] = o_ref[...] + jnp.maximum(x_ref[...], 0.0)
+  return pl.pallas_call(_accumulate_kernel, grid=(8,), in_specs=[spec, spec], out_specs=spec,
+                        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                        input_output_aliases={1: 0})(x, jnp.zeros_like(x))
+
+
+def _through_cond(x):
+  """The memo returned through jax's cond, whose branches use it from the function around
+  them (`stablehlo.return %0#1` inside a case region): it reaches @main's return."""
+  out, memo = _with_memo(x)
+  return out, jax.lax.cond(x[0, 0] > 0, lambda: memo, lambda: memo * 2.0)
 
 
 def _while_untouched(x):  # the memo rides in a slot of its own, the body never reads it
@@ -835,6 +900,22 @@ _USED = (f"%1 = stablehlo.slice %0#1 [0:1, 0:1] : ({_M}) -> tensor<1x1xf32>\n"
          f"    %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<f32>) -> {_O}\n"
          f"    %4 = stablehlo.add %0#0, %3 : {_O}\n    return %4 : {_O}")
 
+# The memo given to what drops it: a plumbing custom call whose result nothing reads, and @sink,
+# a function that returns zeros whatever it is given.
+_SHARDED = (f'%1 = stablehlo.custom_call @Sharding(%0#1) {{mhlo.sharding = "{{replicated}}"}} '
+            f": ({_M}) -> {_M}\n    {_RETURN}")
+_SINK = (f"  func.func private @sink(%arg0: {_M}) -> {_M} {{\n"
+         f"    %0 = stablehlo.constant dense<0.0> : {_M}\n    return %0 : {_M}\n  }}\n")
+
+# The memo dropped after 48 ops that each read the one before twice: 2**48 paths, 96 uses.
+_DOUBLED = "".join(f"%d{k + 1} = stablehlo.add %{'0#1' if k == 0 else f'd{k}'}, "
+                   f"%{'0#1' if k == 0 else f'd{k}'} : {_M}\n    " for k in range(48)) + _RETURN
+
+
+def _into_sink(text: str) -> str:
+  text = text.replace(_RETURN, f"%1 = call @sink(%0#1) : ({_M}) -> {_M}\n    {_RETURN}")
+  return text.replace("} loc(#loc)\n} loc(#loc)", "} loc(#loc)\n" + _SINK + "} loc(#loc)")
+
 
 def _inner(main_body: str) -> Callable[[str], str]:
   """The kernel in a private @inner returning both results; @main calls it, then `main_body`."""
@@ -858,45 +939,69 @@ def _sink(text: str, sink_body: str) -> str:
       f"    {sink_body}\n  }}\n}} loc(#loc)"))
 
 
+def _as_exported(text: str) -> str:
+  return text
+
+
 @pytest.mark.parametrize(("fn", "rewrite", "state"), [
-    (_with_memo, lambda t: t, True),
+    (_with_memo, _as_exported, True),
     (_with_memo, lambda t: t.replace(_RETURN, _VIEWS), True),
     (_with_memo, _inner(_RETURN), True),
     (_with_memo, _inner(_VIEWS), True),
     (_with_memo, lambda t: t.replace(_RETURN, _USED), False),
     (_with_memo, _inner(_USED), False),
-    (_scratch_form, lambda t: t, False),
-    (_from_input, lambda t: t, False),
-    (_unwritten, lambda t: t, True),
-    (functools.partial(_with_memo, body=_stats_kernel), lambda t: t, False),
-    (_while_untouched, lambda t: t, True),
-    (_while_mixed, lambda t: t, False),
-    (_cond_mixed, lambda t: t, False),
-    (_read_by_a_kernel, lambda t: t, False),
-    (_while_decides, lambda t: t, True),
-    (_passed_through, lambda t: t, False),
+    (_scratch_form, _as_exported, False),
+    (_from_input, _as_exported, False),
+    (_unwritten, _as_exported, True),
+    (functools.partial(_with_memo, body=_stats_kernel), _as_exported, False),
+    (_while_untouched, _as_exported, True),
+    (_while_mixed, _as_exported, False),
+    (_cond_mixed, _as_exported, False),
+    (_read_by_a_kernel, _as_exported, False),
+    (_while_decides, _as_exported, True),
+    (_passed_through, _as_exported, False),
     (_with_memo, lambda t: _sink(t, f"return %arg0 : {_O}"), True),
     (_with_memo, lambda t: _sink(t, _USED.replace("%0#0", "%arg0").replace("%0#1", "%arg1")),
      False),
+    (_through_cond, _as_exported, False),
+    (functools.partial(_unwritten, body=_memo_operand_kernel), _as_exported, True),
+    (_accumulated, lambda t: t.replace(f"return %1 : {_X}", f"return %arg0 : {_X}"), False),
+    (_with_memo, lambda t: t.replace(_RETURN, _SHARDED), True),
+    (_with_memo, _into_sink, True),
+    (_unwritten_across_a_call, _as_exported, True),
+    (_with_memo, lambda t: t.replace(_RETURN, _DOUBLED), True),
+    (_carried, _as_exported, True),
+    (_unwritten_beside_an_input, _as_exported, True),
+    (_unwritten_from_a_call, _as_exported, True),
+    (_doubled_from_input, _as_exported, False),
 ], ids=["direct", "views", "inner", "inner_views", "used", "inner_used", "scratch", "from_input",
         "unwritten", "stats", "while_untouched", "while_mixed", "cond_mixed", "read_by_a_kernel",
-        "while_decides", "passed_through", "sink_unused", "sink_used"])
+        "while_decides", "passed_through", "sink_unused", "sink_used",
+        "through_cond", "unwritten_read_through_the_operand",
+        "only_result_aliased_to_zeros", "into_a_dropped_custom_call", "into_a_call_that_drops_it",
+        "unwritten_across_a_call", "read_twice_48_times", "carried_by_a_loop",
+        "unwritten_beside_an_input", "unwritten_from_a_call", "doubled_from_input"])
 def test_a_dropped_kernel_result_is_state_wherever_it_is_dropped(fn, rewrite, state):
   """stale_temp's class: a kernel result that reaches nothing @main returns (dropped by ops
-  whose results nothing reads, or by a function whose call's result nothing reads) and that
-  the kernel reads is state; one aliased to an operand (XLA fills it every call), reaching the
+  whose results nothing reads, a custom call's included, by a function whose call's result
+  nothing reads, or by one that ignores it; each value followed once, however many paths
+  reach it) and that the kernel reads is state, through its result or the operand aliased to
+  it (one buffer);
+  one aliased to an operand XLA computes each call (the call's only result too), reaching the
   return, or only stored to (flash_attention's row statistics at one split) is not."""
-  kernel = "_stats_kernel" if isinstance(fn, functools.partial) else "_memo_kernel"
-
-  whole = fn in (_scratch_form, _from_input, _unwritten, _while_untouched, _while_mixed,
-                 _cond_mixed, _read_by_a_kernel, _while_decides,
-                 _passed_through)  # these return the relu alone
+  kernel = fn.keywords["body"].__name__ if isinstance(fn, functools.partial) else "_memo_kernel"
+  whole = getattr(fn, "func", fn) in (
+      _scratch_form, _from_input, _unwritten, _while_untouched, _while_mixed, _cond_mixed,
+      _read_by_a_kernel, _while_decides, _passed_through, _through_cond, _accumulated,
+      _unwritten_across_a_call, _carried, _unwritten_beside_an_input, _unwritten_from_a_call,
+      _doubled_from_input)  # these return the relu alone
 
   def first(x):
     return fn(x) if whole else fn(x)[0]
   text = export_for("cuda", first, jax.ShapeDtypeStruct((64, 128), jnp.float32)).mlir_module()
   if not whole:  # jax drops the memo's use: the module has the direct form
     assert re.search(r"%0:2 = stablehlo\.custom_call", text) and _RETURN in text
+  assert rewrite is _as_exported or rewrite(text) != text  # each rewrite applies
   report = module_analysis.analyze_module(rewrite(text))
   dropped = [s for s in report.stateful_ops if "reaches nothing the call returns" in s]
   assert dropped == ([f"result 1 of kernel {kernel} ({_M}) reaches nothing the call returns "

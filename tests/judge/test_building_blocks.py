@@ -8,6 +8,7 @@ enough to compute by hand. They run in this process on the CPU, in a few seconds
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import pathlib
@@ -791,14 +792,15 @@ def analysis(monkeypatch):
   """module_analysis stubbed (in this process, not the analysis helper): the structure reasons
   and custom calls a test wants."""
   box = types.SimpleNamespace(reasons=[], disallowed=(), stateful=(), texts=[], calls=[],
-                              backends=("triton",))
+                              backends=("triton",), found=[])
 
   def analyse(_, serialized):
     text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
     box.texts.append(text)
-    return types.SimpleNamespace(disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
-                                 kernels=[types.SimpleNamespace(backend=b, fingerprint=None)
-                                          for b in box.backends]), text
+    box.found.append(types.SimpleNamespace(
+        disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
+        kernels=[types.SimpleNamespace(backend=b, fingerprint=None) for b in box.backends]))
+    return box.found[-1], text
 
   def module_reasons(found, *, task_flops, output_elements, task_bytes):
     box.calls.append((found, task_flops, output_elements, task_bytes))
@@ -1120,7 +1122,7 @@ def test_the_edge_artifact_is_held_to_the_structure_rules_at_its_own_sizes(analy
   outside = "the kernel's work done outside it"
 
   def module_reasons(found, *, task_flops, output_elements, task_bytes):
-    analysis.calls.append((task_flops, output_elements, task_bytes))
+    analysis.calls.append((found, task_flops, output_elements, task_bytes))
     return [outside] if output_elements == math.prod(RELU.output(edge)) else []
   monkeypatch.setattr(module_analysis, "module_reasons", module_reasons)
   ctx = _ctx(env)
@@ -1128,8 +1130,9 @@ def test_the_edge_artifact_is_held_to_the_structure_rules_at_its_own_sizes(analy
   report = _report(_entry(artifacts=_artifacts()), _entry("edge", artifacts=artifacts))
   run = judge._admitted_edge(report, _item(check_edge=True), RELU, ctx)  # pylint: disable=protected-access
   assert run == (f"the edge shape's export fails the structure rules: {outside}", edge)
-  assert analysis.calls == [(RELU.flops(edge), math.prod(RELU.output(edge)), RELU.io_bytes(edge))]
   assert len(analysis.texts) == (2 if env is CPU_ENV else 1)  # the run artifact, then cuda's
+  assert analysis.calls == [(analysis.found[-1], RELU.flops(edge), math.prod(RELU.output(edge)),
+                             RELU.io_bytes(edge))]  # the rules read cuda's analysis
   only_run = _report(_entry(), _entry("edge", artifacts={ctx.run_platform: artifacts["cpu"]}))
   if env is CPU_ENV:
     assert judge._admitted_edge(only_run, _item(check_edge=True), RELU, ctx) == (  # pylint: disable=protected-access
@@ -2088,6 +2091,56 @@ def test_decode_sorts_platforms():
 ])
 def test_decode_refuses_malformed_answers(raw, message):
   assert _protocol_error(raw).startswith(message)
+
+
+def _nested(levels: int) -> bytes:
+  """An answer `levels` deep: the answer, pallas_calls and an entry (3), then arrays, after
+  an export entry that opens and closes brackets of its own."""
+  return _answer(pallas_calls=[{"n": functools.reduce(lambda v, _: [v], range(levels - 3), 0)}])
+
+
+def test_decode_keeps_an_answer_as_deep_as_max_depth_and_refuses_one_deeper():
+  """The depth is that of the brackets open at once: siblings closed before (the export entry)
+  do not add to it, brackets inside a string (escaped quotes too) are no structure."""
+  assert protocol.decode(_nested(protocol.MAX_DEPTH), REQUEST).pallas_calls[0]["n"] != 0
+  deep = _nested(protocol.MAX_DEPTH + 1)
+  assert _protocol_error(deep) == (
+      f"the exporter's answer nests deeper than {protocol.MAX_DEPTH} levels")
+  brackets = '\\"' + "[{" * protocol.MAX_DEPTH + '"[' * 3
+  assert protocol.decode(_answer(jaxpr=brackets), REQUEST).jaxpr == brackets
+
+
+def _with_values(values: int, text: str = "") -> bytes:
+  """An answer of exactly `values` containers and elements (each `[`, `{` and separating `,`
+  outside a string), its jaxpr `text`."""
+  base = _answer(jaxpr=text, pallas_calls=[{"n": []}])
+  bare = base.replace(json.dumps(text).encode(), b'""')
+  count = bare.count(b",") + bare.count(b"[") + bare.count(b"{")
+  return _answer(jaxpr=text, pallas_calls=[{"n": [0] * (values - count + 1)}])
+
+
+def test_decode_keeps_an_answer_of_max_values_and_refuses_one_more():
+  """Every container and every element the parse builds counts, whatever kind; what a string
+  holds (brackets, commas) is one value however long."""
+  text = ",[{" * protocol.MAX_VALUES
+  for kept in (_with_values(protocol.MAX_VALUES), _with_values(protocol.MAX_VALUES, text)):
+    assert len(protocol.decode(kept, REQUEST).pallas_calls[0]["n"]) > protocol.MAX_VALUES // 2
+  refused = f"the exporter's answer holds more than {protocol.MAX_VALUES} values"
+  assert _protocol_error(_with_values(protocol.MAX_VALUES + 1)) == refused
+  only_lists = b'{"exports": [], "pallas_calls": [' + b"[]," * protocol.MAX_VALUES + b"[]]}"
+  assert _protocol_error(only_lists) == refused
+  only_objects = b'{"exports": [], "pallas_calls": [' + b"{}," * protocol.MAX_VALUES + b"{}]}"
+  assert _protocol_error(only_objects) == refused
+
+
+def test_decode_reads_an_unterminated_string_in_time_linear_in_the_answer():
+  """`\\"` repeated outside any string: each `"` opens a string json never sees closed. The
+  bound reads the answer once, not once per quote (quadratic: minutes for 128 KiB)."""
+  raw = b'{"exports": [], "pallas_calls": []}' + b'\\"' * (1 << 16)
+  start = time.perf_counter()
+  assert _protocol_error(raw).startswith("the exporter's answer is not JSON (")
+  assert time.perf_counter() - start < 5.0
+  assert _protocol_error(b"\xff\xfe").startswith("the exporter's answer is not JSON (not UTF-8: ")
 
 
 def test_decode_limits_sizes(monkeypatch):

@@ -1250,3 +1250,13 @@ def test_a_buffer_is_read_where_a_used_value_comes_through_its_pointer(body, rea
   module = ir.Module.parse("module {" + body + "\n}", context=context)
   assert kernel_state.read_buffers(module, max_ops=1000) == reads
   assert kernel_state.read_buffers(module, max_ops=2) is None  # past the budget: any buffer
+
+
+def test_a_kernel_of_exactly_max_ops_ops_is_read():
+  """The budget counts the function's ops, itself included: _DEAD_LOAD's five are read at 5."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + _DEAD_LOAD + "\n}", context=context)
+  assert kernel_state.read_buffers(module, max_ops=5) == frozenset()
+  assert kernel_state.read_buffers(module, max_ops=4) is None
