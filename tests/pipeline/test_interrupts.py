@@ -114,6 +114,15 @@ def test_ctrl_c_on_the_main_job_is_one_line_and_a_plain_rerun_resumes(tmp_path):
   assert "still alive" not in again.stderr and "Traceback" not in again.stderr
 
 
+def _cmdline(pid: int) -> bytes:
+  """The process' command line, empty once it has exited (a child may end between listing it
+  and reading it)."""
+  try:
+    return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+  except OSError:
+    return b""
+
+
 def test_ctrl_c_on_evaluate_is_one_line_and_leaves_no_judge(tmp_path):
   kernel = REPO / "tests" / "controls" / "pos_calls_reference_relu.py"
   proc = _start("-m", "pallasbench_dataset.evaluate", "--task", "relu", "--kernel", str(kernel),
@@ -121,8 +130,7 @@ def test_ctrl_c_on_evaluate_is_one_line_and_leaves_no_judge(tmp_path):
   deadline = time.monotonic() + 120
   judges: list[int] = []
   while not judges and time.monotonic() < deadline and proc.poll() is None:
-    judges = [pid for pid in _children_of(proc.pid)
-              if b"judge.process" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()]
+    judges = [pid for pid in _children_of(proc.pid) if b"judge.process" in _cmdline(pid)]
     time.sleep(0.02)
   assert judges, "no judge process started"
   after = _ctrl_c(proc)
