@@ -403,10 +403,9 @@ def _custom_target(op: ir.Operation) -> str | None:
   return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
-# An operand index in a custom call's `output_operand_aliases` (#stablehlo.output_operand_alias),
-# and the result each alias names (`[]`: the call's only result).
-_OPERAND_INDEX: Final = re.compile(r"operand_index = (\d+)")
-_ALIAS: Final = re.compile(r"output_tuple_indices = \[(\d*)\], operand_index = (\d+)")
+# One alias of a custom call's `output_operand_aliases` (#stablehlo.output_operand_alias): the
+# result it names (`[]`: the call's only result) and the operand.
+_ALIAS: Final = re.compile(r"output_tuple_indices = \[(\d*)[\d, ]*\], operand_index = (\d+)")
 
 
 def _aliases(op: ir.Operation) -> dict[int, int]:
@@ -1161,7 +1160,7 @@ class _Analyzer:
     a buffer XLA keeps across calls (a constant, or what it folds into one), which the kernel,
     holding a raw pointer, can write. XLA copies an aliased operand into the result's buffer
     first, so only unaliased ones are listed."""
-    aliased = {int(i) for i in _OPERAND_INDEX.findall(_attr_text(op, "output_operand_aliases"))}
+    aliased = set(_aliases(op).values())
     return [f"operand {i} of kernel {kernel} ({_type_text(v.type)}) derives from no input (a "
             "buffer XLA keeps across calls, which the kernel can write)"
             for i, v in enumerate(op.operands) if i not in aliased and not self._is_data(v)]
