@@ -105,9 +105,12 @@ def _expectation(name):
 # Controls the GPU judge does not stop yet, each with what was seen on the H200.
 KNOWN_OPEN = {
     "peek_past_end": "memcheck (platform allocator, red zones of 16 MiB and more) reports its "
-                     "read past the input clean on the H200 at b477529 (docs/runs/"
-                     "h200-2026-12-03-session15/check-b477529); the timing round's poisoned, "
-                     "freed outputs leave that read nothing to replay",
+                     "read past the input clean on the H200 at `small`, this suite's size "
+                     "(b477529, docs/runs/h200-2026-12-03-session15/check-b477529; again at "
+                     "d55f1da), and finds it at `medium`, the GPU judge's default (31552 "
+                     "invalid reads, docs/runs/h200-2026-12-06-session25/memcheck-probe.jsonl); "
+                     "the timing round's poisoned, freed outputs leave that read nothing to "
+                     "replay",
 }
 
 
