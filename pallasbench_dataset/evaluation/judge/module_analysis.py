@@ -1202,7 +1202,7 @@ class _Analyzer:
             or ir.StringAttr(function.attributes["sym_name"]).value != "main"):
           return False
         continue
-      owner = v.owner
+      owner = v.owner.operation
       if owner.regions or owner.name in ("stablehlo.custom_call", "func.call"):
         return False
       for operand in owner.operands:
