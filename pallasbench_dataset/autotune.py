@@ -227,7 +227,7 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
     raise TuningError(f"{label}: no config compiled and passed: "
                       f"{rows[0]['status']}: {rows[0]['error']}")
   method = timing.available_method()
-  sets = timing_sets(spec, dims, environment.l2_bytes(env), 4 << 30)
+  sets = timing_sets(spec, dims, environment.l2_bytes(env), 4 << 30).slots
   screen = timing.time_interleaved([e for _, e in passing], [sets] * len(passing),
                                    iterations=SCREEN_ITERATIONS, rounds=1, warmup=1, method=method)
   for (i, _), t in zip(passing, screen):

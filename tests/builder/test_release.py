@@ -569,7 +569,7 @@ def test_warm_up_leaves_the_first_timed_sets_cold():
   sets = [(np.array([i]),) for i in range(6)]
   timing.time_interleaved([fn], [sets], iterations=2, rounds=1, warmup=2,
                           method=timing.TimingMethod.WALLCLOCK)
-  assert seen == [5, 4, 0, 1]
+  assert seen == [4, 5, 0, 1]
 
 
 @needs_this_release

@@ -1228,32 +1228,41 @@ def _same_arrays(a, b) -> bool:
                                   for x, y in zip(a, b))
 
 
+def _drawn(spec, dims, seeds):
+  return tuple(spec.make_input(dims, seed, i) for i, seed in enumerate(seeds))
+
+
 @pytest.mark.parametrize("spec, l2_bytes, n_sets", [(RELU, 2 * 512, 8), (ADD, 1024, 4)],
                          ids=["relu", "add"])
 def test_every_timing_set_is_what_its_seeds_draw_again_on_buffers_of_its_own(
     monkeypatch, spec, l2_bytes, n_sets):
-  """The timed outputs are checked against each set drawn again from its seeds: the drawn
-  sets and the device copies past MAX_DRAWN_SETS (set k a copy of drawn set k % drawn) must
-  hold exactly what their seeds draw, or an honest kernel would be rejected. A GPU judge's
+  """The timed outputs are checked against each call's inputs drawn again from its seeds: the
+  drawn sets and the device copies past MAX_DRAWN_SETS (set k a copy of drawn set k % drawn)
+  must hold exactly what their seeds draw, or an honest kernel would be rejected. A GPU judge's
   sets (the default) are copied into buffers of their own: a copy that aliased its drawn set
-  would leave the same cache lines to the next call."""
+  would leave the same cache lines to the next call. Told how many calls will take them, the
+  judge draws at least that many."""
   monkeypatch.setattr(judge, "MAX_DRAWN_SETS", 2)
   sets = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30)
-  assert (len(sets), len(sets.seeds)) == (n_sets, 2)  # two drawn, the others copies
+  assert len(sets) == len(sets.seeds) == n_sets
+  assert len(set(sets.seeds)) == 2  # two drawn, the others copies
   assert all(len(row) == len(spec.inputs) for row in sets.seeds)
   for k in range(n_sets):
-    assert _same_arrays(sets[k], sets.drawn_again(k, spec, TINY)), k
-    assert _same_arrays(sets[k], sets[k % 2]), k
+    assert _same_arrays(sets[k], _drawn(spec, TINY, sets.seeds[k])), k
+    assert _same_arrays(sets[k], sets[k % 2]) and sets.seeds[k] == sets.seeds[k % 2], k
   buffers = [x.unsafe_buffer_pointer() for k in range(len(sets)) for x in sets[k]]  # as timed
   assert len(set(buffers)) == len(buffers)
   cpu = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30, copies=False)
   assert len(cpu) == len(cpu.seeds) == 2   # a CPU judge's: the drawn sets only
+  told = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30, calls=3)
+  assert len(told) == n_sets and len(set(told.seeds)) == 3
 
 
 def test_a_gathers_timing_sets_are_all_drawn_around_the_one_table_its_seeds_redraw(monkeypatch):
   """A gather's sets are never device copies, however many (its ids are what rotates): each
-  has ids of its own and the first set's table buffer, and its seeds draw that table again, so
-  an honest gather's timed outputs pass on every set."""
+  has ids of its own and the first set's table buffer, and its seeds draw that table again; a
+  set drawn afresh for a later call keeps the table. So an honest gather's timed outputs pass
+  on every call."""
   monkeypatch.setattr(judge, "MAX_DRAWN_SETS", 2)
   lookup = get_task("embedding_lookup")
   dims = types.MappingProxyType({"V": 64, "D": 8, "S": 4})   # table 2048 bytes, ids 16
@@ -1263,11 +1272,124 @@ def test_a_gathers_timing_sets_are_all_drawn_around_the_one_table_its_seeds_redr
   assert len({np.asarray(s[1]).tobytes() for s in sets}) == 3
   assert all(row[0] == sets.seeds[0][0] for row in sets.seeds)   # one table seed
   for k in range(3):
-    assert _same_arrays(sets[k], sets.drawn_again(k, lookup, dims)), k
+    assert _same_arrays(sets[k], _drawn(lookup, dims, sets.seeds[k])), k
   reference = jax.jit(lookup.reference)
-  kept = {call: (call % 3, reference(*sets[call % 3])) for call in range(6)}
-  assert judge._timed_output_reasons(  # pylint: disable=protected-access
-      kept, sets, lookup, dims) == []
+  kept = {}
+  for call in range(6):
+    kept[call] = reference(*sets.args(call))
+    sets.after(call, 6)
+  assert all(s[0] is sets[0][0] for s in sets) and len(set(sets.seeds)) == 3
+  assert judge._timed_output_reasons(kept, sets, lookup) == []  # pylint: disable=protected-access
+
+
+def _fed(sets, calls, end=None):
+  """The calls `calls` of a timing on `sets`, as time_interleaved makes them: each takes its
+  inputs, then its set is drawn afresh if a later call takes it. -> each call's inputs, on the
+  host (the buffers of a set drawn afresh are freed)."""
+  given = {}
+  for call in calls:
+    given[call] = tuple(np.asarray(x) for x in sets.args(call))
+    sets.after(call, end if end is not None else calls[-1] + 1)
+  return given
+
+
+def test_no_two_timing_calls_are_given_the_same_input():
+  """Warm-up and timed calls through the real rounds, over two sets: every call's inputs are
+  new, so a memo of earlier calls (state a kernel keeps where the module analysis cannot see
+  it) never hits; each call's inputs are what its seeds draw again. Fixed sets in a Cycle, as
+  the autotuner times its own kernels, would give the memo 10 hits."""
+  def memo_hits(feed):
+    seen, hits = set(), []
+
+    def memo(x):
+      key = np.asarray(x).tobytes()
+      hits.append(key in seen)
+      seen.add(key)
+      return x * 2.0
+    (timed,) = timing.time_interleaved([memo], [feed], iterations=10, rounds=2, warmup=2,
+                                       method=timing.TimingMethod.WALLCLOCK,
+                                       keep=[frozenset(range(10))])
+    return sum(hits), timed
+  sets = judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=4 * 512, calls=12, warmup=2)
+  assert len(sets) == 2
+  hits, timed = memo_hits(sets)
+  assert hits == 0 and len(set(sets._given.values())) == 12  # pylint: disable=protected-access
+  for call, out in timed.kept.items():
+    np.testing.assert_array_equal(out, 2.0 * np.asarray(sets.drawn_again(call)[0]))
+  assert sets.mutations() == []
+  assert memo_hits(list(judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=4 * 512).slots)
+                   )[0] == 10
+
+
+def test_a_timing_that_would_give_an_input_twice_is_the_judge_s_error():
+  """Sets drawn for fewer calls than take them (copies of a drawn set) are refused at the call
+  that would repeat an input, never silently given."""
+  sets = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1)] * 2, [(1,), (1,)])
+  sets.args(0)
+  with pytest.raises(RuntimeError, match="an input an earlier call was given"):
+    sets.args(1)
+
+
+def test_timed_outputs_are_compared_with_their_own_calls_reference():
+  sets = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)],
+                          [(1,), (2,)])
+  relu = _relu_jit()
+  given = _fed(sets, range(10))
+  kept = {5: relu(*given[5]), 2: relu(*given[1]), 9: jnp.zeros((8, 16)), 0: relu(*given[0])}
+  wrong_2 = compare(np.asarray(relu(*given[1])), np.asarray(relu(*given[2])),
+                    RELU.tolerance).reason
+  wrong_9 = compare(np.zeros((8, 16), np.float32), np.asarray(relu(*given[9])),
+                    RELU.tolerance).reason
+  assert judge._timed_output_reasons(kept, sets, RELU) == [  # pylint: disable=protected-access
+      f"timed call 2 returned a wrong output ({wrong_2}): the kernel computes differently when timed",
+      f"timed call 9 returned a wrong output ({wrong_9}): the kernel computes differently when timed"]
+  assert kept == {}
+
+
+def test_a_timed_output_is_checked_against_its_inputs_drawn_again_not_the_buffers_it_was_given():
+  """Timed calls that rewrite their inputs (zeros in, zeros out: a relu of the rewritten
+  buffers is right) are caught twice: the set no longer holds what its seed draws, and the
+  output is compared with the reference of the inputs as drawn. This holds for a set checked
+  when it is drawn afresh (call 1) and for one checked when the timing ends (call 4), warm-up
+  calls included; an honest kernel's output passes."""
+  def zeroed(k):
+    sets.slots[k] = (jnp.zeros((8, 16), jnp.float32),)
+  sets = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)],
+                          [(1,), (2,)], warmup=1)
+  relu = _relu_jit()
+  kept = {}
+  for call in range(-1, 5):
+    args = sets.args(call)
+    if call in (1, 4):
+      zeroed((call + 1) % 2)
+      args = sets.slots[(call + 1) % 2]
+    kept[call] = relu(*args)
+    sets.after(call, 5)
+  del kept[-1]
+  reasons = judge._timed_output_reasons(kept, sets, RELU)  # pylint: disable=protected-access
+  assert reasons[:2] == [
+      "the input set of timed call 1 was changed by the timed calls (input x was mutated in "
+      "place): a kernel's inputs are read-only",
+      "the input set of timed call 4 was changed by the timed calls (input x was mutated in "
+      "place): a kernel's inputs are read-only"], reasons
+  assert len(reasons) == 4 and reasons[2].startswith("timed call 1 returned a wrong output")
+  assert reasons[3].startswith("timed call 4 returned a wrong output")
+  warm = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1)], [(1,)], warmup=1)
+  warm.args(-1)
+  warm.slots[0] = (jnp.zeros((8, 16), jnp.float32),)
+  warm.after(-1, 1)
+  assert warm.mutations() == [
+      "the input set of warm-up call 0 was changed by the timed calls (input x was mutated in "
+      "place): a kernel's inputs are read-only"]
+
+
+def test_a_timed_set_with_every_input_rewritten_names_each_input():
+  zeros = (jnp.zeros((8, 16), jnp.float32),) * 2
+  sets = judge.TimingSets(ADD, TINY, [zeros], [(1, 1)])
+  sets.args(3)
+  assert sets.mutations() == [
+      "the input set of timed call 3 was changed by the timed calls (input x was mutated in "
+      "place; input y was mutated in place): a kernel's inputs are read-only"]
 
 
 def test_speedup_is_baseline_over_kernel():
@@ -1290,49 +1412,6 @@ def test_roofline_rates_and_fractions():
       None, None, None, None)
 
 
-def test_timed_outputs_are_compared_with_their_own_sets_reference():
-  sets = judge.TimingSets(sets=(RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)),
-                          seeds=((1,), (2,)))
-  relu = _relu_jit()
-  right = [relu(*s) for s in sets]
-  kept = {5: (1, right[1]), 2: (0, right[1]), 9: (1, jnp.zeros((8, 16))), 0: (0, right[0])}
-  wrong_2 = compare(np.asarray(right[1]), np.asarray(right[0]), RELU.tolerance).reason
-  wrong_9 = compare(np.zeros((8, 16), np.float32), np.asarray(right[1]), RELU.tolerance).reason
-  assert judge._timed_output_reasons(kept, sets, RELU, TINY) == [  # pylint: disable=protected-access
-      f"timed call 2 returned a wrong output ({wrong_2}): the kernel computes differently when timed",
-      f"timed call 9 returned a wrong output ({wrong_9}): the kernel computes differently when timed"]
-  assert kept == {}
-
-
-def test_a_timed_output_is_checked_against_its_set_drawn_again_not_the_buffers_it_was_given():
-  """Timed calls that rewrite their inputs (zeros in, zeros out: a relu of the rewritten
-  buffers is right) are caught twice: the set no longer holds what its seed draws, and the
-  output is compared with the reference of the set as drawn. A set drawn again from its seeds
-  is what the judge gave the calls: an honest kernel's output passes."""
-  zeros = (jnp.zeros((8, 16), jnp.float32),)
-  sets = judge.TimingSets(sets=(zeros, RELU.make_inputs(TINY, 2)), seeds=((1,), (2,)))
-  relu = _relu_jit()
-  reasons = judge._timed_output_reasons(  # pylint: disable=protected-access
-      {4: (0, relu(*zeros)), 7: (1, relu(*sets[1]))}, sets, RELU, TINY)
-  assert len(reasons) == 2, reasons
-  assert reasons[0] == ("the input set of timed call 4 was changed by the timed calls (input x "
-                        "was mutated in place): a kernel's inputs are read-only")
-  assert reasons[1].startswith("timed call 4 returned a wrong output")
-  copies = judge.TimingSets(sets=(RELU.make_inputs(TINY, 1),) * 3, seeds=((1,),))
-  assert judge._timed_output_reasons(  # pylint: disable=protected-access
-      {2: (2, relu(*copies[2]))}, copies, RELU, TINY) == []
-
-
-def test_a_timed_set_with_every_input_rewritten_names_each_input():
-  zeros = (jnp.zeros((8, 16), jnp.float32),) * 2
-  sets = judge.TimingSets(sets=(zeros,), seeds=((1, 1),))
-  reasons = judge._timed_output_reasons(  # pylint: disable=protected-access
-      {3: (0, jnp.zeros((8, 16), jnp.float32))}, sets, ADD, TINY)
-  assert reasons[0] == ("the input set of timed call 3 was changed by the timed calls (input x "
-                        "was mutated in place; input y was mutated in place): a kernel's inputs "
-                        "are read-only")
-
-
 def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
   """time_interleaved stubbed: fixed samples, kept outputs from the reference (or zeros)."""
   seen = {}
@@ -1341,9 +1420,9 @@ def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
     seen.update(fns=fns, sets=sets, iterations=iterations, rounds=rounds, warmup=warmup,
                 method=method, keep=keep)
     kept = {}
-    for call in keep[0]:
-      i = call % len(sets[0])
-      kept[call] = (i, jnp.zeros((8, 16)) if call in wrong_calls else fns[1](*sets[0][i]))
+    for call, args in _fed(sets[0], range(iterations)).items():
+      if call in keep[0]:
+        kept[call] = jnp.zeros((8, 16)) if call in wrong_calls else fns[1](*args)
     return [timing.Timed(samples=timing.Samples(method=method, samples_ms=tuple(kernel_ms),
                                                 kernel_names=()), kept=kept),
             timing.Timed(samples=timing.Samples(method=method, samples_ms=tuple(baseline_ms),

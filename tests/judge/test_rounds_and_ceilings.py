@@ -27,11 +27,15 @@ RELU = get_task("relu")
 TINY = types.MappingProxyType({"N": 8, "M": 16})  # relu at 8x16: 64 input sets fit in the L2 below
 
 
-def _timed(executable, *, iterations: int) -> dict:
-  """The judge's timing step on `executable` (the compiled kernel's stand-in), wall clock."""
-  ctx = judge.Context(environment=capture(None), ceilings=NOT_MEASURED, l2_bytes=1 << 20,
+def _timed(executable, *, iterations: int, platform: str | None = None, **options) -> dict:
+  """The judge's timing step on `executable` (the compiled kernel's stand-in), wall clock;
+  `platform` "gpu": as a GPU judge decides what to check (the calls still run here)."""
+  environment = capture(None)
+  if platform:
+    environment = dataclasses.replace(environment, platform=platform)
+  ctx = judge.Context(environment=environment, ceilings=NOT_MEASURED, l2_bytes=1 << 20,
                       timing_method=timing.TimingMethod.WALLCLOCK, dump_dir=None)
-  opts = judge.EvalOptions(timing_iterations=iterations, timing_rounds=2, warmup=1)
+  opts = judge.EvalOptions(timing_iterations=iterations, timing_rounds=2, warmup=1, **options)
   state = judge._State(fields={})  # pylint: disable=protected-access
   judge._time_and_roofline(executable, RELU, TINY, opts, ctx, state)  # pylint: disable=protected-access
   return state.fields
@@ -58,15 +62,51 @@ def test_checked_timed_outputs_are_a_secret_sample_not_the_first_calls(monkeypat
 
   def honest_first(x):
     calls.append(1)
-    return relu(x) if len(calls) <= 1 + judge.TIMED_OUTPUTS_CHECKED else jnp.zeros_like(x)
+    return relu(x) if len(calls) <= 1 + judge.MIN_TIMED_OUTPUTS_CHECKED else jnp.zeros_like(x)
   keeps = _kept_calls(monkeypatch)
   fields = _timed(honest_first, iterations=100)
   assert fields["status"] is Status.REJECTED, fields["reasons"]
   assert any("computes differently when timed" in r for r in fields["reasons"])
   _timed(relu, iterations=100)
   first, second = keeps
-  assert len(first) == len(second) == judge.TIMED_OUTPUTS_CHECKED
+  assert len(first) == len(second) == judge.MIN_TIMED_OUTPUTS_CHECKED
   assert first != second
+
+
+def test_a_gpu_judge_checks_every_timed_output_its_host_budget_holds(monkeypatch):
+  """State kept across calls can count them: a kernel honest through the correctness runs and
+  the first timed calls, then fast and wrong on just over half (enough to move the median)
+  escaped three checked calls 1 time in 10. Where timings earn a speedup (a GPU), every timed
+  output that fits the host budget is checked: here all 40, so a kernel wrong on its last call
+  alone is caught every time; on a CPU judge, three, as before."""
+  relu = jax.jit(RELU.reference)
+  made = []
+
+  def wrong_at_the_end(x):
+    made.append(1)
+    return relu(x) if len(made) < 1 + 40 else jnp.zeros_like(x)
+  keeps = _kept_calls(monkeypatch)
+  fields = _timed(wrong_at_the_end, iterations=40, platform="gpu")
+  assert keeps[-1] == frozenset(range(40)) and fields["timed_outputs_checked"] == 40
+  assert fields["status"] is Status.REJECTED
+  assert fields["reasons"] == (fields["reasons"][0],) and fields["reasons"][0].startswith(
+      "timed call 39 returned a wrong output"), fields["reasons"]
+  made.clear()
+  assert _timed(relu, iterations=40, platform="gpu")["status"] is Status.PASS
+  assert _timed(relu, iterations=40)["timed_outputs_checked"] == judge.MIN_TIMED_OUTPUTS_CHECKED
+
+
+@pytest.mark.parametrize("output_bytes, iterations, comparable, checked", [
+    (64 << 20, 50, True, 50),     # matmul at large: every call
+    (128 << 20, 50, True, 32),    # linear_bias_relu at large: 4 GiB of copies
+    (1 << 30, 50, True, 4),
+    (3 << 30, 50, True, 3),       # never fewer than three
+    (1 << 30, 2, True, 2),        # never more than the calls
+    (4, 50, False, 3),            # interpret mode: three
+    (4, 2, False, 2)])
+def test_the_timed_outputs_checked_fill_the_host_budget_on_a_gpu_only(
+    output_bytes, iterations, comparable, checked):
+  assert judge.timed_outputs_checked(output_bytes, iterations, comparable=comparable) == checked
 
 
 def _write_in_place(x: jax.Array, value: float) -> None:
@@ -124,18 +164,17 @@ def test_candidate_and_baseline_alternate_order_every_round_so_drift_hits_both_a
   assert first.samples.median_ms == second.samples.median_ms
 
 
-def test_kept_timed_outputs_are_labelled_with_their_call_and_input_set():
-  """Every kept output says which call made it and on which input set, over both rounds and
-  with more sets than calls in a round: the judge compares it with that set's reference."""
+def test_kept_timed_outputs_are_labelled_with_their_call():
+  """Every kept output says which call made it, over both rounds and with more sets than calls
+  in a round: the judge compares it with the reference of what its feed gave that call."""
   sets = [(jnp.full(4, float(k)),) for k in range(3)]
   calls = range(10)
   (timed,) = timing.time_interleaved([lambda x: x + 0.0], [sets], iterations=10, rounds=2,
                                      warmup=1, method=timing.TimingMethod.WALLCLOCK,
                                      keep=[frozenset(calls)])
   assert sorted(timed.kept) == list(calls)
-  for call, (set_index, out) in timed.kept.items():
-    assert set_index == call % len(sets), (call, set_index)
-    assert float(out[0]) == float(set_index), (call, set_index, out)
+  for call, out in timed.kept.items():
+    assert float(out[0]) == float(call % len(sets)), (call, out)
 
 
 def test_copy_ceiling_counts_the_bytes_read_and_written(monkeypatch):

@@ -52,9 +52,9 @@ def test_no_earlier_output_is_alive_while_a_timed_call_runs(poisoned):
   assert len(outputs) == 2 * (2 + 6) and alive_at_call == [0] * len(outputs)
   assert all(o.is_deleted() for o in outputs)
   assert sorted(kernel.kept) == [1, 4] and baseline.kept == {}
-  for call, (set_index, out) in kernel.kept.items():
-    assert isinstance(out, np.ndarray) and set_index == call % 3
-    np.testing.assert_array_equal(out, 2.0 * set_index)
+  for call, out in kernel.kept.items():
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, 2.0 * (call % 3))
   assert len(poisoned) == len(outputs)
   assert all(before == after and full for before, after, full in poisoned), poisoned
 

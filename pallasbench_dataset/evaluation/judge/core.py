@@ -6,8 +6,9 @@ For each item it deserializes the candidate's `jax.export` artifacts, checks the
 the task (avals, effects, custom calls, the structure of the module), compiles the one for
 this device, draws seeds from the OS, runs the candidate on every input the verdict needs
 and copies its outputs to the host, and only then computes the references and compares.
-Timing interleaves candidate and baseline on fresh input sets of their own, and checks a
-secret sample of the candidate's timed outputs.
+Timing interleaves candidate and baseline on fresh input sets of their own (no two calls
+given the same input), and checks a secret sample of the candidate's timed outputs: on a GPU,
+every one whose host copy fits the judge's budget.
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ JUDGE_VERSION: Final = "3"
 # What jax says when a host callback is lowered for a platform the process has no backend for
 # (the exporter runs on the CPU and exports for cuda): a callback, not a lowering bug.
 _CALLBACK_PLATFORM_ERROR: Final = "ValueError: the platform for the specified backend"
-TIMED_OUTPUTS_CHECKED: Final = 3
+# The timed outputs checked (timed_outputs_checked): at least three, and on a GPU every timed
+# call's where their host copies fit in 4 GiB: all 50 at `medium`, and at `large` of every
+# contraction but linear_bias_relu (32 of its 128 MiB outputs); 4 of an elementwise op's 1 GiB, where the bandwidth ceiling bounds what a lazy call could gain.
+MIN_TIMED_OUTPUTS_CHECKED: Final = 3
+KEPT_OUTPUT_BYTES: Final = 4 << 30
 # How far above a ceiling a rate may be before it is called impossible: every ceiling is a
 # measured rate (a lower bound on the hardware), and an honest kernel a little faster than XLA
 # where XLA runs at the measured ceiling must pass (release 4: XLA's reductions ran 0.5% above
@@ -584,33 +589,107 @@ def timing_set_count(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: in
   return n_sets
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class TimingSets(Sequence):
-  """The timing's input sets, and the seeds of the drawn ones: set k is drawn set
-  k % len(seeds) (itself, or a device copy of it), so what any set held before the calls can be
-  drawn again from its seeds, on buffers no call was given."""
-  sets: tuple[tuple[jax.Array, ...], ...]
-  seeds: tuple[tuple[int, ...], ...]
+class TimingSets(timing.Feed):
+  """The input sets one function's timing calls rotate through, drawn from OS seeds: call t
+  (the warm-up calls first, t < 0) takes slot (t + warmup) % len, and no two calls are given the
+  same input. A slot that a later call takes again is checked as soon as its call's output is
+  retired (a kernel's inputs are read-only) and drawn afresh from new seeds, outside any timed
+  window and len - 1 calls before it is taken again. So a kernel that keeps state from call to
+  call, where the module analysis cannot see it, never meets an input twice: a memo of what it
+  returned has nothing to replay. The slots past the drawn ones are device copies that only
+  lengthen the rotation (more buffers, written after the drawn ones); no call takes one. What
+  any call was given can be drawn again from its seeds (`seeds[k]`: slot k's), on buffers no
+  call was given."""
+
+  __slots__ = ("spec", "dims", "slots", "seeds", "shared", "warmup", "_given", "_unchecked",
+               "_reasons")
+
+  def __init__(self, spec: TaskSpec, dims: Dims, slots: Sequence[tuple[jax.Array, ...]],
+               seeds: Sequence[tuple[int, ...]], *, shared: frozenset[int] = frozenset(),
+               warmup: int = 0):
+    self.spec, self.dims, self.shared, self.warmup = spec, dims, shared, warmup
+    self.slots, self.seeds = list(slots), list(seeds)
+    self._given: dict[int, tuple[int, ...]] = {}  # call -> the seeds of what it was given
+    self._unchecked: dict[int, int] = {}          # slot -> the call that took it last
+    self._reasons: list[str] = []
 
   def __len__(self) -> int:
-    return len(self.sets)
+    return len(self.slots)
 
-  def __getitem__(self, k):
-    return self.sets[k]
+  def __getitem__(self, k: int) -> tuple[jax.Array, ...]:
+    return self.slots[k]
 
-  def drawn_again(self, k: int, spec: TaskSpec, dims: Dims) -> tuple[jax.Array, ...]:
-    return tuple(spec.make_input(dims, seed, i)
-                 for i, seed in enumerate(self.seeds[k % len(self.seeds)]))
+  def _slot(self, call: int) -> int:
+    return (call + self.warmup) % len(self.slots)
+
+  def args(self, call: int) -> tuple[jax.Array, ...]:
+    k = self._slot(call)
+    if self.seeds[k] in self._given.values():
+      raise RuntimeError(f"the judge would give call {call} an input an earlier call was given "
+                         f"(slot {k} of {len(self.slots)}): timing_sets was told too few calls")
+    self._given[call] = self.seeds[k]
+    self._unchecked[k] = call
+    return self.slots[k]
+
+  def after(self, call: int, end: int) -> None:
+    k = self._slot(call)
+    if call + len(self.slots) < end:
+      self._check(k, self._own, self._label(self._unchecked.pop(k)))
+      seed = secrets.randbelow(2**31)
+      old, self.seeds[k] = self.slots[k], tuple(
+          s if i in self.shared else seed for i, s in enumerate(self.seeds[k]))
+      self.slots[k] = tuple(x if i in self.shared else self.spec.make_input(self.dims, seed, i)
+                            for i, x in enumerate(old))
+      for i in self._own:
+        old[i].delete()
+
+  @property
+  def _own(self) -> list[int]:
+    """The inputs each set has to itself (all but a gather's shared table)."""
+    return [i for i in range(len(self.spec.inputs)) if i not in self.shared]
+
+  def _label(self, call: int) -> str:
+    return f"timed call {call}" if call >= 0 else f"warm-up call {call + self.warmup}"
+
+  def _check(self, k: int, inputs: Sequence[int], label: str) -> None:
+    """Whether slot k's `inputs` still hold what their seeds draw; a reason if not."""
+    if not inputs:
+      return
+    changed = checks.mutations([self.slots[k][i] for i in inputs],
+                               [self.spec.make_input(self.dims, self.seeds[k][i], i)
+                                for i in inputs],
+                               [self.spec.inputs[i].name for i in inputs])
+    if changed:
+      self._reasons.append(f"the input set of {label} was changed by the timed calls "
+                           f"({'; '.join(changed)}): a kernel's inputs are read-only")
+
+  def drawn_again(self, call: int) -> tuple[jax.Array, ...]:
+    """What call `call` was given, drawn again from its seeds."""
+    return tuple(self.spec.make_input(self.dims, seed, i)
+                 for i, seed in enumerate(self._given[call]))
+
+  def mutations(self) -> list[str]:
+    """A reason for each call whose input set no longer holds what it was given: the sets
+    checked when they were drawn afresh, then each set the last calls took, and the inputs
+    every set shares once."""
+    for k, call in self._unchecked.items():
+      self._check(k, self._own, self._label(call))
+    if self._unchecked:
+      self._check(next(iter(self._unchecked)), sorted(self.shared), "every call (shared inputs)")
+    self._unchecked.clear()
+    reasons, self._reasons = self._reasons, []
+    return reasons
 
 
 def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
-                copies: bool = True) -> TimingSets:
+                copies: bool = True, calls: int = 0, warmup: int = 0) -> TimingSets:
   """timing_set_count's input sets, drawn from OS seeds so that the data a call reads is not
-  left in L2 by the calls before it. Up to MAX_DRAWN_SETS are drawn; the others are device
-  copies of them (except a gather's, whose sets share the first's table buffer)."""
+  left in L2 by the calls before it. All the sets that `calls` calls take are drawn, and up to
+  MAX_DRAWN_SETS; the others are device copies of them (a gather's are all drawn, and share
+  the first's table buffer)."""
   rot = rotation(spec, dims, l2_bytes)
   n_sets = timing_set_count(spec, dims, l2_bytes, budget_bytes, copies=copies)
-  drawn = n_sets if rot.gather else min(n_sets, MAX_DRAWN_SETS)
+  drawn = n_sets if rot.gather else min(n_sets, max(MAX_DRAWN_SETS, calls))
   first_seed = secrets.randbelow(2**31)
   seeds = [(first_seed,) * len(spec.inputs)] + [
       tuple(first_seed if i in rot.shared else seed for i in range(len(spec.inputs)))
@@ -620,7 +699,9 @@ def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
                           for i, seed in enumerate(row)) for row in seeds[1:]]
   sources = [sets[k % drawn] for k in range(drawn, n_sets)]
   copies = jax.device_put([list(s) for s in sources], may_alias=False) if sources else []
-  return TimingSets(sets=tuple(sets) + tuple(tuple(c) for c in copies), seeds=tuple(seeds))
+  return TimingSets(spec, dims, sets + [tuple(c) for c in copies],
+                    seeds + [seeds[k % drawn] for k in range(drawn, n_sets)], shared=rot.shared,
+                    warmup=warmup)
 
 
 def speedup(kernel_ms: float, baseline_ms: float) -> float:
@@ -672,22 +753,25 @@ def _over(roof: Roofline) -> list[str]:
           if frac is not None and frac > 1.0 + CEILING_TOLERANCE]
 
 
-def _timed_output_reasons(kept: dict[int, tuple[int, Any]], sets: TimingSets, spec: TaskSpec,
-                          dims: Dims) -> list[str]:
-  """Compares the kept timed outputs with references computed only now, after timing (on
-  the device, like every comparison), from their sets drawn again: a set the timed calls wrote
-  to is a rejection of its own, and never the reference's input."""
-  reasons = []
+def timed_outputs_checked(output_bytes: int, iterations: int, *, comparable: bool) -> int:
+  """How many timed outputs the judge checks, a secret sample of the timed calls. Where the
+  timing is comparable (a GPU), every call whose host copy fits in KEPT_OUTPUT_BYTES, and at
+  least MIN_TIMED_OUTPUTS_CHECKED; elsewhere (interpret mode, whose timings earn nothing) the
+  minimum."""
+  wanted = max(MIN_TIMED_OUTPUTS_CHECKED, KEPT_OUTPUT_BYTES // max(output_bytes, 1))
+  return min(iterations, wanted if comparable else MIN_TIMED_OUTPUTS_CHECKED)
+
+
+def _timed_output_reasons(kept: dict[int, Any], sets: TimingSets, spec: TaskSpec) -> list[str]:
+  """The timed calls that changed their inputs, then the kept timed outputs compared with
+  references computed only now, after timing (on the device, like every comparison), from
+  their inputs drawn again: a set the timed calls wrote to is a rejection of its own, and
+  never the reference's input."""
+  reasons = sets.mutations()
   outputs = sorted(kept.items())
   kept.clear()
-  names = [i.name for i in spec.inputs]
-  for call, (set_index, out) in outputs:
-    drawn = sets.drawn_again(set_index, spec, dims)
-    changed = checks.mutations(sets[set_index], drawn, names)
-    if changed:
-      reasons.append(f"the input set of timed call {call} was changed by the timed calls "
-                     f"({'; '.join(changed)}): a kernel's inputs are read-only")
-    result = compare(out, checks.expected(spec, drawn), spec.tolerance)
+  for call, out in outputs:
+    result = compare(out, checks.expected(spec, sets.drawn_again(call)), spec.tolerance)
     if not result.passed:
       reasons.append(f"timed call {call} returned a wrong output ({result.reason}): the kernel "
                      "computes differently when timed")
@@ -699,17 +783,20 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   start = time.perf_counter()
   ctx.stage(budgets.TIMING)
   fields = state.fields
-  kernel_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes, copies=ctx.on_gpu)
-  baseline_sets = timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes,
-                              copies=ctx.on_gpu)
+  calls = opts.warmup + timing.timed_calls(opts.timing_iterations, opts.timing_rounds)
+  kernel_sets, baseline_sets = (
+      timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes, copies=ctx.on_gpu,
+                  calls=calls, warmup=opts.warmup) for _ in range(2))
   rot = rotation(spec, dims, ctx.l2_bytes)
-  calls = list(range(opts.timing_iterations))
-  keep = frozenset(secrets.SystemRandom().sample(calls, min(TIMED_OUTPUTS_CHECKED, len(calls))))
+  output_bytes = math.prod(spec.output(dims)) * np.dtype(spec.output_dtype).itemsize
+  keep = frozenset(secrets.SystemRandom().sample(
+      range(opts.timing_iterations),
+      timed_outputs_checked(output_bytes, opts.timing_iterations, comparable=ctx.on_gpu)))
   kernel, baseline = timing.time_interleaved(
       [executable, jax.jit(spec.reference)], [kernel_sets, baseline_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
       method=ctx.timing_method, keep=[keep])
-  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec, dims)
+  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec)
   kernel_t, baseline_t = kernel.samples, baseline.samples
   roof = _roofline(spec, dims, kernel_t.median_ms, ctx.ceilings, baseline_t.median_ms)
   if _over(roof):  # before calling it impossible, measure the hardware again (trusted code)
@@ -737,7 +824,7 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                 robust=not reasons)
   state.seconds["timing_s"] = time.perf_counter() - start
   ctx.stage(budgets.EAGER_BASELINE)
-  fields.update(_eager_fields(spec, baseline_sets, opts, ctx, kernel_t.median_ms))
+  fields.update(_eager_fields(spec, baseline_sets.slots, opts, ctx, kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
 
 

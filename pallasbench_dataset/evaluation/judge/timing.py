@@ -3,7 +3,8 @@
 Several functions are timed in one process, interleaved in rounds (kernel, baseline,
 baseline, kernel, ...) so that clock and thermal drift hit both alike, and each call takes
 the next of several input sets so that a memory-bound kernel does not run from L2. Each
-function has its own input sets: a candidate never runs on buffers the baseline used.
+function has its own input sets (its `Feed`): a candidate never runs on buffers the baseline
+used, and the judge's feed never gives two of its calls the same input (core.TimingSets).
 A sample is the device time of one call: the sum of the durations of every GPU kernel the
 call launched (a Pallas kernel plus any XLA glue it needs), launch gaps excluded.
 
@@ -124,51 +125,86 @@ def _wallclock_call(fn: Callable, args: tuple) -> tuple[float, tuple[str, ...], 
   return (time.perf_counter() - t0) * 1e3, (), out
 
 
-def _round(fn: Callable, sets: Sequence[tuple], start: int, n: int, method: TimingMethod,
+class Feed:
+  """Where one timed function's calls get their inputs. Call t is the t-th timed call, the
+  warm-up calls before it t = -warmup .. -1; `after(t, end)` runs once call t's output is
+  retired, outside any timed window, `end` being the number of timed calls the function makes."""
+
+  __slots__ = ()
+
+  def args(self, call: int) -> tuple:
+    raise NotImplementedError
+
+  def after(self, call: int, end: int) -> None:
+    """Nothing, unless a feed says otherwise."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cycle(Feed):
+  """Fixed sets in rotation: timed call t takes set t % len, so the first timed call takes the
+  first set, which the warm-up calls (on the last sets) left cold."""
+  sets: Sequence[tuple]
+
+  def args(self, call: int) -> tuple:
+    return self.sets[call % len(self.sets)]
+
+
+def timed_calls(iterations: int, rounds: int) -> int:
+  """The timed calls `time_interleaved` makes of each function: whole rounds, `iterations` or a
+  few more (the samples past `iterations` are dropped)."""
+  return rounds * max(1, -(-iterations // rounds))
+
+
+def _round(fn: Callable, feed: Feed, start: int, n: int, end: int, method: TimingMethod,
            keep: frozenset[int]):
   """n calls from call `start` on; each output retired before the next call (kept ones copied
   to the host first). The kernel names are the first call's."""
   one_call = _cupti_call if method is TimingMethod.CUPTI else _wallclock_call
   samples, names, kept = [], (), {}
-  for i in range(n):
-    call = start + i
-    args = sets[call % len(sets)]
+  for call in range(start, start + n):
+    args = feed.args(call)
     ms, launched, out = one_call(fn, args)
     samples.append(ms)
     names = names or launched
     host = retire(out, keep=call in keep, args=args)
     if call in keep:
-      kept[call] = (call % len(sets), host)
+      kept[call] = host
+    feed.after(call, end)
   return samples, names, kept
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Timed:
-  """One function's samples, and the outputs of the calls asked for, on the host:
-  call -> (set, output)."""
+  """One function's samples, and the outputs of the calls asked for, on the host: call ->
+  output (the call's inputs are its feed's to say)."""
   samples: Samples
-  kept: dict[int, tuple[int, Any]]
+  kept: dict[int, Any]
 
 
-def time_interleaved(fns: Sequence[Callable], sets: Sequence[Sequence[tuple]], *,
+def time_interleaved(fns: Sequence[Callable], feeds: Sequence[Feed | Sequence[tuple]], *,
                      iterations: int, rounds: int, warmup: int, method: TimingMethod,
                      keep: Sequence[frozenset[int]] = ()) -> list[Timed]:
-  """Times fns[j] on its own rotating input sets sets[j]; `iterations` samples each, over
-  `rounds` rounds. keep[j] names timed calls (0-based) of fns[j] whose outputs are returned,
-  copied to the host; every other output is poisoned and freed as soon as its call ends."""
-  for fn, fn_sets in zip(fns, sets, strict=True):  # on the last sets: the timed calls start
-    for i in range(warmup):                         # at the first, which warm-up left cold
-      args = fn_sets[-1 - i % len(fn_sets)]
+  """Times fns[j] on the inputs of feeds[j] (a Feed, or fixed sets in a Cycle); `iterations`
+  samples each, over `rounds` rounds. keep[j] names timed calls (0-based) of fns[j] whose
+  outputs are returned, copied to the host; every other output is poisoned and freed as soon
+  as its call ends."""
+  feeds = [f if isinstance(f, Feed) else Cycle(f) for f in feeds]
+  end = timed_calls(iterations, rounds)
+  per_round = end // rounds
+  for fn, feed in zip(fns, feeds, strict=True):
+    for call in range(-warmup, 0):
+      args = feed.args(call)
       retire(jax.block_until_ready(fn(*args)), keep=False, args=args)
-  per_round = max(1, -(-iterations // rounds))
+      feed.after(call, end)
   samples: list[list[float]] = [[] for _ in fns]
   names: list[tuple[str, ...]] = [() for _ in fns]
-  kept: list[dict[int, tuple[int, Any]]] = [{} for _ in fns]
+  kept: list[dict[int, Any]] = [{} for _ in fns]
   for r in range(rounds):
     order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
     for j in order:
       wanted = keep[j] if j < len(keep) else frozenset()
-      got, names[j], outputs = _round(fns[j], sets[j], r * per_round, per_round, method, wanted)
+      got, names[j], outputs = _round(fns[j], feeds[j], r * per_round, per_round, end, method,
+                                      wanted)
       samples[j].extend(got)
       kept[j].update(outputs)
   return [Timed(samples=Samples(method=method, samples_ms=tuple(s[:iterations]), kernel_names=n),
