@@ -1277,9 +1277,15 @@ def test_a_gathers_timing_sets_are_all_drawn_around_the_one_table_its_seeds_redr
   kept = {}
   for call in range(6):
     kept[call] = reference(*sets.args(call))
-    sets.after(call, 6)
+    sets.after(call, 9)
   assert all(s[0] is sets[0][0] for s in sets) and len(set(sets.seeds)) == 3
   assert judge._timed_output_reasons(kept, sets, lookup) == []  # pylint: disable=protected-access
+  _fed(sets, range(6, 9))
+  zeros = jnp.zeros_like(sets[0][0])   # the one table, rewritten: checked once, named once
+  sets.slots[:] = [(zeros, s[1]) for s in sets]
+  assert sets.mutations() == [
+      "the input set of every call (shared inputs) was changed by the timed calls (input table "
+      "was mutated in place): a kernel's inputs are read-only"]
 
 
 def _fed(sets, calls, end=None):
@@ -1312,7 +1318,9 @@ def test_no_two_timing_calls_are_given_the_same_input():
     return sum(hits), timed
   sets = judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=4 * 512, calls=12, warmup=2)
   assert len(sets) == 2
+  first = sets[0]
   hits, timed = memo_hits(sets)
+  assert all(x.is_deleted() for x in first)  # a set drawn afresh frees its buffers at once
   assert hits == 0 and len(set(sets._given.values())) == 12  # pylint: disable=protected-access
   for call, out in timed.kept.items():
     np.testing.assert_array_equal(out, 2.0 * np.asarray(sets.drawn_again(call)[0]))
