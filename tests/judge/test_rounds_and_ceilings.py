@@ -145,6 +145,30 @@ def test_timed_calls_that_rewrite_their_inputs_are_rejected():
   assert _timed(relu, iterations=40)["status"] is Status.PASS
 
 
+def test_a_kernel_that_writes_into_the_baseline_s_inputs_is_caught(monkeypatch):
+  """On a GPU a kernel's refs are raw pointers: one could write into the baseline's input sets
+  (to slow it down, or to change what it computes). The baseline's sets are checked like the
+  kernel's own; the baseline's honest reads leave them as drawn."""
+  relu = jax.jit(RELU.reference)
+  feeds = []
+  real = timing.time_interleaved
+
+  def spy(fns, sets, **kw):
+    feeds.append(sets[1])
+    return real(fns, sets, **kw)
+  monkeypatch.setattr(timing, "time_interleaved", spy)
+
+  def writes_the_baseline_s(x):
+    _write_in_place(feeds[-1][5][0], 0.0)   # slot 5: the baseline's timed call 4 takes it
+    return relu(x)
+  fields = _timed(writes_the_baseline_s, iterations=40)
+  assert fields["status"] is Status.REJECTED
+  assert fields["reasons"] == (
+      "the input set of the baseline's timed call 4 was changed by the timed calls (input x was "
+      "mutated in place): a kernel's inputs are read-only",), fields["reasons"]
+  assert _timed(relu, iterations=40)["status"] is Status.PASS
+
+
 def test_candidate_and_baseline_alternate_order_every_round_so_drift_hits_both_alike(monkeypatch):
   """Under a clock that drifts (each call takes one unit longer than the one before, whoever
   makes it), two identical functions timed in ABBA order get the same median; in AB, AB

@@ -601,13 +601,14 @@ class TimingSets(timing.Feed):
   any call was given can be drawn again from its seeds (`seeds[k]`: slot k's), on buffers no
   call was given."""
 
-  __slots__ = ("spec", "dims", "slots", "seeds", "shared", "warmup", "_given", "_unchecked",
-               "_reasons")
+  __slots__ = ("spec", "dims", "slots", "seeds", "shared", "warmup", "whose", "_given",
+               "_unchecked", "_reasons")
 
   def __init__(self, spec: TaskSpec, dims: Dims, slots: Sequence[tuple[jax.Array, ...]],
                seeds: Sequence[tuple[int, ...]], *, shared: frozenset[int] = frozenset(),
-               warmup: int = 0):
+               warmup: int = 0, whose: str = ""):
     self.spec, self.dims, self.shared, self.warmup = spec, dims, shared, warmup
+    self.whose = whose  # "the baseline's " in the reasons about the baseline's sets
     self.slots, self.seeds = list(slots), list(seeds)
     self._given: dict[int, tuple[int, ...]] = {}  # call -> the seeds of what it was given
     self._unchecked: dict[int, int] = {}          # slot -> the call that took it last
@@ -649,7 +650,8 @@ class TimingSets(timing.Feed):
     return [i for i in range(len(self.spec.inputs)) if i not in self.shared]
 
   def _label(self, call: int) -> str:
-    return f"timed call {call}" if call >= 0 else f"warm-up call {call + self.warmup}"
+    return self.whose + (f"timed call {call}" if call >= 0 else
+                         f"warm-up call {call + self.warmup}")
 
   def _check(self, k: int, inputs: Sequence[int], label: str) -> None:
     """Whether slot k's `inputs` still hold what their seeds draw; a reason if not."""
@@ -682,7 +684,8 @@ class TimingSets(timing.Feed):
 
 
 def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
-                copies: bool = True, calls: int = 0, warmup: int = 0) -> TimingSets:
+                copies: bool = True, calls: int = 0, warmup: int = 0,
+                whose: str = "") -> TimingSets:
   """timing_set_count's input sets, drawn from OS seeds so that the data a call reads is not
   left in L2 by the calls before it. All the sets that `calls` calls take are drawn, and up to
   MAX_DRAWN_SETS; the others are device copies of them (a gather's are all drawn, and share
@@ -701,7 +704,7 @@ def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
   copies = jax.device_put([list(s) for s in sources], may_alias=False) if sources else []
   return TimingSets(spec, dims, sets + [tuple(c) for c in copies],
                     seeds + [seeds[k % drawn] for k in range(drawn, n_sets)], shared=rot.shared,
-                    warmup=warmup)
+                    warmup=warmup, whose=whose)
 
 
 def speedup(kernel_ms: float, baseline_ms: float) -> float:
@@ -786,7 +789,8 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   calls = opts.warmup + timing.timed_calls(opts.timing_iterations, opts.timing_rounds)
   kernel_sets, baseline_sets = (
       timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes, copies=ctx.on_gpu,
-                  calls=calls, warmup=opts.warmup) for _ in range(2))
+                  calls=calls, warmup=opts.warmup, whose=whose)
+      for whose in ("", "the baseline's "))
   rot = rotation(spec, dims, ctx.l2_bytes)
   output_bytes = math.prod(spec.output(dims)) * np.dtype(spec.output_dtype).itemsize
   keep = frozenset(secrets.SystemRandom().sample(
@@ -796,7 +800,9 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
       [executable, jax.jit(spec.reference)], [kernel_sets, baseline_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
       method=ctx.timing_method, keep=[keep])
-  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec)
+  # A kernel that writes past its refs could reach the baseline's sets (to slow it, or to change
+  # what it is compared with): they are checked like the kernel's own.
+  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec) + baseline_sets.mutations()
   kernel_t, baseline_t = kernel.samples, baseline.samples
   roof = _roofline(spec, dims, kernel_t.median_ms, ctx.ceilings, baseline_t.median_ms)
   if _over(roof):  # before calling it impossible, measure the hardware again (trusted code)
