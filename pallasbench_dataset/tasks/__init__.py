@@ -189,11 +189,13 @@ class TaskSpec:
     """Analytic FLOPs: add, multiply, compare and each transcendental count as one."""
     return int(self.flops_per_call(self.dims(size)))
 
+  def output_bytes(self, size: Size | str | Dims) -> int:
+    return math.prod(self.output_shape(size)) * np.dtype(self.output_dtype).itemsize
+
   def io_bytes(self, size: Size | str | Dims) -> int:
     """Bytes of all inputs plus the output."""
     dims = self.dims(size)
-    out = math.prod(self.output(dims)) * np.dtype(self.output_dtype).itemsize
-    return sum(spec.nbytes(dims) for spec in self.inputs) + out
+    return sum(spec.nbytes(dims) for spec in self.inputs) + self.output_bytes(dims)
 
   def min_bytes(self, size: Size | str | Dims) -> int:
     """The fewest bytes a kernel must move: `io_bytes`, except for gathers (rows touched)."""

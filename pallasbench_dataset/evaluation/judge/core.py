@@ -53,7 +53,8 @@ JUDGE_VERSION: Final = "3"
 _CALLBACK_PLATFORM_ERROR: Final = "ValueError: the platform for the specified backend"
 # The timed outputs checked (timed_outputs_checked): at least three, and on a GPU every timed
 # call's where their host copies fit in 4 GiB: all 50 at `medium`, and at `large` of every
-# contraction but linear_bias_relu (32 of its 128 MiB outputs); 4 of an elementwise op's 1 GiB, where the bandwidth ceiling bounds what a lazy call could gain.
+# contraction but linear_bias_relu (32 of its 128 MiB outputs); 4 of an elementwise op's
+# 1 GiB, where the bandwidth ceiling bounds what a lazy call could gain.
 MIN_TIMED_OUTPUTS_CHECKED: Final = 3
 KEPT_OUTPUT_BYTES: Final = 4 << 30
 # How far above a ceiling a rate may be before it is called impossible: every ceiling is a
@@ -563,7 +564,7 @@ class Rotation:
 def rotation(spec: TaskSpec, dims: Dims, l2_bytes: int) -> Rotation:
   """For a gather (a task with `touched_bytes`), only the rows it reads count: inputs larger
   than L2 (the table) are shared by the sets and the small ones (the ids) redrawn."""
-  out_bytes = math.prod(spec.output(dims)) * np.dtype(spec.output_dtype).itemsize
+  out_bytes = spec.output_bytes(dims)
   sizes = [i.nbytes(dims) for i in spec.inputs]
   gather = spec.touched_bytes is not None
   shared = frozenset(i for i, n in enumerate(sizes) if gather and n > l2_bytes)
@@ -792,10 +793,10 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                   calls=calls, warmup=opts.warmup, whose=whose)
       for whose in ("", "the baseline's "))
   rot = rotation(spec, dims, ctx.l2_bytes)
-  output_bytes = math.prod(spec.output(dims)) * np.dtype(spec.output_dtype).itemsize
   keep = frozenset(secrets.SystemRandom().sample(
       range(opts.timing_iterations),
-      timed_outputs_checked(output_bytes, opts.timing_iterations, comparable=ctx.on_gpu)))
+      timed_outputs_checked(spec.output_bytes(dims), opts.timing_iterations,
+                            comparable=ctx.on_gpu)))
   kernel, baseline = timing.time_interleaved(
       [executable, jax.jit(spec.reference)], [kernel_sets, baseline_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
