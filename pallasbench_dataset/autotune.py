@@ -20,8 +20,8 @@ its own, as many at once as --workers, into a persistent compilation cache this 
 loads them from (a compile past --compile-budget is killed and recorded, so one config cannot
 hold up the search); each compiled config checked on a fresh seed against the task's reference
 with the judge's comparison (a failing config is recorded and never kept); then timed with the
-judge's timing (device time by CUPTI on a GPU, input sets rotated past the L2): a short screen
-of every passing config, then the fastest few and the default interleaved with the jitted XLA
+judge's timing (device time by CUPTI on a GPU, inputs drawn for each call, the L2 flushed): a
+short screen of every passing config, then the fastest few and the default interleaved with the jitted XLA
 baseline under the judge's protocol. One JSON line per (task, size) is appended to --results as
 it finishes; a rerun skips what is there, so a run resumes. `--write-tables` writes the fastest
 config of each line into its kernel's TUNED_CONFIGS, GPU lines only. On a host without a GPU
@@ -227,8 +227,12 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
     raise TuningError(f"{label}: no config compiled and passed: "
                       f"{rows[0]['status']}: {rows[0]['error']}")
   method = timing.available_method()
-  sets = timing_sets(spec, dims, environment.l2_bytes(env), 4 << 30).slots
-  screen = timing.time_interleaved([e for _, e in passing], [sets] * len(passing),
+  l2_bytes = environment.l2_bytes(env)
+  flush = timing.L2Flush(l2_bytes) if on_gpu else None
+
+  def feeds(n: int) -> list[timing.Feed]:  # each function its own inputs, as the judge times
+    return [timing_sets(spec, dims, l2_bytes, flush=flush) for _ in range(n)]
+  screen = timing.time_interleaved([e for _, e in passing], feeds(len(passing)),
                                    iterations=SCREEN_ITERATIONS, rounds=1, warmup=1, method=method)
   for (i, _), t in zip(passing, screen):
     rows[i]["screen_ms"] = t.samples.median_ms
@@ -236,7 +240,7 @@ def tune(task: str, size: str, *, max_configs: int, workers: int,
   if rows[0]["status"] == "ok" and all(i != 0 for i, _ in ranked):
     ranked.append(passing[0])
   baseline = jax.jit(spec.reference)
-  final = timing.time_interleaved([baseline, *(e for _, e in ranked)], [sets] * (len(ranked) + 1),
+  final = timing.time_interleaved([baseline, *(e for _, e in ranked)], feeds(len(ranked) + 1),
                                   iterations=50, rounds=2, warmup=3, method=method)
   for (i, _), t in zip(ranked, final[1:]):
     rows[i].update(runtime_ms=t.samples.median_ms, runtime_iqr_ms=t.samples.iqr_ms)

@@ -135,6 +135,12 @@ def _timing_facts(records: Sequence[EvalRecord]) -> dict[str, str]:
 
 
 _JUDGE_TEXT: Final = {
+    "4": ("- **Judge** (`judge_version` 4, {n} evaluation(s)): as judge 3 below, and: each timed "
+          "call's inputs are\n  drawn from new seeds just before it, the L2 then flushed, and "
+          "checked and freed after it (no\n  two calls share an input, none exists before its "
+          "call; `timing_input_sets` counts the calls),\n  the baseline's as well as the "
+          "kernel's; on a GPU every timed output whose host copy fits\n  4 GiB is checked "
+          "(`timed_outputs_checked`)."),
     "3": ("- **Judge** (`judge_version` 3, {n} evaluation(s)): as judge 2 below, and: the exporter "
           "reads\n  neither the project's kernel trees, data nor references, and reports its walls on "
           "a pipe\n  closed before kernel code runs; the judge reads the artifact's header itself "

@@ -957,6 +957,10 @@ def test_timing_facts_and_judge_text(trees):
   assert facts["judge_text"].startswith("- **Judge** (`judge_version` 2, 2 evaluation(s)): ")
   assert ("\n- **Evaluator** (`judge_version` 1, release 1, 2 evaluation(s)): "
           in facts["judge_text"])
+  newest = sections.protocol._timing_facts([rf.record(trees, "relu", judge_version="4")])
+  assert newest["judge_text"].startswith("- **Judge** (`judge_version` 4, 1 evaluation(s)): as "
+                                         "judge 3 below, and: each timed call's inputs are\n")
+  assert "checked and freed after it" in newest["judge_text"]
   assert sections.protocol._timing_facts([]) == {
       "methods": "none", "iterations": "none", "input_sets": "none", "seeds": "none",
       "not_comparable": "0", "judge_text": ""}

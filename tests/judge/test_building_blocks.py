@@ -6,6 +6,7 @@ text a reason carries, the order of rejections, a field of the record), on array
 enough to compute by hand. They run in this process on the CPU, in a few seconds.
 """
 
+import ctypes
 import dataclasses
 import datetime
 import functools
@@ -1167,41 +1168,6 @@ def test_edge_that_cannot_export_fails_when_run(entries, message):
   assert str(e.value) == message
 
 
-def _count_spy(monkeypatch):
-  calls = []
-  real = timing.input_set_count
-
-  def spy(*args, **kw):
-    calls.append((args, kw))
-    return real(*args, **kw)
-  monkeypatch.setattr(timing, "input_set_count", spy)
-  return calls
-
-
-def test_timing_sets_rotate_fresh_inputs_sized_to_the_l2(monkeypatch):
-  calls = _count_spy(monkeypatch)
-  sets = judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=1 << 20)
-  assert calls == [((512, 256, 1 << 19), {"per_set_bytes": 512})]
-  assert len(sets) == 2 and all(isinstance(s, tuple) and len(s) == 1 for s in sets)
-  assert sets[0][0].shape == (8, 16) and not np.array_equal(sets[0][0], sets[1][0])
-  again = judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=1 << 20)
-  assert not np.array_equal(sets[0][0], again[0][0])     # drawn from OS seeds, not fixed ones
-
-
-def test_timing_sets_of_a_gather_share_the_large_table(monkeypatch):
-  lookup = get_task("embedding_lookup")
-  dims = types.MappingProxyType({"V": 64, "D": 8, "S": 4})   # table 2048 bytes, ids 16
-  calls = _count_spy(monkeypatch)
-  sets = judge.timing_sets(lookup, dims, l2_bytes=1024, budget_bytes=2 * 3 * 16)
-  read = lookup.min_bytes(dims) - 4 * 8 * 4        # rows touched, less the output
-  assert calls == [((read, 1024, 3 * 16), {"per_set_bytes": 16})]
-  assert len(sets) == 3                             # the budget holds 3 sets of ids
-  assert all(s[0] is sets[0][0] for s in sets)
-  assert len({np.asarray(s[1]).tobytes() for s in sets}) == 3
-  fits = judge.timing_sets(lookup, dims, l2_bytes=2048, budget_bytes=2 * 2 * 2064)  # table == L2
-  assert len(fits) == 2 and fits[1][0] is not fits[0][0]
-
-
 def test_the_judge_draws_31_bit_seeds(monkeypatch, analysis):  # pylint: disable=unused-argument
   bounds = []
   real = judge.secrets.randbelow
@@ -1210,17 +1176,16 @@ def test_the_judge_draws_31_bit_seeds(monkeypatch, analysis):  # pylint: disable
     bounds.append(n)
     return real(n)
   monkeypatch.setattr(judge.secrets, "randbelow", randbelow)
-  judge.timing_sets(ADD, TINY, l2_bytes=1024, budget_bytes=1 << 20)
-  assert len(bounds) == 4 and set(bounds) == {2 ** 31}   # 4 sets, a seed each (its inputs
-  # are that seed's streams, as in make_inputs)
+  sets = judge.timing_sets(ADD, TINY, l2_bytes=1024)
+  for call in range(4):
+    sets.args(call)
+    sets.after(call, 4)
+  assert len(bounds) == 5 and set(bounds) == {2 ** 31}   # one for the (absent) shared inputs,
+  # then a seed a call (its inputs are that seed's streams, as in make_inputs)
   bounds.clear()
   record, _ = _evaluate(_report(_entry(artifacts=_artifacts())), seeds=(), num_seeds=3,
                         timing_iterations=1)
   assert bounds and set(bounds) == {2 ** 31} and len(record.seeds) == 3
-
-
-def test_timing_sets_within_the_budget():
-  assert len(judge.timing_sets(RELU, TINY, l2_bytes=1 << 20, budget_bytes=4 * 512)) == 2
 
 
 def _same_arrays(a, b) -> bool:
@@ -1228,119 +1193,91 @@ def _same_arrays(a, b) -> bool:
                                   for x, y in zip(a, b))
 
 
-def _drawn(spec, dims, seeds):
-  return tuple(spec.make_input(dims, seed, i) for i, seed in enumerate(seeds))
+class _Flush:
+  """An L2 flush that records when it ran: after which input draw, before which call."""
+
+  def __init__(self, events):
+    self.events = events
+
+  def __call__(self):
+    self.events.append("flush")
 
 
-@pytest.mark.parametrize("spec, l2_bytes, n_sets", [(RELU, 2 * 512, 8), (ADD, 1024, 4)],
-                         ids=["relu", "add"])
-def test_every_timing_set_is_what_its_seeds_draw_again_on_buffers_of_its_own(
-    monkeypatch, spec, l2_bytes, n_sets):
-  """The timed outputs are checked against each call's inputs drawn again from its seeds: the
-  drawn sets and the device copies past MAX_DRAWN_SETS (set k a copy of drawn set k % drawn)
-  must hold exactly what their seeds draw, or an honest kernel would be rejected. A GPU judge's
-  sets (the default) are copied into buffers of their own: a copy that aliased its drawn set
-  would leave the same cache lines to the next call. Told how many calls will take them, the
-  judge draws at least that many."""
-  monkeypatch.setattr(judge, "MAX_DRAWN_SETS", 2)
-  sets = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30)
-  assert len(sets) == len(sets.seeds) == n_sets
-  assert len(set(sets.seeds)) == 2  # two drawn, the others copies
-  assert all(len(row) == len(spec.inputs) for row in sets.seeds)
-  for k in range(n_sets):
-    assert _same_arrays(sets[k], _drawn(spec, TINY, sets.seeds[k])), k
-    assert _same_arrays(sets[k], sets[k % 2]) and sets.seeds[k] == sets.seeds[k % 2], k
-  buffers = [x.unsafe_buffer_pointer() for k in range(len(sets)) for x in sets[k]]  # as timed
-  assert len(set(buffers)) == len(buffers)
-  cpu = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30, copies=False)
-  assert len(cpu) == len(cpu.seeds) == 2   # a CPU judge's: the drawn sets only
-  told = judge.timing_sets(spec, TINY, l2_bytes=l2_bytes, budget_bytes=1 << 30, calls=3)
-  assert len(told) == n_sets and len(set(told.seeds)) == 3
+def test_each_call_s_inputs_are_drawn_just_before_it_and_freed_after():
+  """Warm-up and timed calls through the real rounds: every call is given inputs no other call
+  got (a memo a kernel keeps across calls never hits), drawn after the call before it ended and
+  followed by the L2 flush; while a call runs, no other call's input buffer is alive (so no
+  work can be done ahead for a later call); each call's inputs are what its seeds draw again.
+  Fixed sets in a Cycle (as before this design) give the memo 10 hits of 12 calls."""
+  events, given, alive = [], [], []
 
-
-def test_a_gathers_timing_sets_are_all_drawn_around_the_one_table_its_seeds_redraw(monkeypatch):
-  """A gather's sets are never device copies, however many (its ids are what rotates): each
-  has ids of its own and the first set's table buffer, and its seeds draw that table again; a
-  set drawn afresh for a later call keeps the table. So an honest gather's timed outputs pass
-  on every call."""
-  monkeypatch.setattr(judge, "MAX_DRAWN_SETS", 2)
-  lookup = get_task("embedding_lookup")
-  dims = types.MappingProxyType({"V": 64, "D": 8, "S": 4})   # table 2048 bytes, ids 16
-  sets = judge.timing_sets(lookup, dims, l2_bytes=1024, budget_bytes=2 * 3 * 16)
-  assert len(sets) == len(sets.seeds) == 3
-  assert all(s[0] is sets[0][0] for s in sets)
-  assert len({np.asarray(s[1]).tobytes() for s in sets}) == 3
-  assert all(row[0] == sets.seeds[0][0] for row in sets.seeds)   # one table seed
-  for k in range(3):
-    assert _same_arrays(sets[k], _drawn(lookup, dims, sets.seeds[k])), k
-  reference = jax.jit(lookup.reference)
-  kept = {}
-  for call in range(6):
-    kept[call] = reference(*sets.args(call))
-    sets.after(call, 9)
-  assert all(s[0] is sets[0][0] for s in sets) and len(set(sets.seeds)) == 3
-  assert judge._timed_output_reasons(kept, sets, lookup) == []  # pylint: disable=protected-access
-  _fed(sets, range(6, 9))
-  zeros = jnp.zeros_like(sets[0][0])   # the one table, rewritten: checked once, named once
-  sets.slots[:] = [(zeros, s[1]) for s in sets]
-  assert sets.mutations() == [
-      "the input set of every call (shared inputs) was changed by the timed calls (input table "
-      "was mutated in place): a kernel's inputs are read-only"]
-
-
-def _fed(sets, calls, end=None):
-  """The calls `calls` of a timing on `sets`, as time_interleaved makes them: each takes its
-  inputs, then its set is drawn afresh if a later call takes it. -> each call's inputs, on the
-  host (the buffers of a set drawn afresh are freed)."""
-  given = {}
-  for call in calls:
-    given[call] = tuple(np.asarray(x) for x in sets.args(call))
-    sets.after(call, end if end is not None else calls[-1] + 1)
-  return given
-
-
-def test_no_two_timing_calls_are_given_the_same_input():
-  """Warm-up and timed calls through the real rounds, over two sets: every call's inputs are
-  new, so a memo of earlier calls (state a kernel keeps where the module analysis cannot see
-  it) never hits; each call's inputs are what its seeds draw again. Fixed sets in a Cycle, as
-  the autotuner times its own kernels, would give the memo 10 hits."""
   def memo_hits(feed):
     seen, hits = set(), []
 
     def memo(x):
+      events.append("call")
+      alive.append(sum(not old.is_deleted() for old in given))
       key = np.asarray(x).tobytes()
       hits.append(key in seen)
       seen.add(key)
+      given.append(x)
       return x * 2.0
     (timed,) = timing.time_interleaved([memo], [feed], iterations=10, rounds=2, warmup=2,
                                        method=timing.TimingMethod.WALLCLOCK,
                                        keep=[frozenset(range(10))])
     return sum(hits), timed
-  sets = judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=4 * 512, calls=12, warmup=2)
-  assert len(sets) == 2
-  first = sets[0]
+  sets = judge.timing_sets(RELU, TINY, l2_bytes=256, warmup=2, flush=_Flush(events))
   hits, timed = memo_hits(sets)
-  assert all(x.is_deleted() for x in first)  # a set drawn afresh frees its buffers at once
-  assert hits == 0 and len(set(sets._given.values())) == 12  # pylint: disable=protected-access
+  assert hits == 0 and len(sets) == 12 and events == ["flush", "call"] * 12
+  assert alive == [0] * 12 and all(x.is_deleted() for x in given)
   for call, out in timed.kept.items():
     np.testing.assert_array_equal(out, 2.0 * np.asarray(sets.drawn_again(call)[0]))
   assert sets.mutations() == []
-  assert memo_hits(list(judge.timing_sets(RELU, TINY, l2_bytes=256, budget_bytes=4 * 512).slots)
-                   )[0] == 10
+  fixed = [RELU.make_inputs(TINY, seed) for seed in (1, 2)]
+  given.clear()
+  assert memo_hits(fixed)[0] == 10
 
 
-def test_a_timing_that_would_give_an_input_twice_is_the_judge_s_error():
-  """Sets drawn for fewer calls than take them (copies of a drawn set) are refused at the call
-  that would repeat an input, never silently given."""
-  sets = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1)] * 2, [(1,), (1,)])
-  sets.args(0)
-  with pytest.raises(RuntimeError, match="an input an earlier call was given"):
-    sets.args(1)
+def test_a_gather_s_table_is_drawn_once_for_every_call_and_checked_once():
+  """A gather's table larger than the L2 is one buffer that every call shares (its ids are
+  what each call draws): drawn again from its seed, an honest gather's timed outputs pass; a
+  table rewritten is named once. A table the L2 holds is drawn for each call like any input."""
+  lookup = get_task("embedding_lookup")
+  dims = types.MappingProxyType({"V": 64, "D": 8, "S": 4})   # table 2048 bytes, ids 16
+  sets = judge.timing_sets(lookup, dims, l2_bytes=1024)
+  reference = jax.jit(lookup.reference)
+  kept, tables, ids = {}, [], []
+  for call in range(6):
+    table, row = sets.args(call)
+    tables.append(table)
+    ids.append(np.asarray(row).tobytes())
+    kept[call] = reference(table, row)
+    sets.after(call, 6)
+  assert all(t is tables[0] for t in tables) and not tables[0].is_deleted()
+  assert len(set(ids)) == 6
+  assert judge._timed_output_reasons(kept, sets, lookup) == []  # pylint: disable=protected-access
+  sets._shared_inputs[0] = jnp.zeros_like(tables[0])  # pylint: disable=protected-access
+  assert sets.mutations() == [
+      "the input set of every call (shared inputs) was changed by the timed calls (input table "
+      "was mutated in place): a kernel's inputs are read-only"]
+  small = judge.timing_sets(lookup, dims, l2_bytes=4096)
+  first = small.args(0)[0]
+  small.after(0, 2)
+  assert first.is_deleted() and small.args(1)[0] is not first
+
+
+def _fed(sets, calls):
+  """The calls `calls` of a timing on `sets`, as time_interleaved makes them: each takes its
+  inputs, and when it ends they are checked and freed. -> each call's inputs, on the host."""
+  given = {}
+  for call in calls:
+    given[call] = tuple(np.asarray(x) for x in sets.args(call))
+    sets.after(call, calls[-1] + 1)
+  return given
 
 
 def test_timed_outputs_are_compared_with_their_own_calls_reference():
-  sets = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)],
-                          [(1,), (2,)])
+  sets = judge.timing_sets(RELU, TINY, l2_bytes=1 << 20)
   relu = _relu_jit()
   given = _fed(sets, range(10))
   kept = {5: relu(*given[5]), 2: relu(*given[1]), 9: jnp.zeros((8, 16)), 0: relu(*given[0])}
@@ -1354,50 +1291,57 @@ def test_timed_outputs_are_compared_with_their_own_calls_reference():
   assert kept == {}
 
 
-def test_a_timed_output_is_checked_against_its_inputs_drawn_again_not_the_buffers_it_was_given():
-  """Timed calls that rewrite their inputs (zeros in, zeros out: a relu of the rewritten
-  buffers is right) are caught twice: the set no longer holds what its seed draws, and the
-  output is compared with the reference of the inputs as drawn. This holds for a set checked
-  when it is drawn afresh (call 1) and for one checked when the timing ends (call 4), warm-up
-  calls included; an honest kernel's output passes."""
-  def zeroed(k):
-    sets.slots[k] = (jnp.zeros((8, 16), jnp.float32),)
-  sets = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1), RELU.make_inputs(TINY, 2)],
-                          [(1,), (2,)], warmup=1)
+def _rewrite(x: jax.Array) -> None:
+  """What a GPU kernel writing its input ref does: the buffer changes (here through its
+  address on the CPU)."""
+  jax.block_until_ready(x)
+  np.asarray(x)  # materialised
+  data = (ctypes.c_float * x.size)(*([0.0] * x.size))
+  ctypes.memmove(x.unsafe_buffer_pointer(), data, ctypes.sizeof(data))
+
+
+def test_a_call_that_rewrites_its_inputs_is_named_and_checked_against_its_inputs_as_drawn():
+  """A call that zeroes its inputs (zeros in, zeros out: a relu of the rewritten buffers is
+  right) is caught twice: its set no longer held what its seed draws when it ended, and its
+  output is compared with the reference of the inputs as drawn. Warm-up calls and the
+  baseline's calls are named as such; an honest call passes."""
   relu = _relu_jit()
+  sets = judge.timing_sets(RELU, TINY, l2_bytes=1 << 20, warmup=1)
   kept = {}
-  for call in range(-1, 5):
+  for call in range(-1, 4):
     args = sets.args(call)
-    if call in (1, 4):
-      zeroed((call + 1) % 2)
-      args = sets.slots[(call + 1) % 2]
+    if call in (-1, 2):
+      _rewrite(args[0])
     kept[call] = relu(*args)
-    sets.after(call, 5)
+    sets.after(call, 4)
   del kept[-1]
   reasons = judge._timed_output_reasons(kept, sets, RELU)  # pylint: disable=protected-access
   assert reasons[:2] == [
-      "the input set of timed call 1 was changed by the timed calls (input x was mutated in "
-      "place): a kernel's inputs are read-only",
-      "the input set of timed call 4 was changed by the timed calls (input x was mutated in "
-      "place): a kernel's inputs are read-only"], reasons
-  assert len(reasons) == 4 and reasons[2].startswith("timed call 1 returned a wrong output")
-  assert reasons[3].startswith("timed call 4 returned a wrong output")
-  warm = judge.TimingSets(RELU, TINY, [RELU.make_inputs(TINY, 1)], [(1,)], warmup=1)
-  warm.args(-1)
-  warm.slots[0] = (jnp.zeros((8, 16), jnp.float32),)
-  warm.after(-1, 1)
-  assert warm.mutations() == [
       "the input set of warm-up call 0 was changed by the timed calls (input x was mutated in "
-      "place): a kernel's inputs are read-only"]
+      "place): a kernel's inputs are read-only",
+      "the input set of timed call 2 was changed by the timed calls (input x was mutated in "
+      "place): a kernel's inputs are read-only"], reasons
+  assert len(reasons) == 3 and reasons[2].startswith("timed call 2 returned a wrong output")
+  baseline = judge.timing_sets(ADD, TINY, l2_bytes=1 << 20, whose="the baseline's ")
+  for x in baseline.args(3):
+    _rewrite(x)
+  baseline.after(3, 4)
+  assert baseline.mutations() == [
+      "the input set of the baseline's timed call 3 was changed by the timed calls (input x was "
+      "mutated in place; input y was mutated in place): a kernel's inputs are read-only"]
 
 
-def test_a_timed_set_with_every_input_rewritten_names_each_input():
-  zeros = (jnp.zeros((8, 16), jnp.float32),) * 2
-  sets = judge.TimingSets(ADD, TINY, [zeros], [(1, 1)])
-  sets.args(3)
-  assert sets.mutations() == [
-      "the input set of timed call 3 was changed by the timed calls (input x was mutated in "
-      "place; input y was mutated in place): a kernel's inputs are read-only"]
+def test_the_l2_flush_rewrites_four_l2s_in_place():
+  """The flush after each draw reads and writes a scratch buffer of L2_MULTIPLE x the L2 (what
+  the input rotation read before this design), in place: the same buffer every time."""
+  flush = timing.L2Flush(1024)
+  scratch = flush._scratch  # pylint: disable=protected-access
+  address = scratch.unsafe_buffer_pointer()
+  assert scratch.nbytes == timing.L2_MULTIPLE * 1024
+  flush()
+  flush()
+  after = flush._scratch  # pylint: disable=protected-access
+  assert after.unsafe_buffer_pointer() == address and int(after[0]) == 2 and int(after[-1]) == 2
 
 
 def test_speedup_is_baseline_over_kernel():
@@ -1428,7 +1372,7 @@ def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
     seen.update(fns=fns, sets=sets, iterations=iterations, rounds=rounds, warmup=warmup,
                 method=method, keep=keep)
     kept = {}
-    for call, args in _fed(sets[0], range(iterations)).items():
+    for call, args in _fed(sets[0], list(range(iterations))).items():
       if call in keep[0]:
         kept[call] = jnp.zeros((8, 16)) if call in wrong_calls else fns[1](*args)
     return [timing.Timed(samples=timing.Samples(method=method, samples_ms=tuple(kernel_ms),
@@ -1441,8 +1385,7 @@ def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
 
 def _time(ceilings=NOT_MEASURED, iterations=4, executable="the executable"):
   state = judge._State(fields={})  # pylint: disable=protected-access
-  opts = judge.EvalOptions(timing_iterations=iterations, timing_rounds=2, warmup=1,
-                           input_budget_bytes=1 << 20)
+  opts = judge.EvalOptions(timing_iterations=iterations, timing_rounds=2, warmup=1)
   judge._time_and_roofline(executable, RELU, TINY, opts, _ctx(ceilings=ceilings), state)  # pylint: disable=protected-access
   return state.fields
 
@@ -1454,8 +1397,9 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
   assert (seen["iterations"], seen["rounds"], seen["warmup"]) == (4, 2, 1)
   assert seen["method"] is timing.TimingMethod.WALLCLOCK
   assert len(seen["keep"]) == 1 and len(seen["keep"][0]) == 3 and seen["keep"][0] <= {0, 1, 2, 3}
-  kernel_sets, baseline_sets = seen["sets"]
-  assert not {id(a) for s in kernel_sets for a in s} & {id(a) for s in baseline_sets for a in s}
+  kernel_sets, baseline_sets = seen["sets"]   # feeds of their own, the baseline's named
+  assert (kernel_sets.whose, baseline_sets.whose) == ("", "the baseline's ")
+  assert len(kernel_sets) == 4 and kernel_sets.flush is None   # a CPU judge flushes nothing
   samples = timing.Samples(method=timing.TimingMethod.WALLCLOCK, samples_ms=(1.0, 2.0, 4.0, 8.0),
                            kernel_names=())
   baseline = dataclasses.replace(samples, samples_ms=(3.0, 3.0, 6.0, 6.0))
@@ -1465,7 +1409,7 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       baseline_ms=4.5, baseline_iqr_ms=baseline.iqr_ms, baseline_samples_ms=(3.0, 3.0, 6.0, 6.0),
       timed_outputs_checked=3, speedup=1.5,
       roofline=judge._roofline(RELU, TINY, 3.0, NOT_MEASURED, 4.5),  # pylint: disable=protected-access
-      timing_rotated_bytes=512 * len(kernel_sets), timing_l2_resident=True,  # a CPU judge: 64 sets
+      timing_rotated_bytes=512 * 4, timing_l2_resident=True,  # 4 calls' inputs, unflushed
       status=Status.PASS, reasons=(), robust=True)
 
 
@@ -1476,8 +1420,7 @@ def test_time_and_roofline_names_its_stages_and_splits_its_seconds(monkeypatch):
   _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4)
   stages = []
   state = judge._State(fields={})  # pylint: disable=protected-access
-  opts = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1,
-                           input_budget_bytes=1 << 20)
+  opts = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1)
   start = time.perf_counter()
   judge._time_and_roofline("the executable", RELU, TINY, opts,  # pylint: disable=protected-access
                            dataclasses.replace(_ctx(), stage=stages.append), state)
@@ -1487,10 +1430,9 @@ def test_time_and_roofline_names_its_stages_and_splits_its_seconds(monkeypatch):
   assert 0 <= timing_s and 0 <= eager_s and timing_s + eager_s <= elapsed
 
 
-def test_the_l2_decides_between_resident_and_rotated_at_its_exact_size():
-  rot = judge.Rotation(read_bytes=256, shared=frozenset(), per_set_bytes=256, gather=False)
-  assert rot.resident(4, 1024) and not rot.resident(5, 1024)
-
+def test_the_l2_decides_between_resident_and_not_at_its_exact_size():
+  read = judge.Reads(read_bytes=256, shared=frozenset())
+  assert read.resident(4, 1024) and not read.resident(5, 1024)
 
 def test_a_rate_is_impossible_only_beyond_the_ceilings_tolerance():
   def roof(frac):
@@ -1685,7 +1627,7 @@ def test_finish_fills_the_record():
           record.roofline, record.runtime_samples_ms, record.baseline_samples_ms) == (
       None, None, (), None, None, (), ())
   assert (record.timing_method, record.timing_iterations, record.runtime_ms) == (None, None, None)
-  assert record.eval_wall_s == 1.75 and record.judge_version == "3"
+  assert record.eval_wall_s == 1.75 and record.judge_version == "4"
   assert record.sandbox == ("net", "fs") and record.exporter_output == "x" * 4000
   assert record.compile == _profile(_report())
   measured = datetime.datetime.fromisoformat(record.measured_at)

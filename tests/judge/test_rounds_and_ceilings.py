@@ -86,8 +86,11 @@ def test_a_gpu_judge_checks_every_timed_output_its_host_budget_holds(monkeypatch
     made.append(1)
     return relu(x) if len(made) < 1 + 40 else jnp.zeros_like(x)
   keeps = _kept_calls(monkeypatch)
+  flushes = []
+  monkeypatch.setattr(timing.L2Flush, "__call__", lambda self: flushes.append(1))
   fields = _timed(wrong_at_the_end, iterations=40, platform="gpu")
   assert keeps[-1] == frozenset(range(40)) and fields["timed_outputs_checked"] == 40
+  assert fields["timing_l2_resident"] is False and len(flushes) >= 2 * 41  # each call's inputs
   assert fields["status"] is Status.REJECTED
   assert fields["reasons"] == (fields["reasons"][0],) and fields["reasons"][0].startswith(
       "timed call 39 returned a wrong output"), fields["reasons"]
@@ -145,12 +148,13 @@ def test_timed_calls_that_rewrite_their_inputs_are_rejected():
   assert _timed(relu, iterations=40)["status"] is Status.PASS
 
 
-def test_a_kernel_that_writes_into_the_baseline_s_inputs_is_caught(monkeypatch):
-  """On a GPU a kernel's refs are raw pointers: one could write into the baseline's input sets
-  (to slow it down, or to change what it computes). The baseline's sets are checked like the
-  kernel's own; the baseline's honest reads leave them as drawn."""
+def test_while_the_kernel_runs_none_of_the_baseline_s_inputs_exist(monkeypatch):
+  """On a GPU a kernel's refs are raw pointers: one could read or write the baseline's inputs
+  (to slow it down, or to change what it computes) if they were alive beside its own. Each of
+  the baseline's calls draws its inputs just before it and frees them after, so while a
+  kernel's call runs the baseline holds none; and the baseline's calls are checked for writes."""
   relu = jax.jit(RELU.reference)
-  feeds = []
+  feeds, held = [], []
   real = timing.time_interleaved
 
   def spy(fns, sets, **kw):
@@ -158,15 +162,16 @@ def test_a_kernel_that_writes_into_the_baseline_s_inputs_is_caught(monkeypatch):
     return real(fns, sets, **kw)
   monkeypatch.setattr(timing, "time_interleaved", spy)
 
-  def writes_the_baseline_s(x):
-    _write_in_place(feeds[-1][5][0], 0.0)   # slot 5: the baseline's timed call 4 takes it
+  def looks_at_the_baseline_s(x):
+    held.append(feeds[-1]._current)  # pylint: disable=protected-access
     return relu(x)
-  fields = _timed(writes_the_baseline_s, iterations=40)
-  assert fields["status"] is Status.REJECTED
-  assert fields["reasons"] == (
-      "the input set of the baseline's timed call 4 was changed by the timed calls (input x was "
-      "mutated in place): a kernel's inputs are read-only",), fields["reasons"]
-  assert _timed(relu, iterations=40)["status"] is Status.PASS
+  fields = _timed(looks_at_the_baseline_s, iterations=40)
+  assert fields["status"] is Status.PASS and held == [()] * 41
+  checked = []
+  monkeypatch.setattr(judge.TimingSets, "mutations",
+                      lambda self: checked.append(self.whose) or [])
+  _timed(relu, iterations=4)
+  assert checked == ["", "the baseline's "]
 
 
 def test_candidate_and_baseline_alternate_order_every_round_so_drift_hits_both_alike(monkeypatch):
@@ -295,14 +300,6 @@ def test_degeneracy_threshold_is_scaled_to_the_reference_not_the_candidates_outp
   verdict = checks.judge_outputs(loud, RELU, TINY, None)
   reference = RELU.expected(*RELU.make_inputs(TINY, 1))
   assert {f.threshold for f in verdict.filters} == {filters.threshold(reference)}
-
-
-@pytest.mark.parametrize("read_bytes, l2_bytes", [(600, 256), (512, 256), (3000, 1 << 10),
-                                                  (1, 7)])
-def test_input_sets_rotate_through_at_least_four_l2s_before_one_comes_back(read_bytes, l2_bytes):
-  n = timing.input_set_count(read_bytes, l2_bytes, budget_bytes=1 << 30)
-  assert n * read_bytes >= 4 * l2_bytes or n == 64
-  assert (n - 1) * read_bytes < 4 * l2_bytes  # and no more than needed
 
 
 def test_a_wallclock_sample_lasts_until_the_output_is_ready(monkeypatch):

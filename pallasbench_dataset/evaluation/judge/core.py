@@ -6,8 +6,8 @@ For each item it deserializes the candidate's `jax.export` artifacts, checks the
 the task (avals, effects, custom calls, the structure of the module), compiles the one for
 this device, draws seeds from the OS, runs the candidate on every input the verdict needs
 and copies its outputs to the host, and only then computes the references and compares.
-Timing interleaves candidate and baseline on fresh input sets of their own (no two calls
-given the same input), and checks a secret sample of the candidate's timed outputs: on a GPU,
+Timing interleaves candidate and baseline on inputs of their own, drawn for each call just
+before it (no two calls given the same input, none alive before its call), and checks a secret sample of the candidate's timed outputs: on a GPU,
 every one whose host copy fits the judge's budget.
 """
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-JUDGE_VERSION: Final = "3"
+JUDGE_VERSION: Final = "4"
 # What jax says when a host callback is lowered for a platform the process has no backend for
 # (the exporter runs on the CPU and exports for cuda): a callback, not a lowering bug.
 _CALLBACK_PLATFORM_ERROR: Final = "ValueError: the platform for the specified backend"
@@ -74,7 +74,6 @@ class EvalOptions:
   timing_iterations: int = 50
   timing_rounds: int = 2           # kernel, baseline | baseline, kernel
   warmup: int = 3
-  input_budget_bytes: int = 4 << 30
   capture_artifacts: bool = True
   memcheck: bool = True            # one call under compute-sanitizer memcheck (a GPU judge)
   reject_copies: bool = False      # reject a candidate whose kernels are a shipped kernel's
@@ -532,136 +531,98 @@ def _first_line(failure: Failure) -> str:
   return str(failure).splitlines()[0] if str(failure) else "no artifact"
 
 
-# Input sets drawn fresh for the timing; more sets (a task whose call reads little) are device
-# copies of them: other buffers, so other cache lines. A gather's rows come from its ids, so
-# its sets are all drawn fresh (a copy of the ids would read the same rows), up to its own cap.
-MAX_DRAWN_SETS: Final = 64
-MAX_GATHER_SETS: Final = 1024
-# Device buffers one rotation may hold (the kernel's and the baseline's are two): on the H200,
-# outer_product at `medium` (two 4 KB inputs, 30720 sets each for the kernel and the baseline)
-# took the judge down with SIGABRT in its timing stage, one_hot's 2 x 32768 buffers did not.
-MAX_SET_BUFFERS: Final = 1 << 14
-
-
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Rotation:
-  """What the timing's input rotation reads: the bytes of one call, the inputs every set
-  shares (a gather's table larger than the L2), and the memory one more set takes."""
+class Reads:
+  """What the timing's calls read: the bytes of one call's own inputs, and the inputs all calls
+  share (a gather's table larger than the L2: only the rows its ids pick are read)."""
   read_bytes: int
   shared: frozenset[int]
-  per_set_bytes: int
-  gather: bool
 
-  def rotated_bytes(self, n_sets: int) -> int:
-    """The distinct bytes the calls read across `n_sets` sets."""
+  def distinct_bytes(self, n_sets: int) -> int:
+    """The distinct bytes the calls read across `n_sets` input sets."""
     return self.read_bytes * n_sets
 
   def resident(self, n_sets: int, l2_bytes: int) -> bool:
-    """Whether those bytes fit in the L2: then the inputs could stay there between calls."""
-    return self.rotated_bytes(n_sets) <= l2_bytes
+    """Whether those bytes fit in the L2: then, unflushed, the inputs could stay there."""
+    return self.distinct_bytes(n_sets) <= l2_bytes
 
 
-def rotation(spec: TaskSpec, dims: Dims, l2_bytes: int) -> Rotation:
-  """For a gather (a task with `touched_bytes`), only the rows it reads count: inputs larger
-  than L2 (the table) are shared by the sets and the small ones (the ids) redrawn."""
-  out_bytes = spec.output_bytes(dims)
+def reads(spec: TaskSpec, dims: Dims, l2_bytes: int) -> Reads:
+  """For a gather (a task with `touched_bytes`), only the rows it reads count, and its inputs
+  larger than the L2 (the table) are drawn once for every call."""
   sizes = [i.nbytes(dims) for i in spec.inputs]
   gather = spec.touched_bytes is not None
-  shared = frozenset(i for i, n in enumerate(sizes) if gather and n > l2_bytes)
-  read = spec.min_bytes(dims) - out_bytes if gather else sum(sizes)
-  return Rotation(read_bytes=read, shared=shared, gather=gather,
-                  per_set_bytes=sum(n for i, n in enumerate(sizes) if i not in shared))
-
-
-def timing_set_count(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
-                     copies: bool = True) -> int:
-  """How many input sets the timing rotates through: as many as make the calls read past a
-  multiple of the L2 (`timing.input_set_count`), within the memory budget, MAX_SET_BUFFERS,
-  and a gather's cap; without `copies` (a CPU judge, whose interpret-mode timings are not
-  comparable anyway) MAX_DRAWN_SETS. A row whose sets end up inside the L2 says so."""
-  rot = rotation(spec, dims, l2_bytes)
-  n_sets = timing.input_set_count(rot.read_bytes, l2_bytes, budget_bytes // 2,
-                                  per_set_bytes=rot.per_set_bytes)
-  n_sets = min(n_sets, MAX_SET_BUFFERS // max(len(spec.inputs) - len(rot.shared), 1))
-  if not copies:
-    n_sets = min(n_sets, MAX_DRAWN_SETS)
-  if rot.gather:
-    n_sets = min(n_sets, MAX_GATHER_SETS)
-  return n_sets
+  return Reads(read_bytes=spec.min_bytes(dims) - spec.output_bytes(dims) if gather else sum(sizes),
+               shared=frozenset(i for i, n in enumerate(sizes) if gather and n > l2_bytes))
 
 
 class TimingSets(timing.Feed):
-  """The input sets one function's timing calls rotate through, drawn from OS seeds: call t
-  (the warm-up calls first, t < 0) takes slot (t + warmup) % len, and no two calls are given the
-  same input. A slot that a later call takes again is checked as soon as its call's output is
-  retired (a kernel's inputs are read-only) and drawn afresh from new seeds, outside any timed
-  window and len - 1 calls before it is taken again. So a kernel that keeps state from call to
-  call, where the module analysis cannot see it, never meets an input twice: a memo of what it
-  returned has nothing to replay. The slots past the drawn ones are device copies that only
-  lengthen the rotation (more buffers, written after the drawn ones); no call takes one. What
-  any call was given can be drawn again from its seeds (`seeds[k]`: slot k's), on buffers no
-  call was given."""
+  """The inputs of one function's timing calls. Each call's are drawn from new OS seeds just
+  before it (outside any timed window), the L2 is then flushed so that a memory-bound kernel
+  does not read them from it, and when the call ends they are checked (a kernel's inputs are
+  read-only) and freed. So no two calls are given the same input (a memo a kernel keeps across
+  calls, where the module analysis cannot see it, has nothing to replay), and while a call runs
+  no later call's input exists (no work can be done ahead, in a warm-up call or a timed one, to
+  leave most timed calls empty for the median). Only the inputs every call shares (a gather's
+  table larger than the L2) are drawn once. What any call was given can be drawn again from its
+  seeds, on buffers no call was given."""
 
-  __slots__ = ("spec", "dims", "slots", "seeds", "shared", "warmup", "whose", "_given",
-               "_unchecked", "_reasons")
+  __slots__ = ("spec", "dims", "shared", "warmup", "whose", "flush", "_shared_seed",
+               "_shared_inputs", "_current", "_given", "_reasons")
 
-  def __init__(self, spec: TaskSpec, dims: Dims, slots: Sequence[tuple[jax.Array, ...]],
-               seeds: Sequence[tuple[int, ...]], *, shared: frozenset[int] = frozenset(),
-               warmup: int = 0, whose: str = ""):
+  def __init__(self, spec: TaskSpec, dims: Dims, *, shared: frozenset[int] = frozenset(),
+               warmup: int = 0, whose: str = "", flush: Callable[[], None] | None = None):
     self.spec, self.dims, self.shared, self.warmup = spec, dims, shared, warmup
-    self.whose = whose  # "the baseline's " in the reasons about the baseline's sets
-    self.slots, self.seeds = list(slots), list(seeds)
+    self.whose = whose  # "the baseline's " in the reasons about the baseline's inputs
+    self.flush = flush  # pushes the L2 out (none: a CPU judge, whose timings compare nothing)
+    self._shared_seed = secrets.randbelow(2**31)
+    self._shared_inputs = {i: spec.make_input(dims, self._shared_seed, i) for i in shared}
+    self._current: tuple[jax.Array, ...] = ()
     self._given: dict[int, tuple[int, ...]] = {}  # call -> the seeds of what it was given
-    self._unchecked: dict[int, int] = {}          # slot -> the call that took it last
     self._reasons: list[str] = []
 
   def __len__(self) -> int:
-    return len(self.slots)
-
-  def __getitem__(self, k: int) -> tuple[jax.Array, ...]:
-    return self.slots[k]
-
-  def _slot(self, call: int) -> int:
-    return (call + self.warmup) % len(self.slots)
+    """The input sets drawn so far: one a call."""
+    return len(self._given)
 
   def args(self, call: int) -> tuple[jax.Array, ...]:
-    k = self._slot(call)
-    if self.seeds[k] in self._given.values():
-      raise RuntimeError(f"the judge would give call {call} an input an earlier call was given "
-                         f"(slot {k} of {len(self.slots)}): timing_sets was told too few calls")
-    self._given[call] = self.seeds[k]
-    self._unchecked[k] = call
-    return self.slots[k]
+    while True:  # a seed no earlier call got (a repeat: 1 in 2**31 a call)
+      seed = secrets.randbelow(2**31)
+      seeds = tuple(self._shared_seed if i in self.shared else seed
+                    for i in range(len(self.spec.inputs)))
+      if seeds not in self._given.values():
+        break
+    self._given[call] = seeds
+    self._current = tuple(self._shared_inputs[i] if i in self.shared else
+                          self.spec.make_input(self.dims, seed, i) for i, seed in enumerate(seeds))
+    jax.block_until_ready(self._current)
+    if self.flush:
+      self.flush()
+    return self._current
 
   def after(self, call: int, end: int) -> None:
-    k = self._slot(call)
-    if call + len(self.slots) < end:
-      self._check(k, self._own, self._label(self._unchecked.pop(k)))
-      seed = secrets.randbelow(2**31)
-      old, self.seeds[k] = self.slots[k], tuple(
-          s if i in self.shared else seed for i, s in enumerate(self.seeds[k]))
-      self.slots[k] = tuple(x if i in self.shared else self.spec.make_input(self.dims, seed, i)
-                            for i, x in enumerate(old))
-      for i in self._own:
-        old[i].delete()
+    self._check(self._current, self._own, self._given[call], self._label(call))
+    for i in self._own:
+      self._current[i].delete()
+    self._current = ()
 
   @property
   def _own(self) -> list[int]:
-    """The inputs each set has to itself (all but a gather's shared table)."""
+    """The inputs each call has to itself (all but a gather's shared table)."""
     return [i for i in range(len(self.spec.inputs)) if i not in self.shared]
 
   def _label(self, call: int) -> str:
     return self.whose + (f"timed call {call}" if call >= 0 else
                          f"warm-up call {call + self.warmup}")
 
-  def _check(self, k: int, inputs: Sequence[int], label: str) -> None:
-    """Whether slot k's `inputs` still hold what their seeds draw; a reason if not."""
-    if not inputs:
+  def _check(self, inputs: tuple[jax.Array, ...], which: Sequence[int], seeds: tuple[int, ...],
+             label: str) -> None:
+    """Whether `inputs[i]` for i in `which` still hold what their seeds draw; a reason if not."""
+    if not which:
       return
-    changed = checks.mutations([self.slots[k][i] for i in inputs],
-                               [self.spec.make_input(self.dims, self.seeds[k][i], i)
-                                for i in inputs],
-                               [self.spec.inputs[i].name for i in inputs])
+    changed = checks.mutations([inputs[i] for i in which],
+                               [self.spec.make_input(self.dims, seeds[i], i) for i in which],
+                               [self.spec.inputs[i].name for i in which])
     if changed:
       self._reasons.append(f"the input set of {label} was changed by the timed calls "
                            f"({'; '.join(changed)}): a kernel's inputs are read-only")
@@ -672,40 +633,20 @@ class TimingSets(timing.Feed):
                  for i, seed in enumerate(self._given[call]))
 
   def mutations(self) -> list[str]:
-    """A reason for each call whose input set no longer holds what it was given: the sets
-    checked when they were drawn afresh, then each set the last calls took, and the inputs
-    every set shares once."""
-    for k, call in self._unchecked.items():
-      self._check(k, self._own, self._label(call))
-    if self._unchecked:
-      self._check(next(iter(self._unchecked)), sorted(self.shared), "every call (shared inputs)")
-    self._unchecked.clear()
+    """A reason for each call whose inputs did not hold, when it ended, what it was given; and
+    for the inputs every call shares, checked now."""
+    shared = sorted(self.shared)
+    self._check(self._shared_inputs, shared, (self._shared_seed,) * len(self.spec.inputs),
+                self.whose + "every call (shared inputs)")
     reasons, self._reasons = self._reasons, []
     return reasons
 
 
-def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, budget_bytes: int, *,
-                copies: bool = True, calls: int = 0, warmup: int = 0,
-                whose: str = "") -> TimingSets:
-  """timing_set_count's input sets, drawn from OS seeds so that the data a call reads is not
-  left in L2 by the calls before it. All the sets that `calls` calls take are drawn, and up to
-  MAX_DRAWN_SETS; the others are device copies of them (a gather's are all drawn, and share
-  the first's table buffer)."""
-  rot = rotation(spec, dims, l2_bytes)
-  n_sets = timing_set_count(spec, dims, l2_bytes, budget_bytes, copies=copies)
-  drawn = n_sets if rot.gather else min(n_sets, max(MAX_DRAWN_SETS, calls))
-  first_seed = secrets.randbelow(2**31)
-  seeds = [(first_seed,) * len(spec.inputs)] + [
-      tuple(first_seed if i in rot.shared else seed for i in range(len(spec.inputs)))
-      for seed in (secrets.randbelow(2**31) for _ in range(1, drawn))]
-  first = spec.make_inputs(dims, first_seed)
-  sets = [first] + [tuple(first[i] if i in rot.shared else spec.make_input(dims, seed, i)
-                          for i, seed in enumerate(row)) for row in seeds[1:]]
-  sources = [sets[k % drawn] for k in range(drawn, n_sets)]
-  copies = jax.device_put([list(s) for s in sources], may_alias=False) if sources else []
-  return TimingSets(spec, dims, sets + [tuple(c) for c in copies],
-                    seeds + [seeds[k % drawn] for k in range(drawn, n_sets)], shared=rot.shared,
-                    warmup=warmup, whose=whose)
+def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, *, warmup: int = 0, whose: str = "",
+                flush: Callable[[], None] | None = None) -> TimingSets:
+  """The timing's feed for one function: inputs drawn from OS seeds for each call."""
+  return TimingSets(spec, dims, shared=reads(spec, dims, l2_bytes).shared, warmup=warmup,
+                    whose=whose, flush=flush)
 
 
 def speedup(kernel_ms: float, baseline_ms: float) -> float:
@@ -787,12 +728,11 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   start = time.perf_counter()
   ctx.stage(budgets.TIMING)
   fields = state.fields
-  calls = opts.warmup + timing.timed_calls(opts.timing_iterations, opts.timing_rounds)
+  flush = timing.L2Flush(ctx.l2_bytes) if ctx.on_gpu else None
   kernel_sets, baseline_sets = (
-      timing_sets(spec, dims, ctx.l2_bytes, opts.input_budget_bytes, copies=ctx.on_gpu,
-                  calls=calls, warmup=opts.warmup, whose=whose)
+      timing_sets(spec, dims, ctx.l2_bytes, warmup=opts.warmup, whose=whose, flush=flush)
       for whose in ("", "the baseline's "))
-  rot = rotation(spec, dims, ctx.l2_bytes)
+  read = reads(spec, dims, ctx.l2_bytes)
   keep = frozenset(secrets.SystemRandom().sample(
       range(opts.timing_iterations),
       timed_outputs_checked(spec.output_bytes(dims), opts.timing_iterations,
@@ -813,8 +753,8 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   fields.update(
       timing_method=kernel_t.method.value, timing_iterations=len(kernel_t.samples_ms),
       timing_input_sets=len(kernel_sets),
-      timing_rotated_bytes=rot.rotated_bytes(len(kernel_sets)),
-      timing_l2_resident=rot.resident(len(kernel_sets), ctx.l2_bytes),
+      timing_rotated_bytes=read.distinct_bytes(len(kernel_sets)),
+      timing_l2_resident=flush is None and read.resident(len(kernel_sets), ctx.l2_bytes),
       runtime_ms=kernel_t.median_ms,
       runtime_iqr_ms=kernel_t.iqr_ms, runtime_samples_ms=kernel_t.samples_ms,
       baseline_ms=baseline_t.median_ms, baseline_iqr_ms=baseline_t.iqr_ms,
@@ -831,11 +771,12 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                 robust=not reasons)
   state.seconds["timing_s"] = time.perf_counter() - start
   ctx.stage(budgets.EAGER_BASELINE)
-  fields.update(_eager_fields(spec, baseline_sets.slots, opts, ctx, kernel_t.median_ms))
+  fields.update(_eager_fields(spec, timing_sets(spec, dims, ctx.l2_bytes, flush=flush), opts, ctx,
+                              kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
 
 
-def _eager_fields(spec: TaskSpec, sets: Sequence[tuple], opts: EvalOptions, ctx: Context,
+def _eager_fields(spec: TaskSpec, sets: TimingSets, opts: EvalOptions, ctx: Context,
                   kernel_ms: float) -> dict[str, Any]:
   """The reference run op by op, without jit (the analogue of PyTorch's eager mode), timed
   the same way on the baseline's input sets. It informs a column only: a failure here is

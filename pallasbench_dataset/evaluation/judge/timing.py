@@ -1,10 +1,10 @@
 """Device timing: CUPTI kernel times where the GPU plugin has them, wall clock otherwise.
 
 Several functions are timed in one process, interleaved in rounds (kernel, baseline,
-baseline, kernel, ...) so that clock and thermal drift hit both alike, and each call takes
-the next of several input sets so that a memory-bound kernel does not run from L2. Each
-function has its own input sets (its `Feed`): a candidate never runs on buffers the baseline
-used, and the judge's feed never gives two of its calls the same input (core.TimingSets).
+baseline, kernel, ...) so that clock and thermal drift hit both alike. Each function has its
+own inputs (its `Feed`): a candidate never runs on buffers the baseline used. The judge's feed
+(core.TimingSets) draws each call's inputs just before it and then flushes the L2 (`L2Flush`),
+so that a memory-bound kernel does not read them from it.
 A sample is the device time of one call: the sum of the durations of every GPU kernel the
 call launched (a Pallas kernel plus any XLA glue it needs), launch gaps excluded.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import functools
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -213,16 +214,21 @@ def time_interleaved(fns: Sequence[Callable], feeds: Sequence[Feed | Sequence[tu
 
 
 L2_MULTIPLE: Final = 4
-MAX_INPUT_SETS: Final = 1 << 15
 
 
-def input_set_count(read_bytes: int, l2_bytes: int, budget_bytes: int, *,
-                    per_set_bytes: int | None = None) -> int:
-  """How many input sets to rotate through: calls read L2_MULTIPLE x the L2 before a set comes
-  back, within the memory budget (`per_set_bytes`: the memory one more set takes, default
-  read_bytes) and MAX_INPUT_SETS (32768 sets of a 2 KB input still read past a 60 MiB L2)."""
-  if read_bytes <= 0:
-    return 1
-  per_set = read_bytes if per_set_bytes is None else per_set_bytes
-  wanted = -(-L2_MULTIPLE * l2_bytes // read_bytes)
-  return max(1, min(wanted, budget_bytes // max(per_set, 1), MAX_INPUT_SETS))
+@functools.partial(jax.jit, donate_argnums=0)
+def _touch(x: jax.Array) -> jax.Array:
+  return x + 1
+
+
+class L2Flush:
+  """Pushes out of the L2 what the last writes left there (an input set just drawn): a scratch
+  buffer of L2_MULTIPLE x the L2, read and written in place."""
+
+  __slots__ = ("_scratch",)
+
+  def __init__(self, l2_bytes: int):
+    self._scratch = jnp.zeros((max(L2_MULTIPLE * l2_bytes // 4, 1),), jnp.uint32)
+
+  def __call__(self) -> None:
+    self._scratch = jax.block_until_ready(_touch(self._scratch))
