@@ -126,6 +126,8 @@ def _cases() -> dict[str, Case]:
       "while_carried_memo": Case("adv_while_carried_memo_relu", relu, R, ("stateful",)),
       "pos_mosaic_side_output": Case("adv_pos_mosaic_side_output_relu", relu, P),
       "asm_memo": Case("adv_asm_memo_relu", relu, R, ("stateful",)),
+      # Red team round 8: the memo in rows of the kernel's result that the return slices off.
+      "sliced_memo": Case("adv_sliced_memo_relu", relu, R, ("stateful",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -377,6 +379,10 @@ KNOWN_OPEN: dict[str, str] = {
                             "first, so an output zeroed then accumulated into is refused as "
                             "state; only poisoning the temporary allocation on the device "
                             "(unmeasured: stale_temp_probe.py) could let it through",
+    "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
+                   "plain op (a slice) to the return, so a result returned only in part is "
+                   "taken as returned whole, and the rows the slice drops are stale_temp's "
+                   "state; passes on the CPU judge (the cuda structure is read)",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
