@@ -7,8 +7,9 @@ operand is `PATTERN + (bitcast(x[0, :16]) & 0)`. module_analysis decides what de
 by following the module's ops (`_is_data`), so this operand is data and `_kept_operands` lists
 nothing. XLA's algebraic simplifier does not follow ops, it reads them: `a & 0` is 0, a convert
 of a zero splat is a zero splat, `c + 0` is `c`, and the operand XLA hands the kernel is the
-literal constant PATTERN (XLA:CPU's optimized HLO of the wrapper shows `constant({...})` and no
-parameter behind it; PATTERN is not an iota, which XLA would recompute each call). Program 0
+literal constant PATTERN (XLA:CPU's optimized HLO of the same expression, returned from a jit,
+is `copy(constant({...}))` with no parameter behind it; PATTERN is not an iota, which XLA turns
+into an iota fusion recomputed each call). Program 0
 stores the count plus one into it: a call counter, with no stateful op, no global, no dropped
 result and no operand that derives from no input. The exporter's own report of input-ref
 writes is the candidate's word, silenced as constant_state silences it. This control only
