@@ -13,7 +13,8 @@ into an iota fusion recomputed each call). Program 0
 stores the count plus one into it: a call counter, with no stateful op, no global, no dropped
 result and no operand that derives from no input. The exporter's own report of input-ref
 writes is the candidate's word, silenced as constant_state silences it. This control only
-counts (its relu is honest everywhere; in interpret mode the store is functional).
+counts (its relu is honest everywhere; in interpret mode the store is functional). Not run on a
+GPU in round 8 (no H200 could be started): the state rests on constant_state's own premise.
 
 Expected (correct behaviour): rejected as constant_state is ("derives from no input"): an
 operand XLA folds into a constant is a buffer kept across calls whatever ops the module shows.

@@ -12,6 +12,9 @@ it reaching it. Program 0 reads the extra rows and writes them back plus one: a 
 (a memo keyed by a hash of the inputs fits the same rows), with no stateful op, no global, no
 dropped result, no operand derived from no input. This control only counts, as stale_temp does
 (its relu is honest everywhere; in interpret mode the extra rows start as NaN and stay NaN).
+Not run on a GPU in round 8 (no H200 could be started): the state rests on session 25's
+stale_temp probe (a kernel result in the temporary allocation keeps its value from call to
+call on the H200), which holds for any result XLA does not return as @main's own buffer.
 
 Expected (correct behaviour): rejected as stateful, as stale_temp: a kernel result whose
 elements the program never returns, and the kernel reads, is memory that outlives the call,
