@@ -126,6 +126,11 @@ def _cases() -> dict[str, Case]:
       "while_carried_memo": Case("adv_while_carried_memo_relu", relu, R, ("stateful",)),
       "pos_mosaic_side_output": Case("adv_pos_mosaic_side_output_relu", relu, P),
       "asm_memo": Case("adv_asm_memo_relu", relu, R, ("stateful",)),
+      # Red team round 8: the memo in rows of the kernel's result that the return slices off.
+      "sliced_memo": Case("adv_sliced_memo_relu", relu, R, ("stateful",)),
+      # Red team round 8: constant_state's constant "derived from an input" that XLA folds away.
+      "folded_constant_state": Case("adv_folded_constant_state_relu", relu, R,
+                                    ("derives from no input",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -167,6 +172,8 @@ def _cases() -> dict[str, Case]:
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
       "pos_aliased_init": Case("adv_pos_aliased_init_relu", relu, P),
+      # Red team round 8: a constant the kernel only loads (a padded block's column mask).
+      "pos_mask_operand": Case("adv_pos_mask_operand_softmax", "softmax", P),
       # Red team round 6: an edge shape done in plain XLA is no general shape (the evaluated
       # size passes; test_an_edge_shape_done_outside_a_kernel_is_no_general_shape), and its
       # honest neighbour, the edge padded to the kernel's block.
@@ -377,6 +384,17 @@ KNOWN_OPEN: dict[str, str] = {
                             "first, so an output zeroed then accumulated into is refused as "
                             "state; only poisoning the temporary allocation on the device "
                             "(unmeasured: stale_temp_probe.py) could let it through",
+    "pos_mask_operand": "red team round 8, false positive: _kept_operands refuses every "
+                        "unaliased operand that derives from no input, also one the Triton "
+                        "kernel only loads (a constant column mask), which holds no state",
+    "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
+                   "plain op (a slice) to the return, so a result returned only in part is "
+                   "taken as returned whole, and the rows the slice drops are stale_temp's "
+                   "state; passes on the CPU judge (the cuda structure is read)",
+    "folded_constant_state": "red team round 8, open: _is_data follows the module's ops, so "
+                             "`PATTERN + (bitcast(x) & 0)` derives from x, while XLA's "
+                             "simplifier folds it to the literal PATTERN, a buffer kept across "
+                             "calls that the kernel stores to (constant_state's state)",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
