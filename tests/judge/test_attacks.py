@@ -130,7 +130,7 @@ def _cases() -> dict[str, Case]:
       "sliced_memo": Case("adv_sliced_memo_relu", relu, R, ("stateful",)),
       # Red team round 8: constant_state's constant "derived from an input" that XLA folds away.
       "folded_constant_state": Case("adv_folded_constant_state_relu", relu, R,
-                                    ("derives from no input",)),
+                                    ("is written by the kernel and aliased to no result",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -384,17 +384,10 @@ KNOWN_OPEN: dict[str, str] = {
                             "first, so an output zeroed then accumulated into is refused as "
                             "state; only poisoning the temporary allocation on the device "
                             "(unmeasured: stale_temp_probe.py) could let it through",
-    "pos_mask_operand": "red team round 8, false positive: _kept_operands refuses every "
-                        "unaliased operand that derives from no input, also one the Triton "
-                        "kernel only loads (a constant column mask), which holds no state",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "
                    "state; passes on the CPU judge (the cuda structure is read)",
-    "folded_constant_state": "red team round 8, open: _is_data follows the module's ops, so "
-                             "`PATTERN + (bitcast(x) & 0)` derives from x, while XLA's "
-                             "simplifier folds it to the literal PATTERN, a buffer kept across "
-                             "calls that the kernel stores to (constant_state's state)",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",

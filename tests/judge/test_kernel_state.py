@@ -1260,3 +1260,30 @@ def test_a_kernel_of_exactly_max_ops_ops_is_read():
   module = ir.Module.parse("module {" + _DEAD_LOAD + "\n}", context=context)
   assert kernel_state.read_buffers(module, max_ops=5) == frozenset()
   assert kernel_state.read_buffers(module, max_ops=4) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# written_buffers: which of a Triton kernel's buffers it may write (an unaliased operand it
+# writes is state: module_analysis._kept_operands)
+
+_PTR_TO_INT = _kernel("""\
+    %i = tt.ptr_to_int %arg1 : !tt.ptr<f32> -> i64
+    %v = tt.load %arg0 : !tt.ptr<f32>""")
+
+
+@pytest.mark.parametrize(("body", "writes"), [
+    (_LOOPED, frozenset({0})), (_ATOMIC, frozenset({0, 1})), (_DEAD_LOAD, frozenset({1})),
+    (_IN_THE_LOOP, frozenset({0})), (_PTR_TO_INT, frozenset({1})), (_TWO_FUNCTIONS, None)],
+    ids=["loop_carried", "atomic", "dead_load", "in_the_loop", "ptr_to_int", "two_functions"])
+def test_a_buffer_is_written_where_its_pointer_reaches_a_store_or_leaves_the_pointer_ops(
+    body, writes):
+  """A store's address (through a loop that yields or carries the pointer) and an atomic:
+  writes. A pointer only loaded through (a constant mask): no write; a load's value is data,
+  not a pointer. A pointer turned into an integer may be written through. No single function,
+  or past the op budget: any buffer may be written."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + body + "\n}", context=context)
+  assert kernel_state.written_buffers(module, max_ops=1000) == writes
+  assert kernel_state.written_buffers(module, max_ops=2) is None

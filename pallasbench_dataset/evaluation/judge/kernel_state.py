@@ -53,6 +53,7 @@ Everything here runs inside the walled helper (analysis_process.py), on modules 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
 from jax._src.lib.mlir import ir
@@ -217,15 +218,11 @@ def _used(value: ir.Value) -> bool:
   return any(True for _ in value.uses)
 
 
-def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
-  """The buffers a Triton kernel may read: the indices of its function's arguments that a load
-  whose value is used, or any op not known to only carry a pointer (_POINTER_PLUMBING, a
-  store's address), reaches. Pallas stores with a swap, whose load of the old value nothing
-  uses, so a buffer only stored to is not read. A value derived from an argument is followed
-  through every op's results and through control flow (the regions' arguments and the yields of
-  an op reached); None where the module has no single function to read, more than `max_ops`
-  ops, or inline PTX (which can load any buffer's address from the kernel's parameters, no
-  pointer in sight): every buffer may be read."""
+def _kernel_ops(module: ir.Module, max_ops: int
+                ) -> tuple[list[ir.Operation], list[ir.Value]] | None:
+  """A Triton module's ops and its function's arguments (the buffers, operands then results);
+  None where it has no single function, more than `max_ops` ops, or inline PTX (which can reach
+  any buffer's address through the kernel's parameters, no pointer in sight)."""
   funcs = [op.operation for op in module.body.operations
            if mosaic_host.op_name(op.operation) == "tt.func"]
   if len(funcs) != 1 or not _has_body(funcs[0]):
@@ -237,23 +234,37 @@ def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
     return ir.WalkResult.INTERRUPT if len(ops) > max_ops else ir.WalkResult.ADVANCE
   funcs[0].walk(collect)
   if len(ops) > max_ops or any(mosaic_host.op_name(op) in _INLINE_ASM for op in ops):
-    return None  # inline PTX can read any buffer through the kernel's parameters
-  arguments = list(funcs[0].regions[0].blocks[0].arguments)
-  reads: set[int] = set()
+    return None
+  return ops, list(funcs[0].regions[0].blocks[0].arguments)
+
+
+def _buffers_where(module: ir.Module, max_ops: int,
+                   use: Callable[[ir.Operation, str, list[int]], bool | None]
+                   ) -> frozenset[int] | None:
+  """The buffers (argument indices) for which `use(op, name, operand indices)` is True for
+  some op a value derived from the argument reaches: None from `use` means the op only carries
+  the pointer on (its results, its regions' arguments, and for a yield its parent's, are
+  followed), False that it neither uses it so nor carries it."""
+  read = _kernel_ops(module, max_ops)
+  if read is None:
+    return None
+  ops, arguments = read
+  found: set[int] = set()
   for index, argument in enumerate(arguments):
     tainted, changed = {argument}, True
-    while changed and index not in reads:
+    while changed and index not in found:
       changed = False
       for op in ops:
         name = mosaic_host.op_name(op)
         hit = [i for i, v in enumerate(op.operands) if v in tainted]
         if not hit:
           continue
-        if name not in _POINTER_PLUMBING and not (name == "tt.store" and hit == [0]):
-          if op.results and not any(_used(r) for r in op.results):
-            continue  # a value nothing reads (the old value of a Pallas swap): no read
-          reads.add(index)
+        verdict = use(op, name, hit)
+        if verdict:
+          found.add(index)
           break
+        if verdict is False:
+          continue
         reached = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments]
         if name in ("scf.yield", "scf.condition") and op.parent is not None:
           parent = op.parent
@@ -263,7 +274,35 @@ def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
           if v not in tainted:
             tainted.add(v)
             changed = True
-  return frozenset(reads)
+  return frozenset(found)
+
+
+def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
+  """The buffers a Triton kernel may read: the indices of its function's arguments that a load
+  whose value is used, or any op not known to only carry a pointer (_POINTER_PLUMBING, a
+  store's address), reaches. Pallas stores with a swap, whose load of the old value nothing
+  uses, so a buffer only stored to is not read. A value derived from an argument is followed
+  through every op's results and through control flow (the regions' arguments and the yields of
+  an op reached); None where the module cannot be traced (_kernel_ops): every buffer may be
+  read."""
+  def use(op: ir.Operation, name: str, hit: list[int]) -> bool | None:
+    if name in _POINTER_PLUMBING or (name == "tt.store" and hit == [0]):
+      return None
+    return not op.results or any(_used(r) for r in op.results)  # an unused old value: no read
+  return _buffers_where(module, max_ops, use)
+
+
+def written_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
+  """The buffers a Triton kernel may write: the indices of its function's arguments whose
+  pointers reach a store's address, an atomic, or any op not known to only carry a pointer or
+  load through it (a pointer turned into an integer, handed to a call: it may be written
+  through). A load's value is data, not followed. None where the module cannot be traced
+  (_kernel_ops): every buffer may be written."""
+  def use(op: ir.Operation, name: str, hit: list[int]) -> bool | None:
+    if name in _POINTER_PLUMBING:
+      return None
+    return not (name == "tt.load" and hit == [0])
+  return _buffers_where(module, max_ops, use)
 
 
 def unreadable(backend: str, kernel: str, why: str) -> tuple[str, ...]:

@@ -39,10 +39,12 @@ outside their results (`stablehlo.rng`, infeed/outfeed, send/recv, custom calls 
 state a kernel's own module declares (a global of its own, inline PTX that declares one, an
 external function: kernel_state.py), named with its kernel module, and a Triton or Mosaic GPU
 kernel module that cannot be read, whose state cannot be checked. A kernel also holds a raw
-pointer to every buffer XLA hands it, and nothing stops a store through one: an operand that
-derives from no input is a constant (or what XLA folds into one), whose buffer XLA keeps from
-one call to the next, so such an operand is state too unless it is aliased to a result (XLA
-then copies it into the result's buffer before each call). So is a kernel result nothing the
+pointer to every buffer XLA hands it, and nothing stops a store through one: an operand the
+kernel writes (kernel_state.written_buffers) is state unless it is aliased to a result (XLA
+then copies it into the result's buffer before each call), whatever it derives from (XLA may
+fold `constant + (x & 0)` into the constant, whose buffer it keeps from one call to the next);
+where a kernel's writes are not traced (Mosaic GPU, inline PTX), every operand that derives
+from no input is. So is a kernel result nothing the
 program returns reads, unless aliased to an operand: XLA keeps it in its temporary allocation,
 uninitialised, where a kernel that reads it finds what the last call left (one a Triton kernel
 only stores to is not read: kernel_state.read_buffers).
@@ -700,7 +702,7 @@ def _backend_fields(op: ir.Operation):
 
 
 # What reading a kernel's module found: its fingerprint, its state, the buffers it may read.
-_KernelRead = tuple[str | None, tuple[str, ...], frozenset[int] | None]
+_KernelRead = tuple[str | None, tuple[str, ...], frozenset[int] | None, frozenset[int] | None]
 
 
 class _KernelModules:
@@ -713,10 +715,11 @@ class _KernelModules:
 
   def read(self, op: ir.Operation, target: str) -> _KernelRead:
     """(fingerprint or None where its module is missing or does not parse, state findings, the
-    buffers it may read: indices into the call's operands then results, None for any).
-    A Triton or Mosaic GPU module that cannot be read is a finding itself: what it declares
-    cannot be checked. A Mosaic TPU module is fingerprinted only (kernel_state.py says why);
-    only a Triton module's reads are traced (kernel_state.read_buffers)."""
+    buffers it may read, the buffers it may write: indices into the call's operands then
+    results, None for any). A Triton or Mosaic GPU module that cannot be read is a finding
+    itself: what it declares cannot be checked. A Mosaic TPU module is fingerprinted only
+    (kernel_state.py says why); only a Triton module's reads and writes are traced
+    (kernel_state.read_buffers, written_buffers)."""
     fields = _backend_fields(op)
     backend = KERNEL_TARGETS[target]
     kernel = ir.StringAttr(fields["name"]).value if "name" in fields else target
@@ -738,7 +741,7 @@ class _KernelModules:
     label = kernel_state.LABELS.get(backend, "Mosaic TPU")
     if payload is None:
       return None, (() if backend == "mosaic_tpu"
-                    else kernel_state.unreadable(backend, kernel, "no module")), None
+                    else kernel_state.unreadable(backend, kernel, "no module")), None, None
     try:
       if backend == "triton":
         module = fingerprint.parse_triton(payload)
@@ -749,21 +752,23 @@ class _KernelModules:
     except (ir.MLIRError, ValueError, KeyError, TypeError) as e:  # JSON and base64 errors too
       logger.debug("a %s kernel's module does not parse: %s", label, e)
       return None, (() if backend == "mosaic_tpu"
-                    else kernel_state.unreadable(backend, kernel, "it does not parse")), None
+                    else kernel_state.unreadable(backend, kernel, "it does not parse")), None, None
     if backend == "mosaic_tpu":
-      return fingerprint.module_fingerprint(module, backend), (), None
+      return fingerprint.module_fingerprint(module, backend), (), None, None
     digest = fingerprint.module_fingerprint(module, backend)
     try:
       if backend == "mosaic_gpu" and "sym_name" in module.operation.attributes:
         kernel = ir.StringAttr(module.operation.attributes["sym_name"]).value
-      reads = (kernel_state.read_buffers(module, max_ops=self._limits.op_visits)
-               if backend == "triton" else None)
+      traced = backend == "triton"
+      reads, writes = ((kernel_state.read_buffers(module, max_ops=self._limits.op_visits),
+                        kernel_state.written_buffers(module, max_ops=self._limits.op_visits))
+                       if traced else (None, None))
       return digest, kernel_state.module_state(module, backend, kernel,
                                                max_ops=self._limits.op_visits,
-                                               buffers=buffers), reads
+                                               buffers=buffers), reads, writes
     except (ValueError, TypeError, KeyError) as e:  # an attribute not of the type it must be
       return digest, kernel_state.unreadable(backend, kernel,
-                                             f"its ops cannot be read: {e}"), None
+                                             f"its ops cannot be read: {e}"), None, None
 
 
 def _kernel_key(op: ir.Operation, target: str, modules: _KernelModules) -> _KernelKey:
@@ -1147,23 +1152,32 @@ class _Analyzer:
       key = _kernel_key(op, target, self._kernel_modules)
       tally.kernels[key] += 1
       tally.kernel_bytes += _results_bytes(op)
-      self.kept_operands.update(self._kept_operands(op, key[0]))
+      _, _, reads, writes = self._kernel_modules.read(op, target)
+      self.kept_operands.update(self._kept_operands(op, key[0], writes))
       if KERNEL_TARGETS[target] != "mosaic_tpu":  # no judge runs one (kernel_state.py)
-        reads = self._kernel_modules.read(op, target)[2]
         self.kept_operands.update(self._dropped_results(op, key[0], reads))
     elif target not in PLUMBING_CUSTOM_CALLS and target not in self._allowed:
       tally.disallowed.add(target)
       tally.charge(f"custom_call @{target}", flops=_out_elements(op))
 
-  def _kept_operands(self, op: ir.Operation, kernel: str) -> list[str]:
-    """The kernel call's operands that derive from no input and are not aliased to a result:
-    a buffer XLA keeps across calls (a constant, or what it folds into one), which the kernel,
-    holding a raw pointer, can write. XLA copies an aliased operand into the result's buffer
-    first, so only unaliased ones are listed."""
+  def _kept_operands(self, op: ir.Operation, kernel: str, writes: frozenset[int] | None
+                     ) -> list[str]:
+    """The kernel call's operands that the kernel may write (`writes`: buffer indices, operands
+    then results; None for any) and that are not aliased to a result: a buffer XLA hands the
+    call is its own (an input of @main, a constant or what XLA folds into one, kept across
+    calls), and a store through the kernel's raw pointer to it is state, or a write to an input.
+    XLA copies an aliased operand into the result's buffer first, so only unaliased ones are
+    listed. One a Triton kernel only loads from (a constant mask) is no state. Where the writes
+    are not traced (Mosaic GPU, inline PTX), every operand that derives from no input is listed,
+    as before the tracing; an input the kernel writes is the correctness runs' to catch."""
     aliased = set(_aliases(op).values())
-    return [f"operand {i} of kernel {kernel} ({_type_text(v.type)}) derives from no input (a "
-            "buffer XLA keeps across calls, which the kernel can write)"
-            for i, v in enumerate(op.operands) if i not in aliased and not self._is_data(v)]
+    return [f"operand {i} of kernel {kernel} ({_type_text(v.type)}) "
+            + ("derives from no input (a buffer XLA keeps across calls, which the kernel can "
+               "write)" if not self._is_data(v) else
+               "is written by the kernel and aliased to no result (a buffer XLA keeps across "
+               "calls, or one of @main's inputs)")
+            for i, v in enumerate(op.operands)
+            if i not in aliased and (i in writes if writes is not None else not self._is_data(v))]
 
   def _dropped_results(self, op: ir.Operation, kernel: str, reads: frozenset[int] | None
                        ) -> list[str]:
