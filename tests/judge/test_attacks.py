@@ -387,7 +387,9 @@ KNOWN_OPEN: dict[str, str] = {
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "
-                   "state; passes on the CPU judge (the cuda structure is read)",
+                   "state; passes on the CPU judge (the cuda structure is read). Such state "
+                   "cannot pay under judge 4's timing: no input is given twice or exists "
+                   "before its call, and a GPU judge checks every timed output it can hold",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
