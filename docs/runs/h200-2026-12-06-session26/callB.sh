@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 26, device call B: the judged run of the float32 stragglers and their bf16 twins at
 # `large` with the tables call A wrote (#37), then memory-bound tasks and a gather at `medium`
-# and `large` through the new timing feed (#36: no input given twice, every timed output that
-# fits 4 GiB checked, the baseline's sets checked for writes).
+# and `large` through judge 4's timing (#36: each call's inputs drawn just before it, the L2
+# flushed, every timed output that fits 4 GiB checked).
 #   after call A (docs/runs/h200-2026-12-06-session24/callA.sh, then its after_A.sh FILES_AT
 #   docs/runs/h200-2026-12-06-session26).
 #   run: bash .devrun/callB.sh   (carry [".whl", ".devrun"]), tree clean at the commit in .devrun/sha
