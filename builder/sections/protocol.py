@@ -268,6 +268,9 @@ def context(card: CardInputs) -> Mapping[str, Any]:
           "tolerance_table": _tolerance_table(records), "filters_table": _filters_table(records),
           **_timing_facts(records),
           "l2": {**l2, "table": md_table(l2["table"], {"rotated MiB": ".2f", "L2 MiB": ".0f"})},
+          # judge 4 draws each call's inputs just before it; judges 1-3 rotated fixed sets
+          "drawn_per_call": bool(records) and all(r.judge_version not in ("1", "2", "3")
+                                                  for r in records),
           "ceilings_table": ceilings_table,
           "ceiling_bf16": any(column in ceilings_table for column in _matmul_columns().values()
                               if column != _SEED_MATMUL),

@@ -372,6 +372,20 @@ def test_judge_3_names_each_stages_budget_and_that_an_overrun_is_a_kept_rejectio
   assert "own time budget" not in r5_card  # judge 2's records: no such stages
 
 
+def test_judge_4_s_records_describe_inputs_drawn_for_each_call_not_rotated(r5_card, tmp_path):
+  """A release of judge 4's records says how its timing fed the calls (drawn for each, the L2
+  flushed), not the rotation of judges 1-3, which the cards of their records keep."""
+  trees = rf.write_tree(tmp_path / "trees")
+  run = rf.write_run(tmp_path / "run", [dataclasses.replace(r, judge_version="4")
+                                        for r in rf.standard_records(trees)])
+  out = build_dataset([run], tmp_path / "data", kernel_trees=trees).out_dir
+  words = " ".join(_section((out / "README.md").read_text(), "## Measurement protocol").split())
+  assert "Each call's inputs are drawn from new seeds just before it" in words
+  assert "- **Ceilings** measured in the same run" in words
+  assert "rotated between calls" not in words and "rotated between calls" in " ".join(
+      r5_card.split())
+
+
 @pytest.fixture(scope="module")
 def overruns(tmp_path_factory):
   """Two runs at both precisions; the second's verdicts differ: float32 relu/gpu ran past the

@@ -1212,7 +1212,7 @@ def test_stats_gather_every_section(trees, tmp_path):
       "tolerance_table": sections.protocol._tolerance_table(merged.records),
       "filters_table": sections.protocol._filters_table(merged.records),
       **sections.protocol._timing_facts(merged.records),
-      "l2": {**l2, "table": tables.md_table(l2["table"])},
+      "l2": {**l2, "table": tables.md_table(l2["table"])}, "drawn_per_call": False,  # judge 2
       "sizes": [{"precision": "float32", **entry}
                 for entry in sections.results.results_by_size(runs_df, ["medium"])],
       "artifacts_table": tables.md_table(coverage["table"]),
