@@ -1269,12 +1269,20 @@ def test_a_kernel_of_exactly_max_ops_ops_is_read():
 _PTR_TO_INT = _kernel("""\
     %i = tt.ptr_to_int %arg1 : !tt.ptr<f32> -> i64
     %v = tt.load %arg0 : !tt.ptr<f32>""")
+_OFFSET_STORE = _kernel("""\
+    %c = arith.constant 4 : i32
+    %one = arith.constant 1.0 : f32
+    %p = tt.addptr %arg1, %c : !tt.ptr<f32>, i32
+    %v = tt.load %arg0 : !tt.ptr<f32>
+    tt.store %p, %one : !tt.ptr<f32>""")
 
 
 @pytest.mark.parametrize(("body", "writes"), [
     (_LOOPED, frozenset({0})), (_ATOMIC, frozenset({0, 1})), (_DEAD_LOAD, frozenset({1})),
-    (_IN_THE_LOOP, frozenset({0})), (_PTR_TO_INT, frozenset({1})), (_TWO_FUNCTIONS, None)],
-    ids=["loop_carried", "atomic", "dead_load", "in_the_loop", "ptr_to_int", "two_functions"])
+    (_IN_THE_LOOP, frozenset({0})), (_PTR_TO_INT, frozenset({1})),
+    (_OFFSET_STORE, frozenset({1})), (_TWO_FUNCTIONS, None)],
+    ids=["loop_carried", "atomic", "dead_load", "in_the_loop", "ptr_to_int", "offset_store",
+         "two_functions"])
 def test_a_buffer_is_written_where_its_pointer_reaches_a_store_or_leaves_the_pointer_ops(
     body, writes):
   """A store's address (through a loop that yields or carries the pointer) and an atomic:
