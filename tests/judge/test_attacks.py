@@ -126,6 +126,9 @@ def _cases() -> dict[str, Case]:
       "while_carried_memo": Case("adv_while_carried_memo_relu", relu, R, ("stateful",)),
       "pos_mosaic_side_output": Case("adv_pos_mosaic_side_output_relu", relu, P),
       "asm_memo": Case("adv_asm_memo_relu", relu, R, ("stateful",)),
+      # Session 26: constant_state's store made by inline PTX, where writes are not traced.
+      "asm_constant_state": Case("adv_asm_constant_state_relu", relu, R,
+                                 ("derives from no input",)),
       # Red team round 8: the memo in rows of the kernel's result that the return slices off.
       "sliced_memo": Case("adv_sliced_memo_relu", relu, R, ("stateful",)),
       # Red team round 8: constant_state's constant "derived from an input" that XLA folds away.
