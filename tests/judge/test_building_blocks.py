@@ -1179,7 +1179,7 @@ def test_the_judge_draws_31_bit_seeds(monkeypatch, analysis):  # pylint: disable
   sets = judge.timing_sets(ADD, TINY, l2_bytes=1024)
   for call in range(4):
     sets.args(call)
-    sets.after(call, 4)
+    sets.after(call)
   assert len(bounds) == 5 and set(bounds) == {2 ** 31}   # one for the (absent) shared inputs,
   # then a seed a call (its inputs are that seed's streams, as in make_inputs)
   bounds.clear()
@@ -1252,7 +1252,7 @@ def test_a_gather_s_table_is_drawn_once_for_every_call_and_checked_once():
     tables.append(table)
     ids.append(np.asarray(row).tobytes())
     kept[call] = reference(table, row)
-    sets.after(call, 6)
+    sets.after(call)
   assert all(t is tables[0] for t in tables) and not tables[0].is_deleted()
   assert len(set(ids)) == 6
   assert judge._timed_output_reasons(kept, sets, lookup) == []  # pylint: disable=protected-access
@@ -1262,7 +1262,7 @@ def test_a_gather_s_table_is_drawn_once_for_every_call_and_checked_once():
       "was mutated in place): a kernel's inputs are read-only"]
   small = judge.timing_sets(lookup, dims, l2_bytes=4096)
   first = small.args(0)[0]
-  small.after(0, 2)
+  small.after(0)
   assert first.is_deleted() and small.args(1)[0] is not first
 
 
@@ -1272,7 +1272,7 @@ def _fed(sets, calls):
   given = {}
   for call in calls:
     given[call] = tuple(np.asarray(x) for x in sets.args(call))
-    sets.after(call, calls[-1] + 1)
+    sets.after(call)
   return given
 
 
@@ -1313,7 +1313,7 @@ def test_a_call_that_rewrites_its_inputs_is_named_and_checked_against_its_inputs
     if call in (-1, 2):
       _rewrite(args[0])
     kept[call] = relu(*args)
-    sets.after(call, 4)
+    sets.after(call)
   del kept[-1]
   reasons = judge._timed_output_reasons(kept, sets, RELU)  # pylint: disable=protected-access
   assert reasons[:2] == [
@@ -1325,7 +1325,7 @@ def test_a_call_that_rewrites_its_inputs_is_named_and_checked_against_its_inputs
   baseline = judge.timing_sets(ADD, TINY, l2_bytes=1 << 20, whose="the baseline's ")
   for x in baseline.args(3):
     _rewrite(x)
-  baseline.after(3, 4)
+  baseline.after(3)
   assert baseline.mutations() == [
       "the input set of the baseline's timed call 3 was changed by the timed calls (input x was "
       "mutated in place; input y was mutated in place): a kernel's inputs are read-only"]

@@ -192,7 +192,7 @@ def test_timing_draws_what_each_call_reads():
     given.append(sets.args(call))
     assert given[-1][0] is given[0][0]
     given[-1] = (given[-1][0], np.array(given[-1][1]))
-    sets.after(call, 4)
+    sets.after(call)
   assert len({row.tobytes() for _, row in given}) == 4
   relu = get_task("relu")
   first, again = (judge.timing_sets(relu, relu.dims(Size.SMALL), l2_bytes=1 << 20)

@@ -600,7 +600,7 @@ class TimingSets(timing.Feed):
       self.flush()
     return self._current
 
-  def after(self, call: int, end: int) -> None:
+  def after(self, call: int) -> None:
     self._check(self._current, self._own, self._given[call], self._label(call))
     for i in self._own:
       self._current[i].delete()

@@ -128,15 +128,15 @@ def _wallclock_call(fn: Callable, args: tuple) -> tuple[float, tuple[str, ...], 
 
 class Feed:
   """Where one timed function's calls get their inputs. Call t is the t-th timed call, the
-  warm-up calls before it t = -warmup .. -1; `after(t, end)` runs once call t's output is
-  retired, outside any timed window, `end` being the number of timed calls the function makes."""
+  warm-up calls before it t = -warmup .. -1; `after(t)` runs once call t's output is retired,
+  outside any timed window."""
 
   __slots__ = ()
 
   def args(self, call: int) -> tuple:
     raise NotImplementedError
 
-  def after(self, call: int, end: int) -> None:
+  def after(self, call: int) -> None:
     """Nothing, unless a feed says otherwise."""
 
 
@@ -150,13 +150,7 @@ class Cycle(Feed):
     return self.sets[call % len(self.sets)]
 
 
-def timed_calls(iterations: int, rounds: int) -> int:
-  """The timed calls `time_interleaved` makes of each function: whole rounds, `iterations` or a
-  few more (the samples past `iterations` are dropped)."""
-  return rounds * max(1, -(-iterations // rounds))
-
-
-def _round(fn: Callable, feed: Feed, start: int, n: int, end: int, method: TimingMethod,
+def _round(fn: Callable, feed: Feed, start: int, n: int, method: TimingMethod,
            keep: frozenset[int]):
   """n calls from call `start` on; each output retired before the next call (kept ones copied
   to the host first). The kernel names are the first call's."""
@@ -170,7 +164,7 @@ def _round(fn: Callable, feed: Feed, start: int, n: int, end: int, method: Timin
     host = retire(out, keep=call in keep, args=args)
     if call in keep:
       kept[call] = host
-    feed.after(call, end)
+    feed.after(call)
   return samples, names, kept
 
 
@@ -190,13 +184,12 @@ def time_interleaved(fns: Sequence[Callable], feeds: Sequence[Feed | Sequence[tu
   outputs are returned, copied to the host; every other output is poisoned and freed as soon
   as its call ends."""
   feeds = [f if isinstance(f, Feed) else Cycle(f) for f in feeds]
-  end = timed_calls(iterations, rounds)
-  per_round = end // rounds
+  per_round = max(1, -(-iterations // rounds))
   for fn, feed in zip(fns, feeds, strict=True):
     for call in range(-warmup, 0):
       args = feed.args(call)
       retire(jax.block_until_ready(fn(*args)), keep=False, args=args)
-      feed.after(call, end)
+      feed.after(call)
   samples: list[list[float]] = [[] for _ in fns]
   names: list[tuple[str, ...]] = [() for _ in fns]
   kept: list[dict[int, Any]] = [{} for _ in fns]
@@ -204,7 +197,7 @@ def time_interleaved(fns: Sequence[Callable], feeds: Sequence[Feed | Sequence[tu
     order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
     for j in order:
       wanted = keep[j] if j < len(keep) else frozenset()
-      got, names[j], outputs = _round(fns[j], feeds[j], r * per_round, per_round, end, method,
+      got, names[j], outputs = _round(fns[j], feeds[j], r * per_round, per_round, method,
                                       wanted)
       samples[j].extend(got)
       kept[j].update(outputs)
