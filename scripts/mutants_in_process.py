@@ -5,7 +5,9 @@ in child processes are marked untested. Here the tests are collected once, the c
 pass every one of them, then for each mutant `MUTANT_UNDER_TEST` is switched (mutmut 3's
 trampolines read it at call time, and child processes inherit it) and the tests run again,
 fastest first, stopping at the first failure: killed. A test over --mutant-timeout seconds is a
-kill too (timeout). One JSON line per mutant: {"mutant", "outcome", "seconds", "test"}.
+kill too (timeout), and so is a mutant that crashes the process (crashed: a run started again
+records it and goes on with the next mutant, skipping those already in --mutants-out). One
+JSON line per mutant: {"mutant", "outcome", "seconds", "test"}.
 
 Two steps, each inside a throwaway mount and PID namespace (a mutant can do anything the code
 it mutates can; never run them as root on the host). From the checkout (setup.cfg's [mutmut]
@@ -16,10 +18,10 @@ section says what is mutated and copied):
     nice -n 15 .venv/bin/python scripts/mutants_in_process.py generate
   .venv/bin/python scripts/mutants_in_process.py list \
     'pallasbench_dataset.evaluation.judge.timing.x__round__mutmut_*' ... > names.txt
-  cd mutants; unshare --mount --propagation private --pid --fork --mount-proc \
+  cd mutants; until unshare --mount --propagation private --pid --fork --mount-proc \
     env PYTHONPATH=$PWD:$OLDPWD/scripts nice -n 15 ../.venv/bin/python -m pytest -q \
     -p mutants_in_process -p no:randomly -p no:xdist -p no:cacheprovider \
-    --mutants ../names.txt --mutants-out ../out.jsonl --mutant-timeout 60 <tests>
+    --mutants ../names.txt --mutants-out ../out.jsonl --mutant-timeout 60 <tests>; do :; done
 
 `list` takes fnmatch patterns over mutmut's mutant names (`module.x_function__mutmut_N`,
 `module.xǁClassǁmethod__mutmut_N`), read from the .meta files `generate` wrote. `show NAME`
@@ -128,6 +130,9 @@ def pytest_runtestloop(session):
     return None
   out_file, timeout_s = config.getoption("--mutants-out"), config.getoption("--mutant-timeout")
   names = [n.strip() for n in names_file.read_text().splitlines() if n.strip()]
+  names = _left_to_run(names, out_file)
+  if not names:
+    return True
   items = list(session.items)
   os.environ[ENV] = ""
   start = time.monotonic()
@@ -138,6 +143,7 @@ def pytest_runtestloop(session):
   items.sort(key=lambda i: seconds[i.nodeid])
   with open(out_file, "a", encoding="utf-8") as out:
     for n, name in enumerate(names):
+      _started(out_file).write_text(name)
       os.environ[ENV] = name
       start = time.monotonic()
       killers, times = _run_all(items, timeout_s, stop_at_failure=True)
@@ -151,7 +157,30 @@ def pytest_runtestloop(session):
       out.write(json.dumps(line, ensure_ascii=False) + "\n")
       out.flush()
       print(f"[{n + 1}/{len(names)}] {name} {outcome} {line['seconds']} s", file=sys.stderr)
+  _started(out_file).unlink(missing_ok=True)
   return True
+
+
+def _started(out_file: pathlib.Path) -> pathlib.Path:
+  """Where the mutant under test is named while it runs."""
+  return out_file.with_name(out_file.name + ".running")
+
+
+def _left_to_run(names: list[str], out_file: pathlib.Path) -> list[str]:
+  """The names with no line in `out_file` yet. A mutant that was running when the process died
+  (a segmentation fault in the MLIR bindings, say) is recorded as killed ("crashed"): run
+  again (`until` loop in the docstring), the plugin goes on with the next one."""
+  done = set()
+  if out_file.exists():
+    done = {json.loads(line)["mutant"] for line in out_file.read_text().splitlines() if line}
+  running = _started(out_file)
+  if running.exists() and running.read_text() not in done:
+    with open(out_file, "a", encoding="utf-8") as out:
+      out.write(json.dumps({"mutant": running.read_text(), "outcome": "crashed", "seconds": None,
+                            "test": None}, ensure_ascii=False) + "\n")
+    done.add(running.read_text())
+  running.unlink(missing_ok=True)
+  return [n for n in names if n not in done]
 
 
 # --- the command line ---
