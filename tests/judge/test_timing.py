@@ -72,3 +72,39 @@ def test_an_input_handed_back_as_the_output_is_left_alone(poisoned):
   x = jnp.ones((8, 8))
   timing.retire(x, keep=False, args=(x,))
   assert poisoned == [] and not x.is_deleted() and float(x.sum()) == 64.0
+
+
+def test_rounds_alternate_their_order_and_share_the_calls():
+  """The warm-up calls come first, in order; then round r runs the functions in order when r is
+  even and in reverse when it is odd (drift hits each alike), each taking ceil(iterations /
+  rounds) timed calls, no more."""
+  calls = []
+
+  def named(name):
+    def fn(x):
+      calls.append(name)
+      return _double(x)
+    return fn
+  sets = [(jnp.ones((8, 8)),)]
+  timed = timing.time_interleaved([named("a"), named("b")], [sets, sets], iterations=3, rounds=3,
+                                  warmup=1, method=timing.TimingMethod.WALLCLOCK)
+  assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
+  assert [len(t.samples.samples_ms) for t in timed] == [3, 3]
+
+
+def test_each_function_is_timed_on_a_feed_of_its_own():
+  """One feed too many (or too few) is an error, not a function silently left out."""
+  sets = [(jnp.ones((8, 8)),)]
+  with pytest.raises(ValueError):
+    timing.time_interleaved([_double], [sets, sets], iterations=1, rounds=1, warmup=1,
+                            method=timing.TimingMethod.WALLCLOCK)
+
+
+def test_only_the_calls_sampled_have_their_outputs_kept():
+  """Rounds of ceil(iterations / rounds) calls can make more calls than `iterations`; the
+  extra ones are no sample, and their outputs are not returned either."""
+  sets = [(jnp.full((8, 8), 1.0),)]
+  (timed,) = timing.time_interleaved([_double], [sets], iterations=3, rounds=2, warmup=0,
+                                     method=timing.TimingMethod.WALLCLOCK,
+                                     keep=[frozenset({2, 3})])
+  assert len(timed.samples.samples_ms) == 3 and sorted(timed.kept) == [2]
