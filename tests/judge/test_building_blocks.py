@@ -1238,6 +1238,22 @@ def test_each_call_s_inputs_are_drawn_just_before_it_and_freed_after():
   assert memo_hits(fixed)[0] == 10
 
 
+def test_a_call_s_inputs_are_ready_before_the_l2_is_flushed(monkeypatch):
+  """The draw is waited for before the flush: a draw still running when the flush starts would
+  leave its last writes in the L2 for the timed call to read."""
+  waited = []
+  real = jax.block_until_ready
+
+  def wait(x):
+    waited.append(x)
+    return real(x)
+  monkeypatch.setattr(judge.jax, "block_until_ready", wait)
+  at_flush = []
+  sets = judge.timing_sets(ADD, TINY, l2_bytes=1 << 20, flush=lambda: at_flush.append(list(waited)))
+  given = sets.args(0)
+  assert len(at_flush) == 1 and any(w is given for w in at_flush[0])
+
+
 def test_a_gather_s_table_is_drawn_once_for_every_call_and_checked_once():
   """A gather's table larger than the L2 is one buffer that every call shares (its ids are
   what each call draws): drawn again from its seed, an honest gather's timed outputs pass; a
@@ -1329,6 +1345,17 @@ def test_a_call_that_rewrites_its_inputs_is_named_and_checked_against_its_inputs
   assert baseline.mutations() == [
       "the input set of the baseline's timed call 3 was changed by the timed calls (input x was "
       "mutated in place; input y was mutated in place): a kernel's inputs are read-only"]
+
+
+def test_the_first_timed_call_and_the_last_warm_up_call_are_named_apart():
+  """Call 0 is the first timed call, call -1 the last of the warm-up calls (numbered from 0):
+  a reason names the call a reader can find in the samples."""
+  sets = judge.timing_sets(RELU, TINY, l2_bytes=1 << 20, warmup=2)
+  for call in (-1, 0):
+    _rewrite(sets.args(call)[0])
+    sets.after(call)
+  assert [r.split(" was changed")[0] for r in sets.mutations()] == [
+      "the input set of warm-up call 1", "the input set of timed call 0"]
 
 
 def test_the_l2_flush_rewrites_four_l2s_in_place():
@@ -1433,6 +1460,23 @@ def test_time_and_roofline_names_its_stages_and_splits_its_seconds(monkeypatch):
 def test_the_l2_decides_between_resident_and_not_at_its_exact_size():
   read = judge.Reads(read_bytes=256, shared=frozenset())
   assert read.resident(4, 1024) and not read.resident(5, 1024)
+
+
+def test_a_gather_reads_the_rows_it_touches_and_shares_only_inputs_larger_than_the_l2():
+  """A gather's calls read the rows its ids pick (its bytes moved less its output), not its
+  whole table, and share the table only where it is larger than the L2 (one exactly its size
+  is drawn for each call); any other task reads all of its inputs and shares none, however
+  small the L2."""
+  spec = get_task("embedding_lookup")
+  dims = spec.dims("small")  # an 8 MB table, 128 ids
+  table = spec.inputs[0].nbytes(dims)
+  read = judge.reads(spec, dims, l2_bytes=1 << 20)
+  assert read.read_bytes == spec.min_bytes(dims) - spec.output_bytes(dims)
+  assert 0 < read.read_bytes < table and read.shared == {0}
+  assert judge.reads(spec, dims, l2_bytes=table).shared == frozenset()
+  assert judge.reads(spec, dims, l2_bytes=table - 1).shared == {0}
+  assert judge.reads(ADD, TINY, l2_bytes=1) == judge.Reads(
+      read_bytes=sum(i.nbytes(TINY) for i in ADD.inputs), shared=frozenset())
 
 def test_a_rate_is_impossible_only_beyond_the_ceilings_tolerance():
   def roof(frac):

@@ -103,6 +103,7 @@ def test_a_gpu_judge_checks_every_timed_output_its_host_budget_holds(monkeypatch
     (64 << 20, 50, True, 50),     # matmul at large: every call
     (128 << 20, 50, True, 32),    # linear_bias_relu at large: 4 GiB of copies
     (1 << 30, 50, True, 4),
+    (1000 << 20, 50, True, 4),    # a whole number of copies: 4 GiB / 1000 MiB is 4.096
     (3 << 30, 50, True, 3),       # never fewer than three
     (1 << 30, 2, True, 2),        # never more than the calls
     (4, 50, False, 3),            # interpret mode: three
