@@ -44,10 +44,11 @@ from pallasbench_dataset.evaluation.judge.module_analysis import (
     ModuleAnalysisError, ModuleReport, analyze_module, bytes_limit, module_reasons)
 from pallasbench_dataset.evaluation.pipeline.driver import has_verdict
 from pallasbench_dataset.jaxpr_analysis import analyze
-from pallasbench_dataset.kernels import load_kernel
-from pallasbench_dataset.lowering import TRITON_CUSTOM_CALL, abstract_gpu
+from pallasbench_dataset.kernels import load_kernel, load_module
+from pallasbench_dataset.lowering import TRITON_CUSTOM_CALL, abstract_gpu, export_for
 from pallasbench_dataset.schema import Status
 from tests import runfixtures as run_fixtures
+from tests.paths import CONTROLS
 
 SPECS = list_tasks()
 IDS = operator.attrgetter("name")
@@ -933,6 +934,34 @@ def test_stateful_ops_are_rejected():
       text.replace("@AllocateBuffer()", "@AllocateBuffer() {has_side_effect = true}"))
   assert effect.stateful_ops == ("custom_call @AllocateBuffer",)
   assert any("stateful op custom_call @AllocateBuffer" in r for r in _reasons(effect, "relu"))
+
+
+_WRITTEN = ("is written by the kernel and aliased to no result (a buffer XLA keeps across "
+            "calls, or one of @main's inputs)")
+_NO_INPUT = "derives from no input (a buffer XLA keeps across calls, which the kernel can write)"
+
+
+@pytest.mark.parametrize(("control", "found"), [
+    ("adv_constant_state_relu", ((0, "tensor<512x512xf32>", _WRITTEN),
+                                 (1, "tensor<16xf32>", _NO_INPUT))),
+    ("adv_asm_constant_state_relu", ((1, "tensor<16xf32>", _NO_INPUT),)),
+    ("adv_folded_constant_state_relu", ((1, "tensor<16xf32>", _WRITTEN),)),
+    ("adv_pos_aliased_init_relu", ())],
+    ids=["traced", "inline_ptx", "folded", "aliased"])
+def test_a_kernel_operand_it_may_write_and_no_result_holds_is_named_with_why(control, found):
+  """The kept operands of the constant-state controls' cuda modules, each named by index, kernel
+  and type: traced writes list every unaliased operand the kernel stores to (its input x too),
+  a constant as deriving from no input; untraced ones (inline PTX) only the operands that derive
+  from no input; a constant XLA folded from the input is a written one; a zeros operand aliased
+  to the result is none."""
+  spec = get_task("relu")
+  structs = [jax.ShapeDtypeStruct(i.concrete_shape(spec.dims("small")), i.dtype)
+             for i in spec.inputs]
+  module = load_module((CONTROLS / f"{control}.py").read_text(), f"{control}.py")
+  text = export_for("cuda", functools.partial(module.kernel, interpret=False),
+                    *structs).mlir_module()
+  assert analyze_module(text).stateful_ops == tuple(
+      f"operand {i} of kernel _relu_counting ({t}) {why}" for i, t, why in found)
 
 
 @pytest.mark.parametrize("data", ["data_2026_02_18", "kernel_data_2025_09_07"])
