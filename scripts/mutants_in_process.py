@@ -18,10 +18,11 @@ section says what is mutated and copied):
     nice -n 15 .venv/bin/python scripts/mutants_in_process.py generate
   .venv/bin/python scripts/mutants_in_process.py list \
     'pallasbench_dataset.evaluation.judge.timing.x__round__mutmut_*' ... > names.txt
-  cd mutants; until unshare --mount --propagation private --pid --fork --mount-proc \
+  cd mutants; while unshare --mount --propagation private --pid --fork --mount-proc \
     env PYTHONPATH=$PWD:$OLDPWD/scripts nice -n 15 ../.venv/bin/python -m pytest -q \
     -p mutants_in_process -p no:randomly -p no:xdist -p no:cacheprovider \
-    --mutants ../names.txt --mutants-out ../out.jsonl --mutant-timeout 60 <tests>; do :; done
+    --mutants ../names.txt --mutants-out ../out.jsonl --mutant-timeout 60 <tests>
+    [ $? -ge 128 ]; do :; done   # again only after a crash (a clean run that fails ends it)
 
 `list` takes fnmatch patterns over mutmut's mutant names (`module.x_function__mutmut_N`,
 `module.xǁClassǁmethod__mutmut_N`), read from the .meta files `generate` wrote. `show NAME`
@@ -169,7 +170,7 @@ def _started(out_file: pathlib.Path) -> pathlib.Path:
 def _left_to_run(names: list[str], out_file: pathlib.Path) -> list[str]:
   """The names with no line in `out_file` yet. A mutant that was running when the process died
   (a segmentation fault in the MLIR bindings, say) is recorded as killed ("crashed"): run
-  again (`until` loop in the docstring), the plugin goes on with the next one."""
+  again (the `while` loop in the docstring), the plugin goes on with the next one."""
   done = set()
   if out_file.exists():
     done = {json.loads(line)["mutant"] for line in out_file.read_text().splitlines() if line}
