@@ -1441,6 +1441,27 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
 
 
 
+def test_a_gather_is_timed_with_its_large_table_shared_and_so_is_its_eager_baseline(monkeypatch):
+  """A gather's table larger than the L2 is drawn once for the kernel, the baseline and the
+  eager baseline alike (each drawn per call would time the draw's cache state, not the rows
+  the gather reads); the eager baseline gets the evaluation's options, context and runtime."""
+  seen = _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4)
+  eager = []
+  monkeypatch.setattr(judge, "_eager_fields", lambda *args: eager.append(args) or {})
+  spec = get_task("embedding_lookup")
+  dims = spec.dims("small")  # an 8 MB table, past the 1 MiB L2 of _ctx
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  opts, ctx = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1), _ctx()
+  judge._time_and_roofline("the executable", spec, dims, opts, ctx, state)  # pylint: disable=protected-access
+  kernel_sets, baseline_sets = seen["sets"]
+  [(eager_spec, eager_sets, eager_opts, eager_ctx, kernel_ms)] = eager
+  assert kernel_sets.shared == baseline_sets.shared == eager_sets.shared == {0}
+  assert (eager_spec, eager_opts, eager_ctx, kernel_ms) == (spec, opts, ctx, 1.0)
+  read = judge.reads(spec, dims, ctx.l2_bytes)
+  assert state.fields["timing_rotated_bytes"] == read.distinct_bytes(len(kernel_sets))
+  assert state.fields["status"] is Status.PASS
+
+
 def test_time_and_roofline_names_its_stages_and_splits_its_seconds(monkeypatch):
   """Timing, then the eager baseline, each announced as it starts (the budget that stops a
   stage names it), and each stage's seconds apart, adding up to no more than the call took."""
@@ -1536,10 +1557,15 @@ def test_a_rate_above_a_ceiling_measures_the_hardware_again_before_rejecting(mon
   fields = _time(low)
   assert measured == [timing.TimingMethod.WALLCLOCK] and fields["status"] is Status.PASS
   assert fields["roofline"].ceiling_gbps == at.achieved_gbps * 1.25  # the record shows which
+  assert fields["roofline"].ceiling_gbps_source == "remeasured"  # and that it is not the first
+  baseline = judge._roofline(RELU, TINY, 2.0, NOT_MEASURED)  # pylint: disable=protected-access
+  assert (fields["roofline"].baseline_gbps, fields["roofline"].baseline_tflops) == (
+      baseline.achieved_gbps, baseline.achieved_tflops)  # still held against the baseline
   monkeypatch.setattr(judge, "measure_ceilings", again(0.5))  # lower again: the first one holds
   fields = _time(low)
   assert fields["status"] is Status.REJECTED and "bandwidth 110%" in fields["reasons"][0]
   assert fields["roofline"].ceiling_gbps == low.copy_gbps
+  assert fields["roofline"].ceiling_gbps_source == "measured"
   measured.clear()
   _time(Ceilings(copy_gbps=at.achieved_gbps, read_gbps=None, matmul_tflops=None, method="t"))
   assert measured == []  # a rate within the ceilings never costs a measurement

@@ -36,7 +36,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from pallasbench_dataset import Size, get_task, list_tasks
-from pallasbench_dataset.evaluation.judge import core, process
+from pallasbench_dataset.evaluation.judge import core, fingerprint, process
 from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     BYTES_FLOOR, KERNEL_BYTES_LIMIT, MAX_EXPRESSION_DEPTH, NO_KERNEL_REASON, OUTSIDE_BYTES_LIMIT,
@@ -807,6 +807,47 @@ def test_a_kernels_fingerprint_reads_its_triton_module_and_is_none_where_it_does
   assert (broken.name, broken.fingerprint, broken.launches) == ("copy", None, kernel.launches)
   [why] = [r.getMessage() for r in caplog.records if r.name == analyze_module.__module__]
   assert why.startswith("a Triton kernel's module does not parse: Unable to parse"), why
+
+
+def _negate_body(x_ref, o_ref):
+  o_ref[...] = -x_ref[...]
+
+
+def _copy_then_negate_both_named_copy(x):
+  flat = _copy(x).reshape(-1)
+  spec = pl.BlockSpec((COPY_BLOCK,), lambda i: (i,))
+  out = pl.pallas_call(_negate_body, grid=(flat.size // COPY_BLOCK,), in_specs=[spec],
+                       out_specs=spec, out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
+                       name="copy")(flat)
+  return out.reshape(x.shape)
+
+
+def test_two_kernels_of_one_name_and_arity_are_read_apart_by_their_modules():
+  """A module is read once per payload, not once per name: a second kernel named like the
+  first, with as many buffers, is its own module (its own fingerprint), not the first's."""
+  [copy] = analyze_module(_export(_copy, "relu")).kernels
+  both = analyze_module(_export(_copy_then_negate_both_named_copy, "relu")).kernels
+  assert [k.name for k in both] == ["copy", "copy"]
+  assert copy.fingerprint in {k.fingerprint for k in both} and len({k.fingerprint for k in both}) == 2
+
+
+def test_a_mosaic_tpu_kernels_fingerprint_reads_its_backend_config_and_is_none_without_one():
+  """A TPU kernel's module is its call's backend_config (a base64 body in JSON): its
+  fingerprint is that module's, as fingerprint.py computes it; a call with no backend_config
+  has none and is still a kernel, with no finding (a Mosaic TPU module declares no state)."""
+  spec = get_task("relu")
+  text = export_for("tpu", functools.partial(load_kernel("tpu", "relu").kernel, interpret=False),
+                    *spec.input_structs("small")).mlir_module()
+  config = re.search(r'backend_config = ("[^"]*")', text).group(1)
+  with mlir.make_ir_context():
+    body = ir.StringAttr(ir.Attribute.parse(config)).value
+  report = analyze_module(text)
+  [kernel] = report.kernels
+  assert (kernel.backend, kernel.fingerprint) == (
+      "mosaic_tpu", fingerprint.mosaic_tpu_fingerprint(body))
+  bare = analyze_module(text.replace(f"backend_config = {config}, ", ""))
+  assert [(k.backend, k.fingerprint) for k in bare.kernels] == [("mosaic_tpu", None)]
+  assert bare.stateful_ops == report.stateful_ops == ()
 
 
 def test_the_top_ops_are_the_five_costliest_and_none_that_never_ran():

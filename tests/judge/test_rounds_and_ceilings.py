@@ -99,6 +99,23 @@ def test_a_gpu_judge_checks_every_timed_output_its_host_budget_holds(monkeypatch
   assert _timed(relu, iterations=40)["timed_outputs_checked"] == judge.MIN_TIMED_OUTPUTS_CHECKED
 
 
+def test_a_gpu_judge_flushes_the_l2_before_every_call_of_the_eager_baseline_too(monkeypatch):
+  """The eager baseline is timed like the kernel and the jitted baseline: on a GPU each of its
+  calls (warm-up included) starts from a flushed L2, or its column would read cached inputs."""
+  relu = jax.jit(RELU.reference)
+  flushes, eager_at = [], []
+  monkeypatch.setattr(timing.L2Flush, "__call__", lambda self: flushes.append(1))
+  real = judge._eager_fields  # pylint: disable=protected-access
+
+  def eager(*args):
+    eager_at.append(len(flushes))
+    return real(*args)
+  monkeypatch.setattr(judge, "_eager_fields", eager)
+  fields = _timed(relu, iterations=6, platform="gpu")
+  assert fields["eager_baseline_ms"] > 0 and eager_at == [2 * (6 + 1)]
+  assert len(flushes) == 3 * (6 + 1)
+
+
 @pytest.mark.parametrize("output_bytes, iterations, comparable, checked", [
     (64 << 20, 50, True, 50),     # matmul at large: every call
     (128 << 20, 50, True, 32),    # linear_bias_relu at large: 4 GiB of copies
@@ -147,6 +164,24 @@ def test_timed_calls_that_rewrite_their_inputs_are_rejected():
   assert fields["status"] is Status.REJECTED
   assert any("a kernel's inputs are read-only" in r for r in fields["reasons"]), fields["reasons"]
   assert _timed(relu, iterations=40)["status"] is Status.PASS
+
+
+def test_a_warm_up_call_that_rewrites_its_input_is_named_as_that_warm_up_call():
+  """The reason names the call whose input set changed: the one warm-up call is warm-up call 0
+  (counted from the first warm-up, as the timed calls are from the first timed one)."""
+  relu = jax.jit(RELU.reference)
+  calls = []
+
+  def zeroes_its_first_input(x):
+    out = jax.block_until_ready(relu(x))
+    if not calls:
+      _write_in_place(x, 0.0)
+    calls.append(1)
+    return out
+  fields = _timed(zeroes_its_first_input, iterations=4)
+  assert fields["status"] is Status.REJECTED
+  assert len(fields["reasons"]) == 1 and fields["reasons"][0].startswith(
+      "the input set of warm-up call 0 was changed by the timed calls"), fields["reasons"]
 
 
 def test_while_the_kernel_runs_none_of_the_baseline_s_inputs_exist(monkeypatch):
