@@ -1008,7 +1008,6 @@ def test_precompile_reports_the_compilers_message(analysis, monkeypatch):  # pyl
       "failed", "Shared memory size limit exceeded")
 
 
-
 def _timed_compile(delay_s, result=None):
   """A compile_exported that takes `delay_s`, records its dump folder, then returns `result`
   or raises the compiler's refusal."""
@@ -1440,7 +1439,6 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       status=Status.PASS, reasons=(), robust=True)
 
 
-
 def test_a_gather_is_timed_with_its_large_table_shared_and_so_is_its_eager_baseline(monkeypatch):
   """A gather's table larger than the L2 is drawn once for the kernel, the baseline and the
   eager baseline alike (each drawn per call would time the draw's cache state, not the rows
@@ -1498,6 +1496,7 @@ def test_a_gather_reads_the_rows_it_touches_and_shares_only_inputs_larger_than_t
   assert judge.reads(spec, dims, l2_bytes=table - 1).shared == {0}
   assert judge.reads(ADD, TINY, l2_bytes=1) == judge.Reads(
       read_bytes=sum(i.nbytes(TINY) for i in ADD.inputs), shared=frozenset())
+
 
 def test_a_rate_is_impossible_only_beyond_the_ceilings_tolerance():
   def roof(frac):
@@ -1672,7 +1671,6 @@ def test_failure_record_of_a_judge_that_never_reported():
       Status.TIMEOUT, ErrorType.TIMEOUT, "killed after 600 s\nstack", ("killed after 600 s",))
   assert (record.seeds, record.input_shapes, record.eval_wall_s) == ((4, 5), ("(512, 512)",), 2.5)
   assert (record.correct, record.robust, record.exporter_output) == (False, False, "printed")
-
 
 
 def test_a_stage_over_its_budget_is_a_rejection_with_no_error():
