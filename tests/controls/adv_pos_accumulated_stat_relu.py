@@ -6,10 +6,12 @@ zeroes its block of that output first, then accumulates into it tile by tile (`c
 += ...`): every element it reads it wrote earlier in the same program, so nothing of a former
 call is ever read. The relu itself is computed whole in the kernel.
 
-Red team round 7: kernel_state.read_buffers only says whether the Triton kernel loads from the
-buffer at all, not whether it writes it first, so module_analysis._dropped_results reports the
-count as "a buffer XLA never initialises: what the last call left there" and the judge rejects
-the kernel as stateful. A false positive of the round-6 rule.
+Red team round 7: kernel_state.read_buffers said only whether the Triton kernel loads from the
+buffer at all, not whether it writes it first, so module_analysis._dropped_results reported the
+count as "a buffer XLA never initialises: what the last call left there" and the judge rejected
+the kernel as stateful, a false positive of the round-6 rule. Closed in session 28: a load of
+what its own program stored there first, through a pointer of equal ops (kernel_state.
+_StoredFirst), reads nothing a former call left.
 
 Expected (correct behaviour): pass.
 """

@@ -382,11 +382,6 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
-    "pos_accumulated_stat": "red team round 7, false positive kept by design: read_buffers says "
-                            "whether the kernel loads a dropped output, not whether it wrote it "
-                            "first, so an output zeroed then accumulated into is refused as "
-                            "state; only poisoning the temporary allocation on the device "
-                            "(unmeasured: stale_temp_probe.py) could let it through",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "
@@ -830,8 +825,8 @@ def _doubled_from_input(x):  # from the input through 48 ops that each read the 
 def _carried(x):
   """The memo aliased to a loop's carry (zeros, then what the last trip wrote), a value of the
   loop's body, not of a function: no crash. The loop drops the carry's slot, and the kernel
-  reads the memo: refused, as a dropped output accumulated into is (the module cannot tell a
-  buffer this call wrote from one the last call left; KNOWN_OPEN's pos_accumulated_stat)."""
+  reads the memo before it stores to it: refused (a dropped output it zeroes first, then
+  accumulates into, passes: pos_accumulated_stat)."""
   def trip(_, carry):
     return _with_memo(*carry)
   return jax.lax.fori_loop(0, 2, trip, (x, jnp.zeros((8, 128), jnp.float32)))[0]

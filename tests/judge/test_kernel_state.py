@@ -1253,6 +1253,84 @@ def test_a_buffer_is_read_where_a_used_value_comes_through_its_pointer(body, rea
   assert kernel_state.read_buffers(module, max_ops=2) is None  # past the budget: any buffer
 
 
+# A result the kernel zeroes, then accumulates into (%arg1, its row at the program's offset),
+# in Pallas' shape: each access computes its pointer anew, from equal ops.
+_ZEROED_THEN_ACCUMULATED = _kernel("""\
+    %pid = tt.get_program_id x : i32
+    %c8 = arith.constant 8 : i32
+    %at = arith.muli %pid, %c8 : i32
+    %p = tt.addptr %arg1, %at : !tt.ptr<f32>, i32
+    %zero = arith.constant 0.0 : f32
+    %limit = arith.constant 4 : i32
+    %m = arith.cmpi slt, %pid, %limit : i32
+    STORE
+    %c8b = arith.constant 8 : i32
+    %again = arith.muli %pid, %c8b : i32
+    %q = tt.addptr %arg1, %again : !tt.ptr<f32>, i32
+    %limit2 = arith.constant 4 : i32
+    %n = arith.cmpi slt, %pid, %limit2 : i32
+    LOAD
+    %x = tt.load %arg0 : !tt.ptr<f32>
+    %sum = arith.addf %v, %x : f32
+    tt.store %q, %sum : !tt.ptr<f32>""")
+_STORE, _LOAD = "tt.store %p, %zero : !tt.ptr<f32>", "%v = tt.load %q : !tt.ptr<f32>"
+_C = "%c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n    "
+_STORED_IN_A_LOOP = _C + """scf.for %i = %c0 to %c1 step %c1 {
+      tt.store %p, %zero : !tt.ptr<f32>
+    }"""
+_LOADED_IN_A_LOOP = _C + """%v = scf.for %i = %c0 to %c1 step %c1 iter_args(%a = %zero) -> (f32) {
+      %l = tt.load %q : !tt.ptr<f32>
+      scf.yield %l : f32
+    }"""
+_MASKED_STORE = "tt.store %p, %zero, %m : !tt.ptr<f32>"
+_INDEX_LOADS = [
+    ("%at = arith.muli %pid, %c8 : i32",
+     "%i0 = tt.load %arg0 : !tt.ptr<i32>\n    %at = arith.muli %i0, %c8 : i32"),
+    ("%again = arith.muli %pid, %c8b : i32",
+     "%i1 = tt.load %arg0 : !tt.ptr<i32>\n    %again = arith.muli %i1, %c8b : i32"),
+    ("%arg0: !tt.ptr<f32>, %arg1", "%arg0: !tt.ptr<i32>, %arg1"),
+    ("%x = tt.load %arg0 : !tt.ptr<f32>", "%x = arith.constant 1.0 : f32")]
+
+
+def _accumulating(store: str = _STORE, load: str = _LOAD,
+                  replace: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()) -> str:
+  body = _ZEROED_THEN_ACCUMULATED.replace("STORE", store).replace("LOAD", load)
+  for old, new in replace:
+    assert old in body, old
+    body = body.replace(old, new)
+  return body
+
+
+@pytest.mark.parametrize(("body", "reads"), [
+    (_accumulating(), {0}),
+    (_accumulating(_MASKED_STORE, "%v = tt.load %q, %n : !tt.ptr<f32>"), {0}),
+    (_accumulating(load="%v = tt.load %q, %n : !tt.ptr<f32>"), {0}),
+    (_accumulating(_STORE + "\n    " + _C.replace("%c", "%d"), _LOADED_IN_A_LOOP), {0}),
+    (_accumulating(_STORED_IN_A_LOOP), {0, 1}),
+    (_accumulating("", _LOAD + "\n    " + _STORE), {0, 1}),
+    (_accumulating(_MASKED_STORE), {0, 1}),
+    (_accumulating(_MASKED_STORE, "%v = tt.load %q, %t : !tt.ptr<f32>",
+                   [("%limit2 =", "%t = arith.constant true\n    %limit2 =")]), {0, 1}),
+    (_accumulating(replace=[("%again = arith.muli", "%again = arith.addi")]), {0, 1}),
+    (_accumulating(replace=[("%c8b = arith.constant 8", "%c8b = arith.constant 16")]), {0, 1}),
+    (_accumulating(replace=_INDEX_LOADS), {0, 1}),
+], ids=["zeroed_first", "both_under_equal_masks", "masked_load_of_an_unmasked_store",
+        "stored_before_a_loop", "stored_in_a_loop_before", "loaded_before_stored",
+        "masked_store_unmasked_load", "masked_store_other_mask", "another_offset",
+        "another_constant", "each_offset_loaded_apart"])
+def test_a_result_read_only_where_its_program_stored_first_is_not_read(body, reads):
+  """A load whose every element its program stored before it (through a pointer of equal ops,
+  unmasked or under an equal mask, earlier in its block or one holding it) reads nothing a
+  former call left: the result is not read (the honest zero-then-accumulate). Stored in a loop
+  the load is not in (it may run no trip), stored after, under a mask the load does not share,
+  at another offset, or at one that comes from memory (two loads of it may differ): read."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + body + "\n}", context=context)
+  assert kernel_state.read_buffers(module, max_ops=1000) == frozenset(reads)
+
+
 def test_a_kernel_of_exactly_max_ops_ops_is_read():
   """The budget counts the function's ops, itself included: _DEAD_LOAD's five are read at 5."""
   context = mlir.make_ir_context()

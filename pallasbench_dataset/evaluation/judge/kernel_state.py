@@ -277,17 +277,109 @@ def _buffers_where(module: ir.Module, max_ops: int,
   return frozenset(found)
 
 
+# Ops whose results are a function of their operands and attributes alone, within one run of
+# a program (tt.get_program_id is one program's own): no memory, no state. Every arith op is.
+_PURE: Final = frozenset({"tt.get_program_id", "tt.get_num_programs", "tt.make_range",
+                          "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape",
+                          "tt.addptr"})
+_NUMBERING_DEPTH: Final = 64
+
+
+class _Numbering:
+  """Value numbers: two values of one number hold the same value wherever both are defined in
+  one run of a program, being made by pure ops (_PURE) of one name, attributes and result type
+  from operands of one number. Any other value (a block argument, a load's result, a chain
+  deeper than _NUMBERING_DEPTH) is a number of its own."""
+
+  def __init__(self) -> None:
+    self._numbers: dict[ir.Value, int] = {}
+    self._shapes: dict[tuple, int] = {}
+
+  def of(self, value: ir.Value, depth: int = 0) -> int:
+    if value in self._numbers:
+      return self._numbers[value]
+    number = None
+    if isinstance(value, ir.OpResult) and depth < _NUMBERING_DEPTH:
+      op = value.owner.operation
+      name = mosaic_host.op_name(op)
+      if (name in _PURE or name.startswith("arith.")) and not op.regions:
+        attrs = tuple(sorted((a.name, str(a.attr))
+                             for a in (op.attributes[i] for i in range(len(op.attributes)))))
+        shape = (name, attrs, str(value.type), value.result_number,
+                 tuple(self.of(v, depth + 1) for v in op.operands))
+        number = self._shapes.setdefault(shape, len(self._numbers) + len(self._shapes))
+    if number is None:
+      number = len(self._numbers) + len(self._shapes)
+      self._shapes[("value", number)] = number
+    self._numbers[value] = number
+    return number
+
+
+def _address(op: ir.Operation) -> tuple[ir.Value, ir.Value | None]:
+  """A tt.load's or tt.store's pointer and mask (None: unmasked)."""
+  if mosaic_host.op_name(op) == "tt.store":
+    return op.operands[0], op.operands[2] if len(op.operands) > 2 else None
+  segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+  return op.operands[0], op.operands[1] if segments[1] else None
+
+
+class _StoredFirst:
+  """Whether every element a tt.load reads was stored in the same run of its program before
+  it: by a tt.store through a pointer of the load's number, unmasked or under a mask of the
+  load mask's number, earlier in the load's block or in a block holding it (an op nested in a
+  region runs after the ops before its parent). A block pointer's load (boundary checks, not
+  masks) never is. Each block's stores are read once, so a kernel costs time linear in its
+  ops."""
+
+  def __init__(self) -> None:
+    self._numbering = _Numbering()
+    self._blocks: dict[ir.Block, tuple[dict[ir.Operation, int], dict[tuple, int]]] = {}
+
+  def _block(self, block: ir.Block) -> tuple[dict[ir.Operation, int], dict[tuple, int]]:
+    """Each op's position in `block`, and the first position of a store of each address."""
+    if block not in self._blocks:
+      positions: dict[ir.Operation, int] = {}
+      first: dict[tuple, int] = {}
+      for position, op in enumerate(block.operations):
+        positions[op.operation] = position
+        if mosaic_host.op_name(op.operation) == "tt.store":
+          first.setdefault(self._key(*_address(op.operation)), position)
+      self._blocks[block] = positions, first
+    return self._blocks[block]
+
+  def _key(self, pointer: ir.Value, mask: ir.Value | None) -> tuple[int, int | None]:
+    return self._numbering.of(pointer), None if mask is None else self._numbering.of(mask)
+
+  def __call__(self, load: ir.Operation) -> bool:
+    pointer, mask = _address(load)
+    if "!tt.ptr<tensor" in str(pointer.type):
+      return False
+    unmasked, masked = self._key(pointer, None), self._key(pointer, mask)
+    op = load
+    while mosaic_host.op_name(op) != "tt.func":
+      positions, first = self._block(op.block)
+      if min(first.get(unmasked, len(positions)), first.get(masked, len(positions))) < positions[op]:
+        return True
+      op = op.parent.operation
+    return False
+
+
 def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
   """The buffers a Triton kernel may read: the indices of its function's arguments that a load
   whose value is used, or any op not known to only carry a pointer (_POINTER_PLUMBING, a
   store's address), reaches. Pallas stores with a swap, whose load of the old value nothing
-  uses, so a buffer only stored to is not read. A value derived from an argument is followed
-  through every op's results and through control flow (the regions' arguments and the yields of
-  an op reached); None where the module cannot be traced (_kernel_ops): every buffer may be
-  read."""
+  uses, so a buffer only stored to is not read; nor is one whose every load reads what its
+  program stored there first (_StoredFirst: a result zeroed, then accumulated into). A value
+  derived from an argument is followed through every op's results and through control flow
+  (the regions' arguments and the yields of an op reached); None where the module cannot be
+  traced (_kernel_ops): every buffer may be read."""
+  stored_first = _StoredFirst()
+
   def use(op: ir.Operation, name: str, hit: list[int]) -> bool | None:
     if name in _POINTER_PLUMBING or (name == "tt.store" and hit == [0]):
       return None
+    if name == "tt.load" and hit == [0] and stored_first(op):
+      return False
     return not op.results or any(_used(r) for r in op.results)  # an unused old value: no read
   return _buffers_where(module, max_ops, use)
 

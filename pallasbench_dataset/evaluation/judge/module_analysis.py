@@ -47,7 +47,8 @@ where a kernel's writes are not traced (Mosaic GPU, inline PTX), every operand t
 from no input is. So is a kernel result nothing the
 program returns reads, unless aliased to an operand: XLA keeps it in its temporary allocation,
 uninitialised, where a kernel that reads it finds what the last call left (one a Triton kernel
-only stores to is not read: kernel_state.read_buffers).
+only stores to, or loads only where its program stored first, is not read:
+kernel_state.read_buffers).
 """
 
 from __future__ import annotations
