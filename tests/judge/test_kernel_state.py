@@ -1331,6 +1331,38 @@ def test_a_result_read_only_where_its_program_stored_first_is_not_read(body, rea
   assert kernel_state.read_buffers(module, max_ops=1000) == frozenset(reads)
 
 
+def _offset_chains(length: int, store_type: str = "i32", load_type: str = "i32") -> str:
+  """A result stored, then loaded, at an offset each access computes through `length` ops of
+  its own (from the program id), truncated to the given type last."""
+  lines = ["%pid = tt.get_program_id x : i32", "%c1 = arith.constant 1 : i32",
+           "%big = arith.constant 300 : i32", "%zero = arith.constant 0.0 : f32"]
+  for side, type_ in (("s", store_type), ("l", load_type)):
+    lines += [f"%{side}0 = arith.addi %pid, %big : i32"]
+    lines += [f"%{side}{i} = arith.addi %{side}{i - 1}, %c1 : i32" for i in range(1, length)]
+    lines += [f"%{side}t = arith.trunci %{side}{length - 1} : i32 to {type_}"
+              if type_ != "i32" else f"%{side}t = arith.addi %{side}{length - 1}, %c1 : i32",
+              f"%{side}p = tt.addptr %arg1, %{side}t : !tt.ptr<f32>, {type_}"]
+    lines += ["tt.store %sp, %zero : !tt.ptr<f32>"] if side == "s" else [
+        "%v = tt.load %lp : !tt.ptr<f32>", "tt.store %arg0, %v : !tt.ptr<f32>"]
+  return _kernel("    " + "\n    ".join(lines))
+
+
+@pytest.mark.parametrize(("body", "reads"), [
+    (_offset_chains(62), set()), (_offset_chains(63), {1}),
+    (_offset_chains(8, "i8", "i16"), {1}), (_offset_chains(8, "i8", "i8"), set())],
+    ids=["63_ops_below", "64_ops_below", "offsets_of_two_types", "offsets_of_one_type"])
+def test_pointers_are_equal_by_their_ops_to_a_depth_and_by_their_types(body, reads):
+  """Two pointers are of one number where their ops are equal down to 63 ops below them (the
+  first add of a 62-add chain; the program id, the constants are one value each), not 64:
+  deeper, every value is a number of its own, and the result is read. An offset truncated to
+  i8 (300 -> 44) is not the one truncated to i16 (300), however equal its ops."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + body + "\n}", context=context)
+  assert kernel_state.read_buffers(module, max_ops=1000) == frozenset(reads)
+
+
 def test_a_kernel_of_exactly_max_ops_ops_is_read():
   """The budget counts the function's ops, itself included: _DEAD_LOAD's five are read at 5."""
   context = mlir.make_ir_context()

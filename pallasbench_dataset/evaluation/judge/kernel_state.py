@@ -288,17 +288,17 @@ _NUMBERING_DEPTH: Final = 64
 class _Numbering:
   """Value numbers: two values of one number hold the same value wherever both are defined in
   one run of a program, being made by pure ops (_PURE) of one name, attributes and result type
-  from operands of one number. Any other value (a block argument, a load's result, a chain
-  deeper than _NUMBERING_DEPTH) is a number of its own."""
+  from operands of one number. Any other value (a block argument, a load's result, a value
+  more than _NUMBERING_DEPTH ops below the one asked about) is a number of its own."""
 
   def __init__(self) -> None:
     self._numbers: dict[ir.Value, int] = {}
-    self._shapes: dict[tuple, int] = {}
+    self._shapes: dict[object, int] = {}
 
   def of(self, value: ir.Value, depth: int = 0) -> int:
     if value in self._numbers:
       return self._numbers[value]
-    number = None
+    shape: object = object()  # a shape of its own, unless a pure op made the value
     if isinstance(value, ir.OpResult) and depth < _NUMBERING_DEPTH:
       op = value.owner.operation
       name = mosaic_host.op_name(op)
@@ -307,12 +307,8 @@ class _Numbering:
                              for a in (op.attributes[i] for i in range(len(op.attributes)))))
         shape = (name, attrs, str(value.type), value.result_number,
                  tuple(self.of(v, depth + 1) for v in op.operands))
-        number = self._shapes.setdefault(shape, len(self._numbers) + len(self._shapes))
-    if number is None:
-      number = len(self._numbers) + len(self._shapes)
-      self._shapes[("value", number)] = number
-    self._numbers[value] = number
-    return number
+    self._numbers[value] = self._shapes.setdefault(shape, len(self._shapes))
+    return self._numbers[value]
 
 
 def _address(op: ir.Operation) -> tuple[ir.Value, ir.Value | None]:
@@ -327,9 +323,8 @@ class _StoredFirst:
   """Whether every element a tt.load reads was stored in the same run of its program before
   it: by a tt.store through a pointer of the load's number, unmasked or under a mask of the
   load mask's number, earlier in the load's block or in a block holding it (an op nested in a
-  region runs after the ops before its parent). A block pointer's load (boundary checks, not
-  masks) never is. Each block's stores are read once, so a kernel costs time linear in its
-  ops."""
+  region runs after the ops before its parent). Each block's stores are read once, so a kernel
+  costs time linear in its ops."""
 
   def __init__(self) -> None:
     self._numbering = _Numbering()
@@ -352,8 +347,6 @@ class _StoredFirst:
 
   def __call__(self, load: ir.Operation) -> bool:
     pointer, mask = _address(load)
-    if "!tt.ptr<tensor" in str(pointer.type):
-      return False
     unmasked, masked = self._key(pointer, None), self._key(pointer, mask)
     op = load
     while mosaic_host.op_name(op) != "tt.func":
