@@ -90,6 +90,38 @@ _PTX_DECLARATION: Final = re.compile(
     r"section|file|version|target|address_size)\b")
 
 
+# The attributes a kernel module (and a Triton kernel's function) carries as its lowering emits
+# it, each with the form its value must have. Any other attribute is a finding: the module's
+# attributes reach the trusted compile (`llvm.module_asm` is assembly pasted into the host
+# object Mosaic GPU JIT-compiles in the judge's process, or into a Triton kernel's PTX), and
+# Mosaic GPU names its dump files after `mosaic_gpu.dump_basename` or `sym_name`, so a name is
+# a plain one (no path separator, no leading dot) of bounded length.
+_NAME: Final = re.compile(r'"[A-Za-z0-9_][A-Za-z0-9_.$-]{0,127}"')
+_MODULE_ATTRIBUTES: Final = {
+    "triton": {"sym_name": _NAME},
+    "mosaic_gpu": {"sym_name": _NAME, "mosaic_gpu.dump_basename": _NAME,
+                   "mosaic_gpu.arch_major": re.compile(r"\d{1,2} : i32"),
+                   "mosaic_gpu.arch_minor": re.compile(r"\d{1,2} : i32"),
+                   "stable_mosaic_gpu.version": re.compile(r"\d{1,3} : i64")}}
+_TRITON_FUNCTION_ATTRIBUTES: Final = {
+    "sym_name": _NAME, "sym_visibility": re.compile(r'"public"'),
+    "function_type": re.compile(r".*", re.DOTALL),  # the verifier checks it against the body
+    "arg_attrs": re.compile(r"\[(?:\{(?:tt\.divisibility = \d{1,10} : i32)?\}(?:, (?=\{))?)*\]")}
+
+
+def _attributes(op: ir.Operation, allowed: dict[str, re.Pattern], what: str) -> set[str]:
+  """The attributes of `op` that `allowed` does not name, or whose value is not of the form it
+  gives, each a finding (`what`: where it is)."""
+  found = set()
+  for attribute in (op.attributes[i] for i in range(len(op.attributes))):
+    form = allowed.get(attribute.name)
+    if form is None:
+      found.add(f"{what} attribute {attribute.name[:64]!r}")
+    elif not form.fullmatch(str(attribute.attr)[:65536]):
+      found.add(f"{what} attribute {attribute.name} = {str(attribute.attr)[:64]!r}")
+  return found
+
+
 def ptx_state(asm: str) -> str | None:
   """Why inline PTX text may declare state (or leave its scope), or None when it cannot."""
   if "#" in asm:
@@ -132,7 +164,7 @@ def _top_level(op: ir.Operation, backend: str) -> str | None:
   """Why an op at the module's top level is state (or a door to it), or None."""
   name = mosaic_host.op_name(op)
   if backend == "triton" and name == "tt.func" and _has_body(op):
-    return None
+    return ", ".join(sorted(_attributes(op, _TRITON_FUNCTION_ATTRIBUTES, "kernel function"))) or None
   if backend == "mosaic_gpu":
     if name == "func.func" and _has_body(op):
       return None
@@ -160,6 +192,7 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
   found: set[str] = set()
   if backend == "mosaic_gpu":
     found |= mosaic_host.host_code(module, frozenset(_RUNTIME_FUNCTIONS), buffers)
+  found |= _attributes(module.operation, _MODULE_ATTRIBUTES[backend], "module")
   top = {op.operation for op in module.body.operations}
   for op in top:
     if (why := _top_level(op, backend)) is not None:
