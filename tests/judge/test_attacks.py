@@ -144,6 +144,9 @@ def _cases() -> dict[str, Case]:
       "fork_setsid": Case("adv_fork_setsid_relu", relu, R, (VIOLATION + "os.fork",)),
       "socket_loopback": Case("adv_socket_loopback_relu", relu, R, (VIOLATION + "socket.",)),
       "ctypes": Case("adv_ctypes_relu", relu, R, (VIOLATION + "ctypes.",)),
+      # Red team round 9: a Mosaic GPU module's own attribute names the files the trusted
+      # compile dumps (MOSAIC_GPU_DUMP_TO is set on a GPU judge): admitted today.
+      "mosaic_dump_path": Case("adv_mosaic_dump_path_relu", relu, R),
       "fake_stdout": Case("adv_fake_stdout_relu", relu, I, (NOT_CLOSE,)),
       # 5. Blind spots of the module analysis.
       "pure_callback_body": Case("adv_pure_callback_body_relu", relu, R, (HOST_CALLBACK,)),
@@ -393,6 +396,11 @@ KNOWN_OPEN: dict[str, str] = {
                    "state; passes on the CPU judge (the cuda structure is read). Such state "
                    "cannot pay under judge 4's timing: no input is given twice or exists "
                    "before its call, and a GPU judge checks every timed output it can hold",
+    "mosaic_dump_path": "red team round 9, open: a GPU judge and its compile stage set "
+                        "MOSAIC_GPU_DUMP_TO, and jaxlib's Mosaic GPU compile names every dump "
+                        "after the module's own mosaic_gpu.dump_basename attribute (or "
+                        "sym_name), verbatim: '../' writes outside the dump folder from an "
+                        "unwalled process; no check reads a Mosaic GPU module's attributes",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
