@@ -147,6 +147,9 @@ def _cases() -> dict[str, Case]:
       # Red team round 9: a Mosaic GPU module's own attribute names the files the trusted
       # compile dumps (MOSAIC_GPU_DUMP_TO is set on a GPU judge): admitted today.
       "mosaic_dump_path": Case("adv_mosaic_dump_path_relu", relu, R),
+      # Red team round 9: module-level x86 assembly in a Mosaic GPU module, which the judge's
+      # own process JIT-compiles (it can define the runtime symbols the launch calls).
+      "mosaic_module_asm": Case("adv_mosaic_module_asm_relu", relu, R),
       "fake_stdout": Case("adv_fake_stdout_relu", relu, I, (NOT_CLOSE,)),
       # 5. Blind spots of the module analysis.
       "pure_callback_body": Case("adv_pure_callback_body_relu", relu, R, (HOST_CALLBACK,)),
@@ -401,6 +404,11 @@ KNOWN_OPEN: dict[str, str] = {
                         "after the module's own mosaic_gpu.dump_basename attribute (or "
                         "sym_name), verbatim: '../' writes outside the dump folder from an "
                         "unwalled process; no check reads a Mosaic GPU module's attributes",
+    "mosaic_module_asm": "red team round 9, open: a Mosaic GPU module's llvm.module_asm "
+                         "attribute becomes module-level assembly of the host code jaxlib "
+                         "JIT-compiles in the judge's process; defining mosaic_gpu_module_load "
+                         "(declared by the launch lowering) runs it natively at the kernel's "
+                         "first call. Module attributes are not read by any check",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
