@@ -134,6 +134,9 @@ def _cases() -> dict[str, Case]:
       # Red team round 8: constant_state's constant "derived from an input" that XLA folds away.
       "folded_constant_state": Case("adv_folded_constant_state_relu", relu, R,
                                     ("is written by the kernel and aliased to no result",)),
+      # Red team round 9: kernel_global's counter declared in the Triton module's
+      # llvm.module_asm attribute (module-level PTX), bumped by inline PTX that declares nothing.
+      "triton_module_asm": Case("adv_triton_module_asm_relu", relu, R, ("stateful",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -409,6 +412,10 @@ KNOWN_OPEN: dict[str, str] = {
                          "JIT-compiles in the judge's process; defining mosaic_gpu_module_load "
                          "(declared by the launch lowering) runs it natively at the kernel's "
                          "first call. Module attributes are not read by any check",
+    "triton_module_asm": "red team round 9, open: kernel_state reads a kernel module's ops, "
+                         "never its attributes; llvm.module_asm on the Triton module becomes "
+                         "module-level PTX (a .global counter, or a .func an inline call runs), "
+                         "and inline PTX that only names the symbol passes ptx_state",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
