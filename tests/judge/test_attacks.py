@@ -159,6 +159,9 @@ def _cases() -> dict[str, Case]:
       "io_callback_body": Case("adv_io_callback_body_relu", relu, R, (HOST_CALLBACK,)),
       "debug_callback_body": Case("adv_debug_callback_body_relu", relu, R, (HOST_CALLBACK,)),
       "callback_index_map": Case("adv_callback_index_map_relu", relu, R, (HOST_CALLBACK,)),
+      # Red team round 9: a Mosaic GPU call whose kernel_hash is not its module's sha256
+      # (jaxlib caches compiled kernels by that hash alone, process-wide).
+      "mosaic_kernel_hash": Case("adv_mosaic_kernel_hash_relu", relu, R),
       "fori_outside": Case("adv_fori_outside_relu", relu, R, (OUTSIDE,)),
       "where_outside": Case("adv_where_outside_relu", relu, R, (OUTSIDE,)),
       "astype": Case("adv_astype_relu", relu, R, (OUTSIDE,)),
@@ -416,6 +419,11 @@ KNOWN_OPEN: dict[str, str] = {
                          "never its attributes; llvm.module_asm on the Triton module becomes "
                          "module-level PTX (a .global counter, or a .func an inline call runs), "
                          "and inline PTX that only names the symbol passes ptx_state",
+    "mosaic_kernel_hash": "red team round 9, open: the judge never checks that a "
+                          "mosaic_gpu_v2 call's kernel_hash is the sha256 of its module, and "
+                          "jaxlib's CachedCompile returns whatever kernel the judge process "
+                          "compiled under that hash before: the module analysed, "
+                          "fingerprinted and memchecked need not be the one timed",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
