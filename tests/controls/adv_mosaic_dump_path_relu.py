@@ -21,9 +21,12 @@ On a CPU judge the interpret export runs and nothing is compiled by Mosaic GPU: 
 shows the artifact is admitted (the cuda structure is read and passes), not the write itself
 (no GPU here; see the report of red team round 9).
 
-Expected (correct behaviour): rejected -- a Mosaic GPU module with attributes Mosaic GPU's
-lowering does not set (or a sym_name that is not a plain identifier) is refused before any
-compile; better still, the trusted side never lets a module's strings name a file.
+Mosaic GPU's own lowering sets `mosaic_gpu.dump_basename` at times (`<name>_<count>`; the
+fingerprint already blanks it), so the attribute itself is no sign of an attack: its value is.
+
+Expected (correct behaviour): rejected -- a Mosaic GPU module whose dump_basename or sym_name
+is not a plain identifier is refused before any compile; better still, the trusted side never
+lets a module's strings name a file (no MOSAIC_GPU_DUMP_TO while a candidate compiles).
 """
 import jax
 import jax.numpy as jnp
