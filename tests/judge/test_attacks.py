@@ -150,6 +150,9 @@ def _cases() -> dict[str, Case]:
       # Red team round 9: a Mosaic GPU module's own attribute names the files the trusted
       # compile dumps (MOSAIC_GPU_DUMP_TO is set on a GPU judge): admitted today.
       "mosaic_dump_path": Case("adv_mosaic_dump_path_relu", relu, R),
+      # Red team round 9: an 8 MiB attribute a GPU judge's Mosaic GPU pass dumps print ~70
+      # times a compile (MOSAIC_GPU_DUMP_TO turns them all on).
+      "mosaic_dump_flood": Case("adv_mosaic_dump_flood_relu", relu, R),
       # Red team round 9: module-level x86 assembly in a Mosaic GPU module, which the judge's
       # own process JIT-compiles (it can define the runtime symbols the launch calls).
       "mosaic_module_asm": Case("adv_mosaic_module_asm_relu", relu, R),
@@ -432,6 +435,11 @@ KNOWN_OPEN: dict[str, str] = {
                           "widening and the output's f32->bf16 rounding around a float32 "
                           "kernel are 25% of gelu's work (limit 10%); an integer widening "
                           "convert is already plumbing (_preserves), a float one is not",
+    "mosaic_dump_flood": "red team round 9, open: MOSAIC_GPU_DUMP_TO (set on a GPU judge and "
+                         "compile stage) turns on Mosaic GPU's IR printing before and after "
+                         "every pass, unelided: a module with a large attribute writes ~70x "
+                         "its size to disk per compile; nothing bounds a kernel module's "
+                         "attributes",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
