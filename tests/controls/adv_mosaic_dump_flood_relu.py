@@ -15,6 +15,12 @@ but not while one runs, and not what a `../` basename put elsewhere (adv_mosaic_
 concurrent judges fill the disk, the failure compile_profile's EMITTERS filter was written
 to stop for XLA's own Triton dumps (3 GB a minute a compile; 15 at once filled 64 GB).
 
+The same switch turns on the SASS dump: jaxlib's assembly-to-binary pass calls `DumpSass`, which
+writes the cubin to a fresh `/tmp/mosaic-gpu-XXXXXX/kernel.bin` (fixed under /tmp, whatever
+TMPDIR says) and never removes it (dump.cc: "TODO(apaszke): Unlink in destructor"), then runs
+nvdisasm on it. Every Mosaic GPU compile of a GPU judge, honest ones included, leaves one such
+folder behind, as large as the kernel's code.
+
 On a CPU judge no dump folder is set and nothing of this runs: the control shows the artifact is
 admitted (no GPU here).
 
