@@ -17,6 +17,12 @@ anywhere the judge's user may write, with text that holds the module's own strin
 the module analysis looks at a Mosaic GPU module's attributes (mosaic_host checks the host
 function's attributes only).
 
+Checked on this CPU host with jaxlib 0.11.2's own C++ function, which the GPU compile calls
+(`_mosaic_gpu_ext.get_or_set_dump_options` on this control's cuda module, parsed as the judge
+parses it, MOSAIC_GPU_DUMP_TO=/tmp/rt9/judge-dump): mlir_passes, ptx, ptxas, sass and sass_ctrl
+all on, module_basename the string above, so the pass log goes to
+/tmp/pallasbench-adv-dump-@MARK@.mlir-passes.log.
+
 On a CPU judge the interpret export runs and nothing is compiled by Mosaic GPU: this control
 shows the artifact is admitted (the cuda structure is read and passes), not the write itself
 (no GPU here; see the report of red team round 9).
