@@ -21,7 +21,9 @@ Checked on this CPU host with jaxlib 0.11.2's own C++ function, which the GPU co
 (`_mosaic_gpu_ext.get_or_set_dump_options` on this control's cuda module, parsed as the judge
 parses it, MOSAIC_GPU_DUMP_TO=/tmp/rt9/judge-dump): mlir_passes, ptx, ptxas, sass and sass_ctrl
 all on, module_basename the string above, so the pass log goes to
-/tmp/pallasbench-adv-dump-@MARK@.mlir-passes.log.
+/tmp/pallasbench-adv-dump-@MARK@.mlir-passes.log. The same module with the string as its
+`sym_name` instead also passes this judge and gives the basename `<string>_0`, `_1`, ... (a
+new file for every compile of a process: the files accumulate).
 
 On a CPU judge the interpret export runs and nothing is compiled by Mosaic GPU: this control
 shows the artifact is admitted (the cuda structure is read and passes), not the write itself
