@@ -13,7 +13,9 @@ it back (`ld.global.u32 %c, [pallasbench_calls]` ...): its text declares nothing
 only as the qualifier of ld/st, which _PTX_DECLARATION lets through) and reaches no buffer of
 the call, so neither ptx_state nor the write tracing has anything to say, and kernel_state's
 top-level check reads the module's ops, never its attributes. The same attribute can hold a
-`.func` that an inline `call` runs: any PTX at all, past the inline-PTX check. Here the counter
+`.func` that an inline `call` runs: any PTX at all, past the inline-PTX check. The text also lands
+verbatim in the PTX a GPU judge reads from its dump folder into the record's `ptx` artifact,
+unbounded but by the artifact's size (64 MiB). Here the counter
 is only counted (0 x its value reaches the output): the capability, not the cheat. In
 interpret mode (the CPU judge's run) the kernel is a plain relu. Not run on a GPU.
 
