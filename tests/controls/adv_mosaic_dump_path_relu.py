@@ -29,6 +29,14 @@ On a CPU judge the interpret export runs and nothing is compiled by Mosaic GPU: 
 shows the artifact is admitted (the cuda structure is read and passes), not the write itself
 (no GPU here; see the report of red team round 9).
 
+The judges and compile-stage processes of one run dump into sibling folders,
+`<dump_dir>/judge-<pid>` (process.dump_folder), and each reads every `*.ptx` of its own folder
+into its record after a compile (compile_profile._compile_once; compile_progress reads the names
+for a timeout's reason). A basename `../judge-<pid>/<name>` (pids are few and guessable; one
+artifact may hold many Mosaic GPU calls, one pid each) puts a `.ptx` of the candidate's making
+into another evaluation's folder: if it lands while that evaluation compiles, its record's PTX
+(`ptx`, `compile.ptx_bytes`) is the attacker's.
+
 Mosaic GPU's own lowering sets `mosaic_gpu.dump_basename` at times (`<name>_<count>`; the
 fingerprint already blanks it), so the attribute itself is no sign of an attack: its value is.
 
