@@ -282,11 +282,14 @@ def test_data_every_compiled_kernel_has_its_ptx(folder):
   assert [m for m in _without_ptx(folder) if m not in explained] == []
 
 
-def test_the_judge_and_compile_stage_dump_mosaic_gpus_ptx_too(tmp_path):
+def test_the_judge_and_compile_stage_dump_mosaic_gpus_ptx_too_but_name_no_folder_for_it(
+    tmp_path):
+  """MOSAIC_GPU_DUMP_PTX alone: Mosaic GPU prints the PTX; MOSAIC_GPU_DUMP_TO would turn on its
+  pass dumps and name files after the candidate's module (red team round 9)."""
   env = compile_profile.dump_environment(tmp_path / "dump", "--other")
   assert env == {"XLA_FLAGS": f"--other {compile_profile.xla_dump_flags(tmp_path / 'dump')}",
-                 "MOSAIC_GPU_DUMP_PTX": "1", "MOSAIC_GPU_DUMP_TO": str(tmp_path / "dump")}
-  assert (tmp_path / "dump").is_dir()  # Mosaic GPU writes into it, but does not make it
+                 "MOSAIC_GPU_DUMP_PTX": "1"}
+  assert (tmp_path / "dump").is_dir()  # XLA writes into it, but does not make it
 
 
 def _jit_whose_compile(on_compile):
@@ -324,20 +327,29 @@ def _doubling_artifact(factor: float = 2.0):
   return jax.export.export(jax.jit(lambda x: x * factor), platforms=("cpu",))(struct), [struct]
 
 
-def test_compile_keeps_every_ptx_the_compile_dumped(tmp_path, monkeypatch):
-  """XLA's module PTX and Mosaic GPU's `<module>_<n>.ptx`: both are the compile's PTX."""
+def test_compile_keeps_every_ptx_the_compile_dumped_or_printed(tmp_path, monkeypatch, capfd):
+  """XLA's module PTX and what the compile printed on file descriptor 1 through the C library
+  (Mosaic GPU's PTX, std::cout): both are the compile's PTX, and nothing of it reaches the
+  process' own stdout, which is as it was after."""
+  import ctypes  # pylint: disable=import-outside-toplevel
   dump = tmp_path / "dump"
   dump.mkdir()
   (dump / "stale.ptx").write_text("from the last compile")
+  libc = ctypes.CDLL(None)
 
   def dumps():
     (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("xla")
-    (dump / "mosaic_gpu_module_0.ptx").write_text("mosaic")
     (dump / "mosaic_gpu_module_0.sass").write_text("not ptx")
+    libc.printf(b"mosaic\n")  # buffered in the C library until the compile ends
   exported, structs = _doubling_artifact()
   monkeypatch.setattr(compile_profile.jax, "jit", _jit_whose_compile(dumps))
   compiled = compile_profile.compile_exported(exported, structs, dump)
   assert compiled.ptx == ("xla", "mosaic") and list(dump.iterdir()) == []
+  assert "mosaic" not in capfd.readouterr().out
+  print("after")
+  libc.printf(b"and C after\n")
+  libc.fflush(None)
+  assert capfd.readouterr().out == "after\nand C after\n"
 
 
 @pytest.mark.parametrize("past_cache, dump_folder", [(True, True), (False, True), (True, False)])

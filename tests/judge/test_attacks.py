@@ -136,7 +136,8 @@ def _cases() -> dict[str, Case]:
                                     ("is written by the kernel and aliased to no result",)),
       # Red team round 9: kernel_global's counter declared in the Triton module's
       # llvm.module_asm attribute (module-level PTX), bumped by inline PTX that declares nothing.
-      "triton_module_asm": Case("adv_triton_module_asm_relu", relu, R, ("stateful",)),
+      "triton_module_asm": Case("adv_triton_module_asm_relu", relu, R,
+                                ("module attribute 'llvm.module_asm'",)),
       # 4. Escaping.
       "subprocess_touch": Case("adv_subprocess_touch_relu", relu, R,
                                (VIOLATION + "subprocess.Popen",)),
@@ -148,14 +149,17 @@ def _cases() -> dict[str, Case]:
       "socket_loopback": Case("adv_socket_loopback_relu", relu, R, (VIOLATION + "socket.",)),
       "ctypes": Case("adv_ctypes_relu", relu, R, (VIOLATION + "ctypes.",)),
       # Red team round 9: a Mosaic GPU module's own attribute names the files the trusted
-      # compile dumps (MOSAIC_GPU_DUMP_TO is set on a GPU judge): admitted today.
-      "mosaic_dump_path": Case("adv_mosaic_dump_path_relu", relu, R),
-      # Red team round 9: an 8 MiB attribute a GPU judge's Mosaic GPU pass dumps print ~70
-      # times a compile (MOSAIC_GPU_DUMP_TO turns them all on).
-      "mosaic_dump_flood": Case("adv_mosaic_dump_flood_relu", relu, R),
+      # compile dumped (MOSAIC_GPU_DUMP_TO, no longer set).
+      "mosaic_dump_path": Case("adv_mosaic_dump_path_relu", relu, R,
+                               ("module attribute mosaic_gpu.dump_basename",)),
+      # Red team round 9: an 8 MiB attribute Mosaic GPU's pass dumps would print ~70 times a
+      # compile.
+      "mosaic_dump_flood": Case("adv_mosaic_dump_flood_relu", relu, R,
+                                ("module attribute 'pallasbench.ballast'",)),
       # Red team round 9: module-level x86 assembly in a Mosaic GPU module, which the judge's
       # own process JIT-compiles (it can define the runtime symbols the launch calls).
-      "mosaic_module_asm": Case("adv_mosaic_module_asm_relu", relu, R),
+      "mosaic_module_asm": Case("adv_mosaic_module_asm_relu", relu, R,
+                                ("module attribute 'llvm.module_asm'",)),
       "fake_stdout": Case("adv_fake_stdout_relu", relu, I, (NOT_CLOSE,)),
       # 5. Blind spots of the module analysis.
       "pure_callback_body": Case("adv_pure_callback_body_relu", relu, R, (HOST_CALLBACK,)),
@@ -164,7 +168,8 @@ def _cases() -> dict[str, Case]:
       "callback_index_map": Case("adv_callback_index_map_relu", relu, R, (HOST_CALLBACK,)),
       # Red team round 9: a Mosaic GPU call whose kernel_hash is not its module's sha256
       # (jaxlib caches compiled kernels by that hash alone, process-wide).
-      "mosaic_kernel_hash": Case("adv_mosaic_kernel_hash_relu", relu, R),
+      "mosaic_kernel_hash": Case("adv_mosaic_kernel_hash_relu", relu, R,
+                                 ("kernel_hash that is not its module's sha256",)),
       "fori_outside": Case("adv_fori_outside_relu", relu, R, (OUTSIDE,)),
       "where_outside": Case("adv_where_outside_relu", relu, R, (OUTSIDE,)),
       "astype": Case("adv_astype_relu", relu, R, (OUTSIDE,)),
@@ -406,35 +411,11 @@ KNOWN_OPEN: dict[str, str] = {
                    "state; passes on the CPU judge (the cuda structure is read). Such state "
                    "cannot pay under judge 4's timing: no input is given twice or exists "
                    "before its call, and a GPU judge checks every timed output it can hold",
-    "mosaic_dump_path": "red team round 9, open: a GPU judge and its compile stage set "
-                        "MOSAIC_GPU_DUMP_TO, and jaxlib's Mosaic GPU compile names every dump "
-                        "after the module's own mosaic_gpu.dump_basename attribute (or "
-                        "sym_name), verbatim: '../' writes outside the dump folder from an "
-                        "unwalled process; no check reads a Mosaic GPU module's attributes",
-    "mosaic_module_asm": "red team round 9, open: a Mosaic GPU module's llvm.module_asm "
-                         "attribute becomes module-level assembly of the host code jaxlib "
-                         "JIT-compiles in the judge's process; defining mosaic_gpu_module_load "
-                         "(declared by the launch lowering) runs it natively at the kernel's "
-                         "first call. Module attributes are not read by any check",
-    "triton_module_asm": "red team round 9, open: kernel_state reads a kernel module's ops, "
-                         "never its attributes; llvm.module_asm on the Triton module becomes "
-                         "module-level PTX (a .global counter, or a .func an inline call runs), "
-                         "and inline PTX that only names the symbol passes ptx_state",
-    "mosaic_kernel_hash": "red team round 9, open: the judge never checks that a "
-                          "mosaic_gpu_v2 call's kernel_hash is the sha256 of its module, and "
-                          "jaxlib's CachedCompile returns whatever kernel the judge process "
-                          "compiled under that hash before: the module analysed, "
-                          "fingerprinted and memchecked need not be the one timed",
     "pos_outside_upcast": "red team round 9, false positive: module_analysis costs every "
                           "stablehlo.convert as an element-wise op, so an exact bf16->f32 "
                           "widening and the output's f32->bf16 rounding around a float32 "
                           "kernel are 25% of gelu's work (limit 10%); an integer widening "
                           "convert is already plumbing (_preserves), a float one is not",
-    "mosaic_dump_flood": "red team round 9, open: MOSAIC_GPU_DUMP_TO (set on a GPU judge and "
-                         "compile stage) turns on Mosaic GPU's IR printing before and after "
-                         "every pass, unelided: a module with a large attribute writes ~70x "
-                         "its size to disk per compile; nothing bounds a kernel module's "
-                         "attributes",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",

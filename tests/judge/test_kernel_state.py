@@ -14,6 +14,7 @@ re-serialized as the stable form stores it; the honest side is every shipped GPU
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 from collections.abc import Callable
 
@@ -57,14 +58,18 @@ def _reasons(report: ModuleReport, task: str = "matmul", size: str = "medium") -
 
 
 def _replace_kernel_module(text: str, target: str, key: str,
-                           edit: Callable[[bytes], bytes]) -> str:
+                           edit: Callable[[bytes], bytes], *, rehash: bool = True) -> str:
   """`text` with the kernel module (backend_config field `key`) of every `target` call
-  replaced by what `edit` makes of it."""
+  replaced by what `edit` makes of it; a Mosaic GPU module's kernel_hash made its new module's
+  sha256, as the lowering makes it (unless not `rehash`)."""
   with mlir.make_ir_context():
     module = ir.Module.parse(text)
     for op in calls_to(module, target):
       fields = {n.name: n.attr for n in ir.DictAttr(op.attributes["mhlo.backend_config"])}
       fields[key] = ir.StringAttr.get(edit(ir.StringAttr(fields[key]).value_bytes))
+      if rehash and key == "module" and "kernel_hash" in fields:
+        fields["kernel_hash"] = ir.StringAttr.get(
+            hashlib.sha256(ir.StringAttr(fields[key]).value_bytes).digest())
       op.attributes["mhlo.backend_config"] = ir.DictAttr.get(fields)
     return mlir.module_to_string(module)
 
@@ -161,6 +166,22 @@ def test_the_shipped_matmul_module_rewritten_unchanged_declares_no_state():
   check sees."""
   same = _edit_mosaic(_matmul_medium(), lambda module: None)
   assert _stateful(same) == ((), [])
+
+
+def test_a_mosaic_gpu_kernel_hash_must_be_its_module_s_sha256():
+  """jaxlib keeps a process' compiled Mosaic GPU kernels under their kernel_hash alone: a call
+  whose hash is not its module's may run a kernel compiled before (another evaluation's), not
+  the module the judge read. A module edited under its old hash, or another hash on the
+  shipped module: refused; the module as lowered: not."""
+  assert _stateful(_matmul_medium()) == ((), [])
+  finding = ("a kernel_hash that is not its module's sha256 (the kernel run need not be the "
+             "module read) in Mosaic GPU kernel module mosaic_gpu_v2")
+  other_hash = _replace_kernel_module(_matmul_medium(), "mosaic_gpu_v2", "kernel_hash",
+                                      lambda data: hashlib.sha256(b"another kernel").digest())
+  assert _stateful(other_hash)[0] == (finding,)
+  module = _replace_kernel_module(_matmul_medium(), "mosaic_gpu_v2", "module",
+                                  lambda data: data + b"\0", rehash=False)
+  assert finding in _stateful(module)[0]
 
 
 def _add_memref_global(module: ir.Module) -> None:
@@ -1174,6 +1195,71 @@ def test_the_op_budget_counts_every_op_and_stops_there():
         "ptx", "ptx_leaves_its_scope", "declared_function", "func_func", "scratch"])
 def test_state_in_a_triton_module_is_found_and_only_libdevice_is_external(ops, top, found):
   assert _triton_state(ops, top) == tuple(f"{f} in Triton kernel module tk" for f in found)
+
+
+@pytest.mark.parametrize("attributes, found", [
+    ('sym_name = "relu_kernel"', ()),
+    ('sym_name = "relu.kernel$2"', ()),
+    ('llvm.module_asm = [".global .u32 calls;"]',
+     ("module attribute 'llvm.module_asm' (not one its lowering emits)",)),
+    ('sym_name = "../../tmp/x"',
+     ("module attribute sym_name = '\"../../tmp/x\"' (not of the form its lowering emits)",)),
+    ('sym_name = ".hidden"',
+     ("module attribute sym_name = '\".hidden\"' (not of the form its lowering emits)",)),
+    (f'sym_name = "{"k" * 129}"',
+     (f"module attribute sym_name = '\"{"k" * 63}' (not of the form its lowering emits)",)),
+    ('mosaic_gpu.dump_basename = "relu_0"',
+     ("module attribute 'mosaic_gpu.dump_basename' (not one its lowering emits)",)),
+], ids=["plain", "dots_and_dollars", "module_asm", "a_path", "leading_dot", "too_long",
+        "mosaic_gpu_s_attribute"])
+def test_a_triton_module_carries_only_the_attributes_its_lowering_emits(attributes, found):
+  """Triton's module carries its sym_name, a plain name; anything else (llvm.module_asm is
+  module-level PTX: a global of its own) is a finding."""
+  text = _TRITON.replace("OPS", "").replace("module {", "module attributes {" + attributes + "} {")
+  assert kernel_state.module_state(_parsed(text), "triton", "tk", max_ops=1000) == tuple(
+      f"{f} in Triton kernel module tk" for f in found)
+
+
+@pytest.mark.parametrize("attributes, found", [
+    ("", None),
+    (", arg_attrs = [{tt.divisibility = 16 : i32}]", None),
+    (", arg_attrs = [{}, {tt.divisibility = 16 : i32}]", None),
+    (", noinline = true", "'noinline' (not one its lowering emits)"),
+    (", tt.divisibility = 16 : i32", "'tt.divisibility' (not one its lowering emits)"),
+    (', sym_visibility = "private"',
+     "sym_visibility = '\"private\"' (not of the form its lowering emits)"),
+    (", arg_attrs = [{llvm.noalias}]",
+     "arg_attrs = '[{llvm.noalias}]' (not of the form its lowering emits)"),
+], ids=["pallas", "divisible_argument", "one_of_two_divisible", "noinline",
+        "divisibility_on_the_function", "private", "other_argument_attribute"])
+def test_a_triton_kernel_function_carries_only_the_attributes_its_lowering_emits(attributes,
+                                                                               found):
+  text = _TRITON.replace("OPS", "").replace(
+      'sym_name = "triton_kernel"}', 'sym_name = "triton_kernel"' + attributes + "}")
+  want = () if found is None else (
+      f"kernel function attribute {found} in Triton kernel module tk",)
+  assert kernel_state.module_state(_parsed(text), "triton", "tk", max_ops=1000) == want
+
+
+@pytest.mark.parametrize("attributes, found", [
+    ('sym_name = "matmul", mosaic_gpu.dump_basename = "matmul_3", mosaic_gpu.arch_major = 9 : i32,'
+     ' mosaic_gpu.arch_minor = 0 : i32, stable_mosaic_gpu.version = 6 : i64', ()),
+    ('mosaic_gpu.dump_basename = "../../judge-17/x"',
+     ("module attribute mosaic_gpu.dump_basename = '\"../../judge-17/x\"' (not of the form its "
+      "lowering emits)",)),
+    ('llvm.module_asm = ["mosaic_gpu_module_load: ret"]',
+     ("module attribute 'llvm.module_asm' (not one its lowering emits)",)),
+    ('mosaic_gpu.arch_major = 9 : i64',
+     ("module attribute mosaic_gpu.arch_major = '9 : i64' (not of the form its lowering emits)",)),
+    ('pallasbench.ballast = "xxxx"',
+     ("module attribute 'pallasbench.ballast' (not one its lowering emits)",)),
+], ids=["as_lowered", "dump_path", "module_asm", "arch_of_another_type", "ballast"])
+def test_a_mosaic_gpu_module_carries_only_the_attributes_its_lowering_emits(attributes, found):
+  """Mosaic GPU names its dump files after dump_basename (or sym_name), and llvm.module_asm is
+  assembly in the host object it JIT-compiles in the judge's process."""
+  text = _HOST.replace("module {", "module attributes {" + attributes + "} {", 1)
+  assert kernel_state.module_state(_parsed(text), "mosaic_gpu", "mm", max_ops=1000,
+                                   buffers=2) == tuple(sorted(_in(f)[0] for f in found))
 
 
 @pytest.mark.parametrize("asm, why", [

@@ -4,7 +4,8 @@ compilation cache served it.
 The judge and the compile stage set XLA_FLAGS to dump the GPU compilation of modules named
 `jit_pallasbench_candidate*` (see `xla_dump_flags`): its LLVM IR and PTX (the Pallas Triton
 kernels are linked into the module's PTX, under their `pallas_call` names), and Mosaic GPU
-writes its kernels' PTX there too. Nothing else is dumped. Both use the same flags: the dump
+prints its kernels' PTX, which a compile collects from the process' stdout. Nothing else is
+dumped. Both use the same flags: the dump
 folder is left out of JAX's cache key, the other dump flags are not, and a judge with other
 flags would never find what the compile stage put in the cache.
 """
@@ -12,8 +13,11 @@ flags would never find what the compile stage put in the cache.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
+import os
 import pathlib
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
@@ -51,13 +55,57 @@ def xla_dump_flags(dump_dir: pathlib.Path) -> str:
 
 def dump_environment(dump_dir: pathlib.Path, xla_flags: str = "") -> dict[str, str]:
   """The environment a judge or compile-stage process sets before importing jax so that each
-  compile leaves its PTX in `dump_dir`: XLA's (the Triton kernels and XLA's own glue) and
+  compile leaves its PTX: XLA's in `dump_dir` (the Triton kernels and XLA's own glue), and
   Mosaic GPU's. A Mosaic GPU kernel is compiled by its custom call, not by XLA's pipeline, so
   XLA's dump lacks it (release 4's 18 Mosaic GPU records held only XLA's transpose PTX);
-  MOSAIC_GPU_DUMP_TO makes Mosaic GPU write `<module>.ptx` (and its other dumps) there too."""
+  MOSAIC_GPU_DUMP_PTX makes Mosaic GPU print each kernel's PTX on the process' stdout, which
+  `_compile_once` sends into the dump folder while it compiles (MOSAIC_PTX).
+
+  Never MOSAIC_GPU_DUMP_TO: in jaxlib 0.11.2 it turns on every Mosaic GPU dump (the whole
+  module printed before and after each of its ~35 passes, the SASS through a /tmp folder no one
+  removes) and names the files after the module's own attributes, which a candidate writes
+  (red team round 9)."""
   dump_dir.mkdir(parents=True, exist_ok=True)
   return {"XLA_FLAGS": f"{xla_flags} {xla_dump_flags(dump_dir)}".strip(),
-          "MOSAIC_GPU_DUMP_PTX": "1", "MOSAIC_GPU_DUMP_TO": str(dump_dir)}
+          "MOSAIC_GPU_DUMP_PTX": "1"}
+
+
+MOSAIC_PTX: Final = "mosaic-gpu-stdout.txt"  # in the dump folder: what a compile printed
+MAX_PRINTED_BYTES: Final = 64 << 20
+
+
+@contextlib.contextmanager
+def _stdout_into(path: pathlib.Path | None) -> Iterator[None]:
+  """This process' file descriptor 1 sent to `path` while inside (None: left as it is), the
+  C library's buffers flushed at both ends (Mosaic GPU prints through std::cout)."""
+  if path is None:
+    yield
+    return
+  libc = ctypes.CDLL(None)
+  sys.stdout.flush()
+  libc.fflush(None)
+  saved = os.dup(1)
+  try:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+      os.dup2(fd, 1)
+    finally:
+      os.close(fd)
+    yield
+  finally:
+    sys.stdout.flush()
+    libc.fflush(None)
+    os.dup2(saved, 1)
+    os.close(saved)
+
+
+def _printed(path: pathlib.Path) -> tuple[str, ...]:
+  """What a compile printed (Mosaic GPU's PTX), at most MAX_PRINTED_BYTES; () if nothing."""
+  if not path.is_file():
+    return ()
+  with path.open("rb") as f:
+    text = f.read(MAX_PRINTED_BYTES).decode(errors="replace").strip()
+  return (text,) if text else ()
 
 
 # What XLA's dump holds as a compile of the candidate's module goes on (file name endings,
@@ -158,12 +206,14 @@ def _compile_once(exported: jax.export.Exported, structs: Sequence[jax.ShapeDtyp
   served it."""
   _clear(dump_dir)
   hits = _cache_hits[0]
+  dumped = dump_dir is not None and dump_dir.is_dir()
   t0 = time.perf_counter()
   try:
-    compiled = jax.jit(_named_entry(exported)).trace(*structs).lower().compile()
+    with _stdout_into(dump_dir / MOSAIC_PTX if dumped else None):
+      compiled = jax.jit(_named_entry(exported)).trace(*structs).lower().compile()
     compile_s = time.perf_counter() - t0
-    ptx = tuple(p.read_text(errors="replace") for p in sorted(dump_dir.glob("*.ptx"))) if (
-        dump_dir is not None and dump_dir.is_dir()) else ()
+    ptx = (tuple(p.read_text(errors="replace") for p in sorted(dump_dir.glob("*.ptx")))
+           + _printed(dump_dir / MOSAIC_PTX)) if dumped else ()
   finally:
     _clear(dump_dir)
   return CompiledArtifact(executable=compiled, compile_s=compile_s, ptx=ptx,

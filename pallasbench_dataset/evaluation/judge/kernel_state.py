@@ -116,9 +116,10 @@ def _attributes(op: ir.Operation, allowed: dict[str, re.Pattern], what: str) -> 
   for attribute in (op.attributes[i] for i in range(len(op.attributes))):
     form = allowed.get(attribute.name)
     if form is None:
-      found.add(f"{what} attribute {attribute.name[:64]!r}")
+      found.add(f"{what} attribute {attribute.name[:64]!r} (not one its lowering emits)")
     elif not form.fullmatch(str(attribute.attr)[:65536]):
-      found.add(f"{what} attribute {attribute.name} = {str(attribute.attr)[:64]!r}")
+      found.add(f"{what} attribute {attribute.name} = {str(attribute.attr)[:64]!r} (not of "
+                "the form its lowering emits)")
   return found
 
 

@@ -100,7 +100,9 @@ def check(blob: bytes, *, task: str, size: str, precision: str, seed: int,
   tool = sanitizer()
   if tool is None:
     return Result(outcome=Outcome.UNAVAILABLE, detail="no compute-sanitizer on this host")
-  env = {**os.environ, "JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+  # No Mosaic GPU dump in the checked process: its PTX would only fill the captured output.
+  env = {**{k: v for k, v in os.environ.items() if not k.startswith("MOSAIC_GPU_DUMP")},
+         "JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
          "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "CUDA_MODULE_LOADING": "LAZY",
          **({"JAX_COMPILATION_CACHE_DIR": cache_dir} if cache_dir else {})}
   command = [tool, "--tool", "memcheck", "--error-exitcode", str(ERROR_EXIT),

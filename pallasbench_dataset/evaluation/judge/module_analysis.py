@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import logging
 import math
 import re
@@ -702,6 +703,16 @@ def _backend_fields(op: ir.Operation):
   return config if isinstance(config, ir.DictAttr) else {}
 
 
+def _string_bytes(fields, key: str) -> bytes | None:
+  """The bytes of a backend config's string field, None where it has none or another kind."""
+  if key not in fields:
+    return None
+  try:
+    return ir.StringAttr(fields[key]).value_bytes
+  except ValueError:
+    return None
+
+
 # What reading a kernel's module found: its fingerprint, its state, the buffers it may read.
 _KernelRead = tuple[str | None, tuple[str, ...], frozenset[int] | None, frozenset[int] | None]
 
@@ -732,9 +743,17 @@ class _KernelModules:
       payload = ir.StringAttr(fields[field]).value_bytes if field in fields else None
     # The buffers XLA hands a Mosaic GPU host function: one per operand and result.
     buffers = len(op.operands) + len(op.results)
-    key = (f"{target}\0{kernel}\0{buffers}", payload or b"")
+    # jaxlib keeps a judge process' compiled Mosaic GPU kernels under their kernel_hash alone:
+    # one that is not its module's sha256 may run a kernel compiled before, not this module.
+    mismatch = backend == "mosaic_gpu" and payload is not None and (
+        _string_bytes(fields, "kernel_hash") != hashlib.sha256(payload).digest())
+    key = (f"{target}\0{kernel}\0{buffers}\0{mismatch}", payload or b"")
     if key not in self._read:
-      self._read[key] = self._parse(backend, kernel, payload, buffers)
+      digest, state, reads, writes = self._parse(backend, kernel, payload, buffers)
+      if mismatch:
+        state = (*state, "a kernel_hash that is not its module's sha256 (the kernel run need "
+                         f"not be the module read) in Mosaic GPU kernel module {kernel}")
+      self._read[key] = digest, state, reads, writes
     return self._read[key]
 
   def _parse(self, backend: str, kernel: str, payload: bytes | None, buffers: int
