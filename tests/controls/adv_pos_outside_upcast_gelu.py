@@ -12,7 +12,9 @@ The module analysis costs every `stablehlo.convert` like an element-wise op (the
 uses float->int converts to do work), so the two converts are 2 ops per element against gelu's
 FLOPs, over OUTSIDE_WORK_LIMIT: rejected, "the real work is done outside the kernel". An exact
 widening float convert computes nothing (as an integer widening convert, which _preserves
-already lets through), and the narrowing one is the output's own rounding.
+already lets through), and the narrowing one is the output's own rounding. Closed in session 28:
+module_analysis._convert costs neither (an exact float widening, and a float rounding of what
+@main returns).
 
 Expected (correct behaviour): pass.
 """

@@ -411,11 +411,6 @@ KNOWN_OPEN: dict[str, str] = {
                    "state; passes on the CPU judge (the cuda structure is read). Such state "
                    "cannot pay under judge 4's timing: no input is given twice or exists "
                    "before its call, and a GPU judge checks every timed output it can hold",
-    "pos_outside_upcast": "red team round 9, false positive: module_analysis costs every "
-                          "stablehlo.convert as an element-wise op, so an exact bf16->f32 "
-                          "widening and the output's f32->bf16 rounding around a float32 "
-                          "kernel are 25% of gelu's work (limit 10%); an integer widening "
-                          "convert is already plumbing (_preserves), a float one is not",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",

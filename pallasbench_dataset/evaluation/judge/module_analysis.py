@@ -62,6 +62,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+import ml_dtypes
+import numpy as np
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
@@ -356,6 +358,28 @@ def _int_range(value_type: ir.Type) -> _Range | None:
   if element.is_unsigned or width == 1:
     return (0, (1 << width) - 1)
   return (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+
+
+# Float element types by their MLIR names (what a convert between them can keep).
+_FLOATS: Final = {"f64": np.float64, "f32": np.float32, "f16": np.float16,
+                  "bf16": ml_dtypes.bfloat16, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+                  "f8E5M2": ml_dtypes.float8_e5m2}
+
+
+def _float_info(value_type: ir.Type):
+  element = value_type.element_type if isinstance(value_type, ir.ShapedType) else value_type
+  dtype = _FLOATS.get(str(element))
+  return None if dtype is None else ml_dtypes.finfo(dtype)
+
+
+def _exact_float_widening(op: ir.Operation) -> bool:
+  """Whether a convert takes floats to a type that holds every value of theirs (bfloat16 or
+  float16 to float32, float32 to float64): as many mantissa bits or more, and an exponent
+  range, subnormals included, that covers the source's."""
+  source, target = _float_info(op.operands[0].type), _float_info(op.results[0].type)
+  return (source is not None and target is not None and target.nmant >= source.nmant
+          and target.maxexp >= source.maxexp
+          and target.minexp - target.nmant <= source.minexp - source.nmant)
 
 
 def _wrap(value: int, bounds: _Range) -> int:
@@ -865,7 +889,7 @@ class _Analyzer:
         "stablehlo.scatter": self._scatter, "stablehlo.gather": self._gather,
         "stablehlo.dynamic_slice": self._dynamic_slice,
         "stablehlo.dynamic_update_slice": self._dynamic_update_slice,
-        "stablehlo.select": self._select,
+        "stablehlo.select": self._select, "stablehlo.convert": self._convert,
     }
 
   def _visit(self, count: int = 1) -> None:
@@ -1113,6 +1137,22 @@ class _Analyzer:
     tally.add(body, applications, label=op.name)
     if not body.work:
       tally.charge(op.name, flops=applications)
+
+  def _convert(self, op: ir.Operation, tally: _Tally) -> None:
+    """A float convert that keeps every value (bfloat16 to float32) computes nothing, and nor
+    does the rounding of a float result that @main returns as it is (a float32 kernel's answer
+    stored as the task's bfloat16): they cost their bytes alone. Any other convert is an
+    element-wise op (a float to integer one computes: adv_astype)."""
+    if not (_exact_float_widening(op) or self._rounds_the_answer(op)):
+      tally.charge(op.name, flops=_out_elements(op))
+
+  def _rounds_the_answer(self, op: ir.Operation) -> bool:
+    """Whether `op` converts floats to floats and @main returns its result, used nowhere else."""
+    uses = [u.owner for u in op.results[0].uses]
+    return (_float_info(op.operands[0].type) is not None
+            and _float_info(op.results[0].type) is not None and bool(uses)
+            and all(u.name == "func.return" and u.parent is not None
+                    and u.parent.operation == self._functions["main"] for u in uses))
 
   def _reduce(self, op: ir.Operation, tally: _Tally) -> None:
     self._applied(op, tally, _elements(op.operands[0].type))
