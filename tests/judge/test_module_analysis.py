@@ -907,8 +907,8 @@ def test_cast_and_reshape_before_matmul_kernel_passes():
     flat = x.reshape(-1).astype(jnp.bfloat16).astype(jnp.float32)
     return kernel(flat.reshape(dims["M"], dims["K"]), y)
 
-  report, reasons = _judge(fn, "matmul")
-  assert reasons == [] and report.outside_flops == 2 * dims["M"] * dims["K"]
+  report, reasons = _judge(fn, "matmul")  # the rounding costs; the exact widening back does not
+  assert reasons == [] and report.outside_flops == dims["M"] * dims["K"]
 
 
 # ---------------------------------------------------------------------------------------------
