@@ -32,7 +32,11 @@ small, medium and large, jax 0.11.2) is allowed, and nothing else of its kind:
   prefetches, `max.NaN`) passes; the check reads the text, so an honest kernel's inline PTX
   passes it too;
 - `tt.extern_elementwise` only into libdevice (a `__nv_` symbol, no library path or name of
-  its own), as every Pallas Triton lowering emits it.
+  its own), as every Pallas Triton lowering emits it;
+- the module's own attributes, and a Triton kernel function's, only those the lowering emits,
+  each in the form it emits it (`_MODULE_ATTRIBUTES`): no `llvm.module_asm` (assembly pasted
+  into the PTX, or into the host object Mosaic GPU JIT-compiles in the judge's process), names
+  without a path (Mosaic GPU names dump files after them).
 
 A Mosaic GPU module's host code (its host function, outside `gpu.launch`) is compiled and run
 natively in the judge's own process, so it must also have exactly the shape Mosaic GPU emits,
