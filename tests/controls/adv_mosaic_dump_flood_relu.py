@@ -24,6 +24,11 @@ folder behind, as large as the kernel's code.
 On a CPU judge no dump folder is set and nothing of this runs: the control shows the artifact is
 admitted (no GPU here).
 
+Closed in session 28: no process that compiles a candidate sets MOSAIC_GPU_DUMP_TO (the PTX
+is printed and collected, compile_profile.dump_environment), and a kernel module carries only
+the attributes its lowering emits (kernel_state._MODULE_ATTRIBUTES): rejected, the attribute
+named.
+
 Expected (correct behaviour): rejected -- or rather, the trusted side never turns on Mosaic GPU's
 pass dumps (MOSAIC_GPU_DUMP_PTX alone, not MOSAIC_GPU_DUMP_TO), and a kernel module's size
 and attributes are bounded before anything compiles it.

@@ -40,6 +40,9 @@ into another evaluation's folder: if it lands while that evaluation compiles, it
 Mosaic GPU's own lowering sets `mosaic_gpu.dump_basename` at times (`<name>_<count>`; the
 fingerprint already blanks it), so the attribute itself is no sign of an attack: its value is.
 
+Closed in session 28: dump_basename and sym_name must be plain names (kernel_state._NAME), and
+no process that compiles a candidate sets MOSAIC_GPU_DUMP_TO: rejected, the attribute named.
+
 Expected (correct behaviour): rejected -- a Mosaic GPU module whose dump_basename or sym_name
 is not a plain identifier is refused before any compile; better still, the trusted side never
 lets a module's strings name a file (no MOSAIC_GPU_DUMP_TO while a candidate compiles).

@@ -18,6 +18,8 @@ hash and two modules run the first module twice.
 Here the module is an honest relu and the digest one no other kernel has (a salted sha256): the kernel
 runs as analysed. This shows the mismatched hash is admitted (no GPU here).
 
+Closed in session 28: module_analysis._KernelModules.read recomputes the hash: rejected.
+
 Expected (correct behaviour): rejected -- a mosaic_gpu_v2 call whose kernel_hash is not the
 sha256 of its module is refused (or the judge recomputes the hash before anything compiles).
 """

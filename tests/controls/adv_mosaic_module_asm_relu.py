@@ -19,6 +19,8 @@ ops; nothing reads the module's own attributes.
 Here the payload is inert: one global label no code calls (`ret`). It shows the attribute is
 admitted, not the execution (no GPU here).
 
+Closed in session 28: kernel_state._MODULE_ATTRIBUTES: rejected, the attribute named.
+
 Expected (correct behaviour): rejected -- a Mosaic GPU module with attributes Mosaic GPU's
 lowering does not set (llvm.module_asm above all) is refused before it is compiled.
 """

@@ -19,6 +19,8 @@ unbounded but by the artifact's size (64 MiB). Here the counter
 is only counted (0 x its value reaches the output): the capability, not the cheat. In
 interpret mode (the CPU judge's run) the kernel is a plain relu. Not run on a GPU.
 
+Closed in session 28: kernel_state._MODULE_ATTRIBUTES: rejected, the attribute named.
+
 Expected (correct behaviour): rejected -- a kernel module carries no attribute its lowering
 does not set (llvm.module_asm above all): the judge reports it as state of the Triton module.
 """
