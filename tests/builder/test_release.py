@@ -352,6 +352,19 @@ def test_compile_keeps_every_ptx_the_compile_dumped_or_printed(tmp_path, monkeyp
   assert capfd.readouterr().out == "after\nand C after\n"
 
 
+def test_what_a_compile_printed_is_read_to_a_bound_and_as_text_whatever_its_bytes(
+    tmp_path, monkeypatch):
+  """A module can make Mosaic GPU print much (its PTX grows with the module): the record takes
+  MAX_PRINTED_BYTES of it, bytes that are no UTF-8 replaced; blank output is no PTX."""
+  printed = tmp_path / compile_profile.MOSAIC_PTX
+  monkeypatch.setattr(compile_profile, "MAX_PRINTED_BYTES", 8)
+  printed.write_bytes(b"\n.ver\xffion 8.0 and more")
+  assert compile_profile._printed(printed) == (".ver\ufffdio",)
+  printed.write_bytes(b" \n\n")
+  assert compile_profile._printed(printed) == ()
+  assert compile_profile._printed(tmp_path / "none") == ()
+
+
 @pytest.mark.parametrize("past_cache, dump_folder", [(True, True), (False, True), (True, False)])
 def test_a_compile_the_cache_served_is_done_again_past_it_for_its_ptx(tmp_path, monkeypatch,
                                                                       past_cache, dump_folder):
