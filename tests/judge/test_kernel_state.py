@@ -184,6 +184,36 @@ def test_a_mosaic_gpu_kernel_hash_must_be_its_module_s_sha256():
   assert finding in _stateful(module)[0]
 
 
+def _with_call_attribute(text: str, target: str, name: str, value: str) -> str:
+  with mlir.make_ir_context():
+    module = ir.Module.parse(text)
+    for op in calls_to(module, target):
+      op.attributes[name] = ir.Attribute.parse(value)
+    return mlir.module_to_string(module)
+
+
+@pytest.mark.parametrize("name, value, found", [
+    ("backend_config", '""', False),
+    ("backend_config", '"{name = \\"EVIL\\"}"', True),
+    ("api_version", "4 : i32", True),
+    ("has_side_effect", "true", True),
+    ("mhlo.frontend_attributes", '{_xla_stream_annotation = "1"}', False),
+], ids=["empty_config", "string_config", "typed_ffi", "side_effect",
+        "frontend_attributes"])
+@pytest.mark.parametrize("task, size, target", [
+    ("relu", "small", "__gpu$xla.gpu.triton"), ("matmul", "medium", "mosaic_gpu_v2")])
+def test_a_kernel_call_carries_only_the_attributes_its_lowering_gives_it(task, size, target,
+                                                                          name, value, found):
+  """XLA compiles a call's own backend_config (a string, or a dictionary under api_version 4)
+  wherever it is not empty, and mhlo.backend_config, which the judge reads, only then (red team
+  round 10's shadow configs): a kernel call with any attribute its lowering does not give it is
+  refused; one with the empty config, or jax's frontend attributes, is not."""
+  text = _matmul_medium() if task == "matmul" else _export_text(task, size)
+  stateful = _stateful(_with_call_attribute(text, target, name, value))[0]
+  assert any(f"attribute {name!r} on the {target} call" in f for f in stateful) is found, stateful
+  assert len(stateful) == int(found), stateful
+
+
 def _add_memref_global(module: ir.Module) -> None:
   op = ir.Operation.create(PREFIX + "memref.global", attributes={
       "sym_name": ir.StringAttr.get("memo"), "type": ir.TypeAttr.get(ir.Type.parse("memref<4xf32>")),

@@ -316,7 +316,9 @@ def _buffers_where(module: ir.Module, max_ops: int,
 
 
 # Ops whose results are a function of their operands and attributes alone, within one run of
-# a program (tt.get_program_id is one program's own): no memory, no state. Every arith op is.
+# a program (tt.get_program_id is one program's own): no memory, no state. Every arith op is;
+# a tt.reshape with allow_reorder is not (the compiler orders each one's elements as it likes:
+# red team round 10).
 _PURE: Final = frozenset({"tt.get_program_id", "tt.get_num_programs", "tt.make_range",
                           "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape",
                           "tt.addptr"})
@@ -340,7 +342,8 @@ class _Numbering:
     if isinstance(value, ir.OpResult) and depth < _NUMBERING_DEPTH:
       op = value.owner.operation
       name = mosaic_host.op_name(op)
-      if (name in _PURE or name.startswith("arith.")) and not op.regions:
+      if ((name in _PURE or name.startswith("arith.")) and not op.regions
+          and "allow_reorder" not in op.attributes):
         attrs = tuple(sorted((a.name, str(a.attr))
                              for a in (op.attributes[i] for i in range(len(op.attributes)))))
         shape = (name, attrs, str(value.type), value.result_number,

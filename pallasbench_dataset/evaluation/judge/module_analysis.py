@@ -1378,6 +1378,33 @@ class _Analyzer:
     tally.add(_Tally.most([self._region(_only_block(r)) for r in op.regions]))
 
 
+# The attributes jax's lowering gives a Triton or Mosaic GPU kernel call (every shipped kernel's,
+# at both precisions). XLA compiles the op's own `backend_config` (a string, or a dictionary
+# under api_version 4) wherever it is not empty, and `mhlo.backend_config`, the one the judge
+# reads, only then: a kernel call carries no attribute but these, and no `backend_config` but
+# the empty one (red team round 10).
+_KERNEL_CALL_ATTRIBUTES: Final = frozenset({
+    "call_target_name", "mhlo.backend_config", "operand_layouts", "result_layouts",
+    "output_operand_aliases", "mhlo.frontend_attributes", "mhlo.sharding"})
+
+
+def _call_attributes(op: ir.Operation, target: str) -> set[str]:
+  """The attributes of a Triton or Mosaic GPU kernel call its lowering does not give it, each a
+  finding; Mosaic TPU calls (their config is the op's own backend_config) are not read here."""
+  if KERNEL_TARGETS[target] == "mosaic_tpu":
+    return set()
+  found = set()
+  for attribute in (op.attributes[i] for i in range(len(op.attributes))):
+    if attribute.name == "backend_config" and str(attribute.attr) == '""':
+      continue
+    if attribute.name not in _KERNEL_CALL_ATTRIBUTES:
+      found.add(f"attribute {attribute.name[:64]!r} on the {target} call (not one its lowering "
+                "gives it: XLA would compile what the judge did not read)")
+  if not isinstance(_backend_fields(op), ir.DictAttr):
+    found.add(f"the {target} call's mhlo.backend_config is not a dictionary")
+  return found
+
+
 def _stateful_ops(module: ir.Module, kernel_modules: _KernelModules) -> tuple[str, ...]:
   """Ops with hidden state or side effects anywhere in the module, reachable or not: the
   STATEFUL_OPS, custom calls marked has_side_effect other than the kernels, and the state the
@@ -1391,6 +1418,7 @@ def _stateful_ops(module: ir.Module, kernel_modules: _KernelModules) -> tuple[st
       found.add(op.name)
     elif target in KERNEL_TARGETS:
       found.update(kernel_modules.read(op, target)[1])
+      found.update(_call_attributes(op, target))
     elif (target is not None and "has_side_effect" in op.attributes
           and ir.BoolAttr(op.attributes["has_side_effect"]).value):
       found.add(f"custom_call @{target}")
