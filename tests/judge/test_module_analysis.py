@@ -2399,3 +2399,12 @@ def test_a_float_convert_that_keeps_every_value_or_rounds_the_answer_costs_nothi
   with jax.enable_x64(True):
     text = _module_of(fn, jax.ShapeDtypeStruct((8, 8), dtype))
   assert analyze_module(text).outside_flops == flops
+
+
+def test_a_convert_to_its_own_type_costs_nothing_even_when_used_further_on():
+  """The widening rule's bounds are inclusive: a type holds every value of its own."""
+  text = ("module { func.func public @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+          "%0 = stablehlo.convert %arg0 : (tensor<8xf32>) -> tensor<8xf32>\n"
+          "%1 = stablehlo.add %0, %0 : tensor<8xf32>\n"
+          '"func.return"(%1) : (tensor<8xf32>) -> () } }')
+  assert analyze_module(text).outside_flops == 8
