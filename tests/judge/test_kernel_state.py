@@ -1479,6 +1479,29 @@ def test_pointers_are_equal_by_their_ops_to_a_depth_and_by_their_types(body, rea
   assert kernel_state.read_buffers(module, max_ops=1000) == frozenset(reads)
 
 
+def _stored_then_loaded_in_a_nest(depth: int) -> str:
+  """%arg1 zeroed, then loaded `depth` scf.if levels down and stored into %arg0."""
+  opening = "".join(f"    scf.if %t {{\n" for _ in range(depth))
+  closing = "".join("    }\n" for _ in range(depth))
+  return _kernel("    %t = arith.constant true\n    %zero = arith.constant 0.0 : f32\n"
+                 "    tt.store %arg1, %zero : !tt.ptr<f32>\n" + opening
+                 + "    %v = tt.load %arg1 : !tt.ptr<f32>\n    tt.store %arg0, %v : !tt.ptr<f32>\n"
+                 + closing.rstrip("\n"))
+
+
+@pytest.mark.parametrize("depth, reads", [(15, set()), (16, {1})])
+def test_a_store_is_looked_for_in_sixteen_blocks_around_a_load(depth, reads):
+  """The load's own block and the 15 that hold it (15 scf.if levels, the function's body the
+  sixteenth); past them the load is taken as a read: a nest of loads costs its ops, not loads x
+  depth (red team round 10's adv_deep_dead_loads)."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + _stored_then_loaded_in_a_nest(depth) + "\n}",
+                           context=context)
+  assert kernel_state.read_buffers(module, max_ops=1000) == frozenset(reads)
+
+
 def test_a_kernel_of_exactly_max_ops_ops_is_read():
   """The budget counts the function's ops, itself included: _DEAD_LOAD's five are read at 5."""
   context = mlir.make_ir_context()

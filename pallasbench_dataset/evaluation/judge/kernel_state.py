@@ -360,16 +360,21 @@ def _address(op: ir.Operation) -> tuple[ir.Value, ir.Value | None]:
   return op.operands[0], op.operands[1] if segments[1] else None
 
 
+_WALK_DEPTH: Final = 16  # enclosing blocks a load's store is looked for in
+
+
 class _StoredFirst:
   """Whether every element a tt.load reads was stored in the same run of its program before
   it: by a tt.store through a pointer of the load's number, unmasked or under a mask of the
-  load mask's number, earlier in the load's block or in a block holding it (an op nested in a
-  region runs after the ops before its parent). Each block's stores are read once, so a kernel
-  costs time linear in its ops."""
+  load mask's number, earlier in the load's block or in one of the _WALK_DEPTH blocks that hold
+  it (an op nested in a region runs after the ops before its parent; deeper, the load is taken
+  as a read). Each block's stores are read once and each load's answer kept, so a kernel costs
+  time linear in its ops (red team round 10's nest of dead loads)."""
 
   def __init__(self) -> None:
     self._numbering = _Numbering()
     self._blocks: dict[ir.Block, tuple[dict[ir.Operation, int], dict[tuple, int]]] = {}
+    self._answers: dict[ir.Operation, bool] = {}
 
   def _block(self, block: ir.Block) -> tuple[dict[ir.Operation, int], dict[tuple, int]]:
     """Each op's position in `block`, and the first position of a store of each address."""
@@ -387,10 +392,17 @@ class _StoredFirst:
     return self._numbering.of(pointer), None if mask is None else self._numbering.of(mask)
 
   def __call__(self, load: ir.Operation) -> bool:
+    if load not in self._answers:
+      self._answers[load] = self._stored_before(load)
+    return self._answers[load]
+
+  def _stored_before(self, load: ir.Operation) -> bool:
     pointer, mask = _address(load)
     unmasked, masked = self._key(pointer, None), self._key(pointer, mask)
     op = load
-    while mosaic_host.op_name(op) != "tt.func":
+    for _ in range(_WALK_DEPTH):
+      if mosaic_host.op_name(op) == "tt.func":
+        return False
       positions, first = self._block(op.block)
       if min(first.get(unmasked, len(positions)), first.get(masked, len(positions))) < positions[op]:
         return True
@@ -412,9 +424,9 @@ def read_buffers(module: ir.Module, *, max_ops: int) -> frozenset[int] | None:
   def use(op: ir.Operation, name: str, hit: list[int]) -> bool | None:
     if name in _POINTER_PLUMBING or (name == "tt.store" and hit == [0]):
       return None
-    if name == "tt.load" and hit == [0] and stored_first(op):
-      return False
-    return not op.results or any(_used(r) for r in op.results)  # an unused old value: no read
+    if op.results and not any(_used(r) for r in op.results):
+      return False  # an unused old value (Pallas' swap): no read
+    return not (name == "tt.load" and hit == [0] and stored_first(op))
   return _buffers_where(module, max_ops, use)
 
 
