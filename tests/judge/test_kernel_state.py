@@ -1421,7 +1421,7 @@ def _accumulating(store: str = _STORE, load: str = _LOAD,
     (_accumulating(), {0}),
     (_accumulating(_MASKED_STORE, "%v = tt.load %q, %n : !tt.ptr<f32>"), {0}),
     (_accumulating(load="%v = tt.load %q, %n : !tt.ptr<f32>"), {0}),
-    (_accumulating(_STORE + "\n    " + _C.replace("%c", "%d"), _LOADED_IN_A_LOOP), {0}),
+    (_accumulating(_STORE + "\n    " + _C.replace("%c", "%d"), _LOADED_IN_A_LOOP), {0, 1}),
     (_accumulating(_STORED_IN_A_LOOP), {0, 1}),
     (_accumulating("", _LOAD + "\n    " + _STORE), {0, 1}),
     (_accumulating(_MASKED_STORE), {0, 1}),
@@ -1438,8 +1438,9 @@ def test_a_result_read_only_where_its_program_stored_first_is_not_read(body, rea
   """A load whose every element its program stored before it (through a pointer of equal ops,
   unmasked or under an equal mask, earlier in its block or one holding it) reads nothing a
   former call left: the result is not read (the honest zero-then-accumulate). Stored in a loop
-  the load is not in (it may run no trip), stored after, under a mask the load does not share,
-  at another offset, or at one that comes from memory (two loads of it may differ): read."""
+  the load is not in (it may run no trip), loaded in a loop (the pipeliner issues it stages
+  ahead), stored after, under a mask the load does not share, at another offset, or at one that
+  comes from memory (two loads of it may differ): read."""
   context = mlir.make_ir_context()
   tt_dialect.register_dialect(context)
   context.load_all_available_dialects()
