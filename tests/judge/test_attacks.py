@@ -170,6 +170,10 @@ def _cases() -> dict[str, Case]:
       # (jaxlib caches compiled kernels by that hash alone, process-wide).
       "mosaic_kernel_hash": Case("adv_mosaic_kernel_hash_relu", relu, R,
                                  ("kernel_hash that is not its module's sha256",)),
+      # Red team round 10: a second Triton module in the call's own backend_config string,
+      # which XLA compiles in place of the mhlo.backend_config dictionary the judge reads.
+      "shadow_backend_config": Case("adv_shadow_backend_config_relu", relu, R,
+                                    ("backend_config",)),
       "fori_outside": Case("adv_fori_outside_relu", relu, R, (OUTSIDE,)),
       "where_outside": Case("adv_where_outside_relu", relu, R, (OUTSIDE,)),
       "astype": Case("adv_astype_relu", relu, R, (OUTSIDE,)),
@@ -411,6 +415,12 @@ KNOWN_OPEN: dict[str, str] = {
                    "state; passes on the CPU judge (the cuda structure is read). Such state "
                    "cannot pay under judge 4's timing: no input is given twice or exists "
                    "before its call, and a GPU judge checks every timed output it can hold",
+    "shadow_backend_config": "red team round 10, open: module_analysis._backend_fields reads "
+                             "a kernel call's mhlo.backend_config alone, and XLA's StableHLO "
+                             "translation takes the op's own backend_config instead whenever it "
+                             "is a non-empty string (or a dictionary): the module the analysis, "
+                             "kernel_state and the copy check read is not the one compiled; "
+                             "passes on the CPU judge",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
