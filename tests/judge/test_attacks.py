@@ -174,6 +174,10 @@ def _cases() -> dict[str, Case]:
       # which XLA compiles in place of the mhlo.backend_config dictionary the judge reads.
       "shadow_backend_config": Case("adv_shadow_backend_config_relu", relu, R,
                                     ("backend_config",)),
+      # Red team round 10: the same with a Mosaic GPU call (its op's backend_config a
+      # dictionary, api_version 4): host code the judge never read runs in its process.
+      "mosaic_shadow_config": Case("adv_mosaic_shadow_config_relu", relu, R,
+                                   ("backend_config",)),
       "fori_outside": Case("adv_fori_outside_relu", relu, R, (OUTSIDE,)),
       "where_outside": Case("adv_where_outside_relu", relu, R, (OUTSIDE,)),
       "astype": Case("adv_astype_relu", relu, R, (OUTSIDE,)),
@@ -421,6 +425,11 @@ KNOWN_OPEN: dict[str, str] = {
                              "is a non-empty string (or a dictionary): the module the analysis, "
                              "kernel_state and the copy check read is not the one compiled; "
                              "passes on the CPU judge",
+    "mosaic_shadow_config": "red team round 10, open: shadow_backend_config on a mosaic_gpu_v2 "
+                            "call (its own backend_config a dictionary with api_version 4, "
+                            "which XLA takes over mhlo.backend_config): the host code jaxlib "
+                            "JIT-compiles into the judge's process is never read; passes on the "
+                            "CPU judge",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
