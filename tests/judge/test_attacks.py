@@ -319,6 +319,9 @@ def _analysis_cases() -> dict[str, Case]:
                              ("the artifact is refused before it is read: input shape 0 has the "
                               "dimension 'a^10000000', not a static integer",)),
       "pos_triangular": Case("adv_pos_triangular_relu", "relu", P),
+      # Red team round 10: dead loads nested 3,000 blocks deep, each walked up by
+      # kernel_state._StoredFirst (LOADS x DEPTH): the analysis times out (about 70 s here).
+      "deep_dead_loads": Case("adv_deep_dead_loads_relu", "relu", P),
   }
 
 
@@ -430,6 +433,11 @@ KNOWN_OPEN: dict[str, str] = {
                             "which XLA takes over mhlo.backend_config): the host code jaxlib "
                             "JIT-compiles into the judge's process is never read; passes on the "
                             "CPU judge",
+    "deep_dead_loads": "red team round 10, open: kernel_state._StoredFirst walks every load of "
+                       "a traced buffer up through all the blocks that hold it (before asking "
+                       "whether its value is used), so its work is loads x nesting depth, not "
+                       "linear in the ops: 30,000 dead loads 3,000 scf.if deep time the "
+                       "analysis helper out (rejected after 60 s, fail-closed)",
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
