@@ -17,7 +17,7 @@ analysis' 200,000-op budget that is meant to bound its time. The nesting stays w
 recursive parser and walk keep within an 8 MiB stack (4,000 levels overflow it). In interpret
 mode (the CPU judge's run) the kernel is a plain relu.
 
-Observed (CPU judge, 201fbee): rejected after 60 s, "the module analysis took longer than 60 s
+Observed (CPU judge at 5de4971): rejected after 60 s, "the module analysis took longer than 60 s
 ... the artifact's module cannot be read safely": fail-closed, but a minute of the judge's
 helper for every such candidate, where the op budget was to bound it.
 
