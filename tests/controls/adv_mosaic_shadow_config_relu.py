@@ -18,9 +18,10 @@ kernel_state._MODULE_ATTRIBUTES when the judge can see it): one inert global lab
 code mosaic_host.py refuses would run the same way (an external call, a store anywhere). In
 interpret mode (the CPU judge's run) the kernel is a plain relu. Not run on a GPU.
 
-Observed (CPU judge at 5de4971): pass, no reason, the record's backends ['mosaic_gpu'] (the honest module
-read). Not run on a GPU: that XLA compiles the shadow config is read from jaxlib's own StableHLO-to-HLO
-translation (xla_client's mlir_module_to_xla_computation) of this module's export.
+Observed (CPU judge at 5de4971): pass, no reason, the record's backends ['mosaic_gpu'] (the
+honest module read). Not run on a GPU: that XLA compiles the shadow config is read from
+jaxlib's own StableHLO-to-HLO translation (xla_client's mlir_module_to_xla_computation) of this
+module's export.
 
 Expected (correct behaviour): rejected -- a kernel call whose own backend_config is not the
 empty string (XLA would compile it, not the dictionary the judge read) is refused, or the

@@ -17,9 +17,10 @@ an attribute kernel_state refuses: any Triton module at all runs unread (a globa
 stale-buffer memo, a shipped kernel's module past the copy check). In interpret mode (the CPU
 judge's run) the kernel is a plain relu. Not run on a GPU.
 
-Observed (CPU judge at 5de4971): pass, no reason, the record's backends ['triton'] (the honest module
-read). Not run on a GPU: that XLA compiles the shadow config is read from jaxlib's own StableHLO-to-HLO
-translation (xla_client's mlir_module_to_xla_computation) of this module's export.
+Observed (CPU judge at 5de4971): pass, no reason, the record's backends ['triton'] (the honest
+module read). Not run on a GPU: that XLA compiles the shadow config is read from jaxlib's own
+StableHLO-to-HLO translation (xla_client's mlir_module_to_xla_computation) of this module's
+export.
 
 Expected (correct behaviour): rejected -- a kernel call whose own backend_config is not empty
 (XLA would compile it, not the dictionary the judge read) is refused, or the judge reads the
