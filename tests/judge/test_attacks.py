@@ -170,6 +170,14 @@ def _cases() -> dict[str, Case]:
       # (jaxlib caches compiled kernels by that hash alone, process-wide).
       "mosaic_kernel_hash": Case("adv_mosaic_kernel_hash_relu", relu, R,
                                  ("kernel_hash that is not its module's sha256",)),
+      # Red team round 10: a second Triton module in the call's own backend_config string,
+      # which XLA compiles in place of the mhlo.backend_config dictionary the judge reads.
+      "shadow_backend_config": Case("adv_shadow_backend_config_relu", relu, R,
+                                    ("backend_config",)),
+      # Red team round 10: the same with a Mosaic GPU call (its op's backend_config a
+      # dictionary, api_version 4): host code the judge never read runs in its process.
+      "mosaic_shadow_config": Case("adv_mosaic_shadow_config_relu", relu, R,
+                                   ("backend_config",)),
       "fori_outside": Case("adv_fori_outside_relu", relu, R, (OUTSIDE,)),
       "where_outside": Case("adv_where_outside_relu", relu, R, (OUTSIDE,)),
       "astype": Case("adv_astype_relu", relu, R, (OUTSIDE,)),
@@ -311,6 +319,9 @@ def _analysis_cases() -> dict[str, Case]:
                              ("the artifact is refused before it is read: input shape 0 has the "
                               "dimension 'a^10000000', not a static integer",)),
       "pos_triangular": Case("adv_pos_triangular_relu", "relu", P),
+      # Red team round 10: dead loads nested 3,000 blocks deep, each walked up by
+      # kernel_state._StoredFirst (LOADS x DEPTH): the analysis times out (about 70 s here).
+      "deep_dead_loads": Case("adv_deep_dead_loads_relu", "relu", P),
   }
 
 

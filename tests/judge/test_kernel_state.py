@@ -1503,6 +1503,41 @@ def test_a_store_is_looked_for_in_sixteen_blocks_around_a_load(depth, reads):
   assert kernel_state.read_buffers(module, max_ops=1000) == frozenset(reads)
 
 
+# Red team round 10: a mask reshaped with allow_reorder, once for the store and once for the
+# load. Triton lets the compiler order the elements of each such reshape as it likes, so two
+# of equal operands need not hold the same mask: the store may cover other elements than the
+# load reads (%arg1's upper half, what the last call left).
+_REORDERED_MASKS = _kernel("""\
+    %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %c64 = arith.constant dense<64> : tensor<128xi32>
+    %m0 = arith.cmpi slt, %r, %c64 : tensor<128xi32>
+    %b = tt.splat %arg1 : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %p0 = tt.addptr %b, %r : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    %p = tt.reshape %p0 : tensor<128x!tt.ptr<f32>> -> tensor<8x16x!tt.ptr<f32>>
+    %ms = tt.reshape %m0 allow_reorder : tensor<128xi1> -> tensor<8x16xi1>
+    %z = arith.constant dense<0.0> : tensor<8x16xf32>
+    tt.store %p, %z, %ms : tensor<8x16x!tt.ptr<f32>>
+    %ml = tt.reshape %m0 allow_reorder : tensor<128xi1> -> tensor<8x16xi1>
+    %v = tt.load %p, %ml : tensor<8x16x!tt.ptr<f32>>
+    %o0 = tt.splat %arg0 : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %o1 = tt.addptr %o0, %r : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    %o = tt.reshape %o1 : tensor<128x!tt.ptr<f32>> -> tensor<8x16x!tt.ptr<f32>>
+    tt.store %o, %v : tensor<8x16x!tt.ptr<f32>>""")
+
+
+def test_a_mask_reshaped_with_reordering_is_no_mask_of_the_store():
+  """A tt.reshape with allow_reorder is no function of its operand: a value number of its own."""
+  context = mlir.make_ir_context()
+  tt_dialect.register_dialect(context)
+  context.load_all_available_dialects()
+  module = ir.Module.parse("module {" + _REORDERED_MASKS + "\n}", context=context)
+  assert kernel_state.read_buffers(module, max_ops=1000) == frozenset({1})
+  # without the reordering, the same kernel reads nothing it did not store first
+  plain = ir.Module.parse("module {" + _REORDERED_MASKS.replace(" allow_reorder", "")
+                          + "\n}", context=context)
+  assert kernel_state.read_buffers(plain, max_ops=1000) == frozenset()
+
+
 def test_a_kernel_of_exactly_max_ops_ops_is_read():
   """The budget counts the function's ops, itself included: _DEAD_LOAD's five are read at 5."""
   context = mlir.make_ir_context()
