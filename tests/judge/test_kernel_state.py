@@ -1260,8 +1260,11 @@ def test_a_triton_module_carries_only_the_attributes_its_lowering_emits(attribut
      "sym_visibility = '\"private\"' (not of the form its lowering emits)"),
     (", arg_attrs = [{llvm.noalias}]",
      "arg_attrs = '[{llvm.noalias}]' (not of the form its lowering emits)"),
+    (', noinline = true, sym_visibility = "private"',
+     "'noinline' (not one its lowering emits), kernel function attribute sym_visibility = "
+     "'\"private\"' (not of the form its lowering emits)"),
 ], ids=["pallas", "divisible_argument", "one_of_two_divisible", "noinline",
-        "divisibility_on_the_function", "private", "other_argument_attribute"])
+        "divisibility_on_the_function", "private", "other_argument_attribute", "two_of_them"])
 def test_a_triton_kernel_function_carries_only_the_attributes_its_lowering_emits(attributes,
                                                                                found):
   text = _TRITON.replace("OPS", "").replace(

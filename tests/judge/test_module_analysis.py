@@ -2381,24 +2381,26 @@ def test_honest_wrappers_that_move_a_little_memory_pass():
 _BF16, _F32 = jnp.bfloat16, jnp.float32
 
 
-@pytest.mark.parametrize("fn, dtype, flops", [
-    (lambda x: x.astype(_F32) * 2.0, _BF16, 64),  # the widening is exact: the multiply alone
-    (lambda x: x.astype(jnp.float16).astype(_F32), _BF16, 64),  # bfloat16 -> float16 rounds
-    (lambda x: (x * 2.0).astype(_BF16), _F32, 64),  # the answer rounded: the multiply alone
-    (lambda x: ((x * 2.0).astype(_BF16), x.astype(_BF16) + 1), _F32, 192),  # x rounded, used
-    (lambda x: x.astype(jnp.int32), _F32, 64),  # to integers: it computes (adv_astype)
-    (lambda x: x.astype(jnp.float64), _F32, 0),
+@pytest.mark.parametrize("fn, dtype, flops, converts", [
+    (lambda x: x.astype(_F32) * 2.0, _BF16, 64, 0),  # the widening is exact: the multiply alone
+    (lambda x: x.astype(jnp.float16).astype(_F32), _BF16, 64, 64),  # bfloat16 -> float16 rounds
+    (lambda x: (x * 2.0).astype(_BF16), _F32, 64, 0),  # the answer rounded: the multiply alone
+    (lambda x: ((x * 2.0).astype(_BF16), x.astype(_BF16) + 1), _F32, 192, 64),  # x rounded, used
+    (lambda x: x.astype(jnp.int32), _F32, 64, 64),  # to integers: it computes (adv_astype)
+    (lambda x: x.astype(jnp.float64), _F32, 0, 0),
 ], ids=["exact_widening", "bf16_to_f16", "answer_rounded", "rounded_then_used", "to_integers",
         "f32_to_f64"])
 def test_a_float_convert_that_keeps_every_value_or_rounds_the_answer_costs_nothing(
-    fn, dtype, flops):
+    fn, dtype, flops, converts):
   """An exact widening (bfloat16 to float32: a float32 kernel's input) and the rounding of what
   @main returns (its answer in the task's bfloat16) compute nothing; a convert that rounds a
   value used further on, or to integers, is an element-wise op (red team round 9's
   pos_outside_upcast: the two converts were 25% of gelu's work)."""
   with jax.enable_x64(True):
     text = _module_of(fn, jax.ShapeDtypeStruct((8, 8), dtype))
-  assert analyze_module(text).outside_flops == flops
+  report = analyze_module(text)
+  assert report.outside_flops == flops
+  assert dict(report.top_ops).get("stablehlo.convert", 0) == converts  # filed under its name
 
 
 def test_a_convert_to_its_own_type_costs_nothing_even_when_used_further_on():
