@@ -214,6 +214,15 @@ def test_a_kernel_call_carries_only_the_attributes_its_lowering_gives_it(task, s
   assert len(stateful) == int(found), stateful
 
 
+def test_a_kernel_call_whose_mhlo_backend_config_is_no_dictionary_is_refused():
+  """XLA takes a string config as the call's own: the judge would read no module at all."""
+  text = _with_call_attribute(_export_text("relu", "small"), "__gpu$xla.gpu.triton",
+                              "mhlo.backend_config", '"{name = \\"relu\\"}"')
+  stateful = _stateful(text)[0]
+  assert "the __gpu$xla.gpu.triton call's mhlo.backend_config is not a dictionary" in stateful
+  assert any(f.startswith("unreadable Triton kernel module") for f in stateful), stateful
+
+
 def _add_memref_global(module: ir.Module) -> None:
   op = ir.Operation.create(PREFIX + "memref.global", attributes={
       "sym_name": ir.StringAttr.get("memo"), "type": ir.TypeAttr.get(ir.Type.parse("memref<4xf32>")),
