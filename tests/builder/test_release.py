@@ -352,6 +352,22 @@ def test_compile_keeps_every_ptx_the_compile_dumped_or_printed(tmp_path, monkeyp
   assert capfd.readouterr().out == "after\nand C after\n"
 
 
+def test_a_compile_in_a_process_without_a_stdout_still_compiles(tmp_path, monkeypatch):
+  """A judge started with descriptor 1 closed (os.dup(1) fails) compiles as before, with the
+  PTX XLA dumped and nothing printed to collect."""
+  def no_descriptor(fd):
+    raise OSError(9, "Bad file descriptor")
+  dump = tmp_path / "dump"
+  dump.mkdir()
+
+  def dumps():
+    (dump / "module_0001.jit_pallasbench_candidate.ptx").write_text("xla")
+  exported, structs = _doubling_artifact()
+  monkeypatch.setattr(compile_profile.jax, "jit", _jit_whose_compile(dumps))
+  monkeypatch.setattr(compile_profile.os, "dup", no_descriptor)
+  assert compile_profile.compile_exported(exported, structs, dump).ptx == ("xla",)
+
+
 def test_what_a_compile_printed_is_read_to_a_bound_and_as_text_whatever_its_bytes(
     tmp_path, monkeypatch):
   """A module can make Mosaic GPU print much (its PTX grows with the module): the record takes

@@ -76,15 +76,19 @@ MAX_PRINTED_BYTES: Final = 64 << 20
 
 @contextlib.contextmanager
 def _stdout_into(path: pathlib.Path | None) -> Iterator[None]:
-  """This process' file descriptor 1 sent to `path` while inside (None: left as it is), the
-  C library's buffers flushed at both ends (Mosaic GPU prints through std::cout)."""
-  if path is None:
+  """This process' file descriptor 1 sent to `path` while inside (None, or no descriptor 1 to
+  send: left as it is), the C library's buffers flushed at both ends (Mosaic GPU prints
+  through std::cout)."""
+  try:
+    saved = os.dup(1) if path is not None else None
+  except OSError:  # a process started with descriptor 1 closed: nothing to capture
+    saved = None
+  if saved is None:
     yield
     return
   libc = ctypes.CDLL(None)
   sys.stdout.flush()
   libc.fflush(None)
-  saved = os.dup(1)
   try:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
