@@ -203,6 +203,8 @@ def _cases() -> dict[str, Case]:
       "pos_dataclass": Case("adv_pos_dataclass_relu", relu, P),
       "pos_block_multiple": Case("adv_pos_block_multiple_relu", relu, P, options=WITH_EDGE),
       "pos_aliased_init": Case("adv_pos_aliased_init_relu", relu, P),
+      # A kernel function named in non-ASCII letters (the module's sym_name escaped by MLIR).
+      "pos_unicode_name": Case("adv_pos_unicode_name_relu", relu, P),
       # Red team round 9: a bfloat16 kernel whose wrapper widens x to float32 and rounds the
       # float32 kernel's result back: two converts, costed as work outside the kernel.
       "pos_outside_upcast": Case("adv_pos_outside_upcast_gelu", "gelu", P, precision="bfloat16"),

@@ -1239,18 +1239,19 @@ def test_state_in_a_triton_module_is_found_and_only_libdevice_is_external(ops, t
 @pytest.mark.parametrize("attributes, found", [
     ('sym_name = "relu_kernel"', ()),
     ('sym_name = "relu.kernel$2"', ()),
+    ('sym_name = "_relu_\\C3\\BC"', ()),  # a Python identifier of non-ASCII letters
     ('llvm.module_asm = [".global .u32 calls;"]',
      ("module attribute 'llvm.module_asm' (not one its lowering emits)",)),
     ('sym_name = "../../tmp/x"',
      ("module attribute sym_name = '\"../../tmp/x\"' (not of the form its lowering emits)",)),
     ('sym_name = ".hidden"',
      ("module attribute sym_name = '\".hidden\"' (not of the form its lowering emits)",)),
-    (f'sym_name = "{"k" * 129}"',
+    (f'sym_name = "{"k" * 513}"',
      (f"module attribute sym_name = '\"{"k" * 63}' (not of the form its lowering emits)",)),
     ('mosaic_gpu.dump_basename = "relu_0"',
      ("module attribute 'mosaic_gpu.dump_basename' (not one its lowering emits)",)),
-], ids=["plain", "dots_and_dollars", "module_asm", "a_path", "leading_dot", "too_long",
-        "mosaic_gpu_s_attribute"])
+], ids=["plain", "dots_and_dollars", "non_ascii", "module_asm", "a_path", "leading_dot",
+        "too_long", "mosaic_gpu_s_attribute"])
 def test_a_triton_module_carries_only_the_attributes_its_lowering_emits(attributes, found):
   """Triton's module carries its sym_name, a plain name; anything else (llvm.module_asm is
   module-level PTX: a global of its own) is a finding."""

@@ -98,9 +98,10 @@ _PTX_DECLARATION: Final = re.compile(
 # it, each with the form its value must have. Any other attribute is a finding: the module's
 # attributes reach the trusted compile (`llvm.module_asm` is assembly pasted into the host
 # object Mosaic GPU JIT-compiles in the judge's process, or into a Triton kernel's PTX), and
-# Mosaic GPU names its dump files after `mosaic_gpu.dump_basename` or `sym_name`, so a name is
-# a plain one (no path separator, no leading dot) of bounded length.
-_NAME: Final = re.compile(r'"[A-Za-z0-9_][A-Za-z0-9_.$-]{0,127}"')
+# Mosaic GPU names its dump files after `mosaic_gpu.dump_basename` or `sym_name`, so a name
+# (as MLIR prints it: non-ASCII bytes escaped, `_relu_\C3\BC`) has no path separator, no
+# leading dot and a bounded length.
+_NAME: Final = re.compile(r'"(?!\.)[^"/]{1,512}"')
 _MODULE_ATTRIBUTES: Final = {
     "triton": {"sym_name": _NAME},
     "mosaic_gpu": {"sym_name": _NAME, "mosaic_gpu.dump_basename": _NAME,
