@@ -108,15 +108,16 @@ _MODULE_ATTRIBUTES: Final = {
                    "mosaic_gpu.arch_major": re.compile(r"\d{1,2} : i32"),
                    "mosaic_gpu.arch_minor": re.compile(r"\d{1,2} : i32"),
                    "stable_mosaic_gpu.version": re.compile(r"\d{1,3} : i64")}}
+ANY_VALUE: Final = re.compile(r".*", re.DOTALL)
 _TRITON_FUNCTION_ATTRIBUTES: Final = {
     "sym_name": _NAME, "sym_visibility": re.compile(r'"public"'),
-    "function_type": re.compile(r".*", re.DOTALL),  # the verifier checks it against the body
+    "function_type": ANY_VALUE,  # the verifier checks it against the body
     "arg_attrs": re.compile(r"\[(?:\{(?:tt\.divisibility = \d{1,10} : i32)?\}(?:, (?=\{))?)*\]")}
 
 
-def _attributes(op: ir.Operation, allowed: dict[str, re.Pattern], what: str) -> set[str]:
-  """The attributes of `op` that `allowed` does not name, or whose value is not of the form it
-  gives, each a finding (`what`: where it is)."""
+def attribute_findings(op: ir.Operation, allowed: dict[str, re.Pattern], what: str) -> set[str]:
+  """The attributes of `op` that `allowed` does not name, or whose value (as MLIR prints it) is
+  not of the form it gives, each a finding (`what`: where it is)."""
   found = set()
   for attribute in (op.attributes[i] for i in range(len(op.attributes))):
     form = allowed.get(attribute.name)
@@ -170,7 +171,7 @@ def _top_level(op: ir.Operation, backend: str) -> str | None:
   """Why an op at the module's top level is state (or a door to it), or None."""
   name = mosaic_host.op_name(op)
   if backend == "triton" and name == "tt.func" and _has_body(op):
-    return ", ".join(sorted(_attributes(op, _TRITON_FUNCTION_ATTRIBUTES, "kernel function"))) or None
+    return ", ".join(sorted(attribute_findings(op, _TRITON_FUNCTION_ATTRIBUTES, "kernel function"))) or None
   if backend == "mosaic_gpu":
     if name == "func.func" and _has_body(op):
       return None
@@ -198,7 +199,7 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
   found: set[str] = set()
   if backend == "mosaic_gpu":
     found |= mosaic_host.host_code(module, frozenset(_RUNTIME_FUNCTIONS), buffers)
-  found |= _attributes(module.operation, _MODULE_ATTRIBUTES[backend], "module")
+  found |= attribute_findings(module.operation, _MODULE_ATTRIBUTES[backend], "module")
   top = {op.operation for op in module.body.operations}
   for op in top:
     if (why := _top_level(op, backend)) is not None:

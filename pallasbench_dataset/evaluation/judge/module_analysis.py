@@ -1379,13 +1379,15 @@ class _Analyzer:
 
 
 # The attributes jax's lowering gives a Triton or Mosaic GPU kernel call (every shipped kernel's,
-# at both precisions). XLA compiles the op's own `backend_config` (a string, or a dictionary
-# under api_version 4) wherever it is not empty, and `mhlo.backend_config`, the one the judge
-# reads, only then: a kernel call carries no attribute but these, and no `backend_config` but
-# the empty one (red team round 10).
-_KERNEL_CALL_ATTRIBUTES: Final = frozenset({
-    "call_target_name", "mhlo.backend_config", "operand_layouts", "result_layouts",
-    "output_operand_aliases", "mhlo.frontend_attributes", "mhlo.sharding"})
+# at both precisions), each with the form its value must have. XLA compiles the op's own
+# `backend_config` (a string, or a dictionary under api_version 4) wherever it is not empty,
+# and `mhlo.backend_config`, the one the judge reads, only then: a kernel call carries no
+# attribute but these, and no `backend_config` but the empty one (red team round 10).
+_KERNEL_CALL_ATTRIBUTES: Final = {
+    **{name: kernel_state.ANY_VALUE for name in (
+        "call_target_name", "mhlo.backend_config", "operand_layouts", "result_layouts",
+        "output_operand_aliases", "mhlo.frontend_attributes", "mhlo.sharding")},
+    "backend_config": re.compile(r'""')}
 
 
 def _call_attributes(op: ir.Operation, target: str) -> set[str]:
@@ -1393,13 +1395,7 @@ def _call_attributes(op: ir.Operation, target: str) -> set[str]:
   finding; Mosaic TPU calls (their config is the op's own backend_config) are not read here."""
   if KERNEL_TARGETS[target] == "mosaic_tpu":
     return set()
-  found = set()
-  for attribute in (op.attributes[i] for i in range(len(op.attributes))):
-    if attribute.name == "backend_config" and str(attribute.attr) == '""':
-      continue
-    if attribute.name not in _KERNEL_CALL_ATTRIBUTES:
-      found.add(f"attribute {attribute.name[:64]!r} on the {target} call (not one its lowering "
-                "gives it: XLA would compile what the judge did not read)")
+  found = kernel_state.attribute_findings(op, _KERNEL_CALL_ATTRIBUTES, f"kernel call {target}")
   if not isinstance(_backend_fields(op), ir.DictAttr):
     found.add(f"the {target} call's mhlo.backend_config is not a dictionary")
   return found
