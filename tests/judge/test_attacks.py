@@ -302,6 +302,35 @@ def _cases() -> dict[str, Case]:
       # single verdict is random by design: about half its evaluations pass).
       "stale_verdict": Case("adv_stale_verdict_relu", relu, R, (OUTSIDE,)),
       "pos_rejudged": Case("adv_pos_rejudged_relu", relu, P),
+      # Red team round 11. Class 11: formulas exact wherever the families draw and wrong where
+      # none does (rows spanning more than 87, predictions near large targets, rows far from
+      # the origin at the contraction tolerance, N bases), and an honest neighbour.
+      "log_of_softmax": Case("adv_log_of_softmax", "log_softmax", I, ("input family ",)),
+      "log_of_softmax_bf16": Case("adv_log_of_softmax", "log_softmax", I, ("input family ",),
+                                  precision="bfloat16"),
+      "log_of_softmax_loss": Case("adv_log_of_softmax_cross_entropy", "cross_entropy", I,
+                                  ("input family ",)),
+      "log_of_softmax_loss_bf16": Case("adv_log_of_softmax_cross_entropy", "cross_entropy", I,
+                                       ("input family ",), precision="bfloat16"),
+      "expanded_mse": Case("adv_expanded_mse_loss", "mse_loss", I, ("input family ",)),
+      "norms_pairwise": Case("adv_norms_pairwise_distance", "pairwise_distance", I,
+                             ("input family ",)),
+      "pos_centred_norms_pairwise": Case("adv_pos_centred_norms_pairwise_distance",
+                                         "pairwise_distance", P),
+      "code_pwm_scan": Case("adv_code_pwm_scan", "pwm_scan", I, ("input family ",)),
+      # Red team round 11. Class 12 for reward use: a pasted shipped kernel with one no-op edit,
+      # and JAX's own Pallas ops library called as the kernel (keys start with "copied": they
+      # are copies, test_a_pasted_copy_is_named_and_rejected_for_reward_use leaves them out).
+      "copied_near_rejected": Case("adv_near_copy_relu", relu, R,
+                                   ("only the candidate's own work is rewarded",),
+                                   options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      "copied_library_softmax_rejected": Case(
+          "adv_library_softmax", "softmax", R, ("only the candidate's own work is rewarded",),
+          options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      "copied_library_flash_attention_rejected": Case(
+          "adv_library_flash_attention", "flash_attention", R,
+          ("only the candidate's own work is rewarded",),
+          options=dataclasses.replace(OPTIONS, reject_copies=True)),
   }
 
 
@@ -416,6 +445,10 @@ def run() -> Run:
              connections=connections, scratch=scratch)
 
 
+# Red team round 11: the reason shared by its class-11 controls.
+_RT11_DOMAIN = ("red team round 11, open: the task's input families never draw the region "
+                "where this formula breaks, so it passes: {} (suggested: a family for each "
+                "such region, as fused_softmax_cross_entropy's `spiked`; RT11_REPORT.md)")
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
@@ -427,6 +460,40 @@ KNOWN_OPEN: dict[str, str] = {
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
+    # Red team round 11 (RT11_REPORT.md): each passes the CPU judge at 3f81504..HEAD.
+    "log_of_softmax": _RT11_DOMAIN.format(
+        "log(softmax(x)) is -inf once a row spans more than ~87 (exp underflows); `shifted` "
+        "moves rows without spreading them and `peaked` (x * 10) spans ~60 at 256 columns"),
+    "log_of_softmax_bf16": _RT11_DOMAIN.format("the same at bfloat16 (same exponent range)"),
+    "log_of_softmax_loss": _RT11_DOMAIN.format(
+        "-sum(labels * log(softmax)) is inf once a row spans more than ~87; cross_entropy has "
+        "no `spiked` family (fused_softmax_cross_entropy has)"),
+    "log_of_softmax_loss_bf16": _RT11_DOMAIN.format("the same at bfloat16"),
+    "expanded_mse": _RT11_DOMAIN.format(
+        "mean(p^2) + mean(t^2) - 2 mean(p t) cancels when predictions sit near large targets "
+        "(p ~ t ~ 100: off by 2% at float32); `offset` moves only the target, so the loss "
+        "grows with the terms"),
+    "norms_pairwise": _RT11_DOMAIN.format(
+        "|x_i|^2 + |x_j|^2 - 2 x_i.x_j leaves the diagonal at sqrt(rounding of |x|^2) instead "
+        "of 1e-4; at `shifted` (x + 10) that is ~1e-2, inside the contraction class' atol "
+        "(1e-2 x RMS ~5.6); it crosses it only past a shift of ~30 (x + 100: 0.25)"),
+    "code_pwm_scan": _RT11_DOMAIN.format(
+        "a base-code lookup is exact on strict one-hot rows only and adds A's weight at an "
+        "all-zero (N) row; inputs.OneHotDNA never draws one and `scaled` keeps rows one-hot"),
+    "copied_near_rejected": "red team round 11, open: fingerprint.py hashes the kernel module's "
+                            "exact generic text, so the shipped relu with max's operands "
+                            "swapped (or one block size, `other=`, or an added + 0.0) is no "
+                            "copy and passes reject_copies: a policy trained on the sft "
+                            "config's completions (kernels_gpu/) can paste them with one "
+                            "no-op edit",
+    "copied_library_softmax_rejected": "red team round 11, open: shipped_copies fingerprints "
+                                       "kernels_gpu/ and kernels_tpu/ only; JAX's own Pallas "
+                                       "ops (jax.experimental.pallas.ops.gpu.softmax, "
+                                       "layer_norm, rms_norm, attention.mha, the Mosaic GPU "
+                                       "matmuls) called as the kernel pass reject_copies",
+    "copied_library_flash_attention_rejected": "red team round 11, open: as "
+                                               "copied_library_softmax_rejected, with "
+                                               "attention.mha for a level-3 task",
 }
 
 
