@@ -210,6 +210,19 @@ def _cases() -> dict[str, Case]:
       "pos_outside_upcast": Case("adv_pos_outside_upcast_gelu", "gelu", P, precision="bfloat16"),
       # Red team round 8: a constant the kernel only loads (a padded block's column mask).
       "pos_mask_operand": Case("adv_pos_mask_operand_softmax", "softmax", P),
+      # False-positive round 11: the answer's rounding with a slice after it, or returned by
+      # a jitted helper (a private function); a Mosaic GPU kernel's constant operand, and a
+      # Mosaic GPU kernel in Mosaic GPU's own interpret mode (strict xfails, KNOWN_OPEN); and
+      # three styles that pass: a split reduction by atomic adds into an aliased zeros
+      # operand, jax.vmap over a pallas_call, a jnp epilogue (bias, relu) after the kernel.
+      "pos_round_then_slice": Case("adv_pos_round_then_slice_gelu", "gelu", P,
+                                   precision="bfloat16"),
+      "pos_jitted_helper": Case("adv_pos_jitted_helper_gelu", "gelu", P, precision="bfloat16"),
+      "pos_mosaic_floor_operand": Case("adv_pos_mosaic_floor_operand_relu", relu, P),
+      "pos_mosaic_interpret": Case("adv_pos_mosaic_interpret_relu", relu, P),
+      "pos_atomic_split": Case("adv_pos_atomic_split_reduce_sum", "reduce_sum", P),
+      "pos_vmapped": Case("adv_pos_vmapped_batched_matmul", "batched_matmul", P),
+      "pos_jnp_epilogue": Case("adv_pos_jnp_epilogue_linear_bias_relu", "linear_bias_relu", P),
       # Red team round 6: an edge shape done in plain XLA is no general shape (the evaluated
       # size passes; test_an_edge_shape_done_outside_a_kernel_is_no_general_shape), and its
       # honest neighbour, the edge padded to the kernel's block.
@@ -494,6 +507,25 @@ KNOWN_OPEN: dict[str, str] = {
     "copied_library_flash_attention_rejected": "red team round 11, open: as "
                                                "copied_library_softmax_rejected, with "
                                                "attention.mha for a level-3 task",
+    "pos_round_then_slice": "false-positive round 11, open: module_analysis._Analyzer."
+                            "_rounds_the_answer frees a float rounding only when @main returns "
+                            "its result directly; a slice (or reshape) after it makes it an "
+                            "element-wise op, 12.5% of gelu's work at bfloat16: rejected, the "
+                            "real work is done outside the kernel (stablehlo.convert)",
+    "pos_jitted_helper": "false-positive round 11, open: module_analysis._Analyzer."
+                         "_rounds_the_answer asks that @main itself return the rounding; a "
+                         "nested jax.jit returns it from a private function @main calls: "
+                         "rejected, the real work is done outside the kernel (stablehlo.convert)",
+    "pos_mosaic_floor_operand": "false-positive round 11, open: module_analysis._Analyzer."
+                                "_kept_operands takes every unaliased operand of a Mosaic GPU "
+                                "kernel that derives from no input as state (its writes are not "
+                                "traced: kernel_state.written_buffers), so a constant it only "
+                                "loads is refused as a stateful op",
+    "pos_mosaic_interpret": "false-positive round 11, CPU judge only: Mosaic GPU's interpreter "
+                            "(plgpu.InterpretGPUParams) runs on host callbacks that jax.export "
+                            "cannot serialise, and core._artifact_blob calls that a host "
+                            "callback of the kernel's: rejected; a GPU judge runs the cuda "
+                            "export",
 }
 
 
