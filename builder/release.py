@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-NUMBER: Final = 6
+NUMBER: Final = 7
 TAG: Final = f"v{NUMBER}"            # the Hub tag of the release, e.g. v5
 NAME: Final = f"Release {NUMBER}"    # how the card and README.md name it
 NAMESPACE: Final = "pallasbench-robust"  # the Hub namespace of the default repo id

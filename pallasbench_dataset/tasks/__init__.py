@@ -296,21 +296,30 @@ _SATURATED: Final = (_scaled("saturated", "arguments out to about +-130, where e
                                           "float32 and the function saturates", 30.0),)
 _UNDERFLOW_WHY: Final = ("exp(x) underflows float32 everywhere without the row max subtracted "
                          "(0 / 0)")
+_SPIKE_WHY: Final = ("one element of every row at 100: the row spans past exp's range (about "
+                     "87), so exp(x - max) underflows to 0 beside the spike")
+
+
+def _spiked(why: str, input_name: str) -> InputFamily:
+  return _family("spiked", why, Spikes(input=input_name, value=100.0))
+
+
 _SOFTMAX_FAMILIES: Final = (
     _shifted("shifted", "the result is shift-invariant; exp(x) without the row max subtracted "
                         "overflows", 100.0),
     _shifted("shifted_down", f"the result is shift-invariant; {_UNDERFLOW_WHY}", -100.0),
-    _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0))
+    _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0),
+    _spiked(f"{_SPIKE_WHY}: a log taken after normalising is -inf where the answer is near "
+            "-100", "x"))
 _LOGITS_FAMILIES: Final = (
     _shifted("shifted", "the loss is shift-invariant in the logits; exp(logits) without the "
                         "row max subtracted overflows", 100.0, "logits"),
     _shifted("shifted_down", "the loss is shift-invariant in the logits; exp(logits) "
                              "underflows to 0 without the row max subtracted", -100.0, "logits"),
-    _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0, "logits"))
-_SPIKED: Final = _family("spiked", "one logit of every row at 100, where exp overflows float32 "
-                                   "and bfloat16 without the row max subtracted (the loss "
-                                   "stays near 100 or 0, exact enough in bfloat16)",
-                         Spikes(input="logits", value=100.0))
+    _scaled("peaked", "peaked rows (logits out to about +-50)", 10.0, "logits"),
+    _spiked(f"{_SPIKE_WHY}, and exp(logits) overflows float32 and bfloat16 without the row max "
+            "subtracted: the log of a normalised probability is -inf where the loss needs "
+            "about -100 (the loss stays near 100 or 0, exact enough in bfloat16)", "logits"))
 _REDUCE_FAMILIES: Final = (
     _shifted("shifted", "rows with a common offset 100 times their spread", 100.0),
     _scaled("scaled_down", "values near 1e-3: the tolerance follows the outputs' scale", 1e-3))
@@ -506,6 +515,9 @@ _L1: Final = (
              tolerance_class=ToleranceClass.REDUCTION, sizes=_ROWLOSS,
              flops_per_call=_per_element(3), notes="", families=(
                  _shifted("offset", "predictions far from their targets", 10.0, "target"),
+                 _shifted("near", "predictions near large targets (both 100 above their "
+                                  "spread): mean(p^2) + mean(t^2) - 2 mean(p t) cancels", 100.0,
+                          "pred", "target"),
                  _scaled("scaled_down", "values near 1e-3, losses near 2e-6: the tolerance "
                                         "follows the outputs' scale", 1e-3, "pred", "target"))),
     TaskSpec(task_id=24, name="cosine_sim", level=1, category="loss",
@@ -613,7 +625,7 @@ _L2: Final = (
                           dict(N=100, V=1000)),
              flops_per_call=lambda d: 4 * d["N"] * d["V"],
              families=(*(_float32_only(f, "spiked") for f in _LOGITS_FAMILIES[:2]),
-                       *_LOGITS_FAMILIES[2:], _SPIKED),
+                       *_LOGITS_FAMILIES[2:]),
              notes="(corrected) the hard-label LLM loss logsumexp(logits) - logits[label] with "
                    "int labels and a vocabulary that is not a power of two at the large size; "
                    "the public suite duplicated L1 cross_entropy here."),
@@ -639,7 +651,12 @@ _L2: Final = (
                           dict(L=1000, W=7)),
              flops_per_call=lambda d: 8 * (d["L"] - d["W"] + 1) * d["W"],
              output_follows_precision=False,
-             families=(_scaled("scaled", "the scan is linear in the weights", 100.0, "pwm"),),
+             families=(_scaled("scaled", "the scan is linear in the weights", 100.0, "pwm"),
+                       _family("unknown_bases", "positions of unknown base (N), encoded as "
+                                                "all-zero rows (as nucleotide_onehot emits "
+                                                "them): they add no weight, where a lookup by "
+                                                "base code adds A's",
+                               ZeroRows(input="seq_onehot", fraction=0.05))),
              notes="(corrected) seq_onehot is a real one-hot encoding of random A/C/G/T; the "
                    "public suite fed standard-normal data."),
     TaskSpec(task_id=40, name="pairwise_distance", level=2, category="genomics",
@@ -649,7 +666,8 @@ _L2: Final = (
                           dict(N=100, D=20)),
              flops_per_call=lambda d: 3 * d["N"] * d["N"] * d["D"] + 2 * d["N"] * d["N"],
              families=(_shifted("shifted", "distances are shift-invariant; norms through "
-                                           "|x|^2 cancel more", 10.0),
+                                           "|x|^2 cancel: at 100 above the spread the "
+                                           "diagonal's 1e-4 comes out near 0.25", 100.0),
                        _scaled("tiny", "distances near 1e-4, where the + 1e-8 under the root "
                                        "is of their square's size", 1e-5)),
              notes="The distance through norms and a dot product cancels; kernels need full "

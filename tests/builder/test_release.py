@@ -231,7 +231,7 @@ def test_data_card_names_one_release_and_no_placeholder(folder):
 
 
 def test_readme_names_the_release_of_builder_release():
-  assert (release.NUMBER, release.TAG, release.NAME) == (6, "v6", "Release 6")
+  assert (release.NUMBER, release.TAG, release.NAME) == (7, "v7", "Release 7")
   readme = (REPO / "README.md").read_text().replace("\\\n", " ")
   assert set(re.findall(r"--tag (\S+)", readme)) == {release.TAG}
   assert f"Release {release.NUMBER} (tag `{release.TAG}`" in readme

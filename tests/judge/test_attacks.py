@@ -458,10 +458,6 @@ def run() -> Run:
              connections=connections, scratch=scratch)
 
 
-# Red team round 11: the reason shared by its class-11 controls.
-_RT11_DOMAIN = ("red team round 11, open: the task's input families never draw the region "
-                "where this formula breaks, so it passes: {} (suggested: a family for each "
-                "such region, as fused_softmax_cross_entropy's `spiked`; RT11_REPORT.md)")
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
@@ -473,26 +469,6 @@ KNOWN_OPEN: dict[str, str] = {
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
-    # Red team round 11 (RT11_REPORT.md): each passes the CPU judge at 3f81504..HEAD.
-    "log_of_softmax": _RT11_DOMAIN.format(
-        "log(softmax(x)) is -inf once a row spans more than ~87 (exp underflows); `shifted` "
-        "moves rows without spreading them and `peaked` (x * 10) spans ~60 at 256 columns"),
-    "log_of_softmax_bf16": _RT11_DOMAIN.format("the same at bfloat16 (same exponent range)"),
-    "log_of_softmax_loss": _RT11_DOMAIN.format(
-        "-sum(labels * log(softmax)) is inf once a row spans more than ~87; cross_entropy has "
-        "no `spiked` family (fused_softmax_cross_entropy has)"),
-    "log_of_softmax_loss_bf16": _RT11_DOMAIN.format("the same at bfloat16"),
-    "expanded_mse": _RT11_DOMAIN.format(
-        "mean(p^2) + mean(t^2) - 2 mean(p t) cancels when predictions sit near large targets "
-        "(p ~ t ~ 100: off by 2% at float32); `offset` moves only the target, so the loss "
-        "grows with the terms"),
-    "norms_pairwise": _RT11_DOMAIN.format(
-        "|x_i|^2 + |x_j|^2 - 2 x_i.x_j leaves the diagonal at sqrt(rounding of |x|^2) instead "
-        "of 1e-4; at `shifted` (x + 10) that is ~1e-2, inside the contraction class' atol "
-        "(1e-2 x RMS ~5.6); it crosses it only past a shift of ~30 (x + 100: 0.25)"),
-    "code_pwm_scan": _RT11_DOMAIN.format(
-        "a base-code lookup is exact on strict one-hot rows only and adds A's weight at an "
-        "all-zero (N) row; inputs.OneHotDNA never draws one and `scaled` keeps rows one-hot"),
     "copied_near_rejected": "red team round 11, open: fingerprint.py hashes the kernel module's "
                             "exact generic text, so the shipped relu with max's operands "
                             "swapped (or one block size, `other=`, or an added + 0.0) is no "

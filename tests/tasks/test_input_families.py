@@ -259,16 +259,19 @@ def _no_max_softmax(x):
 def test_judge_runs_every_family_on_its_seed_and_names_the_one_that_failed():
   runs = checks.run_candidate(jax.jit(_no_max_softmax), SOFTMAX, TINY, SEEDS, on_gpu=False,
                               edge=None)
-  assert len(runs.family_outputs) == len(SOFTMAX.families) == 3
+  assert len(runs.family_outputs) == len(SOFTMAX.families) == 4
   verdict = checks.judge_outputs(runs, SOFTMAX, TINY, None)
   assert all(c.passed for c in verdict.comparisons) and not verdict.correct
-  overflow, underflow = verdict.failures(SEEDS)
+  overflow, underflow, spiked = verdict.failures(SEEDS)
   assert overflow.startswith("input family shifted (x + 100), seed 1: ")
   assert underflow.startswith("input family shifted_down (x - 100), seed 2: ")
-  assert "NaN/Inf" in overflow and "NaN/Inf" in underflow
+  assert spiked.startswith("input family spiked (x with one element per row set to 100), "
+                           "seed 2: ")
+  assert "NaN/Inf" in overflow and "NaN/Inf" in underflow and "NaN/Inf" in spiked
   assert [what for what, _ in verdict.other_comparisons] == [
       "input family shifted (x + 100), seed 1", "input family shifted_down (x - 100), seed 2",
-      "input family peaked (x * 10), seed 1"]
+      "input family peaked (x * 10), seed 1",
+      "input family spiked (x with one element per row set to 100), seed 2"]
   honest = checks.run_candidate(jax.jit(SOFTMAX.reference), SOFTMAX, TINY, SEEDS, on_gpu=False,
                                 edge=None)
   assert checks.judge_outputs(honest, SOFTMAX, TINY, None).correct
@@ -413,6 +416,37 @@ def _norm_no_eps(x):
   return (c / jnp.sqrt(jnp.mean(c * c, axis=-1, keepdims=True))).astype(x.dtype)
 
 
+def _log_of_softmax(x):
+  x32 = x.astype(jnp.float32)
+  return jnp.log(jax.nn.softmax(x32, axis=-1)).astype(x.dtype)
+
+
+def _soft_loss_of_log_of_softmax(logits, labels):
+  probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+  return (-jnp.sum(labels.astype(jnp.float32) * jnp.log(probs), axis=-1)).astype(logits.dtype)
+
+
+def _expanded_mse(p, t):
+  p, t = p.astype(jnp.float32), t.astype(jnp.float32)
+  return jnp.mean(p * p, -1) + jnp.mean(t * t, -1) - 2 * jnp.mean(p * t, -1)
+
+
+def _distance_by_norms(x):
+  x32 = x.astype(jnp.float32)
+  norms = jnp.sum((x32 * x32)[:, ::-1], axis=-1)  # summed in another order than the dot's
+  dots = jnp.dot(x32, x32.T, precision=jax.lax.Precision.HIGHEST)
+  squared = jnp.maximum(norms[:, None] + norms[None, :] - 2 * dots, 0.0)
+  return jnp.sqrt(squared + 1e-8).astype(x.dtype)
+
+
+def _pwm_by_base_code(seq, pwm):
+  width = pwm.shape[1]
+  codes = jnp.sum(seq.astype(jnp.int32) * jnp.arange(4), axis=-1)
+  weights = pwm.astype(jnp.float32)[codes]  # (L, W): the weight of each position's base
+  positions = seq.shape[0] - width + 1
+  return sum(weights[j:j + positions, j] for j in range(width))
+
+
 CHEATS = {
     # name: (task, precision, the kernel, the family it must fail on)
     "nomax_qk_softmax": ("qk_softmax", "float32",
@@ -437,6 +471,16 @@ CHEATS = {
                     lambda x: (jnp.exp(2 * x) - 1) / (jnp.exp(2 * x) + 1), "small"),
     "one_hot_low_bits": ("one_hot", "float32", lambda ids: (
         (ids[:, None] & 2047) == jnp.arange(1024)).astype(jnp.float32), "out_of_range"),
+    # red team round 11: regions no family reached before
+    "log_of_softmax": ("log_softmax", "float32", _log_of_softmax, "spiked"),
+    "log_of_softmax_bf16": ("log_softmax", "bfloat16", _log_of_softmax, "spiked"),
+    "log_of_softmax_loss": ("cross_entropy", "float32", _soft_loss_of_log_of_softmax, "spiked"),
+    "log_of_softmax_loss_bf16": ("cross_entropy", "bfloat16", _soft_loss_of_log_of_softmax,
+                                 "spiked"),
+    "expanded_mse": ("mse_loss", "float32", _expanded_mse, "near"),
+    "distance_by_norms": ("pairwise_distance", "float32", _distance_by_norms, "shifted"),
+    "pwm_by_base_code": ("pwm_scan", "float32", _pwm_by_base_code, "unknown_bases"),
+    "pwm_by_base_code_bf16": ("pwm_scan", "bfloat16", _pwm_by_base_code, "unknown_bases"),
 }
 
 

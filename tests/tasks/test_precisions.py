@@ -243,7 +243,7 @@ def test_the_cli_evaluates_a_fixed_kernel_at_bfloat16(capsys):
   assert code == 0 and record["status"] == "pass", record["reasons"]
   assert record["precision"] == BFLOAT16 and record["rtol"] == 1.6e-2
   assert record["input_shapes"] == ["(256, 256)"] and record["input_families"] == [
-      "shifted", "shifted_down", "peaked"]
+      "shifted", "shifted_down", "peaked", "spiked"]
 
 
 def test_the_precision_table_is_generated_from_the_registry_and_in_the_docs():
