@@ -483,15 +483,6 @@ KNOWN_OPEN: dict[str, str] = {
     "copied_library_flash_attention_rejected": "red team round 11, open: as "
                                                "copied_library_softmax_rejected, with "
                                                "attention.mha for a level-3 task",
-    "pos_round_then_slice": "false-positive round 11, open: module_analysis._Analyzer."
-                            "_rounds_the_answer frees a float rounding only when @main returns "
-                            "its result directly; a slice (or reshape) after it makes it an "
-                            "element-wise op, 12.5% of gelu's work at bfloat16: rejected, the "
-                            "real work is done outside the kernel (stablehlo.convert)",
-    "pos_jitted_helper": "false-positive round 11, open: module_analysis._Analyzer."
-                         "_rounds_the_answer asks that @main itself return the rounding; a "
-                         "nested jax.jit returns it from a private function @main calls: "
-                         "rejected, the real work is done outside the kernel (stablehlo.convert)",
     "pos_mosaic_floor_operand": "false-positive round 11, open: module_analysis._Analyzer."
                                 "_kept_operands takes every unaliased operand of a Mosaic GPU "
                                 "kernel that derives from no input as state (its writes are not "

@@ -2388,14 +2388,22 @@ _BF16, _F32 = jnp.bfloat16, jnp.float32
     (lambda x: ((x * 2.0).astype(_BF16), x.astype(_BF16) + 1), _F32, 192, 64),  # x rounded, used
     (lambda x: x.astype(jnp.int32), _F32, 64, 64),  # to integers: it computes (adv_astype)
     (lambda x: x.astype(jnp.float64), _F32, 0, 0),
+    (lambda x: (x * 2.0).astype(_BF16)[:4], _F32, 64, 0),  # moved on to the return: free
+    (lambda x: (x * 2.0).astype(_BF16).T.reshape(-1), _F32, 64, 0),
+    (lambda x: jax.jit(lambda y: (y * 2.0).astype(_BF16))(x), _F32, 64, 0),  # a jitted helper
+    (lambda x: jax.jit(lambda y: y.astype(_BF16))(x) + 1, _F32, 128, 64),  # its result used
+    (lambda x: x.astype(_BF16)[:4] + 1, _F32, 96, 64),  # moved, then used
 ], ids=["exact_widening", "bf16_to_f16", "answer_rounded", "rounded_then_used", "to_integers",
-        "f32_to_f64"])
+        "f32_to_f64", "rounded_then_sliced", "rounded_then_transposed", "rounded_in_a_helper",
+        "helper_rounding_used", "rounded_sliced_then_used"])
 def test_a_float_convert_that_keeps_every_value_or_rounds_the_answer_costs_nothing(
     fn, dtype, flops, converts):
   """An exact widening (bfloat16 to float32: a float32 kernel's input) and the rounding of what
-  @main returns (its answer in the task's bfloat16) compute nothing; a convert that rounds a
-  value used further on, or to integers, is an element-wise op (red team round 9's
-  pos_outside_upcast: the two converts were 25% of gelu's work)."""
+  @main returns (its answer in the task's bfloat16; moved on by a slice, a reshape or a
+  transpose, or returned by a jitted helper) compute nothing; a convert that rounds a value
+  used further on, or to integers, is an element-wise op (red team round 9's
+  pos_outside_upcast: the two converts were 25% of gelu's work; round 11's
+  pos_round_then_slice and pos_jitted_helper: the rounding before a slice, or in a helper)."""
   with jax.enable_x64(True):
     text = _module_of(fn, jax.ShapeDtypeStruct((8, 8), dtype))
   report = analyze_module(text)

@@ -143,6 +143,9 @@ _NO_BUFFER: Final = frozenset({
     "func.return", "stablehlo.return", "stablehlo.tuple", "stablehlo.get_tuple_element",
     "stablehlo.while", "stablehlo.case", "stablehlo.if", "func.call", "stablehlo.reshape",
 })
+# Ops that only move elements of their one operand: a rounding reaching @main's return through
+# them computes nothing more (_Analyzer._rounds_the_answer).
+_MOVES: Final = frozenset({"stablehlo.reshape", "stablehlo.slice", "stablehlo.transpose"})
 # Views: a value used by one is stored exactly when the view's result is.
 _VIEWS: Final = frozenset({"stablehlo.reshape"})
 _FUSING_OR_VIEW: Final = _FUSING | _VIEWS
@@ -1140,19 +1143,34 @@ class _Analyzer:
 
   def _convert(self, op: ir.Operation, tally: _Tally) -> None:
     """A float convert that keeps every value (bfloat16 to float32) computes nothing, and nor
-    does the rounding of a float result that @main returns as it is (a float32 kernel's answer
-    stored as the task's bfloat16): they cost their bytes alone. Any other convert is an
-    element-wise op (a float to integer one computes: adv_astype)."""
+    does the rounding of a float result that only becomes what @main returns (a float32
+    kernel's answer stored as the task's bfloat16): they cost their bytes alone. Any other
+    convert is an element-wise op (a float to integer one computes: adv_astype)."""
     if not (_exact_float_widening(op) or self._rounds_the_answer(op)):
       tally.charge(op.name, flops=_out_elements(op))
 
   def _rounds_the_answer(self, op: ir.Operation) -> bool:
-    """Whether `op` converts floats to floats and @main returns its result, used nowhere else."""
-    uses = [u.owner for u in op.results[0].uses]
-    return (_float_info(op.operands[0].type) is not None
-            and _float_info(op.results[0].type) is not None and bool(uses)
-            and all(u.name == "func.return" and u.parent is not None
-                    and u.parent.operation == self._functions["main"] for u in uses))
+    """Whether `op` converts floats to floats and its result reaches nothing but @main's
+    return: directly, through ops that only move elements (_MOVES: a reshape, a static slice,
+    a transpose) and from a private function's return to its calls' results (a jitted
+    helper). Any other use computes with the rounded values. Each step counts against the
+    analysis' budget."""
+    if _float_info(op.operands[0].type) is None or _float_info(op.results[0].type) is None:
+      return False
+    returned, queue = False, collections.deque([op.results[0]])
+    while queue:
+      for use in queue.popleft().uses:
+        self._visit()
+        owner, k = use.owner.operation, use.operand_number
+        if owner.name == "func.return":
+          name = ir.StringAttr(owner.parent.operation.attributes["sym_name"]).value
+          returned = returned or name == "main"
+          queue.extend(call.results[k] for call in self._calls_of(name) if name != "main")
+        elif owner.name in _MOVES and k == 0:
+          queue.append(owner.results[0])
+        else:
+          return False
+    return returned
 
   def _reduce(self, op: ir.Operation, tally: _Tally) -> None:
     self._applied(op, tally, _elements(op.operands[0].type))
