@@ -7,15 +7,14 @@ interpreter (`interpret=plgpu.InterpretGPUParams()`, as jax documents it and as 
 kernels_gpu/matmul.py does on its Mosaic GPU path). No second code path for the CPU.
 
 The CPU judge needs a cpu export of the interpret-mode kernel, and Mosaic GPU's interpreter is
-built on host callbacks, which jax.export cannot serialise: core._artifact_blob turns the
-exporter's "serialization of host_callbacks is not yet implemented" into a rejection, "host
-callbacks: the kernel calls back into Python on the host, work no exported kernel can carry".
-Any kernel that is Mosaic GPU only is refused this way on a CPU judge (the shipped matmul family
-passes only because its config picks the Triton path at `small`). A GPU judge runs the cuda
-export and should not meet this.
+built on host callbacks, which jax.export cannot serialise. Until round 11, core._artifact_blob
+turned that into a rejection ("host callbacks: the kernel calls back into Python on the host"),
+calling an honest kernel's interpreter a cheat. A kernel's own host callback fails its cuda
+export too (jax.export serialises none); here the cuda export succeeds, so the callbacks are
+the interpreter's and the CPU judge says it cannot judge the kernel.
 
-Expected (correct behaviour): pass (or, where a CPU judge cannot run such a kernel at all, a
-verdict that says so rather than calling an honest kernel's interpreter a host callback).
+Expected: error, "not judgeable on this device ... judge it on a GPU" (a GPU judge runs the
+cuda export).
 """
 import functools
 

@@ -219,7 +219,8 @@ def _cases() -> dict[str, Case]:
                                    precision="bfloat16"),
       "pos_jitted_helper": Case("adv_pos_jitted_helper_gelu", "gelu", P, precision="bfloat16"),
       "pos_mosaic_floor_operand": Case("adv_pos_mosaic_floor_operand_relu", relu, P),
-      "pos_mosaic_interpret": Case("adv_pos_mosaic_interpret_relu", relu, P),
+      "pos_mosaic_interpret": Case("adv_pos_mosaic_interpret_relu", relu, Status.ERROR,
+                                   ("not judgeable on this device", "judge it on a GPU")),
       "pos_atomic_split": Case("adv_pos_atomic_split_reduce_sum", "reduce_sum", P),
       "pos_vmapped": Case("adv_pos_vmapped_batched_matmul", "batched_matmul", P),
       "pos_jnp_epilogue": Case("adv_pos_jnp_epilogue_linear_bias_relu", "linear_bias_relu", P),
@@ -488,11 +489,6 @@ KNOWN_OPEN: dict[str, str] = {
                                 "kernel that derives from no input as state (its writes are not "
                                 "traced: kernel_state.written_buffers), so a constant it only "
                                 "loads is refused as a stateful op",
-    "pos_mosaic_interpret": "false-positive round 11, CPU judge only: Mosaic GPU's interpreter "
-                            "(plgpu.InterpretGPUParams) runs on host callbacks that jax.export "
-                            "cannot serialise, and core._artifact_blob calls that a host "
-                            "callback of the kernel's: rejected; a GPU judge runs the cuda "
-                            "export",
 }
 
 

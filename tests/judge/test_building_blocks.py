@@ -786,6 +786,24 @@ def test_artifact_blob_rejects_host_callbacks(message):
   assert _failure(_blob_of, _report(_entry(errors={"cpu": message}))) == (
       Status.REJECTED, None, "host callbacks: the kernel calls back into Python on the host, "
       f"work no exported kernel can carry ({first})")
+  cuda_failed_too = _report(_entry(errors={"cpu": message, "cuda": message}))
+  assert _failure(_blob_of, cuda_failed_too)[0] is Status.REJECTED
+
+
+def test_callbacks_of_the_interpreter_alone_are_not_judgeable_here_not_rejected():
+  """A kernel whose cuda export succeeds carries no host callback of its own (jax.export
+  serialises none): one in its cpu export is its interpreter's (Mosaic GPU's, round 11's
+  pos_mosaic_interpret), so the CPU judge says it cannot judge it; the cuda side is never
+  excused by a cpu export (a GPU judge reads the cuda export, which failed or holds none)."""
+  message = "NotImplementedError: serialization of host_callbacks is not yet implemented\nmore"
+  report = _report(_entry(artifacts={"cuda": b"x"}, errors={"cpu": message}))
+  status, error_type, text = _failure(_blob_of, report)
+  assert (status, error_type) == (Status.ERROR, ErrorType.LOWERING)
+  assert text.startswith("not judgeable on this device: the kernel's cpu export runs on host "
+                         "callbacks") and text.endswith("judge it on a GPU (NotImplementedError: "
+                                                        "serialization of host_callbacks is not "
+                                                        "yet implemented)")
+  assert _blob_of(report, platform="cuda") == b"x"
 
 
 @pytest.fixture

@@ -351,8 +351,13 @@ def _artifact_blob(report: ExportReport, size: str, platform: str) -> bytes:
     message = entry.errors.get(platform) or next(iter(entry.errors.values()), "no artifact")
     first = message.splitlines()[0] if message else ""
     if "callback" in first.lower() or first.startswith(_CALLBACK_PLATFORM_ERROR):
+      if platform != "cuda" and "cuda" in entry.artifacts:
+        raise Failure(Status.ERROR, ErrorType.LOWERING, "not judgeable on this device: the "
+                      f"kernel's {platform} export runs on host callbacks (an interpreter's, "
+                      "such as Mosaic GPU's) that no export carries, while its cuda export "
+                      f"carries none; judge it on a GPU ({first})")
       raise Failure(Status.REJECTED, None, "host callbacks: the kernel calls back into Python "
-                    f"on the host, work no exported kernel can carry ({message.splitlines()[0]})")
+                    f"on the host, work no exported kernel can carry ({first})")
     raise Failure(Status.ERROR, classify(message, "trace" if stage == "trace" else "lowering"),
                   message)
   return entry.artifacts[platform]
