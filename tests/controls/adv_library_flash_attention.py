@@ -5,7 +5,12 @@ jax.experimental.pallas.ops.gpu.attention.mha, called with the task's q, k, v vi
 batch of one head (reshapes only) and sm_scale = d^-0.5. A real Pallas kernel, and none of
 the candidate's work; no tree the copy check reads holds it.
 
-Expected: with `reject_copies` (the reward's default), rejected as a library kernel's copy.
+Expected: not pass, the import refused (Permission denied): since round 11 the exporter
+cannot read jax.experimental.pallas.ops (walls._KERNEL_LIBRARIES), as it cannot read the
+project's kernel trees. Found with it: the virtual environment's lib64 -> lib link was an
+allowed folder whose Landlock rule held lib itself, so anything hidden under lib (this
+library; a non-editable install's kernel trees or references) was readable through it;
+read_allow_list now decides every entry by the path it resolves to.
 """
 import functools
 

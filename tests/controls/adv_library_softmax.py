@@ -9,8 +9,12 @@ multi_head_attention, the Mosaic GPU matmuls hopper_matmul_mgpu for the contract
 the H200) is never fingerprinted, so a policy learns to import them for a reward. The import
 is jax's, so no wall stops it.
 
-Expected: with `reject_copies` (the reward's default), rejected as a library kernel's copy;
-without it, a pass that names the library op (copy_of).
+Expected: not pass, the import refused (Permission denied): since round 11 the exporter
+cannot read jax.experimental.pallas.ops (walls._KERNEL_LIBRARIES), as it cannot read the
+project's kernel trees. Found with it: the virtual environment's lib64 -> lib link was an
+allowed folder whose Landlock rule held lib itself, so anything hidden under lib (this
+library; a non-editable install's kernel trees or references) was readable through it;
+read_allow_list now decides every entry by the path it resolves to.
 """
 import functools
 

@@ -338,13 +338,11 @@ def _cases() -> dict[str, Case]:
       "copied_near_rejected": Case("adv_near_copy_relu", relu, R,
                                    ("only the candidate's own work is rewarded",),
                                    options=dataclasses.replace(OPTIONS, reject_copies=True)),
-      "copied_library_softmax_rejected": Case(
-          "adv_library_softmax", "softmax", R, ("only the candidate's own work is rewarded",),
-          options=dataclasses.replace(OPTIONS, reject_copies=True)),
-      "copied_library_flash_attention_rejected": Case(
-          "adv_library_flash_attention", "flash_attention", R,
-          ("only the candidate's own work is rewarded",),
-          options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      "copied_library_softmax": Case("adv_library_softmax", "softmax", None,
+                                     ("Permission denied", "No module named 'jax.experimental.pallas.ops'")),
+      "copied_library_flash_attention": Case(
+          "adv_library_flash_attention", "flash_attention", None,
+          ("Permission denied", "No module named 'jax.experimental.pallas.ops'")),
   }
 
 
@@ -476,14 +474,6 @@ KNOWN_OPEN: dict[str, str] = {
                             "copy and passes reject_copies: a policy trained on the sft "
                             "config's completions (kernels_gpu/) can paste them with one "
                             "no-op edit",
-    "copied_library_softmax_rejected": "red team round 11, open: shipped_copies fingerprints "
-                                       "kernels_gpu/ and kernels_tpu/ only; JAX's own Pallas "
-                                       "ops (jax.experimental.pallas.ops.gpu.softmax, "
-                                       "layer_norm, rms_norm, attention.mha, the Mosaic GPU "
-                                       "matmuls) called as the kernel pass reject_copies",
-    "copied_library_flash_attention_rejected": "red team round 11, open: as "
-                                               "copied_library_softmax_rejected, with "
-                                               "attention.mha for a level-3 task",
     "pos_mosaic_floor_operand": "false-positive round 11, open: module_analysis._Analyzer."
                                 "_kept_operands takes every unaliased operand of a Mosaic GPU "
                                 "kernel that derives from no input as state (its writes are not "

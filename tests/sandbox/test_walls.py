@@ -31,6 +31,7 @@ import uuid
 import jax
 import numpy as np
 import pytest
+from jax.experimental import pallas as pl
 
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.sandbox import (
@@ -572,14 +573,19 @@ def test_a_child_of_root_is_refused_rather_than_run_privileged():
 
 
 def _readable(allowed: walls.ReadAllowList, path: str) -> bool:
+  """As Landlock decides: by the real paths of the file and of each rule's folder."""
   path = os.path.realpath(path)
-  return path in allowed.files or any(walls.is_within(path, f) for f in allowed.folders)
+  return (path in {os.path.realpath(f) for f in allowed.files}
+          or any(walls.is_within(path, os.path.realpath(f)) for f in allowed.folders))
 
 
 # What no exporter may read, as the controls of copied solutions and of the checkout try it.
 PROJECT_SECRETS = ("kernels_gpu/relu.py", "kernels_tpu/relu.py", "data/README.md", ".git",
                    "tests/controls/adv_ctypes_relu.py", "builder/build.py", "scripts/setup.sh",
                    "pallasbench_dataset/references/relu.py", "pyproject.toml")
+# JAX's own Pallas kernels (red team round 11 called its softmax and attention as the kernel).
+LIBRARY_KERNELS = ("ops/__init__.py", "ops/gpu/softmax.py", "ops/gpu/attention.py",
+                   "ops/gpu/hopper_matmul_mgpu.py", "ops/tpu/flash_attention.py")
 
 
 @pytest.mark.parametrize("where", ["script", "checkout on sys.path", "checkout on PYTHONPATH"])
@@ -605,8 +611,15 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
   assert _readable(allowed, str(REPO / "pallasbench_dataset" / "tasks" / "__init__.py"))
   for name in PROJECT_SECRETS:
     assert not _readable(allowed, str(REPO / name)), name
+  pallas = pathlib.Path(pl.__file__).parent
+  for name in LIBRARY_KERNELS:
+    assert not _readable(allowed, str(pallas / name)), name
+  assert _readable(allowed, str(pallas / "triton.py")) and str(pallas) in allowed.listed
+  for entry in (*allowed.folders, *allowed.files, *allowed.listed):
+    assert os.path.realpath(entry) == entry, entry  # a link's rule would hold its target
   assert str(REPO / "pallasbench_dataset") in allowed.listed
-  assert set(allowed.listed) <= {str(REPO), str(REPO / "pallasbench_dataset")}
+  pallas_path = {os.path.realpath(p) for p in (pallas, *pallas.parents)}
+  assert set(allowed.listed) - pallas_path <= {str(REPO), str(REPO / "pallasbench_dataset")}
   assert (str(REPO) in allowed.listed) == (where == "checkout on PYTHONPATH")
   home = os.path.expanduser("~")
   for secret in ("/etc/shadow", "/etc/passwd", "/etc/ssh/ssh_host_rsa_key", "/root/.bashrc",
@@ -621,7 +634,8 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
                                                 "/proc/cpuinfo", "/dev/null", "/dev/zero",
                                                 "/dev/random", "/dev/urandom")}
   library = {str(p) for p in (REPO / "pallasbench_dataset").iterdir() if p.is_file()}
-  assert set(allowed.files) <= system_files | library
+  beside_hidden = {f for f in allowed.files if os.path.dirname(f) in pallas_path}
+  assert set(allowed.files) - beside_hidden <= system_files | library
 
 
 def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp_path):
@@ -654,7 +668,11 @@ def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp
   system -= {f for f in system if any(walls.is_within(f, g) for g in allowed.folders)}
   assert "/dev/null" in system  # /etc/localtime's zone file is within /usr
   library = {f for f in allowed.files if walls.is_within(f, project)}
-  assert set(allowed.files) - library == system | {os.path.realpath(outside / "lib.zip")}
+  pallas = pathlib.Path(pl.__file__).parent  # beside the hidden kernel library (ops/)
+  beside_hidden = {f for f in allowed.files
+                   if os.path.dirname(f) in {os.path.realpath(p) for p in (pallas, *pallas.parents)}}
+  assert (set(allowed.files) - library - beside_hidden
+          == system | {os.path.realpath(outside / "lib.zip")})
 
 
 def test_is_within_is_a_prefix_of_whole_path_components():

@@ -136,6 +136,10 @@ _LIBRARY_HIDDEN: Final = ("references",)
 # The project's other packages: the kernel trees (solutions to copy), the builder and the
 # benchmarks. Never readable, wherever they are installed.
 _PROJECT_PACKAGES: Final = ("kernels_gpu", "kernels_tpu", "builder", "benchmarks")
+# Pallas kernel libraries installed beside jax, by module: solutions to copy as well (red team
+# round 11 called jax.experimental.pallas.ops.gpu's softmax and attention as its kernel).
+# Never readable; neither jax nor its Pallas lowering imports them.
+_KERNEL_LIBRARIES: Final = ("jax.experimental.pallas.ops",)
 # What marks the library's parent folder as a checkout (its .git, data/, kernel trees, other
 # candidates' files): never readable, except the library itself and anything allowed within.
 _CHECKOUT_MARKS: Final = ("pyproject.toml", ".git")
@@ -172,8 +176,10 @@ def _package_folders(name: str) -> list[str]:
 
 def _hidden() -> set[str]:
   """What the child must not read even inside an allowed folder: the project's other packages,
-  the library's references, and the checkout the library lies in (when it is one)."""
-  hidden = {folder for name in _PROJECT_PACKAGES for folder in _package_folders(name)}
+  the Pallas kernel libraries, the library's references, and the checkout the library lies in
+  (when it is one)."""
+  hidden = {folder for name in (*_PROJECT_PACKAGES, *_KERNEL_LIBRARIES)
+            for folder in _package_folders(name)}
   for library in _package_folders(_LIBRARY):
     hidden.update(os.path.join(library, name) for name in _LIBRARY_HIDDEN)
     parent = os.path.dirname(library)
@@ -188,7 +194,10 @@ def read_allow_list(scratch: str) -> ReadAllowList:
 
   Of two nested entries the deeper decides: the library inside a hidden checkout is readable,
   its references are not. A folder with something hidden beneath it may only be listed (the
-  import system lists the folders it searches); what else it holds is readable entry by entry.
+  import system lists the folders it searches); what else it holds is readable entry by entry,
+  each by the path it resolves to: Landlock holds a rule on a link's target, so a link within
+  (a virtual environment's lib64 -> lib) is decided as its target and never grants what is
+  hidden there. Every entry is its own real path.
   """
   allowed = set(trusted_roots(scratch)) | set(_package_folders(_LIBRARY))
   allowed.update(os.path.realpath(p) for p in _SYSTEM_READ_FOLDERS if os.path.isdir(p))
@@ -207,12 +216,14 @@ def read_allow_list(scratch: str) -> ReadAllowList:
     return deepest is not None and deepest not in hidden
 
   def grant(folder: str) -> None:
+    if folder in folders or folder in listed:
+      return  # reached again through a link
     if not any(is_within(h, folder) for h in hidden):
       folders.add(folder)
       return
     listed.add(folder)
     for entry in sorted(os.listdir(folder)):
-      path = os.path.join(folder, entry)
+      path = os.path.realpath(os.path.join(folder, entry))  # a rule holds a link's target
       if readable(path):
         if os.path.isdir(path):
           grant(path)
