@@ -468,12 +468,6 @@ KNOWN_OPEN: dict[str, str] = {
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
-    "copied_near_rejected": "red team round 11, open: fingerprint.py hashes the kernel module's "
-                            "exact generic text, so the shipped relu with max's operands "
-                            "swapped (or one block size, `other=`, or an added + 0.0) is no "
-                            "copy and passes reject_copies: a policy trained on the sft "
-                            "config's completions (kernels_gpu/) can paste them with one "
-                            "no-op edit",
     "pos_mosaic_floor_operand": "false-positive round 11, open: module_analysis._Analyzer."
                                 "_kept_operands takes every unaliased operand of a Mosaic GPU "
                                 "kernel that derives from no input as state (its writes are not "

@@ -75,13 +75,39 @@ def test_a_kernel_that_computes_differently_has_another_fingerprint(matmul):
   assert len(prints) == 3
 
 
-def test_normalized_digest_blanks_symbol_names_only():
-  text = ('"tt.func"() <{sym_name = "matmul", function_type = () -> ()}> ({ "tt.call"() '
-          '<{callee = @matmul_helper}> : () -> () %0 = "arith.constant"() <{value = 4 : i32}>')
-  renamed = text.replace('"matmul"', '"mine"').replace("@matmul_helper", '@"other name"')
-  changed = text.replace("value = 4", "value = 8")
-  assert fingerprint.normalized_digest(text) == fingerprint.normalized_digest(renamed)
-  assert fingerprint.normalized_digest(text) != fingerprint.normalized_digest(changed)
+def _digest(text: str) -> str:
+  with mlir.make_ir_context() as context:
+    return fingerprint.structural_digest(ir.Module.parse(text, context=context))
+
+
+_KERNEL = """func.func @relu(%x: f32, %y: f32) -> f32 {
+  %zero = arith.constant 0.0 : f32
+  %s = arith.mulf %x, %x : f32
+  %m = arith.maximumf %s, %zero : f32
+  %d = arith.subf %m, %y : f32
+  %p = arith.mulf %d, %y : f32
+  func.return %p : f32
+}
+func.func private @helper() -> ()
+"""
+
+
+@pytest.mark.parametrize("edit, same", [
+    (lambda t: t.replace("@relu", '@"my own"').replace("@helper", "@mine"), True),
+    (lambda t: t.replace("%s, %zero", "%zero, %s"), True),   # max commutes (adv_near_copy)
+    (lambda t: t.replace("%d, %y : f32\n  func", "%y, %d : f32\n  func"), True),  # so does mul
+    (lambda t: t.replace("  %zero = arith.constant 0.0 : f32\n", "").replace(
+        "  %m = arith", "  %zero = arith.constant 0.0 : f32\n  %m = arith"), True),  # moved
+    (lambda t: t.replace("%x, %x", "%x, %y"), False),         # another operand
+    (lambda t: t.replace("%m, %y", "%y, %m"), False),         # subtraction does not commute
+    (lambda t: t.replace("0.0 : f32", "1.0 : f32"), False),   # another constant
+    (lambda t: t.replace("maximumf", "minimumf"), False),     # another op
+    (lambda t: t.replace("(%x: f32, %y: f32)", "(%y: f32, %x: f32)"), False),  # arguments swapped
+])
+def test_the_structural_digest_sees_dataflow_not_names_or_order(edit, same):
+  edited = edit(_KERNEL)
+  assert edited != _KERNEL, "the edit changed nothing"
+  assert (_digest(edited) == _digest(_KERNEL)) == same
 
 
 def test_shipped_copies_come_from_the_trees_at_the_same_size_and_precision():
@@ -187,3 +213,12 @@ def test_the_reward_rejects_copies_unless_told_otherwise(tmp_path):
     assert reward.options.reject_copies
   with KernelReward(device="cpu", cache_dir=tmp_path, reject_copies=False) as reward:
     assert not reward.options.reject_copies
+
+
+def test_a_module_nested_thousands_deep_has_a_digest_and_its_depth_counts():
+  """The digest walks without recursion (adv_deep_dead_loads nests 3000 scf.if), and what an op
+  holds is part of it."""
+  def nested(depth: int) -> str:
+    return ("func.func @f(%c: i1) {\n" + "scf.if %c {\n" * depth + "}\n" * depth
+            + "func.return\n}")
+  assert _digest(nested(3000)) == _digest(nested(3000)) != _digest(nested(2999))

@@ -5,11 +5,18 @@ its custom call carries: `triton_fingerprint` (the MLIR bytecode in the cuda exp
 `__gpu$xla.gpu.triton` backend_config), `mosaic_gpu_fingerprint` (the `module` of a
 `mosaic_gpu_v2` call: the core of the shipped contraction kernels on Hopper) and
 `mosaic_tpu_fingerprint` (the body of a `tpu_custom_call`: what a CPU judge reads for a kernel
-that does not lower to Triton). Each hashes the module's generic text printed without
-locations, every symbol name (and Mosaic GPU's dump name) blanked: renaming the kernel, its
-functions or its variables, moving lines or rewriting comments leaves it unchanged; a change
-to what the kernel computes, to its block shapes or to its constants changes it. A backend
-without one would make every paste of a shipped kernel on it "no copy". The bytes are the
+that does not lower to Triton). Each is `structural_digest` of the module: a hash of its
+dataflow, not of its text. Every op is hashed with its name, attributes, result types, regions
+and its operands' hashes (sorted for an op whose operands commute), and the module is the
+sorted list of its ops' hashes, every symbol name (and Mosaic GPU's dump name) blanked:
+renaming the kernel, its functions or its variables, moving lines, rewriting comments,
+swapping a commutative op's operands (round 11's adv_near_copy_relu: max(0, x) for
+max(x, 0)) or reordering independent ops leaves it unchanged; a change to what the kernel
+computes, to its block shapes or to its constants changes it (a retuned copy is another
+compiled kernel). A kernel written independently for a task as small as relu can have a
+shipped kernel's dataflow: it is flagged all the same (`copy_of`; only `reject_copies`, the
+reward's, refuses it). A backend without one would make every paste of a shipped kernel on it
+"no copy". The bytes are the
 candidate's, so they are read where the module analysis runs, in the walled helper
 (analysis_process.py), each in an MLIR context of its own.
 
@@ -35,13 +42,10 @@ from typing import Any, Final, Protocol
 logger = logging.getLogger(__name__)
 
 SHIPPED_TREES: Final = ("gpu", "tpu")
-# Symbol definitions and references in the generic form: `sym_name = "matmul"`, `@matmul`.
-_SYMBOL_NAME: Final = re.compile(r'sym_name = "(?:[^"\\]|\\.)*"')
-# Mosaic GPU names a kernel's dumps after the kernel and a per-process counter (`matmul_3`).
-_DUMP_NAME: Final = re.compile(r'mosaic_gpu\.dump_basename = "(?:[^"\\]|\\.)*"')
 # A dialect attribute Mosaic GPU's stable form stores in its older printed form, `#gpu<dim x>`,
 # which this MLIR's parser reads only as `#gpu.dim<x>` (the same length: bytecode offsets hold).
 _OLD_DIALECT_ATTR: Final = re.compile(rb"#(\w+)<(\w+) (\w+)>")
+# Symbol references in an attribute's text: `@matmul`, `@"other name"`.
 _SYMBOL_REF: Final = re.compile(r'@(?:"(?:[^"\\]|\\.)*"|[\w$.\-]+)')
 
 
@@ -118,17 +122,78 @@ def parse_mosaic_tpu(backend_config: str):
 
 
 def module_fingerprint(module, backend: str) -> str:
-  """The fingerprint of a parsed kernel module of `backend` (triton, mosaic_gpu, mosaic_tpu)."""
-  text = module.operation.get_asm(enable_debug_info=False, print_generic_op_form=True)
-  if backend == "mosaic_gpu":
-    text = _DUMP_NAME.sub('mosaic_gpu.dump_basename = "_"', text)
-  return normalized_digest(text)
+  """The fingerprint of a parsed kernel module of `backend` (triton, mosaic_gpu, mosaic_tpu):
+  its structural_digest (the same rule for every backend)."""
+  del backend  # one rule for every backend's module
+  return structural_digest(module)
 
 
-def normalized_digest(generic_text: str) -> str:
-  """sha256 of a module's generic text with every symbol name blanked."""
-  text = _SYMBOL_NAME.sub('sym_name = "_"', generic_text)
-  return hashlib.sha256(_SYMBOL_REF.sub("@_", text).encode()).hexdigest()
+def structural_digest(module) -> str:
+  """sha256 of a module's dataflow (module docstring): each op's hash covers its name, its
+  attributes (symbol names and Mosaic GPU's dump name blanked), its result types, its regions
+  (each the sorted hashes of its ops) and its operands' hashes, sorted where they commute; a
+  block argument is its position and type. The module is the sorted hashes of its ops."""
+  values: dict = {}
+  ops: list[bytes] = []
+  # Post-order without recursion (a module may nest thousands of regions): a block sets its
+  # arguments and queues its ops in order; an op queues its regions' blocks, then itself.
+  work: list[tuple] = [("block", block, ops) for region in module.operation.regions
+                       for block in region.blocks]
+  while work:
+    task = work.pop()
+    if task[0] == "block":
+      _, block, into = task
+      for position, argument in enumerate(block.arguments):
+        values[argument] = _sha(b"argument", str(position).encode(), str(argument.type).encode())
+      work.extend(("op", op.operation, into) for op in reversed(list(block.operations)))
+    elif task[0] == "op":
+      _, op, into = task
+      regions: list[list[bytes]] = [[] for _ in op.regions]
+      work.append(("hash", op, into, regions))
+      for i, region in reversed(list(enumerate(op.regions))):
+        work.extend(("block", block, regions[i]) for block in reversed(list(region.blocks)))
+    else:
+      _, op, into, regions = task
+      operands = [values.get(v, b"defined outside") for v in op.operands]
+      if _base_name(op.name) in _COMMUTATIVE:
+        operands.sort()
+      attributes = sorted(_attribute_text(op.attributes[i]).encode()
+                          for i in range(len(op.attributes)))
+      digest = _sha(_base_name(op.name).encode(), *operands, b"|", *attributes, b"|",
+                    *(str(r.type).encode() for r in op.results), b"|",
+                    *(b"".join(sorted(r)) for r in regions))
+      for number, result in enumerate(op.results):
+        values[result] = _sha(digest, str(number).encode())
+      into.append(digest)
+  return hashlib.sha256(b"".join(sorted(ops))).hexdigest()
+
+
+# Ops whose two operands commute (by name, less Mosaic GPU's stable-form prefix): a copy that
+# swaps them computes the same kernel.
+_COMMUTATIVE: Final = frozenset({
+    "arith.addf", "arith.mulf", "arith.addi", "arith.muli", "arith.andi", "arith.ori",
+    "arith.xori", "arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf",
+    "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"})
+# Attributes that name a symbol or a dump, not what the kernel computes.
+_NAME_ATTRIBUTES: Final = frozenset({"sym_name", "mosaic_gpu.dump_basename"})
+
+
+def _base_name(name: str) -> str:
+  return name.split("stable_mosaic_gpu.", 1)[-1]
+
+
+def _attribute_text(named) -> str:
+  if named.name in _NAME_ATTRIBUTES:
+    return f"{named.name}=_"
+  return _SYMBOL_REF.sub("@_", f"{named.name}={named.attr}")
+
+
+def _sha(*parts: bytes) -> bytes:
+  digest = hashlib.sha256()
+  for part in parts:
+    digest.update(len(part).to_bytes(8, "little"))
+    digest.update(part)
+  return digest.digest()
 
 
 def copy_reason(copies: Iterable[str]) -> str:
