@@ -468,11 +468,12 @@ KNOWN_OPEN: dict[str, str] = {
     "pos_mosaic_side_output": "red team round 7, false positive kept by design: Mosaic GPU "
                               "kernels' reads are not traced, so any dropped, unaliased result "
                               "of one is refused as state (Pallas aliases its own scratch)",
-    "pos_mosaic_floor_operand": "false-positive round 11, open: module_analysis._Analyzer."
-                                "_kept_operands takes every unaliased operand of a Mosaic GPU "
-                                "kernel that derives from no input as state (its writes are not "
-                                "traced: kernel_state.written_buffers), so a constant it only "
-                                "loads is refused as a stateful op",
+    "pos_mosaic_floor_operand": "false-positive round 11, kept by design with "
+                                "pos_mosaic_side_output: Mosaic GPU kernels' reads and writes "
+                                "are not traced (kernel_state.written_buffers), so "
+                                "module_analysis._Analyzer._kept_operands refuses every "
+                                "unaliased operand of one that derives from no input as state, "
+                                "a constant it only loads too (the Triton equivalent passes)",
 }
 
 

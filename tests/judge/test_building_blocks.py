@@ -749,6 +749,15 @@ def _blob_of(report, size="small", platform="cpu"):
   return judge._artifact_blob(report, size, platform)  # pylint: disable=protected-access
 
 
+def test_no_device_export_says_why_triton_refused_the_kernel():
+  """A search loop is told the Triton lowering's first line (bounded), not only that no device
+  export exists (false-positive round 11)."""
+  why = "LoweringError: block shape (64, 300) is not a power of 2" + "x" * 400
+  reason = judge._no_device_export(_entry(errors={"cuda": f"\n{why}\nTraceback..."}))  # pylint: disable=protected-access
+  assert reason == f"{judge.NO_DEVICE_EXPORT} (Triton: {why[:300]})"
+  assert judge._no_device_export(_entry(errors={"tpu": "no"})) == judge.NO_DEVICE_EXPORT  # pylint: disable=protected-access
+
+
 def test_artifact_blob_returns_the_platforms_bytes():
   assert _blob_of(_report(_entry(artifacts={"cpu": b"abc", "cuda": b"def"}))) == b"abc"
   assert _failure(_blob_of, _report(_entry()), "medium") == (

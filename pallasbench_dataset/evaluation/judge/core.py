@@ -235,6 +235,13 @@ NO_DEVICE_EXPORT: Final = ("the kernel exports for no device platform (neither T
                            "lowering worked), so its structure cannot be checked")
 
 
+def _no_device_export(entry: SizeExport) -> str:
+  """NO_DEVICE_EXPORT with the first line of why the Triton (cuda) export failed, at most 300
+  characters: what a search loop can act on."""
+  why = (entry.errors.get("cuda") or "").strip().splitlines()
+  return f"{NO_DEVICE_EXPORT} (Triton: {why[0][:300]})" if why else NO_DEVICE_EXPORT
+
+
 def _structure_platform(entry: SizeExport, ctx: Context) -> str | None:
   """The platform whose export shows a size's structure: cuda (on a CPU host the TPU export
   stands in when the kernel does not lower to Triton), or None."""
@@ -254,7 +261,7 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   main = report.size(item.size)
   platform = _structure_platform(main, ctx)
   if platform is None:
-    return [NO_DEVICE_EXPORT]
+    return [_no_device_export(main)]
   exported = load_artifact(main.artifacts[platform], spec, dims, platform)
   found, state.structure_text = _analyze(exported, ctx)
   state.fields["backends"] = tuple(sorted({k.backend for k in found.kernels}))
@@ -500,7 +507,7 @@ def _admitted_edge(report: ExportReport, item: JudgeItem, spec: TaskSpec, ctx: C
     entry = report.size(Size.EDGE.value)
     platform = _structure_platform(entry, ctx)
     if platform is None:
-      return f"edge shape: {NO_DEVICE_EXPORT}", edge_dims
+      return f"edge shape: {_no_device_export(entry)}", edge_dims
     if platform != ctx.run_platform:
       found, _ = _analyze(load_artifact(entry.artifacts[platform], spec, edge_dims, platform), ctx)
     reasons = _sized_reasons(found, spec, edge_dims)
