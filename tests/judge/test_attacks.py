@@ -611,7 +611,7 @@ def test_nominal_only_kernels_fail_where_they_are_wrong_and_nowhere_else(run):
   scaled atol) and is caught on the family or shape it gets wrong."""
   nomax, onepass = run.records["nomax_softmax"], run.records["onepass_layernorm"]
   assert [r.split(" (")[0] for r in nomax.reasons] == [
-      "input family shifted", "input family shifted_down"]
+      "input family shifted", "input family shifted_down", "input family spiked"]
   assert all("NaN/Inf" in r for r in nomax.reasons)
   assert len(onepass.reasons) == 1 and onepass.reasons[0].startswith("input family shifted")
   for record in (nomax, onepass):
@@ -625,7 +625,9 @@ def test_nominal_only_kernels_fail_where_they_are_wrong_and_nowhere_else(run):
 
 
 DOMAIN_ATTACKS = ("nomax_qk_softmax", "nomax_flash_attention_bf16", "nomax_fused_loss_bf16",
-                  "exp_no_underflow", "naive_bce_bf16", "cosine_no_eps", "one_hot_low_bits")
+                  "exp_no_underflow", "naive_bce_bf16", "cosine_no_eps", "one_hot_low_bits",
+                  "log_of_softmax", "log_of_softmax_bf16", "log_of_softmax_loss",
+                  "log_of_softmax_loss_bf16", "expanded_mse", "norms_pairwise", "code_pwm_scan")
 
 
 def test_domain_attacks_fail_only_where_their_formula_breaks(run):
