@@ -240,9 +240,11 @@ class KernelReward:
   `evaluation.pipeline.cluster`), else a local cluster with `gpus` judges and `cpu_workers`
   export/compile workers; `cache_dir` the verdict cache (default ~/.cache/pallasbench/verdicts);
   `runs_dir` keeps each batch's run folder (records, artifacts, manifest) there, else they are
-  removed. `reject_copies`: a completion whose compiled kernels are a shipped kernel's (renamed
-  at most: `EvalRecord.copy_of`) is rejected, reward 0. Close it (or use it as a context
-  manager) to stop the local cluster.
+  removed. `reject_copies`: a completion whose compiled kernels are a shipped kernel's (renamed,
+  its commutative operands swapped or its independent ops moved at most:
+  `EvalRecord.copy_of`) is rejected, reward 0; whatever this option, a completion can import
+  neither the project's kernel trees nor JAX's Pallas kernel library (`jax.experimental.pallas.
+  ops`). Close it (or use it as a context manager) to stop the local cluster.
   """
 
   __name__ = "pallasbench_kernel_reward"  # TRL names a reward function's logs by its __name__
