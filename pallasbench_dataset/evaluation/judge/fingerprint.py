@@ -12,8 +12,9 @@ sorted list of its ops' hashes, every symbol name (and Mosaic GPU's dump name) b
 renaming the kernel, its functions or its variables, moving lines, rewriting comments,
 swapping a commutative op's operands (round 11's adv_near_copy_relu: max(0, x) for
 max(x, 0)) or reordering independent ops leaves it unchanged; a change to what the kernel
-computes, to its block shapes or to its constants changes it (a retuned copy is another
-compiled kernel). A kernel written independently for a task as small as relu can have a
+computes, to its block shapes or to its constants changes it: a retuned copy, or one with an
+identity op (+ 0.0) or an inverted select, is another compiled kernel and no copy (red team
+round 12's near copies, open: detection by exact dataflow stops there). A kernel written independently for a task as small as relu can have a
 shipped kernel's dataflow: it is flagged all the same (`copy_of`; only `reject_copies`, the
 reward's, refuses it). A backend without one would make every paste of a shipped kernel on it
 "no copy". The bytes are the
