@@ -583,6 +583,13 @@ def _readable(allowed: walls.ReadAllowList, path: str) -> bool:
 PROJECT_SECRETS = ("kernels_gpu/relu.py", "kernels_tpu/relu.py", "data/README.md", ".git",
                    "tests/controls/adv_ctypes_relu.py", "builder/build.py", "scripts/setup.sh",
                    "pallasbench_dataset/references/relu.py", "pyproject.toml")
+def _around_libraries() -> set[str]:
+  """The folders that hold a hidden kernel library (walls._KERNEL_LIBRARIES): listed only."""
+  return {os.path.realpath(p) for name in walls._KERNEL_LIBRARIES  # pylint: disable=protected-access
+          for folder in walls._package_folders(name)  # pylint: disable=protected-access
+          for p in pathlib.Path(folder).parents}
+
+
 # JAX's own Pallas kernels (red team round 11 called its softmax and attention as the kernel).
 LIBRARY_KERNELS = ("ops/__init__.py", "ops/gpu/softmax.py", "ops/gpu/attention.py",
                    "ops/gpu/hopper_matmul_mgpu.py", "ops/tpu/flash_attention.py")
@@ -615,11 +622,13 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
   for name in LIBRARY_KERNELS:
     assert not _readable(allowed, str(pallas / name)), name
   assert _readable(allowed, str(pallas / "triton.py")) and str(pallas) in allowed.listed
+  test_util = pathlib.Path(jax.__file__).parent / "_src" / "internal_test_util"
+  assert not _readable(allowed, str(test_util / "__init__.py"))
   for entry in (*allowed.folders, *allowed.files, *allowed.listed):
     assert os.path.realpath(entry) == entry, entry  # a link's rule would hold its target
   assert str(REPO / "pallasbench_dataset") in allowed.listed
-  pallas_path = {os.path.realpath(p) for p in (pallas, *pallas.parents)}
-  assert set(allowed.listed) - pallas_path <= {str(REPO), str(REPO / "pallasbench_dataset")}
+  around = _around_libraries()
+  assert set(allowed.listed) - around <= {str(REPO), str(REPO / "pallasbench_dataset")}
   assert (str(REPO) in allowed.listed) == (where == "checkout on PYTHONPATH")
   home = os.path.expanduser("~")
   for secret in ("/etc/shadow", "/etc/passwd", "/etc/ssh/ssh_host_rsa_key", "/root/.bashrc",
@@ -634,7 +643,7 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
                                                 "/proc/cpuinfo", "/dev/null", "/dev/zero",
                                                 "/dev/random", "/dev/urandom")}
   library = {str(p) for p in (REPO / "pallasbench_dataset").iterdir() if p.is_file()}
-  beside_hidden = {f for f in allowed.files if os.path.dirname(f) in pallas_path}
+  beside_hidden = {f for f in allowed.files if os.path.dirname(f) in around}
   assert set(allowed.files) - beside_hidden <= system_files | library
 
 
@@ -668,9 +677,7 @@ def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp
   system -= {f for f in system if any(walls.is_within(f, g) for g in allowed.folders)}
   assert "/dev/null" in system  # /etc/localtime's zone file is within /usr
   library = {f for f in allowed.files if walls.is_within(f, project)}
-  pallas = pathlib.Path(pl.__file__).parent  # beside the hidden kernel library (ops/)
-  beside_hidden = {f for f in allowed.files
-                   if os.path.dirname(f) in {os.path.realpath(p) for p in (pallas, *pallas.parents)}}
+  beside_hidden = {f for f in allowed.files if os.path.dirname(f) in _around_libraries()}
   assert (set(allowed.files) - library - beside_hidden
           == system | {os.path.realpath(outside / "lib.zip")})
 

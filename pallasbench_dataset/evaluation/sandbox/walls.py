@@ -136,10 +136,11 @@ _LIBRARY_HIDDEN: Final = ("references",)
 # The project's other packages: the kernel trees (solutions to copy), the builder and the
 # benchmarks. Never readable, wherever they are installed.
 _PROJECT_PACKAGES: Final = ("kernels_gpu", "kernels_tpu", "builder", "benchmarks")
-# Pallas kernel libraries installed beside jax, by module: solutions to copy as well (red team
-# round 11 called jax.experimental.pallas.ops.gpu's softmax and attention as its kernel).
-# Never readable; neither jax nor its Pallas lowering imports them.
-_KERNEL_LIBRARIES: Final = ("jax.experimental.pallas.ops",)
+# Kernels installed beside jax, by module: solutions to copy as well (red team round 11 called
+# jax.experimental.pallas.ops.gpu's softmax and attention as its kernel; jax's test utilities
+# hold Pallas kernels in their back-compatibility data, round 12). Never readable; nothing jax
+# runs imports them.
+_KERNEL_LIBRARIES: Final = ("jax.experimental.pallas.ops", "jax._src.internal_test_util")
 # What marks the library's parent folder as a checkout (its .git, data/, kernel trees, other
 # candidates' files): never readable, except the library itself and anything allowed within.
 _CHECKOUT_MARKS: Final = ("pyproject.toml", ".git")
