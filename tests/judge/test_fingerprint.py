@@ -222,3 +222,77 @@ def test_a_module_nested_thousands_deep_has_a_digest_and_its_depth_counts():
     return ("func.func @f(%c: i1) {\n" + "scf.if %c {\n" * depth + "}\n" * depth
             + "func.return\n}")
   assert _digest(nested(3000)) == _digest(nested(3000)) != _digest(nested(2999))
+
+
+def test_which_computed_value_feeds_which_operand_is_part_of_the_digest():
+  """a*b - (a+b) is not (a+b) - a*b, nor is the difference of a call's two results taken the
+  other way round: an operand is the op (and the result of it) that computed it, not only
+  that some op did."""
+  kernel = """func.func @f(%x: f32, %y: f32) -> f32 {
+  %s = arith.addf %x, %y : f32
+  %p = arith.mulf %x, %y : f32
+  %d = arith.subf %p, %s : f32
+  %q:2 = func.call @pair(%x) : (f32) -> (f32, f32)
+  %e = arith.subf %q#0, %q#1 : f32
+  %r = arith.addf %d, %e : f32
+  func.return %r : f32
+}
+func.func private @pair(f32) -> (f32, f32)
+"""
+  swapped = kernel.replace("%p, %s", "%s, %p")
+  results_swapped = kernel.replace("%q#0, %q#1", "%q#1, %q#0")
+  assert len({_digest(kernel), _digest(swapped), _digest(results_swapped)}) == 3
+
+
+def test_an_intermediate_s_type_is_part_of_the_digest():
+  """A kernel that widens to float64 in between computes at another precision than one that
+  widens to float32, with the same arguments and answer."""
+  kernel = """func.func @f(%x: f16) -> f16 {
+  %w = arith.extf %x : f16 to f32
+  %s = arith.mulf %w, %w : f32
+  %n = arith.truncf %s : f32 to f16
+  func.return %n : f16
+}
+"""
+  assert _digest(kernel) != _digest(kernel.replace("f32", "f64"))
+
+
+def test_a_nested_block_argument_s_type_is_part_of_the_digest():
+  """A region's arguments (a comparator's, say) are their position and their type: the same
+  ops comparing float16 or bfloat16 values are other kernels, even where nothing else in the
+  module names that type."""
+  module = ('module {\n  "test.sort"() ({\n  ^bb0(%a: f16, %b: f16):\n'
+            '    %c = "stable_mosaic_gpu.arith.cmpf"(%a, %b) {predicate = 4 : i64} : '
+            '(f16, f16) -> i1\n    "test.yield"(%c) : (i1) -> ()\n  }) : () -> ()\n}\n')
+  assert (fingerprint.mosaic_gpu_fingerprint(module.encode())
+          != fingerprint.mosaic_gpu_fingerprint(module.replace("f16", "bf16").encode()))
+
+
+def test_a_mosaic_gpu_kernel_s_commutative_ops_commute_in_their_stable_form():
+  """Mosaic GPU's stable form names its ops `stable_mosaic_gpu.arith.maximumf`: still max,
+  whose operands commute (adv_near_copy_relu on Hopper), while a subtraction's do not."""
+  module = ('module {\n'
+            '  %0 = "stable_mosaic_gpu.arith.constant"() {value = 4.0 : f32} : () -> f32\n'
+            '  %1 = "stable_mosaic_gpu.arith.constant"() {value = 0.0 : f32} : () -> f32\n'
+            '  %2 = "stable_mosaic_gpu.arith.OP"(%0, %1) : (f32, f32) -> f32\n}\n')
+  for op, commutes in (("maximumf", True), ("addf", True), ("subf", False)):
+    first, swapped = (fingerprint.mosaic_gpu_fingerprint(m.replace("OP", op).encode())
+                      for m in (module, module.replace("(%0, %1)", "(%1, %0)")))
+    assert (first == swapped) == commutes, op
+
+
+def test_blocks_listed_out_of_dominance_order_have_a_digest():
+  """A block may use a value defined in a block listed after it (one that dominates it): the
+  digest is still computed, and still sees what that later block computes."""
+  kernel = """func.func @f(%x: f32) -> f32 {
+  cf.br ^bb2
+^bb1:
+  %r = arith.mulf %v, %v : f32
+  func.return %r : f32
+^bb2:
+  %v = arith.addf %x, %x : f32
+  cf.br ^bb1
+}
+"""
+  assert len(_digest(kernel)) == 64
+  assert _digest(kernel) != _digest(kernel.replace("addf", "subf"))

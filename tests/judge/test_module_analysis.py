@@ -2418,3 +2418,40 @@ def test_a_convert_to_its_own_type_costs_nothing_even_when_used_further_on():
           "%1 = stablehlo.add %0, %0 : tensor<8xf32>\n"
           '"func.return"(%1) : (tensor<8xf32>) -> () } }')
   assert analyze_module(text).outside_flops == 8
+
+
+_ROUNDED = """module { func.func public @main(%arg0: tensor<8xf32>) -> tensor<8xRET> {
+%0 = stablehlo.multiply %arg0, %arg0 : tensor<8xf32>
+%1 = stablehlo.convert %0 : (tensor<8xf32>) -> tensor<8xbf16>
+"func.return"(%RESULT) : (tensor<8xRET>) -> () }
+FUNCTIONS }"""
+
+
+@pytest.mark.parametrize("result, returns, functions, flops", [
+    ("1", "bf16", "", 8),   # @main's answer rounded: the multiply alone
+    ("0", "f32", "", 16),   # the rounding used nowhere: it becomes no answer, it is charged
+    # a function that calls @main, called by nothing, does not make @main's answer another use
+    ("1", "bf16", """func.func private @g(%a: tensor<8xf32>) -> tensor<8xbf16> {
+      %2 = func.call @main(%a) : (tensor<8xf32>) -> tensor<8xbf16>
+      %3 = stablehlo.add %2, %2 : tensor<8xbf16>
+      "func.return"(%3) : (tensor<8xbf16>) -> () }""", 8),
+], ids=["returned", "unused", "main_called_elsewhere"])
+def test_only_a_rounding_that_becomes_main_s_answer_is_free(result, returns, functions, flops):
+  """The rounding is free where its result reaches @main's return and nothing else: one whose
+  result reaches no return at all computes a value nothing returns (charged like any convert),
+  and @main's return is the answer whatever else in the module calls @main."""
+  text = (_ROUNDED.replace("RESULT", result).replace("RET", returns)
+          .replace("FUNCTIONS", functions))
+  assert analyze_module(text).outside_flops == flops
+
+
+def test_a_rounding_a_helper_returns_to_a_call_whose_result_is_dropped_is_charged():
+  """A jitted helper's rounded result is free only where the call's result goes on to @main's
+  return: dropped, it is no answer, and the convert costs its elements."""
+  text = """module { func.func public @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = func.call @h(%arg0) : (tensor<8xf32>) -> tensor<8xbf16>
+    "func.return"(%arg0) : (tensor<8xf32>) -> () }
+  func.func private @h(%a: tensor<8xf32>) -> tensor<8xbf16> {
+    %1 = stablehlo.convert %a : (tensor<8xf32>) -> tensor<8xbf16>
+    "func.return"(%1) : (tensor<8xbf16>) -> () } }"""
+  assert analyze_module(text).outside_flops == 8

@@ -682,6 +682,82 @@ def test_read_allow_list_keeps_only_what_exists_outside_scratch(monkeypatch, tmp
           == system | {os.path.realpath(outside / "lib.zip")})
 
 
+def _fake_library(monkeypatch, site: pathlib.Path, *, checkout: bool) -> pathlib.Path:
+  """A library `fakelib` (with its references) in `site`, a checkout or not, importable and
+  named the sandbox's library for this test; `site` holds another module beside it."""
+  library = site / "fakelib"
+  (library / "references").mkdir(parents=True)
+  (library / "__init__.py").write_text("")
+  (library / "references" / "relu.py").write_text("")
+  (site / "other.py").write_text("")
+  if checkout:
+    (site / "pyproject.toml").write_text("")
+  monkeypatch.syspath_prepend(str(site))
+  monkeypatch.setattr(walls, "_LIBRARY", "fakelib")
+  return library
+
+
+@pytest.mark.parametrize("checkout", [False, True])
+def test_read_allow_list_hides_only_a_checkout_around_the_library_wherever_run_from(
+    monkeypatch, tmp_path, checkout):
+  """The folder the library lies in is hidden when it is a checkout (its pyproject.toml), not
+  when it is an installation's site-packages, whatever the parent's working directory: the
+  library's references are hidden either way."""
+  site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+  elsewhere.mkdir()
+  library = _fake_library(monkeypatch, site, checkout=checkout)
+  monkeypatch.chdir(elsewhere)
+  monkeypatch.setenv("PYTHONPATH", str(site))
+  allowed = walls.read_allow_list(os.path.realpath(tmp_path / "scratch"))
+  assert _readable(allowed, str(library / "__init__.py"))
+  assert not _readable(allowed, str(library / "references" / "relu.py"))
+  assert _readable(allowed, str(site / "other.py")) != checkout
+
+
+def test_read_allow_list_walks_links_once_and_grants_no_outside_target(
+    monkeypatch, tmp_path):
+  """A folder listed entry by entry (the library, its references hidden) may hold links: one
+  back to the folder itself is walked once, one to a folder nothing allows grants nothing."""
+  library = _fake_library(monkeypatch, tmp_path / "site", checkout=False)
+  outside = tmp_path / "outside"
+  outside.mkdir()
+  (outside / "secret.txt").write_text("")
+  (library / "loop").symlink_to(library)
+  (library / "escape").symlink_to(outside)
+  monkeypatch.delenv("PYTHONPATH", raising=False)
+  allowed = walls.read_allow_list(os.path.realpath(tmp_path / "scratch"))
+  assert _readable(allowed, str(library / "__init__.py"))
+  assert str(library) in allowed.listed
+  assert not _readable(allowed, str(outside / "secret.txt"))
+  assert not _readable(allowed, str(library / "references" / "relu.py"))
+
+
+def test_read_allow_list_grants_nothing_in_scratch_even_a_library_there(monkeypatch, tmp_path):
+  """Scratch is the candidate's: a library the parent finds within it (a planted package of
+  the library's name) is granted nowhere, folder, file or listing."""
+  scratch = tmp_path / "scratch"
+  _fake_library(monkeypatch, scratch, checkout=False)
+  monkeypatch.delenv("PYTHONPATH", raising=False)
+  root = os.path.realpath(scratch)
+  allowed = walls.read_allow_list(root)
+  assert not any(walls.is_within(f, root)
+                 for f in (*allowed.folders, *allowed.files, *allowed.listed))
+
+
+def test_read_allow_list_does_not_even_list_a_hidden_folder_on_pythonpath(monkeypatch):
+  """PYTHONPATH naming a kernel tree makes it no trusted root: neither readable nor listed
+  (its listing names the shipped solutions), as nothing allowed lies within it."""
+  tree = REPO / "kernels_gpu"
+  monkeypatch.setenv("PYTHONPATH", str(tree))
+  scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
+  try:
+    allowed = walls.read_allow_list(os.path.realpath(scratch))
+  finally:
+    os.rmdir(scratch)
+  assert not _readable(allowed, str(tree / "relu.py"))
+  assert os.path.realpath(tree) not in allowed.listed
+
+
 def test_is_within_is_a_prefix_of_whole_path_components():
   assert walls.is_within("/a/bX", "/a/bX") and walls.is_within("/a/bX/c", "/a/bX")
   assert walls.is_within("/a/b/c", "/a/b/") and walls.is_within("/a", "/")
