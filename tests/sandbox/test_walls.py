@@ -572,6 +572,15 @@ def test_a_child_of_root_is_refused_rather_than_run_privileged():
                   memory_bytes=MEMORY_BYTES, walls=("seccomp", "landlock"))
 
 
+def _allow_list_for_a_fresh_scratch() -> tuple[walls.ReadAllowList, str]:
+  """The read allow-list an exporter started now would get, and its scratch (made, removed)."""
+  scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
+  try:
+    return walls.read_allow_list(os.path.realpath(scratch)), scratch
+  finally:
+    os.rmdir(scratch)
+
+
 def _readable(allowed: walls.ReadAllowList, path: str) -> bool:
   """As Landlock decides: by the real paths of the file and of each rule's folder."""
   path = os.path.realpath(path)
@@ -607,11 +616,7 @@ def test_read_allow_list_holds_what_the_exporter_needs_and_no_secret(monkeypatch
     monkeypatch.setattr(sys, "path", [str(REPO), *sys.path])
   elif where == "checkout on PYTHONPATH":
     monkeypatch.setenv("PYTHONPATH", str(REPO))
-  scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
-  try:
-    allowed = walls.read_allow_list(os.path.realpath(scratch))
-  finally:
-    os.rmdir(scratch)
+  allowed, scratch = _allow_list_for_a_fresh_scratch()
   assert _readable(allowed, sys.executable) and _readable(allowed, os.__file__)
   assert _readable(allowed, np.__file__) and _readable(allowed, jax.__file__)
   assert _readable(allowed, sandbox.__file__) and _readable(allowed, tripwire.__file__)
@@ -749,11 +754,7 @@ def test_read_allow_list_does_not_even_list_a_hidden_folder_on_pythonpath(monkey
   (its listing names the shipped solutions), as nothing allowed lies within it."""
   tree = REPO / "kernels_gpu"
   monkeypatch.setenv("PYTHONPATH", str(tree))
-  scratch = tempfile.mkdtemp(prefix="pallasbench-sandbox-")
-  try:
-    allowed = walls.read_allow_list(os.path.realpath(scratch))
-  finally:
-    os.rmdir(scratch)
+  allowed, _ = _allow_list_for_a_fresh_scratch()
   assert not _readable(allowed, str(tree / "relu.py"))
   assert os.path.realpath(tree) not in allowed.listed
 
