@@ -242,9 +242,10 @@ class KernelReward:
   `runs_dir` keeps each batch's run folder (records, artifacts, manifest) there, else they are
   removed. `reject_copies`: a completion whose compiled kernels are a shipped kernel's (renamed,
   its commutative operands swapped or its independent ops moved at most:
-  `EvalRecord.copy_of`) is rejected, reward 0 (a near copy, with an identity op, another block
-  size or an inverted select, computes another module and is not: red team round 12, open in
-  tests/judge/test_attacks.py); whatever this option, a completion can import
+  `EvalRecord.copy_of`), or retuned to a config of its tables, is rejected, reward 0 (a near
+  copy, with an identity op, a block size no table holds or an inverted select, computes
+  another module and is not: red team round 12, open in tests/judge/test_attacks.py);
+  whatever this option, a completion can import
   neither the project's kernel trees nor JAX's Pallas kernel library (`jax.experimental.pallas.
   ops`). Close it (or use it as a context manager) to stop the local cluster.
   """

@@ -475,10 +475,6 @@ KNOWN_OPEN: dict[str, str] = {
                             "exact dataflow (commutative operands sorted, independent ops "
                             "unordered), so one identity op (+ 0.0) makes a pasted shipped "
                             "kernel no copy",
-    "copied_retuned_rejected": "red team round 12, open: a block size is a constant of the "
-                               "module, so a shipped kernel pasted with another value of its own "
-                               "CONFIG_SPACE is no copy (the digest's docstring: a retuned copy "
-                               "is another compiled kernel)",
     "copied_near_flash_attention_rejected": "red team round 12, open: an inverted select (a "
                                             "cmpi predicate, the select's operands swapped) "
                                             "makes the pasted shipped flash_attention no copy; "

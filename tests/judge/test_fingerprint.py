@@ -11,13 +11,14 @@ import binascii
 import functools
 import json
 import re
+import types
 
 import pytest
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
 from pallasbench_dataset.evaluation.judge import analysis_process, fingerprint, module_analysis
-from pallasbench_dataset.kernels import kernel_path, load_module
+from pallasbench_dataset.kernels import kernel_path, load_kernel, load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.reward import KernelReward
 from pallasbench_dataset.tasks import get_task
@@ -296,3 +297,17 @@ def test_blocks_listed_out_of_dominance_order_have_a_digest():
 """
   assert len(_digest(kernel)) == 64
   assert _digest(kernel) != _digest(kernel.replace("addf", "subf"))
+
+
+def test_a_shipped_kernel_is_fingerprinted_at_its_own_config_and_each_of_its_tables():
+  """Its own choice first, then every config any GPU's table holds, each once (round 12's
+  adv_retuned_copy_relu pasted relu at a block its bfloat16 table holds)."""
+  tables = {"GPU A": {"4096x4096": {"block": 1024, "num_warps": 8},
+                      "4096x4096:bfloat16": {"num_warps": 8, "block": 2048}},
+            "GPU B": {"1024x1024": {"num_warps": 8, "block": 1024}}}
+  module = types.SimpleNamespace(TUNED_CONFIGS=tables)
+  assert fingerprint._shipped_configs(module) == [  # pylint: disable=protected-access
+      None, {"block": 1024, "num_warps": 8}, {"num_warps": 8, "block": 2048}]
+  assert fingerprint._shipped_configs(types.SimpleNamespace()) == [None]  # pylint: disable=protected-access
+  relu = load_kernel("gpu", "relu")
+  assert {"block": 2048, "num_warps": 8} in fingerprint._shipped_configs(relu)  # pylint: disable=protected-access

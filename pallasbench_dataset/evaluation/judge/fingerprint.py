@@ -12,9 +12,11 @@ sorted list of its ops' hashes, every symbol name (and Mosaic GPU's dump name) b
 renaming the kernel, its functions or its variables, moving lines, rewriting comments,
 swapping a commutative op's operands (round 11's adv_near_copy_relu: max(0, x) for
 max(x, 0)) or reordering independent ops leaves it unchanged; a change to what the kernel
-computes, to its block shapes or to its constants changes it: a retuned copy, or one with an
-identity op (+ 0.0) or an inverted select, is another compiled kernel and no copy (red team
-round 12's near copies, open: detection by exact dataflow stops there). A kernel written independently for a task as small as relu can have a
+computes, to its block shapes or to its constants changes it. The shipped side is
+fingerprinted at every config its tables hold (`_shipped_configs`), so a paste retuned to one
+of them is a copy; one retuned elsewhere in its CONFIG_SPACE, or with an identity op (+ 0.0) or
+an inverted select, is another compiled kernel and no copy (red team round 12's near copies,
+open: detection by exact dataflow stops there). A kernel written independently for a task as small as relu can have a
 shipped kernel's dataflow: it is flagged all the same (`copy_of`; only `reject_copies`, the
 reward's, refuses it). A backend without one would make every paste of a shipped kernel on it
 "no copy". The bytes are the
@@ -23,8 +25,9 @@ candidate's, so they are read where the module analysis runs, in the walled help
 
 `shipped_copies(kernels, task, size, precision, analyser, platform=)` names the shipped
 kernels (kernels_gpu/<task>.py, kernels_tpu/<task>.py) whose own kernel calls, exported for the
-same platform (cuda, or tpu where the judge read the candidate's TPU export), have one of these
-fingerprints at the same task, size and precision. The shipped side is computed by the judge
+same platform (cuda, or tpu where the judge read the candidate's TPU export) at their own
+config or at any config of their tables, have one of these fingerprints at the same task,
+size and precision. The shipped side is computed by the judge
 from the trees themselves (exported here, analysed by the same helper), never taken from a
 table, so it is always the shipped code of this checkout.
 """
@@ -219,8 +222,9 @@ def shipped_copies(kernels: Iterable[Any], task: str, size: str, precision: str,
 def _shipped(task: str, size: str, precision: str, analyser: Analyser, platform: str = "cuda"
              ) -> dict[str, frozenset[str]]:
   """Each shipped tree's kernel fingerprints for `task` at `size` and `precision`: its kernel
-  exported for `platform` here (trusted code) and analysed by `analyser`. A tree whose kernel
-  does not export for that platform at this size has none."""
+  exported for `platform` here (trusted code) at each of `_shipped_configs` and analysed by
+  `analyser`. A config that does not export at this size adds none; a tree whose kernel does
+  not load has none."""
   from pallasbench_dataset.kernels import kernel_path, load_kernel  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.lowering import export_for  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
@@ -229,13 +233,37 @@ def _shipped(task: str, size: str, precision: str, analyser: Analyser, platform:
   for tree in SHIPPED_TREES:
     path = kernel_path(tree, task)
     name = f"{path.parent.name}/{path.name}"
+    found: set[str] = set()
     try:
-      kernel = load_kernel(tree, task).kernel
-      exported = export_for(platform, functools.partial(kernel, interpret=False), *structs)
-      report, _ = analyser.analyse(exported.mlir_module_serialized)
-    except Exception as e:  # pylint: disable=broad-except  (it does not lower, or is refused)
-      logger.debug("no fingerprint of %s at %s %s: %s", name, size, precision, e)
+      module = load_kernel(tree, task)
+    except Exception as e:  # pylint: disable=broad-except  (a tree without this kernel)
+      logger.debug("no fingerprint of %s: %s", name, e)
       prints[name] = frozenset()
       continue
-    prints[name] = frozenset(k.fingerprint for k in report.kernels if k.fingerprint)
+    for config in _shipped_configs(module):
+      options = {} if config is None else {"config": config}
+      try:
+        exported = export_for(platform, functools.partial(module.kernel, interpret=False,
+                                                          **options), *structs)
+        report, _ = analyser.analyse(exported.mlir_module_serialized)
+      except Exception as e:  # pylint: disable=broad-except  (it does not lower, or is refused)
+        logger.debug("no fingerprint of %s at %s %s %s: %s", name, size, precision, config, e)
+        continue
+      found.update(k.fingerprint for k in report.kernels if k.fingerprint)
+    prints[name] = frozenset(found)
   return prints
+
+
+def _shipped_configs(module) -> list[dict | None]:
+  """The configs a shipped kernel is fingerprinted at: its own choice (None), then each config
+  its tables (TUNED_CONFIGS) hold for any GPU and shape class, once: a paste retuned to one of
+  them is a copy (red team round 12's adv_retuned_copy_relu); one retuned elsewhere in its
+  CONFIG_SPACE is another compiled kernel."""
+  configs: list[dict | None] = [None]
+  seen: set[str] = set()
+  for by_class in (getattr(module, "TUNED_CONFIGS", None) or {}).values():
+    for config in by_class.values():
+      if repr(sorted(config.items())) not in seen:
+        seen.add(repr(sorted(config.items())))
+        configs.append(dict(config))
+  return configs
