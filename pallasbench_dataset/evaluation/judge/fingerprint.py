@@ -16,20 +16,20 @@ computes, to its block shapes or to its constants changes it. The shipped side i
 fingerprinted at every config its tables hold (`_shipped_configs`), so a paste retuned to one
 of them is a copy; one retuned elsewhere in its CONFIG_SPACE, or with an identity op (+ 0.0) or
 an inverted select, is another compiled kernel and no copy (red team round 12's near copies,
-open: detection by exact dataflow stops there). A kernel written independently for a task as small as relu can have a
-shipped kernel's dataflow: it is flagged all the same (`copy_of`; only `reject_copies`, the
-reward's, refuses it). A backend without one would make every paste of a shipped kernel on it
-"no copy". The bytes are the
-candidate's, so they are read where the module analysis runs, in the walled helper
-(analysis_process.py), each in an MLIR context of its own.
+open: detection by exact dataflow stops there). A kernel written independently for a task
+as small as relu can have a shipped kernel's dataflow: it is flagged all the same (`copy_of`;
+only `reject_copies`, the reward's, refuses it). A backend without one would make every
+paste of a shipped kernel on it "no copy". The bytes are the candidate's, so they are read
+where the module analysis runs, in the walled helper (analysis_process.py), each in an MLIR
+context of its own.
 
-`shipped_copies(kernels, task, size, precision, analyser, platform=)` names the shipped
-kernels (kernels_gpu/<task>.py, kernels_tpu/<task>.py) whose own kernel calls, exported for the
-same platform (cuda, or tpu where the judge read the candidate's TPU export) at their own
-config or at any config of their tables, have one of these fingerprints at the same task,
-size and precision. The shipped side is computed by the judge
-from the trees themselves (exported here, analysed by the same helper), never taken from a
-table, so it is always the shipped code of this checkout.
+`shipped_copies(kernels, task, size, precision, analyser, platform=)` names the shipped kernels
+(kernels_gpu/<task>.py, kernels_tpu/<task>.py) whose own kernel calls, exported for the same
+platform (cuda, or tpu where the judge read the candidate's TPU export) at their own config or
+at any config of their tables, have one of these fingerprints at the same task, size and
+precision. The shipped side is computed by the judge from the trees themselves (exported here,
+analysed by the same helper), never taken from a table, so it is always the shipped code of
+this checkout.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Analyser(Protocol):
 def triton_fingerprint(ir_bytecode: bytes) -> str:
   """The fingerprint of one Triton kernel module (module docstring). Parses the bytecode with
   the Triton dialect: call it only inside the walled helper."""
-  return module_fingerprint(parse_triton(ir_bytecode), "triton")
+  return structural_digest(parse_triton(ir_bytecode))
 
 
 def parse_triton(ir_bytecode: bytes):
@@ -91,7 +91,7 @@ def _fresh_context():
 def mosaic_gpu_fingerprint(module_bytecode: bytes) -> str:
   """The fingerprint of one Mosaic GPU kernel module (its stable serialized form, whose ops
   are read as unregistered ones). Call it only inside the walled helper."""
-  return module_fingerprint(parse_mosaic_gpu(module_bytecode), "mosaic_gpu")
+  return structural_digest(parse_mosaic_gpu(module_bytecode))
 
 
 def parse_mosaic_gpu(module_bytecode: bytes):
@@ -109,7 +109,7 @@ def parse_mosaic_gpu(module_bytecode: bytes):
 def mosaic_tpu_fingerprint(backend_config: str) -> str:
   """The fingerprint of one Mosaic TPU kernel (the module in a `tpu_custom_call`'s
   backend_config, in its stable serialized form). Call it only inside the walled helper."""
-  return module_fingerprint(parse_mosaic_tpu(backend_config), "mosaic_tpu")
+  return structural_digest(parse_mosaic_tpu(backend_config))
 
 
 def parse_mosaic_tpu(backend_config: str):
@@ -123,13 +123,6 @@ def parse_mosaic_tpu(backend_config: str):
   tpu.register_dialect(context)
   context.allow_unregistered_dialects = True
   return ir.Module.parse(body, context=context)
-
-
-def module_fingerprint(module, backend: str) -> str:
-  """The fingerprint of a parsed kernel module of `backend` (triton, mosaic_gpu, mosaic_tpu):
-  its structural_digest (the same rule for every backend)."""
-  del backend  # one rule for every backend's module
-  return structural_digest(module)
 
 
 def structural_digest(module) -> str:
@@ -263,7 +256,8 @@ def _shipped_configs(module) -> list[dict | None]:
   seen: set[str] = set()
   for by_class in (getattr(module, "TUNED_CONFIGS", None) or {}).values():
     for config in by_class.values():
-      if repr(sorted(config.items())) not in seen:
-        seen.add(repr(sorted(config.items())))
+      key = repr(sorted(config.items()))
+      if key not in seen:
+        seen.add(key)
         configs.append(dict(config))
   return configs

@@ -800,9 +800,9 @@ class _KernelModules:
       logger.debug("a %s kernel's module does not parse: %s", label, e)
       return None, (() if backend == "mosaic_tpu"
                     else kernel_state.unreadable(backend, kernel, "it does not parse")), None, None
+    digest = fingerprint.structural_digest(module)
     if backend == "mosaic_tpu":
-      return fingerprint.module_fingerprint(module, backend), (), None, None
-    digest = fingerprint.module_fingerprint(module, backend)
+      return digest, (), None, None
     try:
       if backend == "mosaic_gpu" and "sym_name" in module.operation.attributes:
         kernel = ir.StringAttr(module.operation.attributes["sym_name"]).value
