@@ -332,12 +332,13 @@ def _check_registry(record: EvalRecord, path: pathlib.Path) -> None:
 
 def _check_speedup(record: EvalRecord, path: pathlib.Path) -> None:
   """speedup must be baseline_ms / runtime_ms (above 1: the kernel is faster), or absent;
-  speedup_eager likewise eager_baseline_ms / runtime_ms."""
+  speedup_eager and speedup_shipped likewise eager_baseline_ms or shipped_ms / runtime_ms."""
   # named without a candidate's id: a population run's reader names the candidate
   key = dataclasses.replace(EvalKey.of(record), candidate=None)
   for name, speedup, base, baseline in [
       ("speedup", record.speedup, "baseline_ms", record.baseline_ms),
-      ("speedup_eager", record.speedup_eager, "eager_baseline_ms", record.eager_baseline_ms)]:
+      ("speedup_eager", record.speedup_eager, "eager_baseline_ms", record.eager_baseline_ms),
+      ("speedup_shipped", record.speedup_shipped, "shipped_ms", record.shipped_ms)]:
     if speedup is None:
       continue
     if record.runtime_ms is None or baseline is None or record.runtime_ms <= 0:

@@ -26,8 +26,15 @@ on. Ctrl-C during a batch raises `Interrupted`, a KeyboardInterrupt.
 The reward (`reward_of`):
 
     0                                        unless the judge's status is `pass`
-    PASS_FLOOR + (1 - PASS_FLOOR) * s/(1+s)  for a pass with a comparable timing, s = speedup
+    PASS_FLOOR + (1 - PASS_FLOOR) * s/(1+s)  for a pass with a comparable timing
     PASS_FLOOR                               for a pass without one (CPU interpret mode)
+
+s is the speedup over the faster of two references timed in the same evaluation, interleaved
+with the candidate (`paid_speedup`): the jitted XLA baseline (`speedup`) and, on a GPU, the
+task's shipped kernel (`speedup_shipped`). A copy of the shipped kernel, however disguised
+(renamed, an identity op added, a select inverted: no fingerprint decides what two programs
+compute), is paid what an original kernel exactly as fast would be, parity, and no more; the
+reward above parity is for beating the best kernel known.
 
 s/(1+s) is the logistic of ln(s): bounded, strictly increasing, 1/2 at parity and symmetric
 on a log scale (2x faster and 2x slower are equally far from it), with no cap at which
@@ -172,12 +179,23 @@ def read_kernel(completion: object) -> str | None:
   return source
 
 
+def paid_speedup(record: EvalRecord) -> float | None:
+  """The speedup a pass is paid for: over the faster of its references, the jitted XLA
+  baseline and (where the judge timed it) the task's shipped kernel; None without a
+  comparable timing."""
+  measured = [s for s in (record.speedup, record.speedup_shipped) if s is not None]
+  if not record.timing_comparable or record.speedup is None or not all(
+      math.isfinite(s) and s > 0 for s in measured):
+    return None
+  return min(measured)
+
+
 def reward_of(record: EvalRecord) -> float:
   """The documented reward of one verdict (see the module docstring)."""
   if record.status is not Status.PASS:
     return 0.0
-  s = record.speedup
-  if not record.timing_comparable or s is None or not math.isfinite(s) or s <= 0:
+  s = paid_speedup(record)
+  if s is None:
     return PASS_FLOOR
   return PASS_FLOOR + (1.0 - PASS_FLOOR) * s / (1.0 + s)
 
@@ -243,9 +261,9 @@ class KernelReward:
   removed. `reject_copies`: a completion whose compiled kernels are a shipped kernel's (renamed,
   its commutative operands swapped or its independent ops moved at most:
   `EvalRecord.copy_of`), or retuned to a config of its tables, is rejected, reward 0 (a near
-  copy, with an identity op, a block size no table holds or an inverted select, computes
-  another module and is not: red team round 12, open in tests/judge/test_attacks.py);
-  whatever this option, a completion can import
+  copy, with an identity op or an inverted select, computes another module and is not
+  rejected: on a GPU it is paid the speedup over its own original, parity at most, as the
+  module docstring says); whatever this option, a completion can import
   neither the project's kernel trees nor JAX's Pallas kernel library (`jax.experimental.pallas.
   ops`). Close it (or use it as a context manager) to stop the local cluster.
   """

@@ -208,6 +208,13 @@ class EvalRecord:
   eager_baseline_iqr_ms: float | None = None
   eager_baseline_samples_ms: tuple[float, ...] = ()
   speedup_eager: float | None = None
+  # A candidate timed on a GPU: the task's shipped kernel (kernels_gpu/), timed interleaved
+  # with it and the baseline on sets of its own; speedup_shipped = shipped_ms / runtime_ms.
+  # The reward pays the speedup over the faster of the two references.
+  shipped_ms: float | None = None
+  shipped_iqr_ms: float | None = None
+  shipped_samples_ms: tuple[float, ...] = ()
+  speedup_shipped: float | None = None
   run: RunInfo | None = None   # how the record was produced (release 2 on): command, GPU, ceilings
   # The Pallas backends of the kernel calls in the exported module the judge read ("triton",
   # "mosaic_gpu"), and the config a tunable kernel declared for this size (its config_for, as

@@ -198,7 +198,7 @@ def test_read_run_names_the_item_and_file_at_fault(trees, tmp_path):
           rec.read_run, path)
 
 
-def test_read_run_checks_both_speedups(trees, tmp_path):
+def test_read_run_checks_every_speedup(trees, tmp_path):
   path = tmp_path / "run"
 
   def refused(record, message):
@@ -218,6 +218,10 @@ def test_read_run_checks_both_speedups(trees, tmp_path):
           "has a speedup_eager but no eager_baseline_ms or runtime_ms")
   refused(rf.record(trees, "relu", baseline_ms=None, eager_ms=3.0, speedup_eager=2.0),
           "speedup_eager 2.0 is not eager_baseline_ms / runtime_ms = 6.0; fix the evaluator")
+  refused(rf.record(trees, "relu", shipped_ms=1.5, speedup_shipped=2.0),
+          "speedup_shipped 2.0 is not shipped_ms / runtime_ms = 3.0; fix the evaluator")
+  refused(rf.record(trees, "relu", speedup_shipped=2.0),
+          "has a speedup_shipped but no shipped_ms or runtime_ms")
   # within a relative 1e-6 of the quotient: accepted, either side
   for speedup in (2.0 * (1 + 0.9e-6), 2.0 * (1 - 0.9e-6)):
     rf.write_run(path, [rf.record(trees, "relu", speedup=speedup)], tasks=("relu",))

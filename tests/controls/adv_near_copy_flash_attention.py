@@ -13,8 +13,9 @@ grid axis reordered, the work split over two pallas_calls. Without the edit this
 flagged (kernels_gpu/flash_attention.py). A level-3 task: the paste earns the shipped kernel's
 speedup, none of it the candidate's work.
 
-Expected: with `reject_copies` (the reward's default), rejected as a copy of
-kernels_gpu/flash_attention.py. Keep it in step with that file's default config.
+Expected: no copy by fingerprint, so it passes; the reward pays it the speedup over
+kernels_gpu/flash_attention.py, timed beside it on a GPU (speedup_shipped): parity at most.
+Keep it in step with that file's default config.
 """
 import functools
 import math

@@ -8,9 +8,10 @@ longer the shipped kernel's. Round 11 named this edit (and `other=1.0`, `idx <= 
 retuned block) beside the operand swap the new digest closes; each still passes as no copy.
 The extra add is free in a memory-bound kernel.
 
-Expected: with `reject_copies` (the reward's default), rejected as a copy of
-kernels_gpu/relu.py, as adv_copied_relu is. Keep it in step with kernels_gpu/relu.py's
-default config.
+Expected: no copy by fingerprint, so it passes, as an original kernel would; the reward pays
+it the speedup over the shipped kernel it copies, timed beside it on a GPU (speedup_shipped):
+parity at most, what an original as fast would earn. Keep it in step with
+kernels_gpu/relu.py's default config.
 """
 import functools
 

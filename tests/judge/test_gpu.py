@@ -21,6 +21,7 @@ from pallasbench_dataset.evaluate import evaluate
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
 from pallasbench_dataset.evaluation.judge.process import JudgeConfig, Limits, make_dump_dir
 from pallasbench_dataset.kernels import tree_dir
+from pallasbench_dataset.reward import paid_speedup
 from pallasbench_dataset.schema import ErrorType, Status
 
 pytestmark = pytest.mark.gpu
@@ -133,6 +134,23 @@ def test_control_on_the_gpu(records, name):
   assert (record.status is Status.PASS) == (record.reasons == ()), summary
   if record.status is Status.PASS:
     assert record.timing_method == "cupti" and record.timing_comparable and record.speedup > 0
+    # every candidate is timed beside the task's shipped kernel too (the reward's reference)
+    assert record.speedup_shipped > 0 and len(record.shipped_samples_ms) > 0, summary
+
+
+# Copies no fingerprint names (an identity op, an inverted select): paid their speedup over the
+# kernel they copy, timed beside them. Two runs of one kernel: within this noise of parity.
+PARITY_NOISE = 1.25
+
+
+@pytest.mark.parametrize("name", ["copied_noop_paid_parity",
+                                  "copied_near_flash_attention_paid_parity"])
+def test_a_near_copy_is_paid_parity_at_most(records, name):
+  record = records[name]
+  assert record.status is Status.PASS and record.copy_of == (), (record.status, record.reasons)
+  paid = paid_speedup(record)
+  assert paid == min(record.speedup, record.speedup_shipped)
+  assert 1 / PARITY_NOISE < record.speedup_shipped < PARITY_NOISE, record.speedup_shipped
 
 
 def test_no_attack_left_a_trace_on_the_gpu_machine(records):

@@ -13,6 +13,7 @@ One local Dask cluster judges a handful of small relu/exp kernels (each evaluati
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -230,9 +231,13 @@ def test_any_completion_is_read_in_linear_time_or_refused_with_its_reason():
       {"type": "text", "text": "```py\ny = 2\n```"}, {"type": "image"}]}]) == "y = 2\n"
 
 
-def _record(trees, status=Status.PASS, runtime_ms=0.5, comparable=True):
+def _record(trees, status=Status.PASS, runtime_ms=0.5, comparable=True, shipped_ms=None):
+  shipped = {} if shipped_ms is None else dict(
+      shipped_ms=shipped_ms, shipped_samples_ms=(shipped_ms,) * 3,
+      speedup_shipped=shipped_ms / runtime_ms)
   return rf.record(trees, "relu", "candidate", "small", status=status, runtime_ms=runtime_ms,
-                   baseline_ms=1.0, comparable=comparable, candidate="c", kernel_sha256="0" * 64)
+                   baseline_ms=1.0, comparable=comparable, candidate="c", kernel_sha256="0" * 64,
+                   **shipped)
 
 
 def test_the_reward_is_zero_unless_pass_and_bounded_monotone_in_the_speedup(tmp_path):
@@ -246,6 +251,27 @@ def test_the_reward_is_zero_unless_pass_and_bounded_monotone_in_the_speedup(tmp_
   assert math.isclose(values[2], rw.PASS_FLOOR + (1 - rw.PASS_FLOOR) / 2)  # parity
   assert math.isclose(values[1] - rw.PASS_FLOOR, (1 - rw.PASS_FLOOR) - (values[3] - rw.PASS_FLOOR))
   assert rw.reward_of(_record(trees, runtime_ms=0.1, comparable=False)) == rw.PASS_FLOOR
+
+
+def test_a_pass_is_paid_its_speedup_over_the_faster_of_xla_and_the_shipped_kernel(tmp_path):
+  """The shipped kernel twice XLA's speed: a copy of it (as fast as it) is paid parity, no more
+  than an original kernel as fast; beating it pays above parity, and a shipped kernel slower
+  than XLA changes nothing. A shipped timing that is not a positive number pays the floor."""
+  trees = rf.write_tree(tmp_path)
+  parity = rw.PASS_FLOOR + (1 - rw.PASS_FLOOR) / 2
+  copy = _record(trees, runtime_ms=0.5, shipped_ms=0.5)   # 2x XLA, 1x the shipped kernel
+  assert rw.paid_speedup(copy) == 1.0 and math.isclose(rw.reward_of(copy), parity)
+  assert rw.reward_of(_record(trees, runtime_ms=0.5)) > parity   # no shipped timing: vs XLA
+  faster = _record(trees, runtime_ms=0.25, shipped_ms=0.5)
+  assert rw.paid_speedup(faster) == 2.0
+  assert rw.reward_of(faster) == rw.reward_of(_record(trees, runtime_ms=0.5))
+  slow_shipped = _record(trees, runtime_ms=0.5, shipped_ms=4.0)
+  assert rw.paid_speedup(slow_shipped) == 2.0
+  for bad in (float("nan"), float("inf"), 0.0, -1.0):
+    record = dataclasses.replace(copy, speedup_shipped=bad)
+    assert rw.paid_speedup(record) is None and rw.reward_of(record) == rw.PASS_FLOOR
+  assert rw.reward_of(_record(trees, runtime_ms=0.5, shipped_ms=0.5, comparable=False)
+                      ) == rw.PASS_FLOOR
 
 
 def test_bad_arguments_raise_instead_of_scoring_zero():

@@ -6,7 +6,7 @@ evaluation: the process doing the work is killed, and the record is `rejected` w
 naming the stage and its budget. That is a verdict on the candidate (its code or artifact
 made the work that long; the judge's own part of each stage is bounded far below it), so the
 verdict cache keeps it and a resubmitted candidate costs nothing. A stage that runs only the
-judge's own code (the copy check, the eager baseline) has no budget: the evaluation's limit
+judge's own code (the copy check, the shipped baseline's compile, the eager baseline) has no budget: the evaluation's limit
 (`Limits.timeout_s`) bounds it, and running out of that there is the judge's failure, a
 harness error that is no verdict and never cached. In a stage of the candidate's, running out
 of the limit (a caller's limit below the stage's budget) is a `timeout`.
@@ -31,11 +31,12 @@ CORRECTNESS: Final = "correctness runs"
 MEMCHECK: Final = "memcheck"
 TIMING: Final = "timing"
 # Stages of the judge's own work, with no budget of their own (the evaluation's limit bounds
-# them): exporting and analysing the shipped kernels a candidate's are compared with, and
-# timing the reference op by op.
+# them): exporting and analysing the shipped kernels a candidate's are compared with,
+# compiling the shipped kernel a candidate is timed beside, and timing the reference op by op.
 COPY_CHECK: Final = "copy check"
+SHIPPED_BASELINE: Final = "shipped baseline"
 EAGER_BASELINE: Final = "eager baseline"
-JUDGES_OWN: Final = frozenset({COPY_CHECK, EAGER_BASELINE})
+JUDGES_OWN: Final = frozenset({COPY_CHECK, SHIPPED_BASELINE, EAGER_BASELINE})
 
 # What the analysis helper and memcheck allow one run of theirs (they end it themselves and
 # report it as the candidate's: an unanalysable module, a memcheck that did not finish). The

@@ -6,15 +6,17 @@ For each item it deserializes the candidate's `jax.export` artifacts, checks the
 the task (avals, effects, custom calls, the structure of the module), compiles the one for
 this device, draws seeds from the OS, runs the candidate on every input the verdict needs
 and copies its outputs to the host, and only then computes the references and compares.
-Timing interleaves candidate and baseline on inputs of their own, drawn for each call just
-before it (no two calls given the same input, none alive before its call), and checks a secret sample of the candidate's timed outputs: on a GPU,
-every one whose host copy fits the judge's budget.
+Timing interleaves candidate and baseline (and, for a candidate on a GPU, the task's shipped
+kernel: `speedup_shipped`) on inputs of their own, drawn for each call just before it (no two
+calls given the same input, none alive before its call), and checks a secret sample of the
+candidate's timed outputs: on a GPU, every one whose host copy fits the judge's budget.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import logging
 import math
@@ -34,7 +36,7 @@ from pallasbench_dataset.evaluation.judge.ceilings import Ceilings, measure as m
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact, compile_exported
 from pallasbench_dataset.evaluation.errors import classify, headline, short_error
 from pallasbench_dataset.evaluation.protocol import ExportOutcome, ExportReport, SizeExport
-from pallasbench_dataset.kernels import Variant
+from pallasbench_dataset.kernels import Variant, load_kernel
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
     Artifacts, CompileProfile, Environment, ErrorType, EvalRecord, FilterResult, PallasCallInfo,
@@ -77,6 +79,9 @@ class EvalOptions:
   capture_artifacts: bool = True
   memcheck: bool = True            # one call under compute-sanitizer memcheck (a GPU judge)
   reject_copies: bool = False      # reject a candidate whose kernels are a shipped kernel's
+  # On a GPU, time the task's shipped kernel beside a candidate (the reward's second reference,
+  # `speedup_shipped`): a copy of it, however disguised, is paid parity at most.
+  time_shipped: bool = True
 
   def checks_edge(self, size: str) -> bool:
     """Whether an evaluation at `size` also runs the edge shape (not when it is the edge)."""
@@ -450,7 +455,27 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
   if reasons:
     state.fields.update(status=Status.REJECTED, reasons=tuple(reasons), robust=False)
     return
-  _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state)
+  _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state,
+                     shipped=_shipped_executable(item, spec, ctx))
+
+
+def _shipped_executable(item: JudgeItem, spec: TaskSpec, ctx: Context):
+  """The task's shipped GPU kernel (kernels_gpu/), compiled here (trusted code) for a
+  candidate timed on a GPU: the second reference its speed is compared with. None for a
+  shipped kernel judged itself, on a CPU (nothing is comparable), with `time_shipped` off, or
+  where the shipped kernel does not compile on this device (logged; the candidate's verdict
+  never depends on it, and its reward is then against XLA alone)."""
+  if not ctx.on_gpu or item.variant != Variant.CANDIDATE or not item.options.time_shipped:
+    return None
+  ctx.stage(budgets.SHIPPED_BASELINE)
+  try:
+    module = load_kernel(Variant.GPU, spec.name)
+    return jax.jit(functools.partial(module.kernel, interpret=False)).lower(
+        *spec.input_structs(item.size)).compile()
+  except Exception:  # pylint: disable=broad-except
+    logger.exception("the shipped kernel of %s at %s %s is not timed", spec.name, item.size,
+                     spec.precision)
+    return None
 
 
 def _memcheck(item: JudgeItem, spec: TaskSpec, seed: int, ctx: Context, state: _State) -> list[str]:
@@ -736,26 +761,31 @@ def _timed_output_reasons(kept: dict[int, Any], sets: TimingSets, spec: TaskSpec
 
 
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
-                       state: _State) -> None:
+                       state: _State, *, shipped: Callable | None = None) -> None:
+  """Times the candidate interleaved with the jitted reference and, where given, the shipped
+  kernel (each on input sets of its own), checks the kept outputs and every reference's sets,
+  and records the timing, the roofline and the verdict; then the eager baseline."""
   start = time.perf_counter()
   ctx.stage(budgets.TIMING)
   fields = state.fields
   flush = timing.L2Flush(ctx.l2_bytes) if ctx.on_gpu else None
-  kernel_sets, baseline_sets = (
+  kernel_sets, baseline_sets, *shipped_sets = (
       timing_sets(spec, dims, ctx.l2_bytes, warmup=opts.warmup, whose=whose, flush=flush)
-      for whose in ("", "the baseline's "))
+      for whose in ("", "the baseline's ", *(["the shipped kernel's "] if shipped is not None else [])))
   read = reads(spec, dims, ctx.l2_bytes)
   keep = frozenset(secrets.SystemRandom().sample(
       range(opts.timing_iterations),
       timed_outputs_checked(spec.output_bytes(dims), opts.timing_iterations,
                             comparable=ctx.on_gpu)))
-  kernel, baseline = timing.time_interleaved(
-      [executable, jax.jit(spec.reference)], [kernel_sets, baseline_sets],
+  kernel, baseline, *shipped_timed = timing.time_interleaved(
+      [executable, jax.jit(spec.reference), *([shipped] if shipped is not None else [])],
+      [kernel_sets, baseline_sets, *shipped_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
       method=ctx.timing_method, keep=[keep])
-  # A kernel that writes past its refs could reach the baseline's sets (to slow it, or to change
-  # what it is compared with): they are checked like the kernel's own.
-  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec) + baseline_sets.mutations()
+  # A kernel that writes past its refs could reach the references' sets (to slow them, or to
+  # change what it is compared with): they are checked like the kernel's own.
+  reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec) + [
+      m for sets in (baseline_sets, *shipped_sets) for m in sets.mutations()]
   kernel_t, baseline_t = kernel.samples, baseline.samples
   roof = _roofline(spec, dims, kernel_t.median_ms, ctx.ceilings, baseline_t.median_ms)
   if _over(roof):  # before calling it impossible, measure the hardware again (trusted code)
@@ -772,6 +802,10 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
       baseline_ms=baseline_t.median_ms, baseline_iqr_ms=baseline_t.iqr_ms,
       baseline_samples_ms=baseline_t.samples_ms, timed_outputs_checked=len(keep),
       speedup=speedup(kernel_t.median_ms, baseline_t.median_ms), roofline=roof)
+  for timed in shipped_timed:
+    t = timed.samples
+    fields.update(shipped_ms=t.median_ms, shipped_iqr_ms=t.iqr_ms, shipped_samples_ms=t.samples_ms,
+                  speedup_shipped=speedup(kernel_t.median_ms, t.median_ms))
   over = _over(roof)
   if over:
     reasons.append("timing above the hardware's physical limit "
