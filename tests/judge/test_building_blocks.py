@@ -1522,7 +1522,9 @@ def _shipped_item(variant="candidate", **options):
 def test_the_shipped_kernel_is_compiled_for_a_candidate_on_a_gpu_only(monkeypatch):
   """A jitted stand-in for kernels_gpu/relu.py, compiled at the task's input structs, under the
   judge's own stage; nothing for a shipped kernel judged itself, on a CPU, or with
-  time_shipped off (no stage announced, nothing loaded)."""
+  time_shipped off (no stage announced, nothing loaded); loaded once per task, precision and
+  size in a judge process."""
+  judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
   loaded, stages = [], []
   monkeypatch.setattr(judge, "load_kernel", lambda variant, task: loaded.append(
       (variant, task)) or types.SimpleNamespace(kernel=lambda x, interpret: _relu_fn(x)))
@@ -1537,6 +1539,9 @@ def test_the_shipped_kernel_is_compiled_for_a_candidate_on_a_gpu_only(monkeypatc
   (struct,) = RELU.input_structs("small")
   x = jnp.linspace(-1.0, 1.0, math.prod(struct.shape), dtype=struct.dtype).reshape(struct.shape)
   np.testing.assert_array_equal(compiled(x), _relu_fn(x))
+  assert judge._shipped_executable(_shipped_item(), RELU, gpu) is compiled  # pylint: disable=protected-access
+  assert loaded == [(judge.Variant.GPU, "relu")]
+  judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
 
 
 def test_a_shipped_kernel_that_does_not_compile_leaves_the_candidate_timed_against_xla(
@@ -1545,6 +1550,7 @@ def test_a_shipped_kernel_that_does_not_compile_leaves_the_candidate_timed_again
   def broken(variant, task):
     raise FileNotFoundError("kernels_gpu is not importable")
   monkeypatch.setattr(judge, "load_kernel", broken)
+  judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
   with caplog.at_level(logging.ERROR, logger=judge.__name__):
     assert judge._shipped_executable(_shipped_item(), RELU, _ctx(env=GPU_ENV)) is None  # pylint: disable=protected-access
   assert "the shipped kernel of relu at small" in caplog.text

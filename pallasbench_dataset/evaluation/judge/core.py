@@ -469,13 +469,20 @@ def _shipped_executable(item: JudgeItem, spec: TaskSpec, ctx: Context):
     return None
   ctx.stage(budgets.SHIPPED_BASELINE)
   try:
-    module = load_kernel(Variant.GPU, spec.name)
-    return jax.jit(functools.partial(module.kernel, interpret=False)).lower(
-        *spec.input_structs(item.size)).compile()
+    return _compiled_shipped(spec.name, spec.precision, str(item.size))
   except Exception:  # pylint: disable=broad-except
     logger.exception("the shipped kernel of %s at %s %s is not timed", spec.name, item.size,
                      spec.precision)
     return None
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_shipped(task: str, precision: str, size: str):
+  """kernels_gpu/<task>.py compiled for `size` at `precision`, once per judge process (like
+  the copy check's exports: a reward's judges see the same tasks batch after batch)."""
+  module = load_kernel(Variant.GPU, task)
+  return jax.jit(functools.partial(module.kernel, interpret=False)).lower(
+      *get_task(task).at_precision(precision).input_structs(size)).compile()
 
 
 def _memcheck(item: JudgeItem, spec: TaskSpec, seed: int, ctx: Context, state: _State) -> list[str]:
