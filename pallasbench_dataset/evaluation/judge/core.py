@@ -776,17 +776,17 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   ctx.stage(budgets.TIMING)
   fields = state.fields
   flush = timing.L2Flush(ctx.l2_bytes) if ctx.on_gpu else None
+  references = [jax.jit(spec.reference), *([] if shipped is None else [shipped])]
   kernel_sets, baseline_sets, *shipped_sets = (
       timing_sets(spec, dims, ctx.l2_bytes, warmup=opts.warmup, whose=whose, flush=flush)
-      for whose in ("", "the baseline's ", *(["the shipped kernel's "] if shipped is not None else [])))
+      for whose in ("", "the baseline's ", "the shipped kernel's ")[:1 + len(references)])
   read = reads(spec, dims, ctx.l2_bytes)
   keep = frozenset(secrets.SystemRandom().sample(
       range(opts.timing_iterations),
       timed_outputs_checked(spec.output_bytes(dims), opts.timing_iterations,
                             comparable=ctx.on_gpu)))
   kernel, baseline, *shipped_timed = timing.time_interleaved(
-      [executable, jax.jit(spec.reference), *([shipped] if shipped is not None else [])],
-      [kernel_sets, baseline_sets, *shipped_sets],
+      [executable, *references], [kernel_sets, baseline_sets, *shipped_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
       method=ctx.timing_method, keep=[keep])
   # A kernel that writes past its refs could reach the references' sets (to slow them, or to
