@@ -1544,6 +1544,23 @@ def test_the_shipped_kernel_is_compiled_for_a_candidate_on_a_gpu_only(monkeypatc
   judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
 
 
+def test_the_shipped_kernel_is_compiled_for_the_device_not_interpreted(monkeypatch):
+  """The reference a candidate is paid against is the shipped kernel as it runs on the GPU:
+  compiled in interpret mode it would be many times slower, and every candidate (a copy of it
+  included) would be paid far above parity."""
+  judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
+  modes = []
+
+  def kernel(x, *, interpret):
+    modes.append(interpret)
+    return _relu_fn(x)
+  monkeypatch.setattr(judge, "load_kernel",
+                      lambda variant, task: types.SimpleNamespace(kernel=kernel))
+  judge._shipped_executable(_shipped_item(), RELU, _ctx(env=GPU_ENV))  # pylint: disable=protected-access
+  assert modes == [False]
+  judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
+
+
 def test_a_shipped_kernel_that_does_not_compile_leaves_the_candidate_timed_against_xla(
     monkeypatch, caplog):
   """The shipped kernel's failure is the judge's, logged: the candidate is timed as before."""
@@ -1555,6 +1572,23 @@ def test_a_shipped_kernel_that_does_not_compile_leaves_the_candidate_timed_again
     assert judge._shipped_executable(_shipped_item(), RELU, _ctx(env=GPU_ENV)) is None  # pylint: disable=protected-access
   assert "the shipped kernel of relu at small" in caplog.text
   assert "kernels_gpu is not importable" in caplog.text
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_a_shipped_kernel_that_does_not_compile_is_logged_with_its_task_size_and_precision(
+    monkeypatch, caplog, precision):
+  """One line says which of the shipped kernels was not timed (a task's kernel can compile at
+  one precision and not at another), with the exception's traceback."""
+  def broken(variant, task):
+    raise RuntimeError("no lowering at this precision")
+  monkeypatch.setattr(judge, "load_kernel", broken)
+  judge._compiled_shipped.cache_clear()  # pylint: disable=protected-access
+  with caplog.at_level(logging.ERROR, logger=judge.__name__):
+    assert judge._shipped_executable(  # pylint: disable=protected-access
+        _shipped_item(), RELU.at_precision(precision), _ctx(env=GPU_ENV)) is None
+  (logged,) = [r for r in caplog.records if r.name == judge.__name__]
+  assert logged.getMessage() == f"the shipped kernel of relu at small {precision} is not timed"
+  assert logged.exc_info is not None and "no lowering at this precision" in caplog.text
 
 
 def test_a_gather_is_timed_with_its_large_table_shared_and_so_is_its_eager_baseline(monkeypatch):
