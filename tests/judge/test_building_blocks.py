@@ -884,8 +884,9 @@ def test_a_candidates_kernels_are_checked_against_the_shipped_ones(
     analysis, monkeypatch, variant, platforms, reject, copies, checked):
   """A candidate's export that the structure is read from (cuda, or tpu on a CPU judge whose
   kernel does not lower to Triton) is compared with the shipped kernels of its task, size and
-  precision exported for the same platform (through the judge's analyser); the copies found
-  are recorded, and reject the kernel only where the options ask for it and there are some."""
+  precision exported for the same platform (through the judge's trusted analyser, which never
+  reads a candidate's module); the copies found are recorded, and reject the kernel only where
+  the options ask for it and there are some."""
   seen = []
 
   def shipped_copies(kernels, task, size, precision, analyser, *, platform):
@@ -899,7 +900,7 @@ def test_a_candidates_kernels_are_checked_against_the_shipped_ones(
   if not checked:
     assert (seen, reasons, "copy_of" in state.fields) == ([], [], False)
     return
-  assert seen == [(["triton"], "relu", "small", "bfloat16", ctx.analyser, platforms[0])]
+  assert seen == [(["triton"], "relu", "small", "bfloat16", ctx.trusted_analyser, platforms[0])]
   assert state.fields["copy_of"] == copies
   assert reasons == ([fingerprint.copy_reason(copies)] if reject and copies else [])
 

@@ -36,7 +36,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from pallasbench_dataset import Size, get_task, list_tasks
-from pallasbench_dataset.evaluation.judge import core, fingerprint, process
+from pallasbench_dataset.evaluation.judge import analysis_process, core, fingerprint, process, timing
+from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED
 from pallasbench_dataset.evaluation.judge.analysis_process import ModuleAnalyser
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     BYTES_FLOOR, KERNEL_BYTES_LIMIT, MAX_EXPRESSION_DEPTH, NO_KERNEL_REASON, OUTSIDE_BYTES_LIMIT,
@@ -2224,6 +2225,90 @@ def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
     assert analyser.analyse(HONEST_SERIALIZED())[0].outside_flops == 8 * 128
   finally:
     analyser.close()
+
+
+def _pid(analyser):
+  return analyser._child.process.pid  # pylint: disable=protected-access
+
+
+def test_an_item_s_leftover_memory_never_decides_the_next_item_s_verdict(monkeypatch):
+  """Red team round 13: the helper's whole RSS is checked, so the memory one item's module
+  grew it to (glibc keeps a freed heap; here, its RSS read as over the limit) refused the
+  next item's module as outgrowing it, a cached `rejected`. After `fresh` the next item's
+  module goes to a helper the first never touched, and is analysed."""
+  real = analysis_process.process_rss_bytes
+  swollen = set()
+  monkeypatch.setattr(analysis_process, "process_rss_bytes",
+                      lambda pid: (8 << 30) if pid in swollen else real(pid))
+  other = _serialized(_chain_of_adds(3000))  # analysed in a few tenths of a second
+  kept, renewed = ModuleAnalyser(), ModuleAnalyser()
+  try:
+    for analyser in (kept, renewed):
+      analyser.analyse(HONEST_SERIALIZED())  # the first item
+      swollen.add(_pid(analyser))
+    with pytest.raises(ModuleAnalysisError, match="outgrew 4.0 GiB"):  # the premise
+      kept.analyse(other)
+    renewed.fresh()
+    assert _pid(renewed) not in swollen
+    assert renewed.analyse(other)[0].outside_flops > 0
+  finally:
+    kept.close()
+    renewed.close()
+
+
+def test_fresh_retires_a_helper_that_read_a_module_and_forgets_its_answers():
+  """A helper that was given a module is replaced at once (the new one starts importing
+  while the judge works); one that was not is kept, as are no answers: a module analysed
+  before `fresh` is sent to the new helper, not answered from memory."""
+  analyser = ModuleAnalyser()
+  try:
+    analyser.fresh()  # nothing started yet: nothing to retire
+    assert analyser._child is None  # pylint: disable=protected-access
+    analyser.analyse(HONEST_SERIALIZED())
+    first = _pid(analyser)
+    analyser.fresh()
+    second = _pid(analyser)
+    assert second != first
+    analyser.fresh()  # the new helper has read nothing: kept
+    assert _pid(analyser) == second
+    analyser.analyse(HONEST_SERIALIZED())
+    assert analyser._served  # pylint: disable=protected-access  (asked, not remembered)
+    analyser.fresh()
+    assert _pid(analyser) not in (first, second)
+  finally:
+    analyser.close()
+
+
+def test_the_judge_renews_the_helper_after_each_item_and_compares_with_a_helper_of_its_own(
+    monkeypatch):
+  """evaluate_artifact and precompile retire the candidate's helper whatever their outcome
+  (here: an export that failed, and a blob that does not load); the copy check reads the
+  shipped kernels with the trusted analyser, a helper no candidate's bytes reach."""
+  calls = []
+  fake = types.SimpleNamespace(fresh=lambda: calls.append("fresh"))
+  ctx = core.Context(environment=run_fixtures.ENV, ceilings=NOT_MEASURED, l2_bytes=1 << 20,
+                     dump_dir=None, timing_method=timing.TimingMethod.WALLCLOCK, analyser=fake,
+                     trusted_analyser=types.SimpleNamespace())
+  core.precompile(core.CompileItem(task="relu", size="small", blob=b"not an artifact"), ctx)
+  assert calls == ["fresh"]
+  assert analysis_process.trusted() is not analysis_process.shared()
+  assert core.Context(environment=run_fixtures.ENV, ceilings=NOT_MEASURED, l2_bytes=1,
+                      dump_dir=None, timing_method=timing.TimingMethod.WALLCLOCK
+                      ).trusted_analyser is analysis_process.trusted()
+  seen = []
+  monkeypatch.setattr(core.fingerprint, "shipped_copies",
+                      lambda kernels, task, size, precision, analyser, platform: seen.append(
+                          analyser) or ())
+  found = types.SimpleNamespace(kernels=(), total_flops=0)
+  monkeypatch.setattr(core, "_sized_reasons", lambda *_: [])
+  monkeypatch.setattr(core, "_analyze", lambda exported, c: (found, "module"))
+  monkeypatch.setattr(core, "_structure_platform", lambda entry, c: "cpu")
+  monkeypatch.setattr(core, "load_artifact", lambda *_: "exported")
+  item = types.SimpleNamespace(variant="candidate", size="small", precision="float32")
+  report = types.SimpleNamespace(size=lambda size: types.SimpleNamespace(artifacts={"cpu": b""}))
+  core._structure_reasons(report, item, get_task("relu"), get_task("relu").dims("small"), ctx,  # pylint: disable=protected-access
+                          core._State(fields={}))  # pylint: disable=protected-access
+  assert seen == [ctx.trusted_analyser]
 
 
 class _FakeJudge:

@@ -19,7 +19,13 @@ cannot be put up the helper does not run and the judge analyses nothing
 
 The judge kills the helper when it dies, runs out of time or outgrows its memory; the
 artifact is then refused with a `ModuleAnalysisError` saying which, a `rejected` verdict like
-any other (cached, never re-measured), and the next artifact gets a fresh helper.
+any other (cached, never re-measured). A verdict is a function of the item's own bytes: after
+each item the judge retires the helper that read them (`ModuleAnalyser.fresh`), so the next
+item's modules go to a helper no other candidate touched, neither the memory an earlier
+analysis grew it to (red team round 13: a refused 12 MB module left a helper at 815 MiB, and
+the next artifact was refused as outgrowing it) nor whatever an exploit of the parser planted.
+The shipped kernels the copy check compares with are read by a helper of their own (`trusted`),
+never given a candidate's bytes.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import socket
 import sys
 import time
@@ -45,6 +52,8 @@ from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
+
+logger = logging.getLogger(__name__)
 
 # An honest module is analysed in well under a second; the op budget ends any analysis in
 # seconds. What runs longer is the C++ reader or parser stuck on the bytes.
@@ -106,15 +115,33 @@ def serve(argv: Sequence[str] | None = None) -> int:
 
 
 class ModuleAnalyser:
-  """The judge's side: one helper process, started on first use and after every failure."""
+  """The judge's side: one helper process, started on first use, after every failure and
+  after each item that gave it a module (`fresh`)."""
 
   def __init__(self, limits: AnalysisLimits = AnalysisLimits(), *,
                timeout_s: float = ANALYSIS_TIMEOUT_S, memory_bytes: int = MEMORY_BYTES):
     self.limits, self._timeout_s, self._memory_bytes = limits, timeout_s, memory_bytes
     self._child: sandbox.SandboxedProcess | None = None
     self._conn: Connection | None = None
+    self._ready = False   # the helper said "ready" (its imports done)
+    self._served = False  # the helper was given a module
     self._answers: collections.OrderedDict[str, bytes] = collections.OrderedDict()
     self.layers: tuple[str, ...] = ()  # the walls the current (or last) helper reported up
+
+  def fresh(self) -> None:
+    """Forgets every answer and retires a helper that was given a module: the next module goes
+    to a helper no earlier one touched. Its replacement starts now and imports while the
+    judge does other work; one that cannot start is started again, and its failure raised,
+    at the next module."""
+    self._answers.clear()
+    if not self._served:
+      return
+    self.close()
+    try:
+      self._spawn()
+    except Exception:  # pylint: disable=broad-except
+      logger.debug("the next analysis helper did not start yet", exc_info=True)
+      self.close()
 
   def analyse(self, serialized: bytes) -> tuple[ModuleReport, str]:
     """The report on a serialized module (`Exported.mlir_module_serialized`) and its text;
@@ -139,7 +166,10 @@ class ModuleAnalyser:
 
   def _exchange(self, request: bytes) -> bytes:
     if self._child is None or self._child.process.poll() is not None:
-      self._start()
+      self._spawn()
+    if not self._ready:
+      self._await_ready()
+    self._served = True
     self._conn.send_bytes(request)
     answer, failure = self._wait("analysing the module", self._timeout_s)
     if failure is not None:
@@ -147,7 +177,8 @@ class ModuleAnalyser:
       raise ModuleAnalysisError(f"{failure}: the artifact's module cannot be read safely")
     return answer
 
-  def _start(self) -> None:
+  def _spawn(self) -> None:
+    """Starts a helper behind its walls; it says "ready" once its imports are done."""
     self.close()
     parent_sock, child_sock = socket.socketpair()
     try:
@@ -160,6 +191,8 @@ class ModuleAnalyser:
     finally:
       child_sock.close()
     self._conn = Connection(parent_sock.detach())
+
+  def _await_ready(self) -> None:
     answer, failure = self._wait("starting", STARTUP_TIMEOUT_S)
     self.layers, unavailable = self._child.walls()
     if answer != b"ready":
@@ -168,6 +201,7 @@ class ModuleAnalyser:
         raise sandbox.WallsUnavailable(f"the module analysis process: {unavailable}")
       # no artifact's fault: the judge cannot judge
       raise RuntimeError(f"the module analysis process did not start: {failure or answer!r}")
+    self._ready = True
 
   def _wait(self, doing: str, timeout_s: float) -> tuple[bytes | None, str | None]:
     """The helper's next message, or why there is none: it died, ran past `timeout_s` or
@@ -195,11 +229,20 @@ class ModuleAnalyser:
     if self._child is not None:
       self._child.close()
       self._child = None
+    self._ready = self._served = False
 
 
 @functools.cache
 def shared() -> ModuleAnalyser:
-  """This process' analyser: one helper serves all the evaluations of a judge."""
+  """This process' analyser of candidates' modules: a fresh helper for each item."""
+  return ModuleAnalyser()
+
+
+@functools.cache
+def trusted() -> ModuleAnalyser:
+  """This process' analyser of the shipped kernels' modules (the copy check): a helper of its
+  own, never given a candidate's bytes, so what one candidate's module did to a helper cannot
+  change what the shipped kernels are compared as."""
   return ModuleAnalyser()
 
 

@@ -129,10 +129,17 @@ class JudgeItem:
 
 
 def _shared_analyser() -> ModuleAnalyser:
-  """The judge process' analysis helper. Imported here, not with this module: the exporter
-  imports the judge's names, and the helper's process plumbing is no business of its."""
+  """The judge process' analysis helper of candidates' modules. Imported here, not with this
+  module: the exporter imports the judge's names, and the helper's process plumbing is no
+  business of its."""
   from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
   return analysis_process.shared()
+
+
+def _trusted_analyser() -> ModuleAnalyser:
+  """The judge process' analysis helper of the shipped kernels' modules (the copy check)."""
+  from pallasbench_dataset.evaluation.judge import analysis_process  # pylint: disable=import-outside-toplevel
+  return analysis_process.trusted()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,8 +151,10 @@ class Context:
   l2_bytes: int
   dump_dir: pathlib.Path | None
   # Where modules are read: a helper process, so that a module built to crash MLIR's parser
-  # cannot take the judge down.
+  # cannot take the judge down; a fresh one for each item (`evaluate_artifact`, `precompile`),
+  # and one of its own for the shipped kernels, which never reads a candidate's bytes.
   analyser: ModuleAnalyser = dataclasses.field(default_factory=_shared_analyser)
+  trusted_analyser: ModuleAnalyser = dataclasses.field(default_factory=_trusted_analyser)
   stage: Callable[[str], None] = lambda _: None  # told each stage as it starts (for timeouts)
   run: RunInfo | None = None  # each record's `run`: the suite's run and these ceilings
 
@@ -274,7 +283,7 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   if item.variant == Variant.CANDIDATE:  # on whichever platform's export the structure is read
     ctx.stage(budgets.COPY_CHECK)  # the shipped kernels exported here: the judge's own work
     copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
-                                        ctx.analyser, platform=platform)
+                                        ctx.trusted_analyser, platform=platform)
     ctx.stage(budgets.ARTIFACT_CHECKS)
     state.fields["copy_of"] = copies
     if copies and item.options.reject_copies:
@@ -345,6 +354,8 @@ def precompile(item: CompileItem, ctx: Context) -> Precompiled:
     exported, _ = _admit(item.blob, spec, dims, ctx)
   except Failure as e:  # Unanalysable included
     return Precompiled(outcome="skipped", message=str(e), wall_s=time.perf_counter() - start)
+  finally:
+    ctx.analyser.fresh()  # the next item's modules go to a helper this one's never touched
   ctx.stage(budgets.COMPILE)
   try:
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir)
@@ -397,6 +408,8 @@ def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifa
     state.fields.update(status=Status.ERROR, error_type=classify(str(e), "run"),
                         error=short_error(e),
                         reasons=(*state.fields.get("reasons", ()), headline(e)))
+  finally:
+    ctx.analyser.fresh()  # the next item's modules go to a helper this one's never touched
   record = _finish(item, state, ctx.environment, ctx.run, time.perf_counter() - start)
   report = item.export.report
   artifacts = Artifacts(
