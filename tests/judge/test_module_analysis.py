@@ -21,6 +21,7 @@ import resource
 import signal
 import sys
 import time
+import tracemalloc
 import types
 
 import jax
@@ -2212,6 +2213,25 @@ def test_the_bracket_limit_refuses_one_bracket_past_it():
   _check_nesting("{{{}}}{{{}}}", 3)  # each closing bracket closes one
   with pytest.raises(ModuleAnalysisError):
     _check_nesting("{{{}}}{{{{}}}}", 3)
+
+
+def test_a_long_string_is_scanned_in_memory_of_its_own_size():
+  """An 8 MB quoted string (a dense constant's hex, a kernel's serialized IR) is skipped whole,
+  escaped quotes and brackets inside included, in about its own size of memory: the scan's
+  pattern once kept about 130 bytes per character (1.1 GB here), and an honest artifact with
+  a few MB of constant was refused as outgrowing the analysis helper's memory."""
+  from pallasbench_dataset.evaluation.judge.module_analysis import _check_nesting  # pylint: disable=import-outside-toplevel
+  body = "0123456789ABCDEF" * (1 << 19) + '\\\"{{{{'
+  text = '{ %c = stablehlo.constant dense<"' + body + '"> : tensor<8xf32> }'
+  tracemalloc.start()
+  try:
+    _check_nesting(text, 2)
+    peak = tracemalloc.get_traced_memory()[1]
+  finally:
+    tracemalloc.stop()
+  assert peak < 3 * len(text), peak
+  with pytest.raises(ModuleAnalysisError):
+    _check_nesting(text, 1)
 
 
 def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
