@@ -49,8 +49,9 @@ SHIPPED_TREES: Final = ("gpu", "tpu")
 # A dialect attribute Mosaic GPU's stable form stores in its older printed form, `#gpu<dim x>`,
 # which this MLIR's parser reads only as `#gpu.dim<x>` (the same length: bytecode offsets hold).
 _OLD_DIALECT_ATTR: Final = re.compile(rb"#(\w+)<(\w+) (\w+)>")
-# Symbol references in an attribute's text: `@matmul`, `@"other name"`.
-_SYMBOL_REF: Final = re.compile(r'@(?:"(?:[^"\\]|\\.)*"|[\w$.\-]+)')
+# Symbol references in an attribute's text: `@matmul`, `@"other name"` (a quoted name skipped
+# as module_analysis._NESTING_TOKENS skips strings: in memory of its own size).
+_SYMBOL_REF: Final = re.compile(r'@(?:"[^"\\]*(?:\\.[^"\\]*)*"|[\w$.\-]+)')
 
 
 class Analyser(Protocol):
