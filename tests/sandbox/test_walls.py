@@ -1415,20 +1415,38 @@ def _survivors_of(pid: int) -> bool:
 
 def test_only_scratch_folders_of_ended_owners_are_removed(tmp_path):
   """A folder named for a process that ended (or for a pid now running another process) is an
-  orphan; one of a running owner, and anything not named as scratch, stays."""
+  orphan; one of a running owner, one made in another pid namespace (its pid means nothing
+  here: another container's, or an `unshare --pid` run's beside this one), one named before
+  namespaces were, and anything not named as scratch, stay."""
   ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                          capture_output=True, text=True, check=True)
   mine = pathlib.Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
-  names = {"orphan": f"pallasbench-sandbox-{ended.stdout.strip()}-1-abc",
-           "reused": f"pallasbench-sandbox-{os.getpid()}-{int(mine) + 1}-abc",
-           "alive": f"pallasbench-sandbox-{os.getpid()}-{mine}-abc",
+  ns = os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
+  assert ns.isdigit()
+  names = {"orphan": f"pallasbench-sandbox-{ended.stdout.strip()}-1-{ns}-abc",
+           "reused": f"pallasbench-sandbox-{os.getpid()}-{int(mine) + 1}-{ns}-abc",
+           "alive": f"pallasbench-sandbox-{os.getpid()}-{mine}-{ns}-abc",
+           "elsewhere": f"pallasbench-sandbox-{ended.stdout.strip()}-1-{int(ns) + 1}-abc",
+           "unnamespaced": f"pallasbench-sandbox-{ended.stdout.strip()}-1-abc",
            "unnamed": "pallasbench-sandbox-abc", "other": "something-else"}
   for name in names.values():
     (tmp_path / name).mkdir()
   (tmp_path / names["orphan"] / "inside").mkdir(mode=0o000)
   assert sandbox.remove_orphaned_scratch(str(tmp_path)) == 2
   assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-      names[k] for k in ("alive", "unnamed", "other"))
+      names[k] for k in ("alive", "elsewhere", "unnamespaced", "unnamed", "other"))
+
+
+def test_a_scratch_folder_is_named_for_its_owner_and_its_pid_namespace(tmp_path, monkeypatch):
+  monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+  monkeypatch.setattr(launch, "_config", lambda *_: None)  # the walls are not the question
+  scratch, _ = launch._prepare(1 << 30, (), tripwire=False)  # pylint: disable=protected-access
+  try:
+    pid, started, ns, _ = scratch.name.removeprefix(launch.SCRATCH_PREFIX).split("-", 3)
+    assert (int(pid), int(started)) == (os.getpid(), launch._started(os.getpid()))  # pylint: disable=protected-access
+    assert f"pid:[{ns}]" == os.readlink("/proc/self/ns/pid")
+  finally:
+    launch._remove_tree(scratch)  # pylint: disable=protected-access
 
 
 # The parent of a sandboxed run, killed while its child sleeps: stands in for a killed worker.

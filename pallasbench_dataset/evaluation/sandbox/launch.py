@@ -56,7 +56,7 @@ POLL_S: Final = 0.02                   # pipe polling step of the parent
 SCAN_S: Final = 0.05                   # how often the parent sums the processes' memory
 DRAIN_S: Final = 2.0                   # how long the parent reads pipes after the kill
 BOOT_S: Final = 120.0                  # how long a helper may take to report its walls
-SCRATCH_PREFIX: Final = "pallasbench-sandbox-"  # then the owner's pid and start time
+SCRATCH_PREFIX: Final = "pallasbench-sandbox-"  # then the owner's pid, start time, pid namespace
 _NO_ENV: Final = types.MappingProxyType({})
 
 
@@ -185,7 +185,8 @@ def _prepare(memory_bytes: int, walls: Sequence[str], tripwire: bool
   """A fresh scratch folder, named by its owner (this process), and the walls of the child
   that will use it."""
   owner = os.getpid()
-  scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{owner}-{_started(owner)}-"))
+  scratch = pathlib.Path(tempfile.mkdtemp(
+      prefix=f"{SCRATCH_PREFIX}{owner}-{_started(owner)}-{_pid_namespace()}-"))
   try:
     return scratch, _config(scratch, memory_bytes, tuple(walls), tripwire)
   except BaseException:
@@ -504,14 +505,27 @@ def _process_table() -> dict[int, _ProcessInfo]:
 
 def remove_orphaned_scratch(folder: str | None = None) -> int:
   """Removes the scratch folders in `folder` (default TMPDIR) whose owner process has ended;
-  returns how many. Call it once the processes of a run of evaluations are gone."""
-  removed = 0
+  returns how many. Call it once the processes of a run of evaluations are gone. Only folders
+  made in this process' pid namespace are judged: a pid of another namespace (a container, or
+  `unshare --pid` beside a run, sharing TMPDIR) means nothing here, and reading it as ended
+  once removed a running exporter's scratch (session 30: a sandbox violation for a shipped
+  kernel whose working folder vanished)."""
+  removed, namespace = 0, _pid_namespace()
   for path in pathlib.Path(folder or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
-    pid, started, *_ = path.name.removeprefix(SCRATCH_PREFIX).split("-") + ["", ""]
-    if pid.isdigit() and started.isdigit() and _started(int(pid)) != int(started):
+    pid, started, ns, *_ = path.name.removeprefix(SCRATCH_PREFIX).split("-") + ["", "", ""]
+    if (ns == namespace and pid.isdigit() and started.isdigit()
+        and _started(int(pid)) != int(started)):
       _remove_tree(path)
       removed += 1
   return removed
+
+
+def _pid_namespace() -> str:
+  """This process' pid namespace, as its inode number (digits); "" where it cannot be read."""
+  try:
+    return os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
+  except OSError:
+    return ""
 
 
 def _started(pid: int) -> int | None:
