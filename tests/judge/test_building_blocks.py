@@ -2568,3 +2568,79 @@ def test_compile_returns_the_ptx_its_compile_dumped(tmp_path, monkeypatch):
   exported = jax.export.export(jax.jit(jnp.sin), platforms=("cpu",))(struct)
   artifact = compile_profile.compile_exported(exported, [struct], dump)
   assert artifact.ptx == (".version 8.0 \ufffd",) and list(dump.iterdir()) == []
+
+
+def _raise(error):
+  raise error
+
+
+@pytest.mark.parametrize("outcome, verdict, status", [
+    (_outcome(failure="crash", message="died"), None, "error"),        # the export failed
+    (_outcome(_report(load_error="no such module")), None, "error"),   # a Failure while judged
+    (_outcome(_report()), lambda *_: _raise(RuntimeError("boom")), "error"),  # any other error
+], ids=["export_failed", "load_error", "run_error"])
+def test_each_evaluation_retires_the_candidate_s_analysis_helper_whatever_its_verdict(
+    monkeypatch, outcome, verdict, status):
+  """evaluate_artifact retires the helper its item's modules went to once the verdict is in,
+  whichever way the verdict came (red team round 13: the memory one artifact's module grew a
+  shared helper to refused the next artifact's), exactly once, and before it returns."""
+  calls = []
+  ctx = dataclasses.replace(_ctx(), analyser=types.SimpleNamespace(fresh=lambda: calls.append(1)))
+  if verdict is not None:
+    monkeypatch.setattr(judge, "_verdict", verdict)
+  record, _ = judge.evaluate_artifact(_item(outcome), ctx)
+  assert record.status == status
+  assert calls == [1]
+
+
+@pytest.mark.parametrize("outcome", ["compiled", "failed", "skipped"])
+def test_precompile_retires_the_analysis_helper_once_the_artifact_is_admitted_or_not(
+    analysis, monkeypatch, outcome):  # pylint: disable=unused-argument
+  """The compile stage's helper read this item's module: it is retired right after the
+  admission, whatever follows (compiled, refused by the compiler, or skipped), so the next
+  item's module goes to a fresh helper, which imports while this one compiles."""
+  artifact = CompiledArtifact(executable="exe", compile_s=0.005, ptx=(), cache_hit=False)
+  compile_, _ = _timed_compile(0.0, artifact if outcome == "compiled" else None)
+  monkeypatch.setattr(judge, "compile_exported", compile_)
+  events = []
+  analyser = analysis_process.ModuleAnalyser()
+  monkeypatch.setattr(analyser, "fresh", lambda: events.append("fresh"))
+  ctx = dataclasses.replace(_ctx(), analyser=analyser, stage=events.append)
+  shape = (8, 16) if outcome == "skipped" else RELU.input_shapes(SMALL)[0]
+  note = judge.precompile(judge.CompileItem(task="relu", size="small", blob=_blob(shape=shape)),
+                          ctx)
+  assert note.outcome == outcome
+  assert events == {"compiled": ["module analysis", "fresh", "compile"],
+                    "failed": ["module analysis", "fresh", "compile"],
+                    "skipped": ["fresh"]}[outcome]  # (8, 16): refused before the analysis
+
+
+@pytest.mark.parametrize("earlier", [(), ("the kernel writes to its input refs",)])
+@pytest.mark.parametrize("error, reason", [
+    (checks.OutputError("the output has shape (8, 8), not (8, 128)"),
+     "the output has shape (8, 8), not (8, 128)"),
+    (RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS"), "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"),
+], ids=["output", "run"])
+def test_an_error_in_the_run_keeps_the_reasons_found_before_it(monkeypatch, earlier, error,
+                                                                reason):
+  """The structure's reasons are recorded before the candidate runs: an error in its run adds
+  its own reason after them, it does not replace them (the record says everything found)."""
+  def verdict(item, spec, dims, seeds, ctx, state):  # pylint: disable=unused-argument
+    if earlier:
+      state.fields["reasons"] = earlier
+    raise error
+  monkeypatch.setattr(judge, "_verdict", verdict)
+  record, _ = judge.evaluate_artifact(_item(_outcome(_report())), _ctx())
+  assert record.status == "error"
+  assert record.reasons == (*earlier, reason)
+
+
+def test_fresh_seeds_are_drawn_from_the_whole_31_bit_range(monkeypatch):
+  """Without seeds of its own an evaluation draws `num_seeds` from the OS over [0, 2**31): a
+  kernel cannot have memorised the outputs of a handful of likely inputs."""
+  drawn = []
+  monkeypatch.setattr(judge.secrets, "randbelow", lambda n: drawn.append(n) or len(drawn))
+  record, _ = judge.evaluate_artifact(
+      _item(_outcome(failure="crash", message="died"), seeds=(), num_seeds=3), _ctx())
+  assert drawn == [2**31] * 3
+  assert record.seeds == (1, 2, 3)

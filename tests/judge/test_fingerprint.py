@@ -11,6 +11,7 @@ import binascii
 import functools
 import json
 import re
+import tracemalloc
 import types
 
 import pytest
@@ -311,3 +312,43 @@ def test_a_shipped_kernel_is_fingerprinted_at_its_own_config_and_each_of_its_tab
   assert fingerprint._shipped_configs(types.SimpleNamespace()) == [None]  # pylint: disable=protected-access
   relu = load_kernel("gpu", "relu")
   assert {"block": 2048, "num_warps": 8} in fingerprint._shipped_configs(relu)  # pylint: disable=protected-access
+
+
+_CALLER = """func.func @relu(%x: f32) -> f32 {
+  %s = func.call @helper(%x) : (f32) -> f32
+  func.return %s : f32
+}
+func.func private @helper(%x: f32) -> f32 {
+  %s = arith.mulf %x, %x : f32
+  func.return %s : f32
+}
+"""
+
+
+@pytest.mark.parametrize("name", [
+    '@"my \\"own\\" \\\\ helper"',  # printed back as @"my \22own\22 \\ helper"
+    "@my.helper$2",
+    '@"plain name"',
+])
+def test_a_called_function_s_name_is_no_part_of_the_digest_however_it_is_spelt(name):
+  """A call's callee is a symbol reference in an attribute: a renamed copy names its helper as
+  it likes (bare with `.` and `$`, or quoted with escapes), and the digest is the same."""
+  renamed = _CALLER.replace("@helper", name)
+  assert renamed != _CALLER
+  assert _digest(renamed) == _digest(_CALLER)
+
+
+def test_a_long_quoted_symbol_name_is_blanked_in_memory_of_its_own_size():
+  """A candidate's kernel can name a symbol with megabytes of text: it is blanked whole, escapes
+  included, without the pattern keeping state per character (as the nesting scan's strings)."""
+  attr = '@"' + "0123456789ABCDEF" * (1 << 19) + '\\22{"'
+  named = types.SimpleNamespace(name="callee", attr=attr)
+  tracemalloc.start()
+  try:
+    text = fingerprint._attribute_text(named)  # pylint: disable=protected-access
+    peak = tracemalloc.get_traced_memory()[1]
+  finally:
+    tracemalloc.stop()
+  assert text == fingerprint._attribute_text(  # pylint: disable=protected-access
+      types.SimpleNamespace(name="callee", attr="@f"))  # blanked as a short name is
+  assert peak < 3 * len(attr), peak

@@ -2234,6 +2234,32 @@ def test_a_long_string_is_scanned_in_memory_of_its_own_size():
     _check_nesting(text, 1)
 
 
+@pytest.mark.parametrize("text", [
+    '"{{{{\\"x"',             # brackets before an escaped quote: still inside the string
+    '"a\\"b\\"{{{{\\\\"',      # several escapes (an escaped backslash last)
+    '"\\22{{{{\\5C"',         # MLIR's printed escapes, hex
+], ids=["before_an_escape", "several_escapes", "hex_escapes"])
+def test_the_nesting_scan_skips_a_string_whole_whatever_its_escapes(text):
+  """A quoted string is skipped from its opening quote to its closing one, across every escape
+  in it: the brackets inside do not count, wherever they stand (a scan that lost the string at
+  an escape counted them, and an honest constant or kernel string was refused)."""
+  from pallasbench_dataset.evaluation.judge.module_analysis import _check_nesting  # pylint: disable=import-outside-toplevel
+  _check_nesting("{ " + text + " }", 1)
+  with pytest.raises(ModuleAnalysisError):
+    _check_nesting("{ " + text + " { } }", 1)
+
+
+def test_an_arrow_closes_no_bracket_in_the_nesting_scan():
+  """`->` (a function type's arrow, everywhere in a module) is no closing `>`: a module with
+  many of them is as deep as its brackets, and cannot nest deeper by spending arrows."""
+  from pallasbench_dataset.evaluation.judge.module_analysis import _check_nesting  # pylint: disable=import-outside-toplevel
+  _check_nesting("(tensor<f32>) -> tensor<f32>", 2)
+  arrows = "(a) -> b " * 10
+  _check_nesting(arrows + "{{{}}}", 3)
+  with pytest.raises(ModuleAnalysisError, match="nested deeper than 3 brackets"):
+    _check_nesting(arrows + "{{{{}}}}", 3)
+
+
 def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
   """30000 ops take the helper about three seconds (a tenth of that on an idle machine would
   still be past the limit); with 0.3 s it is killed, the module refused."""
@@ -2295,6 +2321,57 @@ def test_fresh_retires_a_helper_that_read_a_module_and_forgets_its_answers():
     assert analyser._served  # pylint: disable=protected-access  (asked, not remembered)
     analyser.fresh()
     assert _pid(analyser) not in (first, second)
+  finally:
+    analyser.close()
+
+
+def test_a_fresh_helper_that_cannot_start_is_logged_and_started_again_at_the_next_module(
+    monkeypatch, caplog):
+  """`fresh` runs after the verdict is in: a replacement that cannot start raises nothing
+  there (the item is judged), it is logged with its traceback, and the next module starts a
+  helper again, whose failure is then raised to the judge."""
+  analyser = ModuleAnalyser()
+  try:
+    analyser.analyse(HONEST_SERIALIZED())
+    real = analysis_process.sandbox.start_sandboxed
+
+    def refuse(*_, **__):
+      raise OSError("no more processes")
+    monkeypatch.setattr(analysis_process.sandbox, "start_sandboxed", refuse)
+    with caplog.at_level(logging.DEBUG, logger=analysis_process.__name__):
+      analyser.fresh()
+    assert analyser._child is None  # pylint: disable=protected-access
+    [record] = [r for r in caplog.records if r.name == analysis_process.__name__]
+    assert record.getMessage() == "the next analysis helper did not start yet"
+    assert isinstance(record.exc_info[1], OSError)
+    with pytest.raises(OSError, match="no more processes"):
+      analyser.analyse(HONEST_SERIALIZED())  # not answered from memory: forgotten by `fresh`
+    monkeypatch.setattr(analysis_process.sandbox, "start_sandboxed", real)
+    assert analyser.analyse(HONEST_SERIALIZED())[0].outside_flops == 8 * 128
+  finally:
+    analyser.close()
+
+
+@pytest.mark.parametrize("program, why", [
+    ("import sys; sys.exit(3)",
+     "the module analysis process exited with code 3 without a result while starting"),
+    ("import sys; from multiprocessing.connection import Connection\n"
+     "c = Connection(int(sys.argv[2])); c.send_bytes(b'hello'); c.recv_bytes()", b"hello"),
+], ids=["died", "said_something_else"])
+def test_a_helper_that_does_not_start_is_an_error_of_the_judge_saying_why(monkeypatch, program,
+                                                                          why):
+  """A helper that dies before it says "ready", or says something else, is no module's fault:
+  a RuntimeError (the judge cannot judge), never a ModuleAnalysisError that would reject the
+  artifact, naming what happened while it was starting (the death) or what it said instead;
+  the helper is not kept."""
+  monkeypatch.setattr(analysis_process, "_PROGRAM", (sys.executable, "-c", program))
+  analyser = ModuleAnalyser()
+  try:
+    with pytest.raises(RuntimeError) as failed:
+      analyser.analyse(HONEST_SERIALIZED())
+    assert not isinstance(failed.value, ModuleAnalysisError)
+    assert str(failed.value) == f"the module analysis process did not start: {why!r}"
+    assert analyser._child is None  # pylint: disable=protected-access
   finally:
     analyser.close()
 
