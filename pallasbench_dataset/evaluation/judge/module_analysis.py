@@ -1442,13 +1442,9 @@ def _stateful_ops(module: ir.Module, kernel_modules: _KernelModules) -> tuple[st
   return tuple(sorted(found))
 
 
-# The tokens of MLIR text that open and close a nesting: brackets, outside string literals.
-# A quoted string is skipped whole: a run of plain characters, then escapes each followed by
-# another run. Each run is one repeat of a character set, which Python's engine matches without
-# keeping state per character (`(?:[^"\\]|\\.)*` kept about 130 bytes per character: an 8 MB
-# dense constant or kernel string took 1.1 GB and 0.6 s, enough to refuse an honest artifact as
-# outgrowing the helper's memory; this takes 8 MB and 0.02 s).
-_NESTING_TOKENS: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|->|[{}()\[\]<>]')
+# The tokens of MLIR text that open and close a nesting: brackets, outside string literals
+# (each skipped whole, in memory of its own size: fingerprint.QUOTED_STRING).
+_NESTING_TOKENS: Final = re.compile(rf'{fingerprint.QUOTED_STRING}|->|[{{}}()\[\]<>]')
 
 
 def _check_nesting(mlir_text: str, limit: int) -> None:
