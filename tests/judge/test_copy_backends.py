@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
+import sys
 
 import pytest
 
-from pallasbench_dataset.evaluation.judge import analysis_process, fingerprint, module_analysis
+from pallasbench_dataset.evaluation.judge import fingerprint, mlir_context, module_analysis
 from pallasbench_dataset.kernels import load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.tasks import get_task, list_tasks
@@ -32,7 +34,7 @@ class InProcess:
   """fingerprint.Analyser in this process."""
 
   def analyse(self, serialized: bytes):
-    text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
+    text = mlir_context.module_text(serialized)
     return module_analysis.analyze_module(text), text
 
 
@@ -117,3 +119,42 @@ def test_every_shipped_kernel_call_has_a_fingerprint():
         calls += len(kernels)
         missing += [(spec.name, tree, size, k.backend) for k in kernels if k.fingerprint is None]
   assert calls >= 150 and missing == []
+
+
+def _serialized(tree: str, task: str, size: str, platform: str):
+  module = load_module(_shipped(tree, task), "shipped.py")
+  return export_for(platform, functools.partial(module.kernel, interpret=False),
+                    *get_task(task).input_structs(size))
+
+
+# A Triton kernel, a Mosaic GPU kernel (the H200's tuned config at `medium`) and a Mosaic TPU one.
+BACKENDS = (("gpu", "matmul", "small", "cuda"), ("gpu", "matmul", "medium", "cuda"),
+            ("tpu", "batched_matmul", "small", "tpu"))
+
+
+@pytest.mark.parametrize("tree,task,size,platform", BACKENDS)
+def test_the_judge_reads_a_module_as_jax_prints_it(tree, task, size, platform):
+  """The helper's text (jaxlib's MLIR bindings alone) is `Exported.mlir_module()`'s: the
+  analysis and the fingerprints read what jax wrote."""
+  exported = _serialized(tree, task, size, platform)
+  assert mlir_context.module_text(exported.mlir_module_serialized) == exported.mlir_module()
+
+
+def test_the_analysis_helper_reads_gpu_kernels_without_importing_jax(tmp_path):
+  """A helper starts for every evaluated item, and importing jax was most of its start; its
+  whole work on a GPU module (each kernel's fingerprint included) needs jaxlib only. (A Mosaic
+  TPU kernel's ops are looked up under jax.jaxlib.mosaic.python too, which jaxlib's tpu.py adds
+  to MLIR's dialect search: reading one imports jax, as before.)"""
+  for i, args in enumerate(BACKENDS[:2]):
+    (tmp_path / f"{i}.bin").write_bytes(_serialized(*args).mlir_module_serialized)
+  script = f"""
+import json, pathlib, sys
+from pallasbench_dataset.evaluation.judge import analysis_process
+for path in sorted(pathlib.Path({str(tmp_path)!r}).glob("*.bin")):
+  answer = json.loads(analysis_process._answer(b"{{}}\\n" + path.read_bytes()))
+  print(sorted({{k["backend"] for k in answer["report"]["kernels"] if k["fingerprint"]}}))
+print(sorted(m for m in sys.modules if m == "jax" or m.startswith("jax.")))
+"""
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                       check=True).stdout.splitlines()
+  assert out == ["['triton']", "['mosaic_gpu']", "[]"]

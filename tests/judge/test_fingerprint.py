@@ -18,7 +18,7 @@ import pytest
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from pallasbench_dataset.evaluation.judge import analysis_process, fingerprint, module_analysis
+from pallasbench_dataset.evaluation.judge import fingerprint, mlir_context, module_analysis
 from pallasbench_dataset.kernels import kernel_path, load_kernel, load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.reward import KernelReward
@@ -31,7 +31,7 @@ class _InProcessAnalyser:
   file, so nothing hostile is parsed unwalled."""
 
   def analyse(self, serialized: bytes):
-    text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
+    text = mlir_context.module_text(serialized)
     return module_analysis.analyze_module(text), text
 
 

@@ -44,11 +44,8 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
-from jax._src.interpreters import mlir
-from jax._src.lib import _jax
-
 from pallasbench_dataset.evaluation import sandbox
-from pallasbench_dataset.evaluation.judge import budgets
+from pallasbench_dataset.evaluation.judge import budgets, mlir_context
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
@@ -80,18 +77,12 @@ def _report_from_json(data: dict[str, Any]) -> ModuleReport:
   return ModuleReport(**fields)
 
 
-def _module_text(serialized: bytes) -> str:
-  """The module's text, as `Exported.mlir_module()` prints it."""
-  with mlir.make_ir_context():
-    return mlir.module_to_string(_jax.mlir.deserialize_portable_artifact(serialized))
-
-
 def _answer(request: bytes) -> bytes:
   """One request: the limits as a JSON line, then the serialized module."""
   header, _, serialized = request.partition(b"\n")
   limits = AnalysisLimits(**json.loads(header))
   try:
-    text = _module_text(serialized)
+    text = mlir_context.module_text(serialized)
   except Exception as e:  # hostile bytes may fail in any way
     return json.dumps({"refused": f"the module does not deserialize: {e}"}).encode()
   try:

@@ -74,24 +74,20 @@ def triton_fingerprint(ir_bytecode: bytes) -> str:
 def parse_triton(ir_bytecode: bytes):
   """A Triton kernel module, parsed with the Triton dialect (an ir.Module whose context is its
   own). Call it only inside the walled helper."""
-  from jax._src.interpreters import mlir  # pylint: disable=import-outside-toplevel
-  from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
-  from jax._src.lib.triton import dialect as tt_dialect  # pylint: disable=import-outside-toplevel
-  context = mlir.make_ir_context()
+  from jaxlib.mlir import ir  # pylint: disable=import-outside-toplevel
+  from jaxlib.triton import dialect as tt_dialect  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import mlir_context  # pylint: disable=import-outside-toplevel
+  context = mlir_context.make_context()
   tt_dialect.register_dialect(context)
   context.load_all_available_dialects()
   return ir.Module.parse(ir_bytecode, context=context)
 
 
 def _fresh_context():
-  """An MLIR context of its own with JAX's dialects (never the thread's shared one: a kernel
-  module's unregistered stable-form ops are allowed here only)."""
-  from jax._src.interpreters import mlir  # pylint: disable=import-outside-toplevel
-  from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
-  context = ir.Context()
-  context.append_dialect_registry(mlir.upstream_dialects)
-  context.load_all_available_dialects()
-  return context
+  """An MLIR context of its own with JAX's upstream dialects (never one shared with other
+  parses: a kernel module's unregistered stable-form ops are allowed here only)."""
+  from pallasbench_dataset.evaluation.judge import mlir_context  # pylint: disable=import-outside-toplevel
+  return mlir_context.upstream_context()
 
 
 def mosaic_gpu_fingerprint(module_bytecode: bytes) -> str:
@@ -103,8 +99,8 @@ def mosaic_gpu_fingerprint(module_bytecode: bytes) -> str:
 def parse_mosaic_gpu(module_bytecode: bytes):
   """A Mosaic GPU kernel module in its stable serialized form, parsed (its ops unregistered,
   named `stable_mosaic_gpu.<op>`). Call it only inside the walled helper."""
-  from jax._src.lib import mosaic_gpu_dialect  # pylint: disable=import-outside-toplevel
-  from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
+  from jaxlib.mlir import ir  # pylint: disable=import-outside-toplevel
+  from jaxlib.mosaic.python import mosaic_gpu as mosaic_gpu_dialect  # pylint: disable=import-outside-toplevel
   readable = _OLD_DIALECT_ATTR.sub(lambda m: b"#%s.%s<%s>" % m.groups(), module_bytecode)
   context = _fresh_context()
   mosaic_gpu_dialect.register_dialect(context)
@@ -121,8 +117,8 @@ def mosaic_tpu_fingerprint(backend_config: str) -> str:
 def parse_mosaic_tpu(backend_config: str):
   """The Mosaic TPU kernel module in a `tpu_custom_call`'s backend_config, parsed. Call it
   only inside the walled helper."""
-  from jax._src.lib import tpu  # pylint: disable=import-outside-toplevel
-  from jax._src.lib.mlir import ir  # pylint: disable=import-outside-toplevel
+  from jaxlib.mlir import ir  # pylint: disable=import-outside-toplevel
+  from jaxlib.mosaic.python import tpu  # pylint: disable=import-outside-toplevel
   body = base64.b64decode(json.loads(backend_config)["custom_call_config"]["body"],
                           validate=True)
   context = _fresh_context()

@@ -60,7 +60,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from jax._src.lib.mlir import ir
+from jaxlib.mlir import ir
 
 from pallasbench_dataset.evaluation.judge import mosaic_host
 

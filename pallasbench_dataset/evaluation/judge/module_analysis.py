@@ -64,11 +64,10 @@ from typing import Final
 
 import ml_dtypes
 import numpy as np
-from jax._src.interpreters import mlir
-from jax._src.lib.mlir import ir
-from jax._src.lib.mlir.dialects import hlo
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
 
-from pallasbench_dataset.evaluation.judge import fingerprint, kernel_state
+from pallasbench_dataset.evaluation.judge import fingerprint, kernel_state, mlir_context
 
 logger = logging.getLogger(__name__)
 
@@ -1465,7 +1464,7 @@ def _check_nesting(mlir_text: str, limit: int) -> None:
 def _parse(mlir_text: str, limits: AnalysisLimits) -> ir.Module:
   _check_nesting(mlir_text, limits.brackets)
   try:
-    return ir.Module.parse(mlir_text, context=mlir.make_ir_context())
+    return ir.Module.parse(mlir_text, context=mlir_context.make_context())
   except ir.MLIRError as e:
     raise ModuleAnalysisError(f"the module does not parse: {e}") from None
 

@@ -65,7 +65,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from jax._src.lib.mlir import ir
+from jaxlib.mlir import ir
 
 PREFIX: Final = "stable_mosaic_gpu."
 INIT_TMA_DESC: Final = "mosaic_gpu_init_tma_desc"
