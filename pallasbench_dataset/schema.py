@@ -384,8 +384,12 @@ class CandidateRow:
   correct: bool
   speedup: float | None        # baseline_ms / runtime_ms: above 1, the candidate is faster
   speedup_eager: float | None
+  # The shipped kernel of the task timed beside the candidate (on a GPU): shipped_ms /
+  # runtime_ms. KernelReward pays min(speedup, speedup_shipped).
+  speedup_shipped: float | None
   runtime_ms: float | None     # median, compile excluded
   baseline_ms: float | None
+  shipped_ms: float | None
   reasons: tuple[str, ...]
   error_type: str | None
   error: str | None

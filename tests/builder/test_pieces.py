@@ -2921,7 +2921,7 @@ def test_candidate_rows_carry_the_candidate_and_its_verdict_in_order(trees, tmp_
   second = bc.read_population(_population_run(tmp_path / "b", trees, [z, g], [
       _candidate_record(trees, z), failed]))
   first = bc.read_population(_population_run(tmp_path / "a", trees, [a, z], [
-      _candidate_record(trees, a, eager_ms=1.5)]))
+      _candidate_record(trees, a, eager_ms=1.5, shipped_ms=0.75, speedup_shipped=1.5)]))
   rows_ = bc.candidate_rows([second, first])
   assert [(r.task_id, r.run, r.candidate) for r in rows_] == [
       (1, "a", "relu/a"), (1, "b", "relu/z"), (2, "b", "gelu/g")]
@@ -2930,11 +2930,13 @@ def test_candidate_rows_carry_the_candidate_and_its_verdict_in_order(trees, tmp_
   assert row == schema.CandidateRow(
       candidate="relu/a", run="a", task="relu", task_id=1, level=1, size="small",
       parent="kernels_gpu/relu.py", kind="tuning", source="# a\n", kernel_sha256=a.sha256,
-      status="pass", correct=True, speedup=2.0, speedup_eager=3.0, runtime_ms=0.5,
-      baseline_ms=1.0, reasons=(), error_type=None, error=None, cached=False, device="gpu",
+      status="pass", correct=True, speedup=2.0, speedup_eager=3.0, speedup_shipped=1.5,
+      runtime_ms=0.5, baseline_ms=1.0, shipped_ms=0.75, reasons=(), error_type=None, error=None,
+      cached=False, device="gpu",
       hardware="NVIDIA H200", timing_comparable=True, judge_version=record.judge_version,
       measured_at="2026-11-20T10:00:00+00:00")
   bad = rows_[2]
+  assert (bad.speedup_shipped, bad.shipped_ms, rows_[1].speedup_shipped) == (None, None, None)
   assert (bad.status, bad.correct, bad.speedup, bad.runtime_ms, bad.error_type, bad.error,
           bad.reasons, bad.cached, bad.device, bad.timing_comparable, bad.kind, bad.parent) == (
       "error", False, None, None, "runtime_error", "boom", ("r1",), True, "cpu", False, "cheat", None)
@@ -2947,8 +2949,9 @@ def _candidate_row(name, *, kind=None, status="pass", speedup=1.0, run="r", cach
       candidate=f"relu/{name}", run=run, task="relu", task_id=1, level=1, size="small",
       parent=None, kind=kind, source="x", kernel_sha256="0" * 64, status=status,
       correct=status == "pass", speedup=speedup if status == "pass" else None,
-      speedup_eager=None, runtime_ms=0.5 / speedup if status == "pass" else None,
-      baseline_ms=0.5, reasons=(), error_type=None, error=None, cached=cached, device="gpu",
+      speedup_eager=None, speedup_shipped=None,
+      runtime_ms=0.5 / speedup if status == "pass" else None, baseline_ms=0.5, shipped_ms=None,
+      reasons=(), error_type=None, error=None, cached=cached, device="gpu",
       hardware="NVIDIA H200", timing_comparable=comparable, judge_version="2",
       measured_at="2026-11-20T10:00:00+00:00")
 

@@ -168,8 +168,9 @@ def _row(name: str, status: str, speedup: float | None, comparable: bool = True,
   return CandidateRow(
       candidate=name, run="r", task="relu", task_id=1, level=1, size="small", parent=None,
       kind=None, source=f"# {name}", kernel_sha256=sha or name, status=status,
-      correct=status == "pass", speedup=speedup, speedup_eager=None, runtime_ms=None,
-      baseline_ms=None, reasons=(), error_type=None, error=None, cached=False, device="gpu",
+      correct=status == "pass", speedup=speedup, speedup_eager=None, speedup_shipped=None,
+      runtime_ms=None, baseline_ms=None, shipped_ms=None, reasons=(), error_type=None, error=None,
+      cached=False, device="gpu",
       hardware="NVIDIA H200", timing_comparable=comparable, judge_version="2",
       measured_at="2026-11-20T10:00:00+00:00")
 
