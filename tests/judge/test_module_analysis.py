@@ -2356,7 +2356,8 @@ def test_a_fresh_helper_that_cannot_start_is_logged_and_started_again_at_the_nex
     ("import sys; sys.exit(3)",
      "the module analysis process exited with code 3 without a result while starting"),
     ("import sys; from multiprocessing.connection import Connection\n"
-     "c = Connection(int(sys.argv[2])); c.send_bytes(b'hello'); c.recv_bytes()", b"hello"),
+     "c = Connection(int(sys.argv[2])); c.send_bytes(b'hello'); c.recv_bytes()",
+     "it said b'hello' instead of b'ready'"),
 ], ids=["died", "said_something_else"])
 def test_a_helper_that_does_not_start_is_an_error_of_the_judge_saying_why(monkeypatch, program,
                                                                           why):
@@ -2370,7 +2371,7 @@ def test_a_helper_that_does_not_start_is_an_error_of_the_judge_saying_why(monkey
     with pytest.raises(RuntimeError) as failed:
       analyser.analyse(HONEST_SERIALIZED())
     assert not isinstance(failed.value, ModuleAnalysisError)
-    assert str(failed.value) == f"the module analysis process did not start: {why!r}"
+    assert str(failed.value) == f"the module analysis process did not start: {why}"
     assert analyser._child is None  # pylint: disable=protected-access
   finally:
     analyser.close()

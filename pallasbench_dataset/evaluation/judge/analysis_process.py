@@ -191,7 +191,8 @@ class ModuleAnalyser:
       if unavailable is not None:
         raise sandbox.WallsUnavailable(f"the module analysis process: {unavailable}")
       # no artifact's fault: the judge cannot judge
-      raise RuntimeError(f"the module analysis process did not start: {failure or answer!r}")
+      said = failure if failure is not None else f"it said {answer!r} instead of b'ready'"
+      raise RuntimeError(f"the module analysis process did not start: {said}")
     self._ready = True
 
   def _wait(self, doing: str, timeout_s: float) -> tuple[bytes | None, str | None]:
