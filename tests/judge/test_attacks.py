@@ -16,7 +16,8 @@ limit (below), 11 right only where the judge looked (caught by families that rea
 region where the task's formula breaks, at both precisions) and their honest neighbours, 12
 copied solutions (the shipped kernel imported, read and run, or pasted in), 13 reading the
 checkout, 14 forging the record's sandbox layers, 15 the verdict cache (a stale or lucky pass
-served again: test_cache_attacks.py; here the controls' own verdicts).
+served again: test_cache_attacks.py; here the controls' own verdicts), 16 griefing (a
+candidate's cost landing on the other evaluations of its batch).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -366,6 +367,16 @@ def _cases() -> dict[str, Case]:
       "memcpy_init": Case("adv_memcpy_init_one_hot", "one_hot", P),
       "pos_full_tile_init": Case("adv_pos_full_tile_init_one_hot", "one_hot", P),
       "pos_inplace_clamp": Case("adv_pos_inplace_clamp", "clamp", P),
+      # Red team round 14. Class 16, griefing: the sandboxed exporter may keep every core of
+      # the host busy for its whole wall clock (CPU rlimit = timeout x cpu_count, no affinity,
+      # no nice), so a candidate starves the other evaluations of its batch into timeouts and
+      # budget rejections that the verdict cache keeps as verdicts on their sources (under
+      # GRPO, lowering siblings' rewards raises its own advantage). The hog itself passes (its
+      # verdict is right); the probe answers wrong while the exporter is unconfined; the
+      # honest neighbour does eager XLA:CPU work at import and must keep passing.
+      "core_hog": Case("adv_core_hog_relu", relu, P),
+      "core_share_probe": Case("adv_core_share_probe_relu", relu, P),
+      "pos_eager_setup": Case("adv_pos_eager_setup_relu", relu, P),
   }
 
 
@@ -482,6 +493,10 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
+    "core_share_probe": "red team round 14, open: the exporter runs on every core at the "
+                        "judges' priority (launch._limit_child allows timeout x cpu_count of "
+                        "CPU), so a candidate can starve its batch's other stages into cached "
+                        "timeouts; the probe answers wrong (incorrect) while that holds",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "
