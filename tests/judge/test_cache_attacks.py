@@ -28,7 +28,7 @@ from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
 from pallasbench_dataset.kernels import Variant, tree_dir
-from pallasbench_dataset.schema import Status
+from pallasbench_dataset.schema import ErrorType, Status
 
 from tests import runfixtures as rf
 from tests.paths import CONTROLS
@@ -172,6 +172,32 @@ def test_a_failure_on_fresh_seeds_is_served_to_a_reward(reward_cache):
   judge = Judge(Status.PASS)
   (record,) = _served([item], cache, judge)
   assert judge.asked == [] and record.status is Status.INCORRECT and record.cached
+
+
+# -- a verdict the host's load decided (red team round 14, class 16) --------------------------------
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 14, open: a timeout and a stage's budget overrun are stored and served as "
+    "verdicts on the source, though they depend on the host's load (which another candidate of "
+    "the batch controls: adv_core_hog_relu) and on limits the key does not hold (budget_s, "
+    "compile_budget_s); an honest text starved once is paid 0 until the judge's code changes"))
+@pytest.mark.parametrize("status,error_type,reason", [
+    (Status.TIMEOUT, "timeout", "export (import, trace, lower) took longer than 60 s; the "
+     "exporter was killed"),
+    (Status.REJECTED, None, "the correctness runs stage ran past its 120 s budget; its process "
+     "was killed"),
+])
+def test_a_verdict_the_host_s_load_decided_is_judged_again(reward_cache, status, error_type,
+                                                            reason):
+  cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
+  starved = dataclasses.replace(
+      _record(item, status), correct=False, reasons=() if error_type else (reason,),
+      error=reason if error_type else None,
+      error_type=None if error_type is None else ErrorType(error_type))
+  cache.put(item, starved, driver.empty_artifacts(item))  # the batch beside a hog
+  judge = Judge(Status.PASS)                               # an idle host: the honest verdict
+  (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
+  assert judge.asked == ["c-2"] and record.status is Status.PASS and not record.cached
 
 
 def test_twins_in_one_run_share_one_measurement_of_a_pass(reward_cache):
