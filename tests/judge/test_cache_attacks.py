@@ -20,6 +20,7 @@ are what is tested, in milliseconds. The controls' real verdicts are in test_att
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 
 import pytest
@@ -28,7 +29,7 @@ from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
 from pallasbench_dataset.kernels import Variant, tree_dir
-from pallasbench_dataset.schema import ErrorType, Status
+from pallasbench_dataset.schema import ErrorType, Status, to_json_dict
 
 from tests import runfixtures as rf
 from tests.paths import CONTROLS
@@ -176,17 +177,15 @@ def test_a_failure_on_fresh_seeds_is_served_to_a_reward(reward_cache):
 
 # -- a verdict the host's load decided (red team round 14, class 16) --------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 14, open: a timeout and a stage's budget overrun are stored and served as "
-    "verdicts on the source, though they depend on the host's load (which another candidate of "
-    "the batch controls: adv_core_hog_relu) and on limits the key does not hold (budget_s, "
-    "compile_budget_s); an honest text starved once is paid 0 until the judge's code changes"))
 @pytest.mark.parametrize("status,error_type,reason", [
     (Status.TIMEOUT, "timeout", "export (import, trace, lower) took longer than 60 s; the "
      "exporter was killed"),
     (Status.REJECTED, None, "the correctness runs stage ran past its 120 s budget; its process "
      "was killed"),
-])
+    (Status.REJECTED, None, "compile stage: the compile did not finish within the 30 s compile "
+     "budget; it was killed"),
+    (Status.ERROR, "out_of_memory", "RESOURCE_EXHAUSTED: out of memory allocating 8 GiB"),
+], ids=["timeout", "stage_budget", "compile_budget", "out_of_memory"])
 def test_a_verdict_the_host_s_load_decided_is_judged_again(reward_cache, status, error_type,
                                                             reason):
   cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
@@ -195,9 +194,28 @@ def test_a_verdict_the_host_s_load_decided_is_judged_again(reward_cache, status,
       error=reason if error_type else None,
       error_type=None if error_type is None else ErrorType(error_type))
   cache.put(item, starved, driver.empty_artifacts(item))  # the batch beside a hog
+  assert not any(cache.folder.rglob("*.json"))             # not stored
+  key = verdicts.key_for(item, starved.environment)        # nor served, stored by older code
+  path = cache._path(key)  # pylint: disable=protected-access
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps({"key": key.fields(), "record": to_json_dict(starved),
+                              "artifacts": to_json_dict(driver.empty_artifacts(item))}))
+  assert cache.get(key) is not None
   judge = Judge(Status.PASS)                               # an idle host: the honest verdict
   (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
   assert judge.asked == ["c-2"] and record.status is Status.PASS and not record.cached
+
+
+def test_a_rejection_for_another_reason_is_still_stored_and_served(reward_cache):
+  """Only the load's verdicts are kept out: a rejection that names a budget in passing (the
+  analysis's op budget) is the artifact's own."""
+  cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
+  refused = dataclasses.replace(_record(item, Status.REJECTED), correct=False, reasons=(
+      "the module analysis ran past its op budget of 2000000 ops",))
+  cache.put(item, refused, driver.empty_artifacts(item))
+  judge = Judge(Status.PASS)
+  (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
+  assert judge.asked == [] and record.status is Status.REJECTED and record.cached
 
 
 def test_twins_in_one_run_share_one_measurement_of_a_pass(reward_cache):

@@ -93,11 +93,12 @@ def _candidate(name: str, source: str) -> WorkItem:
                   filename=f"{name}.py", options=OPTIONS, candidate=f"relu/{name}")
 
 
-def test_a_stage_over_its_budget_is_rejected_at_once_and_never_paid_again(tmp_path, monkeypatch):
+def test_a_stage_over_its_budget_is_rejected_at_once_and_judged_again(tmp_path, monkeypatch):
   """A candidate that holds the exporter (it never returns while traced) or the judge's
   correctness runs (its kernel never ends) gets `rejected` naming the stage and its budget,
-  long before the evaluation's limit, and a resubmission is served from the verdict cache.
-  An honest kernel judged beside them, within every budget, still passes."""
+  long before the evaluation's limit. The host's load may have decided such a verdict (red team
+  round 14), so a resubmission is judged again, not served from the verdict cache. An honest
+  kernel judged beside them, within every budget, still passes, and is served."""
   monkeypatch.setattr(budgets, "STAGE_BUDGETS_S", {
       "cpu": {**budgets.STAGE_BUDGETS_S["cpu"], **BUDGETS}})
   items = [_candidate("hangs", (CONTROLS / "hangs_relu.py").read_text()),
@@ -119,11 +120,11 @@ def test_a_stage_over_its_budget_is_rejected_at_once_and_never_paid_again(tmp_pa
   assert spins.eval_wall_s < LIMIT_S / 2
   assert honest.status is Status.PASS, honest.reasons
 
-  def must_not_measure(todo):
-    assert not todo, f"measured again: {[item.candidate for item in todo]}"
-    return []
+  def measure_again(todo):  # what a second measurement would say: the same
+    asked.extend(item.candidate for item in todo)
+    return [(item, first[item.candidate], empty_artifacts(item)) for item in todo]
+  asked: list[str] = []
   again = {r.candidate: r for r, _ in verdicts.evaluate(items, cache, spins.environment,
-                                                          must_not_measure)}
-  assert all(r.cached for r in again.values())
-  assert [(again[r.candidate].status, again[r.candidate].reasons) for r in (hangs, spins)] == [
-      (r.status, r.reasons) for r in (hangs, spins)]
+                                                          measure_again)}
+  assert asked == ["relu/hangs", "relu/spins"]
+  assert again["relu/honest"].cached and again["relu/honest"].status is Status.PASS

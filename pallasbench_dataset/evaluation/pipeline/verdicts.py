@@ -5,7 +5,12 @@ judge's version, the judge's code and the evaluation options) and where (platfor
 jax and jaxlib). Those name one JSON file in the cache folder holding the record and its
 artifacts; a later evaluation with the same key reuses them, marked `cached`. Records that are
 no verdict on the kernel (a killed process, a harness bug: `driver.has_verdict`) are never
-stored.
+stored, nor those the host's load may have decided (`load_decided`: a stage cut by its time
+limit or budget, memory exhausted). Those depend on what ran beside the item, which another
+candidate of the same batch controls (red team round 14: an exporter keeping every core busy
+starves its neighbours into timeouts), and on limits the key does not hold; stored, they would
+pay an honest source 0 in every later batch, a gain for the griefer under GRPO. Such an item
+is judged again each time it comes: a slow kernel costs its own judge time, never a verdict.
 
 A cached verdict pays its source again without new evidence, so the cache is part of the judge.
 The judge's code is in the key (`judge_code`: a digest of every file of this package and of the
@@ -45,12 +50,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
+from pallasbench_dataset.evaluation.judge.budgets import ran_out
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.keys import precision_field
 from pallasbench_dataset.kernels import Variant, tree_dir
 from pallasbench_dataset.precision import DEFAULT_PRECISION
 from pallasbench_dataset.schema import (
-    Artifacts, Environment, EvalRecord, Status, from_json_dict, to_json_dict)
+    Artifacts, Environment, EvalRecord, ErrorType, Status, from_json_dict, to_json_dict)
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +152,14 @@ def key_of(item: WorkItem, record: EvalRecord) -> VerdictKey:
   return _key(item, record.judge_version, record.environment)
 
 
+def load_decided(record: EvalRecord) -> bool:
+  """Whether the host's load, or limits the key does not hold, may have decided `record`: a
+  stage cut by the evaluation's time limit (`timeout`), one past its stage or compile budget
+  (`budgets.ran_out`), memory exhausted."""
+  return (record.status is Status.TIMEOUT or record.error_type is ErrorType.OUT_OF_MEMORY
+          or (record.status is Status.REJECTED and ran_out(record.reasons)))
+
+
 class VerdictCache:
   """One folder of verdicts: `<folder>/<digest[:2]>/<digest>.json`."""
 
@@ -155,9 +169,10 @@ class VerdictCache:
 
   def serves(self, record: EvalRecord, item: WorkItem) -> bool:
     """Whether `evaluate` may reuse the stored `record` for `item`: always, but for a pass on
-    fresh seeds where this cache pays a reward (the module docstring)."""
-    return (self.serve_fresh_passes or record.status is not Status.PASS
-            or bool(item.options.seeds))
+    fresh seeds where this cache pays a reward, and for a verdict the load may have decided (an
+    entry stored before they were kept out) (the module docstring)."""
+    return not load_decided(record) and (
+        self.serve_fresh_passes or record.status is not Status.PASS or bool(item.options.seeds))
 
   def _path(self, key: VerdictKey) -> pathlib.Path:
     digest = key.digest()
@@ -184,8 +199,10 @@ class VerdictCache:
 
   def put(self, item: WorkItem, record: EvalRecord, artifacts: Artifacts) -> None:
     """Stores a verdict under the key its record was measured with (a record that is no
-    verdict, or whose judge never reported its machine, is not stored)."""
-    if not has_verdict(record) or record.environment.hardware == "unknown":
+    verdict, that the load may have decided, or whose judge never reported its machine, is not
+    stored)."""
+    if (not has_verdict(record) or load_decided(record)
+        or record.environment.hardware == "unknown"):
       return
     key = key_of(item, record)
     path = self._path(key)
