@@ -13,8 +13,9 @@ Why every check lets the hog through: see adv_core_hog_relu (the CPU rlimit allo
 for the whole wall clock by design; nothing lowers the exporter's share).
 
 Expected: pass (the exporter confined to a bounded share of the host, so that no candidate can
-starve another's stages into a cached timeout). Today: incorrect (KNOWN_OPEN, strict xfail):
-the exporter may run on every core at the judges' priority.
+starve another's stages into a cached timeout): the walls' "one-core" (session 31) runs it on
+one core at nice 10. Before that it answered wrong (KNOWN_OPEN): the exporter ran on every core
+at the judges' priority.
 """
 import os
 

@@ -373,7 +373,9 @@ def _cases() -> dict[str, Case]:
       # budget rejections that the verdict cache keeps as verdicts on their sources (under
       # GRPO, lowering siblings' rewards raises its own advantage). The hog itself passes (its
       # verdict is right); the probe answers wrong while the exporter is unconfined; the
-      # honest neighbour does eager XLA:CPU work at import and must keep passing.
+      # honest neighbour does eager XLA:CPU work at import and must keep passing. Closed: the
+      # walls' "one-core" (one core at nice 10, no affinity of its own) and the verdict cache
+      # keeping no verdict the load may have decided (test_cache_attacks.py).
       "core_hog": Case("adv_core_hog_relu", relu, P),
       "core_share_probe": Case("adv_core_share_probe_relu", relu, P),
       "pos_eager_setup": Case("adv_pos_eager_setup_relu", relu, P),
@@ -493,10 +495,6 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
-    "core_share_probe": "red team round 14, open: the exporter runs on every core at the "
-                        "judges' priority (launch._limit_child allows timeout x cpu_count of "
-                        "CPU), so a candidate can starve its batch's other stages into cached "
-                        "timeouts; the probe answers wrong (incorrect) while that holds",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "

@@ -798,7 +798,8 @@ def test_seccomp_program_decides_like_the_table(machine):
   assert decide(nrs["clone"], 0x11) == eperm                       # fork: SIGCHLD, no thread
   assert decide(nrs["clone"], 0x3D0F00) == allow                   # pthread_create's flags
   assert decide(nrs["clone3"]) == enosys
-  for name in ("kill", "sched_setaffinity", "prlimit64", "sched_setscheduler"):
+  assert decide(nrs["sched_setaffinity"], 0) == decide(nrs["sched_setaffinity"], 4321) == eperm
+  for name in ("kill", "prlimit64", "sched_setscheduler"):
     assert decide(nrs[name], 4321) == decide(nrs[name], 0) == allow, name
     assert decide(nrs[name], 1) == decide(nrs[name], 4322) == eperm, name
   assert decide(nrs["kill"], -4321) == allow and decide(nrs["tgkill"], 4322) == eperm
@@ -1104,7 +1105,11 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
       found["death_signal"] = death.value
       attempts = {"socket": socket.socket, "write_outside": lambda: open(target, "w"),
                   "write_scratch": lambda: open("inside", "w"), "read_secret": secret.read_text,
-                  "fork": os.fork, "kill_parent": lambda: os.kill(os.getppid(), 0)}
+                  "fork": os.fork, "kill_parent": lambda: os.kill(os.getppid(), 0),
+                  "more_cores": lambda: os.sched_setaffinity(0, range(os.cpu_count())),
+                  "higher_priority": lambda: os.setpriority(os.PRIO_PROCESS, 0, 0)}
+      found["cores"] = sorted(os.sched_getaffinity(0))
+      found["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
       for name, attempt in attempts.items():
         try:
           attempt()
@@ -1122,13 +1127,15 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
     found = _in_fork(confined)
   finally:
     shutil.rmtree(scratch)
-  wanted = ["private-proc", "dies-with-parent", "rlimits", "landlock", "seccomp"]
+  wanted = ["private-proc", "dies-with-parent", "rlimits", "one-core", "landlock", "seccomp"]
   if ROOT:
     wanted = ["veil"] * bool(config.veil) + ["unprivileged"] + wanted
     assert found["uid"] == found["gid"] == [walls.NOBODY] * 3
   assert found["layers"] == wanted
   assert found["as"] == 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
   assert found["death_signal"] == signal.SIGKILL and found["read_scratch"] == []
+  assert found["cores"] == [config.cpu] and found["nice"] == walls.ONE_CORE_NICE
+  assert found["more_cores"] == "EPERM" and found["higher_priority"] in {"EACCES", "EPERM"}
   assert {name: found[name] for name in ("socket", "fork", "kill_parent")} == dict.fromkeys(
       ("socket", "fork", "kill_parent"), "EPERM")
   assert {found["write_outside"], found["write_scratch"], found["read_secret"]} <= {"EACCES"}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import logging
 import math
 import os
@@ -211,7 +212,17 @@ def _config(scratch: pathlib.Path, memory_bytes: int, walls: tuple[str, ...], tr
       raise WallsUnavailable(f"user nobody may not reach {veil[0][1][0]} without the veil")
   return WallsConfig(scratch=root, readable=readable, parent_pid=os.getpid(),
                      memory_bytes=memory_bytes, walls=walls, tripwire=tripwire, uid=uid,
-                     veil=veil)
+                     veil=veil, cpu=_next_core() if "one-core" in walls else None)
+
+
+_CHILDREN: Final = itertools.count()
+
+
+def _next_core() -> int:
+  """The core the next child runs on: this process' cores in turn, from an offset of its pid,
+  so that the children of several workers spread over the host."""
+  cores = sorted(os.sched_getaffinity(0))
+  return cores[(os.getpid() + next(_CHILDREN)) % len(cores)]
 
 
 def _spawn(argv: list[str], config: WallsConfig, env: dict[str, str], pass_fds: tuple[int, ...],
@@ -263,7 +274,8 @@ def _run(argv: list[str], config: WallsConfig, stdin: bytes, timeout_s: float,
     os.close(result_write)
   watch, pipes = _Watch(proc.pid), None
   try:
-    if _limit_child(proc.pid, timeout_s):
+    if _limit_child(proc.pid, timeout_s,
+                    1 if config.cpu is not None else len(os.sched_getaffinity(0))):
       layers.append("rlimits-cpu")
     pipes = _Pipes(proc, stdin, (layers_read, report_read, result_read), result_cap)
     timed_out, out_of_memory = _supervise(proc.pid, pipes, watch, start + timeout_s,
@@ -311,14 +323,14 @@ def _child_env(scratch: pathlib.Path, extra_env: Mapping[str, str]) -> dict[str,
   return env
 
 
-def _limit_child(pid: int, timeout_s: float) -> bool:
+def _limit_child(pid: int, timeout_s: float, cores: int) -> bool:
   """CPU-time and core rlimits on the started child: a backstop should the parent die.
 
-  The CPU limit allows every core busy for the whole wall-clock limit, so it never cuts a run
-  the wall clock would let finish.
+  The CPU limit allows the child's `cores` busy for the whole wall-clock limit, so it never
+  cuts a run the wall clock would let finish.
   """
   import resource  # pylint: disable=import-outside-toplevel
-  cpu_s = math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
+  cpu_s = math.ceil(timeout_s * cores) + 1
   try:
     resource.prlimit(pid, resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))

@@ -24,13 +24,19 @@ platform has it:
   thread stacks and reservations XLA makes on a many-core host): with memfd denied below and
   no file writable, every page the child holds is in its resident memory, which the parent
   watches; the address-space limit refuses the mappings that could hold more at once;
+- "one-core": the child and every thread it starts run on one core of the parent's (chosen by
+  the parent, `WallsConfig.cpu`), at nice ONE_CORE_NICE, with RLIMIT_NICE 0 so that it never
+  raises its priority again, and no affinity of its own (seccomp below): a candidate's share
+  of the host is one core below the trusted processes, however many threads it starts (red
+  team round 14: eager XLA:CPU work at import kept every core busy and starved the other
+  evaluations of its batch into timeouts);
 - "landlock": no change to the file system anywhere (scratch included: nothing the child can
   write exists, so nothing it wrote can be mapped as code), reads only of scratch and the
   read allow-list (see `read_allow_list`), no execution, no TCP, no signals or abstract
   sockets outside the domain;
 - "seccomp" (synchronised to every thread): no processes, sockets, ptrace, memfd, io_uring,
-  mounts, namespaces, BPF, keys, file handles or kernel-log reads; signals, priorities,
-  affinities and rlimits only of the process itself; no fcntl that hands signals or leases
+  mounts, namespaces, BPF, keys, file handles or kernel-log reads, no affinity set;
+  signals, priorities and rlimits only of the process itself; no fcntl that hands signals or leases
   to another process; no prctl that undoes the parent-death signal or lets a tracer in.
 
 The audit hook (tripwire.py) is armed later by the program itself, once jax has started: it
@@ -69,7 +75,8 @@ NOBODY: Final = 65534
 MAX_OPEN_FILES: Final = 1024
 ADDRESS_SPACE_HEADROOM: Final = 8 << 30
 ALL_WALLS: Final = ("veil", "unprivileged", "private-proc", "dies-with-parent", "rlimits",
-                    "landlock", "seccomp")
+                    "one-core", "landlock", "seccomp")
+ONE_CORE_NICE: Final = 10
 
 
 class WallsUnavailable(RuntimeError):
@@ -100,6 +107,7 @@ class WallsConfig:
   tripwire: bool = False            # the program arms the tripwire, which reports it (boot.py)
   uid: int | None = None            # the identity to take (None: keep the parent's)
   veil: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (covered folder, paths bound back)
+  cpu: int | None = None            # the one core the child runs on ("one-core")
 
   def to_json(self) -> str:
     return json.dumps(dataclasses.asdict(self))
@@ -111,7 +119,7 @@ class WallsConfig:
     return cls(scratch=data["scratch"], readable=readable, parent_pid=int(data["parent_pid"]),
                memory_bytes=int(data["memory_bytes"]), walls=tuple(data["walls"]),
                tripwire=bool(data["tripwire"]), uid=data["uid"],
-               veil=tuple((f, tuple(p)) for f, p in data["veil"]))
+               veil=tuple((f, tuple(p)) for f, p in data["veil"]), cpu=data["cpu"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,6 +328,8 @@ def confine(config: WallsConfig) -> tuple[str, ...]:
     layers.append("dies-with-parent")
   if "rlimits" in wanted and limit_resources(config.memory_bytes):
     layers.append("rlimits")
+  if "one-core" in wanted and config.cpu is not None and share_one_core(config.cpu):
+    layers.append("one-core")
   if "landlock" in wanted and install_landlock(config.scratch, config.readable):
     layers.append("landlock")
   if "seccomp" in wanted and install_seccomp():
@@ -551,6 +561,20 @@ def limit_resources(memory_bytes: int) -> bool:
   return True
 
 
+def share_one_core(cpu: int) -> bool:
+  """Runs this process on core `cpu` at nice ONE_CORE_NICE or lower in priority, never to rise
+  again (RLIMIT_NICE 0); threads started later inherit both. False where it cannot."""
+  import resource  # pylint: disable=import-outside-toplevel
+  try:
+    os.sched_setaffinity(0, {cpu})
+    os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), ONE_CORE_NICE))
+    resource.setrlimit(resource.RLIMIT_NICE, (0, 0))
+  except (OSError, ValueError) as e:
+    logger.warning("the child is not confined to one core: %s", e)
+    return False
+  return True
+
+
 def _no_new_privs():
   """Sets no_new_privs (required by seccomp and Landlock without CAP_SYS_ADMIN); returns libc."""
   _, libc = _libc()
@@ -701,6 +725,7 @@ _X32_SYSCALL_BIT: Final = 0x40000000  # x86_64 only: x32 numbers share the x86_6
 # kexec, BPF, keys, raw I/O ports, userfaultfd, the new mount API, clocks, the kernel log).
 DENIED_SYSCALLS: Final = (
     "fork", "vfork", "execve", "execveat", "socket", "socketpair", "connect", "bind", "listen",
+    "sched_setaffinity",
     "ptrace", "process_vm_readv", "process_vm_writev", "tkill", "mknod", "mknodat",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "pidfd_open", "pidfd_getfd",
     "pidfd_send_signal", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
@@ -714,8 +739,8 @@ DENIED_SYSCALLS: Final = (
     "clock_adjtime", "adjtimex", "lookup_dcookie")
 # Allowed only towards the process itself: first argument its pid, 0 or -pid (its group).
 OWN_PROCESS_SYSCALLS: Final = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
-                               "sched_setaffinity", "sched_setscheduler", "sched_setparam",
-                               "sched_setattr", "prlimit64")
+                               "sched_setscheduler", "sched_setparam", "sched_setattr",
+                               "prlimit64")
 # fcntl commands refused: F_SETOWN, F_SETSIG, F_SETOWN_EX (signals to a chosen process),
 # F_SETLEASE, F_NOTIFY (signals on other processes' file activity), F_SETPIPE_SZ (kernel
 # memory outside the limit).
