@@ -215,6 +215,12 @@ class EvalRecord:
   shipped_iqr_ms: float | None = None
   shipped_samples_ms: tuple[float, ...] = ()
   speedup_shipped: float | None = None
+  # Bytes XLA moves per call to fill buffers the program then updates in place (a constant or an
+  # argument aliased to a kernel's result: module_analysis' prefilled_bytes), by device copies
+  # and memsets that the CUPTI kernel timer never sees; on a GPU each runtime sample includes
+  # untimed_copy_ms, those bytes at the run's measured copy rate.
+  prefilled_bytes: int | None = None
+  untimed_copy_ms: float | None = None
   run: RunInfo | None = None   # how the record was produced (release 2 on): command, GPU, ceilings
   # The Pallas backends of the kernel calls in the exported module the judge read ("triton",
   # "mosaic_gpu"), and the config a tunable kernel declared for this size (its config_for, as

@@ -612,7 +612,7 @@ def test_judge_outputs_edge_shape():
 from pallasbench_dataset.evaluation import protocol, sandbox  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
 from pallasbench_dataset.evaluation.judge import (  # noqa: E402
-    analysis_process, budgets, fingerprint, memcheck, module_analysis, timing)
+    analysis_process, budgets, fingerprint, memcheck, mlir_context, module_analysis, timing)
 from pallasbench_dataset.evaluation.judge.ceilings import NOT_MEASURED, Ceilings  # noqa: E402
 from pallasbench_dataset.evaluation.judge.compile_profile import CompiledArtifact  # noqa: E402
 from pallasbench_dataset.schema import RunIdentity  # noqa: E402
@@ -824,10 +824,10 @@ def analysis(monkeypatch):
                               backends=("triton",), found=[])
 
   def analyse(_, serialized):
-    text = analysis_process._module_text(serialized)  # pylint: disable=protected-access
+    text = mlir_context.module_text(serialized)
     box.texts.append(text)
     box.found.append(types.SimpleNamespace(
-        disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful,
+        disallowed_custom_calls=box.disallowed, stateful_ops=box.stateful, prefilled_bytes=0,
         kernels=[types.SimpleNamespace(backend=b, fingerprint=None) for b in box.backends]))
     return box.found[-1], text
 
@@ -1465,7 +1465,49 @@ def test_time_and_roofline_records_every_timing_field(monkeypatch):
       timed_outputs_checked=3, speedup=1.5,
       roofline=judge._roofline(RELU, TINY, 3.0, NOT_MEASURED, 4.5),  # pylint: disable=protected-access
       timing_rotated_bytes=512 * 4, timing_l2_resident=True,  # 4 calls' inputs, unflushed
-      status=Status.PASS, reasons=(), robust=True)
+      untimed_copy_ms=None, status=Status.PASS, reasons=(), robust=True)
+
+
+COPY_RATE = dataclasses.replace(NOT_MEASURED, copy_gbps=4000.0, read_gbps=5000.0)
+
+
+@pytest.mark.parametrize("method, prefilled, charge", [
+    (timing.TimingMethod.CUPTI, 8_000_000, 0.002),    # 8 MB at the measured 4000 GB/s copy rate
+    (timing.TimingMethod.CUPTI, 0, 0.0),
+    (timing.TimingMethod.WALLCLOCK, 8_000_000, None),  # the wall clock saw the copies
+])
+def test_the_copies_that_fill_in_place_buffers_are_charged_to_every_cupti_sample(
+    monkeypatch, method, prefilled, charge):
+  """Round 13's untimed copy: bytes XLA moves into a kernel's aliased buffer before it runs are
+  no kernel launch, so the CUPTI timer never sees them. Each sample of the candidate is charged
+  those bytes at the run's copy rate (the fastest they can move), and runtime, speedups and
+  roofline follow; the references are not charged."""
+  _fake_timing(monkeypatch, [1.0, 2.0, 4.0, 8.0], [3.0, 3.0, 6.0, 6.0],
+               shipped_ms=[2.0, 2.0, 2.0, 8.0])
+  state = judge._State(fields={"prefilled_bytes": prefilled})  # pylint: disable=protected-access
+  ctx = dataclasses.replace(_ctx(ceilings=COPY_RATE), timing_method=method)
+  opts = judge.EvalOptions(timing_iterations=4, timing_rounds=2, warmup=1)
+  judge._time_and_roofline("the executable", RELU, TINY, opts, ctx, state,  # pylint: disable=protected-access
+                           shipped="the shipped kernel")
+  fields, added = state.fields, charge or 0.0
+  assert fields["untimed_copy_ms"] == (None if charge is None else pytest.approx(charge))
+  assert fields["runtime_samples_ms"] == pytest.approx(tuple(ms + added for ms in (1, 2, 4, 8)))
+  assert fields["runtime_ms"] == pytest.approx(3.0 + added)
+  assert fields["baseline_samples_ms"] == (3.0, 3.0, 6.0, 6.0)
+  assert fields["shipped_samples_ms"] == (2.0, 2.0, 2.0, 8.0)
+  assert fields["speedup"] == pytest.approx(4.5 / (3.0 + added))
+  assert fields["speedup_shipped"] == pytest.approx(2.0 / (3.0 + added))
+  assert fields["roofline"].achieved_gbps == pytest.approx(
+      judge._roofline(RELU, TINY, 3.0 + added, COPY_RATE, 4.5).achieved_gbps)  # pylint: disable=protected-access
+
+
+def test_the_copy_charge_is_the_bytes_at_the_copy_rate_or_the_bandwidth():
+  cupti = timing.TimingMethod.CUPTI
+  assert judge.untimed_copy_ms(4_000_000, cupti, COPY_RATE) == pytest.approx(0.001)
+  no_copy = dataclasses.replace(COPY_RATE, copy_gbps=None)   # the read rate stands in
+  assert judge.untimed_copy_ms(5_000_000, cupti, no_copy) == pytest.approx(0.001)
+  assert judge.untimed_copy_ms(5_000_000, cupti, NOT_MEASURED) == 0.0  # no rate: no charge
+  assert judge.untimed_copy_ms(5_000_000, timing.TimingMethod.WALLCLOCK, COPY_RATE) == 0.0
 
 
 def test_the_shipped_kernel_is_timed_as_a_third_reference_on_sets_of_its_own(monkeypatch):
@@ -2045,7 +2087,8 @@ def test_an_edge_artifact_the_analysis_refuses_leaves_nothing_compiled(monkeypat
   def analyse(_, serialized):
     if serialized == edge_module:
       raise module_analysis.ModuleAnalysisError("nested deeper than 256 brackets")
-    return types.SimpleNamespace(disallowed_custom_calls=(), stateful_ops=(), kernels=[]), "text"
+    return types.SimpleNamespace(disallowed_custom_calls=(), stateful_ops=(), kernels=[],
+                                 prefilled_bytes=0), "text"
   monkeypatch.setattr(analysis_process.ModuleAnalyser, "analyse", analyse)
   monkeypatch.setattr(module_analysis, "module_reasons", lambda *_, **__: [])
   _never(monkeypatch, "compile", "run", "timing")

@@ -153,18 +153,20 @@ def test_a_near_copy_is_paid_parity_at_most(records, name):
   assert 1 / PARITY_NOISE < record.speedup_shipped < PARITY_NOISE, record.speedup_shipped
 
 
-# Red team round 13, open and not yet seen on a device: the CUPTI timer (jax's _mosaic_gpu_ext)
-# enables CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL only, so device work that is no kernel (the
-# memcpy XLA makes of a constant aliased into a kernel's output, memsets) is never in a sample.
-# adv_memcpy_init_one_hot has the output filled that way and stores only the ones; it should
-# be paid no more than the shipped kernel that writes the whole output. Not strict: whether
-# XLA copies the constant with a memcpy thunk (expected) or a copy kernel is to be seen.
-@pytest.mark.xfail(strict=False, reason="red team round 13: memcpy and memset are not timed")
-@pytest.mark.parametrize("name", ["memcpy_init"])
-def test_untimed_copies_are_timed(records, name):
+# Red team round 13: the CUPTI timer (jax's _mosaic_gpu_ext) enables
+# CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL only, so device work that is no kernel (the copy XLA
+# makes of a constant aliased into a kernel's output, memsets) is never in a sample.
+# adv_memcpy_init_one_hot has the output filled that way and stores only the ones. The judge
+# charges those bytes (module_analysis' prefilled_bytes) at the run's copy rate to every
+# sample, so it is paid no more than the shipped kernel that writes the whole output, and its
+# honest twin, which writes every element itself, still passes.
+@pytest.mark.parametrize("name", ["memcpy_init", "pos_full_tile_init"])
+def test_untimed_copies_are_charged(records, name):
   record = records[name]
   assert record.status is Status.PASS, (record.status, record.reasons)
-  assert paid_speedup(record) < PARITY_NOISE, (record.speedup, record.speedup_shipped)
+  assert record.prefilled_bytes and record.untimed_copy_ms > 0, record.untimed_copy_ms
+  if name == "memcpy_init":
+    assert paid_speedup(record) < PARITY_NOISE, (record.speedup, record.speedup_shipped)
 
 
 def test_no_attack_left_a_trace_on_the_gpu_machine(records):

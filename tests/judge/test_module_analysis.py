@@ -2638,3 +2638,66 @@ def test_a_rounding_a_helper_returns_to_a_call_whose_result_is_dropped_is_charge
     %1 = stablehlo.convert %a : (tensor<8xf32>) -> tensor<8xbf16>
     "func.return"(%1) : (tensor<8xbf16>) -> () } }"""
   assert analyze_module(text).outside_flops == 8
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffers XLA fills before an in-place update (red team round 13's untimed copy).
+
+def _relu_into_body(x_ref, _, o_ref):
+  o_ref[...] = jnp.maximum(x_ref[...], 0.0)
+
+
+def _relu_into(init, x):
+  """relu written by the kernel into `init`'s buffer (aliased to its result)."""
+  flat, start = x.reshape(-1), init.reshape(-1)
+  spec = pl.BlockSpec((COPY_BLOCK,), lambda i: (i,))
+  out = pl.pallas_call(_relu_into_body, grid=(flat.size // COPY_BLOCK,), in_specs=[spec, spec],
+                       out_specs=spec, out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
+                       input_output_aliases={1: 0}, name="relu_into")(flat, start)
+  return out.reshape(x.shape)
+
+
+def _dense(x):
+  """A constant of x's shape that is no splat (what XLA copies, never broadcasts)."""
+  values = np.zeros(x.shape, np.float32)
+  values.flat[0] = 0.5
+  return jnp.asarray(values)
+
+
+@pytest.mark.parametrize("start, moved", [
+    (_dense, 2),                                                 # a constant: read and written
+    (lambda x: jnp.zeros_like(x), 1),                            # a splat: set
+    (lambda x: x, 2),                                            # @main's input, kept by XLA
+    (lambda x: lax.optimization_barrier(_dense(x)), 2),          # through a barrier
+    (lambda x: jax.jit(_dense)(x).reshape(-1).reshape(x.shape), 2),  # a call's result, reshaped
+    (lambda x: x * 2.0, 0),                                      # computed by a timed fusion
+    (_copy, 0),                                                  # another kernel's result
+], ids=["constant", "splat", "input", "barrier", "call", "computed", "kernel"])
+def test_a_buffer_xla_fills_before_a_kernel_updates_it_in_place_is_prefilled(start, moved):
+  """An operand aliased to a kernel's result that no kernel of the call computes (a constant,
+  a splat, an input of @main, through views, barriers and calls) is filled by XLA with a device
+  copy (twice its bytes: read and written) or a memset (its bytes), which the CUPTI timer never
+  sees; a computed operand is written by a timed kernel, so it is not prefilled."""
+  report, _ = _judge(lambda x: _relu_into(start(x), x), "relu")
+  nbytes = math.prod(_structs("relu", Size.SMALL)[0].shape) * 4
+  assert report.prefilled_bytes == moved * nbytes
+
+
+def test_an_in_place_update_of_a_constant_outside_the_kernel_is_prefilled():
+  """dynamic_update_slice and scatter update their operand's buffer in place: XLA copies a
+  constant operand there first, whatever writes the update."""
+  def dus(x):
+    return lax.dynamic_update_slice(_dense(x), _copy(x)[:8], (0, 0))
+
+  def scatter(x):
+    return _dense(x).at[jnp.arange(8), 0].set(_copy(x)[:8, 0])
+  nbytes = math.prod(_structs("relu", Size.SMALL)[0].shape) * 4
+  for fn in (dus, scatter):
+    assert analyze_module(_export(fn, "relu")).prefilled_bytes == 2 * nbytes, fn.__name__
+
+
+def test_no_shipped_gpu_kernel_fills_a_buffer_the_timer_does_not_see():
+  """The fixed kernels are charged nothing: each buffer they update in place is computed."""
+  for spec in SPECS:
+    report = analyze_module(_export(_gpu_kernel(spec.name), spec.name, Size.MEDIUM))
+    assert report.prefilled_bytes == 0, spec.name

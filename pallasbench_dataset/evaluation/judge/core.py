@@ -437,7 +437,8 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
     reasons.append(f"the kernel writes to its input refs ({'; '.join(report.input_writes)}): "
                    "inputs mutated in place")
   state.fields["reasons"] = tuple(reasons)  # kept should the admission refuse the artifact
-  exported, _ = _admit(state.run_blob, spec, dims, ctx)
+  exported, admitted = _admit(state.run_blob, spec, dims, ctx)
+  state.fields["prefilled_bytes"] = admitted.prefilled_bytes
   admitted_edge = _admitted_edge(report, item, spec, ctx)
   if reasons:  # rejected on what the kernel exported: nothing of it is compiled, run or timed
     state.fields["status"] = Status.REJECTED
@@ -802,6 +803,9 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
       [executable, *references], [kernel_sets, baseline_sets, *shipped_sets],
       iterations=opts.timing_iterations, rounds=opts.timing_rounds, warmup=opts.warmup,
       method=ctx.timing_method, keep=[keep])
+  untimed = untimed_copy_ms(fields.get("prefilled_bytes") or 0, ctx.timing_method, ctx.ceilings)
+  if untimed:
+    kernel = dataclasses.replace(kernel, samples=kernel.samples.charged(untimed))
   # A kernel that writes past its refs could reach the references' sets (to slow them, or to
   # change what it is compared with): they are checked like the kernel's own.
   reasons = _timed_output_reasons(kernel.kept, kernel_sets, spec) + [
@@ -813,6 +817,7 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                      ctx.ceilings.raised(measure_ceilings(ctx.timing_method)),
                      baseline_t.median_ms, first=ctx.ceilings)
   fields.update(
+      untimed_copy_ms=untimed if ctx.timing_method is timing.TimingMethod.CUPTI else None,
       timing_method=kernel_t.method.value, timing_iterations=len(kernel_t.samples_ms),
       timing_input_sets=len(kernel_sets),
       timing_rotated_bytes=read.distinct_bytes(len(kernel_sets)),
@@ -840,6 +845,18 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   fields.update(_eager_fields(spec, timing_sets(spec, dims, ctx.l2_bytes, flush=flush), opts, ctx,
                               kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
+
+
+def untimed_copy_ms(prefilled_bytes: int, method: timing.TimingMethod, ceilings: Ceilings
+                    ) -> float:
+  """The device time a call spends on the copies and memsets that fill its in-place buffers
+  (`prefilled_bytes`), which the CUPTI timer does not see: those bytes at the run's measured
+  copy rate (a copy's read and written bytes over its time; the fastest such work can be, so an
+  honest kernel is never charged more than it cost). 0 under the wall clock, which sees them."""
+  rate = ceilings.copy_gbps or ceilings.bandwidth_gbps
+  if method is not timing.TimingMethod.CUPTI or not prefilled_bytes or not rate:
+    return 0.0
+  return prefilled_bytes / (rate * 1e6)
 
 
 def _eager_fields(spec: TaskSpec, sets: TimingSets, opts: EvalOptions, ctx: Context,

@@ -208,6 +208,7 @@ class ModuleReport:
   data_dependent_moves: int        # elements gathered, scattered, sliced or selected by data
   outside_bytes: int               # bytes plain XLA ops write per call (buffers they fill)
   kernel_bytes: int                # bytes of the buffers the kernels return per call
+  prefilled_bytes: int             # bytes XLA moves per call to fill in-place buffers (below)
   unknown_ops: tuple[str, ...]     # ops without a cost model, composites included: refused
   unbounded_loops: int             # while loops not provably bounded that change their carry
   disallowed_custom_calls: tuple[str, ...]  # targets neither kernels, plumbing nor allowed
@@ -225,6 +226,7 @@ class _Tally:
   moves: int = 0
   bytes: int = 0
   kernel_bytes: int = 0
+  prefilled: int = 0
   op_costs: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
   op_bytes: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
   kernels: collections.Counter[_KernelKey] = dataclasses.field(default_factory=collections.Counter)
@@ -246,6 +248,7 @@ class _Tally:
       out.transcendentals = max(out.transcendentals, t.transcendentals)
       out.moves = max(out.moves, t.moves)
       out.bytes, out.kernel_bytes = max(out.bytes, t.bytes), max(out.kernel_bytes, t.kernel_bytes)
+      out.prefilled = max(out.prefilled, t.prefilled)
       out.op_costs |= t.op_costs
       out.op_bytes |= t.op_bytes
       out.kernels += t.kernels
@@ -274,6 +277,7 @@ class _Tally:
     self.moves += other.moves * times
     self.bytes += other.bytes * times
     self.kernel_bytes += other.kernel_bytes * times
+    self.prefilled += other.prefilled * times
     if label is None:
       for name, cost in other.op_costs.items():
         self.op_costs[name] += cost * times
@@ -436,6 +440,17 @@ def _custom_target(op: ir.Operation) -> str | None:
 # One alias of a custom call's `output_operand_aliases` (#stablehlo.output_operand_alias): the
 # result it names (`[]`: the call's only result) and the operand.
 _ALIAS: Final = re.compile(r"output_tuple_indices = \[(\d*)[\d, ]*\], operand_index = (\d+)")
+
+
+# Ops that hand on their operand's buffer, or one XLA fills from it without a kernel of its own
+# when the operand is a constant (a broadcast of a splat is a memset): `_Analyzer._prefill`.
+_VIEWS: Final = frozenset({"stablehlo.reshape", "stablehlo.bitcast_convert",
+                           "stablehlo.broadcast_in_dim", "stablehlo.broadcast"})
+
+
+def _is_splat(constant: ir.Operation) -> bool:
+  value = constant.attributes["value"]
+  return isinstance(value, ir.DenseElementsAttr) and value.is_splat
 
 
 def _aliases(op: ir.Operation) -> dict[int, int]:
@@ -1192,6 +1207,7 @@ class _Analyzer:
     """Updates placed by data-derived indices are moves; the combiner runs once per update."""
     n = (len(op.operands) - 1) // 2
     indices, updates = op.operands[n], op.operands[n + 1:]
+    tally.prefilled += sum(self._prefill(v) for v in op.operands[:n])
     written = sum(_elements(u.type) for u in updates)
     if self._is_data(indices):
       tally.charge(op.name, moves=written)
@@ -1207,6 +1223,7 @@ class _Analyzer:
 
   def _dynamic_update_slice(self, op: ir.Operation, tally: _Tally) -> None:
     """Counts the update's elements: the rest of the result is the operand passed through."""
+    tally.prefilled += self._prefill(op.operands[0])
     if self._any_data(op.operands[2:]):
       tally.charge(op.name, moves=_elements(op.operands[1].type))
 
@@ -1229,6 +1246,7 @@ class _Analyzer:
       key = _kernel_key(op, target, self._kernel_modules)
       tally.kernels[key] += 1
       tally.kernel_bytes += _results_bytes(op)
+      tally.prefilled += sum(self._prefill(op.operands[j]) for j in set(_aliases(op).values()))
       _, _, reads, writes = self._kernel_modules.read(op, target)
       self.kept_operands.update(self._kept_operands(op, key[0], writes))
       if KERNEL_TARGETS[target] != "mosaic_tpu":  # no judge runs one (kernel_state.py)
@@ -1301,6 +1319,36 @@ class _Analyzer:
           seen.add(operand)
           queue.append(operand)
     return True
+
+  def _prefill(self, value: ir.Value) -> int:
+    """The bytes XLA moves to fill the buffer of `value` before an op updates it in place (a
+    kernel's operand aliased to a result, a dynamic_update_slice's or a scatter's operand),
+    where no kernel of the call computes it: the value is, through views (reshape,
+    bitcast_convert, broadcasts, an optimization barrier, a call's result), a constant or a
+    function's argument, a buffer XLA must keep, so it copies it into the op's result first
+    (read and written: twice its bytes), or a splat, which it sets (its bytes). Device copies
+    and memsets are no kernel launch: the CUPTI timer never sees them (red team round 13's
+    adv_memcpy_init_one_hot), so the judge charges these bytes at the measured copy rate.
+    Computed values (a fusion, a kernel's result) are written by a timed kernel: 0."""
+    size, v = _bytes(value.type), value
+    while True:
+      self._visit()
+      if isinstance(v, ir.BlockArgument):
+        owner = v.owner.owner
+        return 2 * size if owner is not None and owner.operation.name == "func.func" else 0
+      owner = v.owner.operation
+      if owner.name == "stablehlo.constant":
+        return size if _is_splat(owner) else 2 * size
+      if owner.name in _VIEWS:
+        v = owner.operands[0]
+      elif owner.name == "stablehlo.optimization_barrier":
+        v = owner.operands[v.result_number]
+      elif (owner.name == "func.call" and "callee" in owner.attributes
+            and _symbol(owner, "callee") in self._functions):
+        returned = _only_block(self._functions[_symbol(owner, "callee")].regions[0]).operations
+        v = list(returned)[-1].operands[v.result_number]
+      else:
+        return 0
 
   def _reaches_out(self, value: ir.Value) -> bool:
     """Whether `value` may reach what the program returns, followed forward breadth first, each
@@ -1492,7 +1540,7 @@ def analyze_module(mlir_text: str, *, allowed_custom_calls: frozenset[str] = fro
   return ModuleReport(
       kernels=kernels, outside_flops=tally.flops, outside_contraction_flops=tally.contraction,
       outside_transcendentals=tally.transcendentals, data_dependent_moves=tally.moves,
-      outside_bytes=tally.bytes, kernel_bytes=tally.kernel_bytes,
+      outside_bytes=tally.bytes, kernel_bytes=tally.kernel_bytes, prefilled_bytes=tally.prefilled,
       unknown_ops=tuple(sorted(tally.unknown)), unbounded_loops=tally.unbounded,
       disallowed_custom_calls=tuple(sorted(tally.disallowed)),
       stateful_ops=tuple(sorted({*_stateful_ops(module, kernel_modules),
