@@ -15,10 +15,14 @@ measured bandwidth ceiling (one_hot at medium: 2.1 MB, 0.46 us at 4.5 TB/s, agai
 the shipped kernel and 1.57 us for XLA), so the paid speedup can reach about 1.4x at medium
 and about 3x at large without the kernel doing the task's writes.
 
+Closed (session 31) for the class: the module analysis reports the bytes XLA moves to fill a
+buffer before an in-place update that no kernel computes (`prefilled_bytes`: this constant,
+copied, 2 x S x 4 KiB), and on a GPU the judge adds them at the run's measured copy rate to each
+sample (`untimed_copy_ms`), so the fill costs what writing it would.
+
 Expected: pass on the CPU (it is correct: ids out of range keep a zero row; the marker row is
-written whole; paid the floor there). On a GPU it passes too, at a speedup over both references
-that no honest kernel writing the output can reach: an escape of the reward, GPU only
-(test_gpu's test_untimed_copies_are_timed, a strict xfail).
+written whole; paid the floor there). On a GPU it passes, charged the copy, paid no more than
+parity with the shipped kernel (test_gpu's test_untimed_copies_are_charged).
 """
 import functools
 

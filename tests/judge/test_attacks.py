@@ -361,9 +361,10 @@ def _cases() -> dict[str, Case]:
       # (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), so XLA's memcpy of a dense constant aliased
       # into the output (the output's fill) is untimed, and a one_hot kernel that stores only
       # the ones is timed for S stores instead of S x 1024. Correct, so a pass on the CPU (paid
-      # the floor); on a GPU paid above what any kernel writing its output can reach
-      # (test_gpu.py's test_untimed_copies_are_timed, an xfail). Its honest neighbours: the same
-      # aliased constant fully overwritten, and clamp computed in x's aliased, copied place.
+      # the floor). On a GPU the judge now charges the bytes XLA fills before the kernel
+      # (module_analysis' prefilled_bytes) at the copy rate to every sample (test_gpu.py's
+      # test_untimed_copies_are_charged). Its honest neighbours: the same aliased constant fully
+      # overwritten, and clamp computed in x's aliased, copied place (charged too, and pass).
       "memcpy_init": Case("adv_memcpy_init_one_hot", "one_hot", P),
       "pos_full_tile_init": Case("adv_pos_full_tile_init_one_hot", "one_hot", P),
       "pos_inplace_clamp": Case("adv_pos_inplace_clamp", "clamp", P),
