@@ -218,6 +218,41 @@ def test_a_rejection_for_another_reason_is_still_stored_and_served(reward_cache)
   assert judge.asked == [] and record.status is Status.REJECTED and record.cached
 
 
+
+def test_a_rejection_whose_later_reason_is_a_stage_s_budget_is_kept_out(reward_cache):
+  """Every reason of a rejection is read, not only its first: one that also ran past a stage's
+  budget was decided, in part, by the host's load, and is neither stored nor served."""
+  cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
+  starved = dataclasses.replace(_record(item, Status.REJECTED), correct=False, reasons=(
+      "the kernel reads its inputs outside their blocks",
+      "the correctness runs stage ran past its 120 s budget; its process was killed"))
+  assert verdicts.load_decided(starved)
+  cache.put(item, starved, driver.empty_artifacts(item))
+  assert not any(cache.folder.rglob("*.json"))
+
+
+@pytest.mark.parametrize("status,error_type,reason", [
+    (Status.INCORRECT, None, "seed 2: not allclose; the kernel printed 'the correctness runs "
+     "stage ran past its 120 s budget'"),
+    (Status.ERROR, "runtime_error", "ValueError: the kernel indexes past its block"),
+], ids=["incorrect_naming_a_budget", "runtime_error"])
+def test_a_failure_of_the_kernel_s_own_is_stored_and_served_whatever_it_says(
+    reward_cache, status, error_type, reason):
+  """Only a timeout, a rejection for a stage's budget and memory exhausted are kept out: a
+  failure of the kernel's own (a wrong answer, an error it raised) is stored and served, also
+  where its reasons (which a candidate's output may fill) name a budget, so that a failing
+  candidate cannot buy itself another draw on fresh seeds."""
+  cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
+  failed = dataclasses.replace(
+      _record(item, status), correct=False, reasons=() if error_type else (reason,),
+      error=reason if error_type else None,
+      error_type=None if error_type is None else ErrorType(error_type))
+  assert not verdicts.load_decided(failed)
+  cache.put(item, failed, driver.empty_artifacts(item))
+  judge = Judge(Status.PASS)
+  (record,) = _served([_item("adv_cache_lottery_relu", FRESH, "c-2")], cache, judge)
+  assert judge.asked == [] and record.status is status and record.cached
+
 def test_twins_in_one_run_share_one_measurement_of_a_pass(reward_cache):
   """One draw for every copy of a source in a run: each copy's expected reward is the
   kernel's, and the run judges it once."""

@@ -16,13 +16,15 @@ the CPU are in test_attacks.py.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import subprocess
 import sys
 
 import pytest
 
-from pallasbench_dataset.evaluation.judge import fingerprint, mlir_context, module_analysis
+from pallasbench_dataset.evaluation.judge import (
+    analysis_process, fingerprint, mlir_context, module_analysis)
 from pallasbench_dataset.kernels import load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.tasks import get_task, list_tasks
@@ -139,6 +141,34 @@ def test_the_judge_reads_a_module_as_jax_prints_it(tree, task, size, platform):
   exported = _serialized(tree, task, size, platform)
   assert mlir_context.module_text(exported.mlir_module_serialized) == exported.mlir_module()
 
+
+
+def test_the_analysis_helper_answers_with_the_text_as_jax_prints_it():
+  """The text the helper sends back with its report (what the copy check reads) is
+  `Exported.mlir_module()`'s, not only the text it analysed."""
+  exported = _serialized(*BACKENDS[0])
+  answer = json.loads(analysis_process._answer(  # pylint: disable=protected-access
+      b"{}\n" + exported.mlir_module_serialized))
+  assert answer["text"] == exported.mlir_module()
+
+
+# One op of each dialect jax's context loads, then of dialects linked into jaxlib that it leaves
+# out (a Mosaic TPU or Triton kernel's own, read apart by `fingerprint`).
+JAX_OPS = ("stablehlo.add", "chlo.erf", "mhlo.add", "sdy.sharding_constraint", "mpmd.fragment",
+           "func.func", "arith.addi", "scf.for", "vector.broadcast", "memref.load", "math.exp",
+           "gpu.launch", "nvgpu.mma.sync", "llvm.add", "cf.br", "tensor.empty")
+OTHER_OPS = ("tpu.matmul", "tt.load", "linalg.generic", "nvvm.barrier0")
+
+
+def test_the_judges_context_loads_the_dialects_jax_loads_as_jax_prints_them():
+  """`make_context` knows exactly the ops of jax's own `make_ir_context`: an op of a dialect it
+  missed (chlo's, mhlo's, mpmd's, an upstream one's) would not parse in the analysis (an honest
+  module refused), one of a dialect jax leaves out would be read as jax never reads it."""
+  from jax._src.interpreters import mlir as jax_mlir  # pylint: disable=import-outside-toplevel
+  ours, jax_s = mlir_context.make_context(), jax_mlir.make_ir_context()
+  known = {op: ours.is_registered_operation(op) for op in JAX_OPS + OTHER_OPS}
+  assert known == {op: jax_s.is_registered_operation(op) for op in JAX_OPS + OTHER_OPS}
+  assert known == {**dict.fromkeys(JAX_OPS, True), **dict.fromkeys(OTHER_OPS, False)}
 
 def test_the_analysis_helper_reads_gpu_kernels_without_importing_jax(tmp_path):
   """A helper starts for every evaluated item, and importing jax was most of its start; its

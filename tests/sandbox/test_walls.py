@@ -13,6 +13,7 @@ import dataclasses
 import dis
 import errno
 import functools
+import itertools
 import json
 import os
 import pathlib
@@ -1143,6 +1144,109 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
   assert not os.path.lexists(target)
 
 
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_share_one_core_pins_the_core_lowers_the_priority_and_never_raises_it():
+  """share_one_core in a forked copy: the core named (not the first one), nice ONE_CORE_NICE
+  from the parent's, a nicer start kept rather than raised to ONE_CORE_NICE, RLIMIT_NICE 0 even
+  where the parent allowed more (so that nothing later raises the priority again); a core it
+  cannot have (negative, or not the machine's) is False, the process left as it was."""
+  import resource  # pylint: disable=import-outside-toplevel
+  cores, base = sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0)
+
+  def shared(cpu, nice=None):
+    if nice is not None:
+      os.setpriority(os.PRIO_PROCESS, 0, nice)
+    hard = resource.getrlimit(resource.RLIMIT_NICE)[1]  # a parent allowing what it may
+    resource.setrlimit(resource.RLIMIT_NICE, (hard, hard))
+    held = walls.share_one_core(cpu)
+    return {"held": held, "cores": sorted(os.sched_getaffinity(0)),
+            "nice": os.getpriority(os.PRIO_PROCESS, 0),
+            "rlimit_nice": list(resource.getrlimit(resource.RLIMIT_NICE))}
+
+  assert _in_fork(lambda: shared(cores[-1])) == {
+      "held": True, "cores": [cores[-1]], "nice": max(base, walls.ONE_CORE_NICE),
+      "rlimit_nice": [0, 0]}
+  nicer = max(base, walls.ONE_CORE_NICE) + 5
+  assert _in_fork(lambda: shared(cores[-1], nicer))["nice"] == nicer
+  hard = resource.getrlimit(resource.RLIMIT_NICE)[1]
+  unchanged = {"held": False, "cores": cores, "nice": base, "rlimit_nice": [hard, hard]}
+  assert _in_fork(lambda: shared(-1)) == unchanged          # Python refuses it: ValueError
+  assert _in_fork(lambda: shared(1 << 16)) == unchanged     # the kernel refuses it: EINVAL
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+@pytest.mark.parametrize("named,cpu", [(True, True), (True, False), (False, True)],
+                         ids=["named_with_a_core", "named_without_a_core", "a_core_unnamed"])
+def test_confine_shares_one_core_only_when_the_wall_is_named_and_the_parent_chose_a_core(
+    named, cpu):
+  """The "one-core" layer needs both the wall in `walls` and a core in `WallsConfig.cpu` (none
+  by default): either alone leaves the child's cores and priority as they were, no layer said."""
+  cores, base = sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0)
+  config = walls.WallsConfig(
+      scratch="/", readable=walls.ReadAllowList(folders=(), files=()), parent_pid=os.getpid(),
+      memory_bytes=600 << 20, walls=("one-core",) if named else (),
+      uid=walls.NOBODY if ROOT else None, **({"cpu": cores[-1]} if cpu else {}))
+
+  def confined():
+    import encodings.ascii  # pylint: disable=import-outside-toplevel,unused-import
+    layers = walls.confine(config)  # as nobody, /proc/self/status is read in ascii
+    return {"layers": list(layers), "cores": sorted(os.sched_getaffinity(0)),
+            "nice": os.getpriority(os.PRIO_PROCESS, 0)}
+
+  found = _in_fork(confined)
+  assert found["layers"] == ["unprivileged"] * ROOT + ["one-core"] * (named and cpu)
+  if named and cpu:
+    assert found["cores"] == [cores[-1]] and found["nice"] == max(base, walls.ONE_CORE_NICE)
+  else:
+    assert found["cores"] == cores and found["nice"] == base
+
+
+ONE_CORE_PROBE = """
+    import resource, time
+    while resource.getrlimit(resource.RLIMIT_CPU)[0] == resource.RLIM_INFINITY:
+      time.sleep(0.01)  # the parent sets the backstop once the child runs
+    print(json.dumps(dict(cores=sorted(os.sched_getaffinity(0)),
+                          nice=os.getpriority(os.PRIO_PROCESS, 0),
+                          cpu_s=resource.getrlimit(resource.RLIMIT_CPU)[0])), flush=True)
+    """
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+@pytest.mark.parametrize("walls_", [ALL_WALLS, BARE], ids=["all_walls", "bare"])
+def test_a_launched_child_gets_one_core_and_its_cpu_backstop_only_behind_the_one_core_wall(
+    walls_):
+  """Through the launcher (the parent's core crossing to boot.py in WallsConfig's JSON): behind
+  every wall the child runs on one of the parent's cores at nice ONE_CORE_NICE and its CPU-time
+  backstop is that one core busy for the wall-clock limit; without "one-core" it keeps the
+  parent's cores and priority, and the backstop allows every one of them busy that long."""
+  parent, base = sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0)
+  with run_child(ONE_CORE_PROBE, walls_=walls_, tripwire_=False, timeout_s=30) as run:
+    seen, layers = json.loads(run.stdout.splitlines()[0]), run.layers
+  if "one-core" in walls_:
+    assert "one-core" in layers and len(seen["cores"]) == 1 and seen["cores"][0] in parent
+    assert seen["nice"] == max(base, walls.ONE_CORE_NICE) and seen["cpu_s"] == 30 + 1
+  else:
+    assert "one-core" not in layers and seen["cores"] == parent and seen["nice"] == base
+    assert seen["cpu_s"] == 30 * len(parent) + 1
+
+
+def test_next_core_takes_the_parent_s_cores_in_turn_from_an_offset_of_its_pid(monkeypatch):
+  """One worker's children take its cores in turn (each once a round), the first child of
+  workers with consecutive pids each a different core, and only cores the parent may use (not
+  the host's first ones): the children of several workers spread over their cores."""
+  cores = {3, 8, 13}
+  monkeypatch.setattr(launch.os, "sched_getaffinity", lambda pid: set(cores))
+
+  def children(pid, n):
+    monkeypatch.setattr(launch.os, "getpid", lambda: pid)
+    monkeypatch.setattr(launch, "_CHILDREN", itertools.count())
+    return [launch._next_core() for _ in range(n)]  # pylint: disable=protected-access
+
+  taken = children(4000, 6)
+  assert set(taken[:3]) == cores and taken[3:] == taken[:3]
+  assert {children(pid, 1)[0] for pid in (4000, 4001, 4002)} == cores
+
+
 @pytest.mark.skipif(not ROOT, reason="takes another user's identity to start as a non-root host")
 def test_private_proc_as_a_non_root_host_hides_every_other_process_s_links():
   """A host that is not root has no user to run the child as, and Landlock never governs
@@ -1226,7 +1330,7 @@ def test_walls_config_crosses_to_the_child_unchanged():
   config = walls.WallsConfig(
       scratch="/tmp/s", readable=walls.ReadAllowList(folders=("/usr", "/opt/py"), files=("/f",)),
       parent_pid=4321, memory_bytes=600 << 20, walls=("rlimits", "seccomp"), uid=walls.NOBODY,
-      veil=(("/root", ("/root/py", "/root/lib")), ("/home", ("/home/x",))))
+      veil=(("/root", ("/root/py", "/root/lib")), ("/home", ("/home/x",))), cpu=3)
   assert walls.WallsConfig.from_json(config.to_json()) == config
   bare = walls.WallsConfig(scratch="/tmp/s", readable=walls.ReadAllowList(folders=(), files=()),
                            parent_pid=1, memory_bytes=1)
