@@ -422,18 +422,19 @@ def test_a_twin_is_measured_once(runs):
 
 
 def test_a_resubmitted_population_costs_nothing_but_what_changed(runs):
-  """The same sources again, as a folder, one of them changed: only that one, and the crash
-  (no verdict on the kernel), are judged again; the rest keep their verdicts."""
+  """The same sources again, as a folder, one of them changed: only that one, the crash (no
+  verdict on the kernel) and the hang (a timeout, which the host's load may have decided) are
+  judged again; the rest keep their verdicts."""
   by_source = {c.sha256: runs.first[c.id] for c in runs.population}
   judged_again = {r.candidate for r in runs.second.values() if not r.cached}
-  assert judged_again == {"relu/honest", "relu/crash"}
+  assert judged_again == {"relu/honest", "relu/crash", "relu/hang"}
   assert runs.second["relu/honest"].kernel_sha256 != runs.first["relu/honest"].kernel_sha256
   for name, record in runs.second.items():
     if name not in judged_again:
       first = by_source[record.kernel_sha256]
       assert record == dataclasses.replace(first, candidate=name, cached=True), name
   pipeline = _manifest(runs.root / "run2")["pipeline"]
-  assert (pipeline["evaluations"], pipeline["cached"]) == (2, len(runs.population) - 2)
+  assert (pipeline["evaluations"], pipeline["cached"]) == (3, len(runs.population) - 3)
 
 
 def test_the_summary_counts_by_kind(runs):
