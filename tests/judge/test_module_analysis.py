@@ -2701,3 +2701,28 @@ def test_no_shipped_gpu_kernel_fills_a_buffer_the_timer_does_not_see():
   for spec in SPECS:
     report = analyze_module(_export(_gpu_kernel(spec.name), spec.name, Size.MEDIUM))
     assert report.prefilled_bytes == 0, spec.name
+
+
+def test_prefilled_bytes_count_every_trip_of_a_loop_and_the_costlier_branch():
+  """A constant updated in place inside a loop is copied in each trip; of two branches, one
+  runs, so the costlier one's fill is counted, not both. Through a barrier of several values,
+  the one used is followed (here the constant, not a computed value beside it)."""
+  nbytes = math.prod(_structs("relu", Size.SMALL)[0].shape) * 4
+
+  def loop(x):
+    def body(i, out):
+      return out + lax.dynamic_update_slice(_dense(x), _copy(x)[:8], (i, 0))
+    return lax.fori_loop(0, 3, body, x)
+
+  def branches(x):
+    update = _copy(x)[:8]
+    return lax.cond(x[0, 0] > 0,
+                    lambda: lax.dynamic_update_slice(_dense(x), update, (0, 0)),   # copied
+                    lambda: lax.dynamic_update_slice(jnp.zeros_like(x), update, (0, 0)))  # set
+
+  def barrier(x):
+    _, start = lax.optimization_barrier((x * 2.0, _dense(x)))
+    return _relu_into(start, x)
+  assert analyze_module(_export(loop, "relu")).prefilled_bytes == 3 * 2 * nbytes
+  assert analyze_module(_export(branches, "relu")).prefilled_bytes == 2 * nbytes
+  assert analyze_module(_export(barrier, "relu")).prefilled_bytes == 2 * nbytes
