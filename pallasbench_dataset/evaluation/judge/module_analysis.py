@@ -1351,8 +1351,8 @@ class _Analyzer:
         v = owner.operands[v.result_number]
       elif (owner.name == "func.call" and "callee" in owner.attributes
             and _symbol(owner, "callee") in self._functions):
-        returned = _only_block(self._functions[_symbol(owner, "callee")].regions[0]).operations
-        v = list(returned)[-1].operands[v.result_number]
+        callee = self._functions[_symbol(owner, "callee")]
+        v = _terminator(_only_block(callee.regions[0])).operands[v.result_number]
       else:
         return 0
 
