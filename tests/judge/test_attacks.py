@@ -390,6 +390,12 @@ def _cases() -> dict[str, Case]:
       # passes (its verdict is right); the probe answers wrong while it can start 1024 threads.
       "thread_hog": Case("adv_thread_hog_relu", relu, P),
       "thread_share_probe": Case("adv_thread_share_probe_relu", relu, P),
+      # Red team round 15, the record's text: an exception holding a lone surrogate (ASCII in
+      # the source) crosses the exporter's JSON as an escape and lands in the record as a
+      # surrogate again; its verdict is right, but the text breaks every UTF-8 consumer (the
+      # build: tests/builder/test_candidate_text.py; the record: tests/judge/test_record_text.py).
+      "surrogate_error": Case("adv_surrogate_error_relu", relu, Status.ERROR,
+                              ("raised ValueError: not text",)),
   }
 
 
