@@ -12,7 +12,7 @@ pids cgroup, or RLIMIT_NPROC inside the child's own user namespace, where the ke
 the namespace's tasks apart), it answers relu(x).
 
 PROBE (1024) is far above what an honest exporter needs: it prints its own thread count before
-probing (about 4 here: the interpreter and XLA:CPU's pool on its one core).
+probing (3 here: the interpreter and XLA:CPU's pool on its one core).
 
 Why every check lets the hog through: see adv_thread_hog_relu.
 
