@@ -17,7 +17,8 @@ region where the task's formula breaks, at both precisions) and their honest nei
 copied solutions (the shipped kernel imported, read and run, or pasted in), 13 reading the
 checkout, 14 forging the record's sandbox layers, 15 the verdict cache (a stale or lucky pass
 served again: test_cache_attacks.py; here the controls' own verdicts), 16 griefing (a
-candidate's cost landing on the other evaluations of its batch).
+candidate's cost landing on the other evaluations of its batch: cores, and since round 15 the
+host's task slots).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -380,6 +381,21 @@ def _cases() -> dict[str, Case]:
       "core_hog": Case("adv_core_hog_relu", relu, P),
       "core_share_probe": Case("adv_core_share_probe_relu", relu, P),
       "pos_eager_setup": Case("adv_pos_eager_setup_relu", relu, P),
+      # Red team round 15. Class 16 through the host's task slots: the exporter may start
+      # threads without bound (clone with CLONE_THREAD, no RLIMIT_NPROC, no pids cgroup), and
+      # every sandboxed process of the batch (exporters, the judges' analysis helpers) runs as
+      # one user, so a hog empties the pool they all start threads from: a neighbour exported
+      # then crashes, one analysed then is `rejected` (LLVM's thread pool aborts the helper),
+      # and the verdict cache keeps that (tests/judge/demo_thread_griefing.py). The hog itself
+      # passes (its verdict is right); the probe answers wrong while it can start 1024 threads.
+      "thread_hog": Case("adv_thread_hog_relu", relu, P),
+      "thread_share_probe": Case("adv_thread_share_probe_relu", relu, P),
+      # Red team round 15, the record's text: an exception holding a lone surrogate (ASCII in
+      # the source) crosses the exporter's JSON as an escape and lands in the record as a
+      # surrogate again; its verdict is right, but the text breaks every UTF-8 consumer (the
+      # build: tests/builder/test_candidate_text.py; the record: tests/judge/test_record_text.py).
+      "surrogate_error": Case("adv_surrogate_error_relu", relu, Status.ERROR,
+                              ("raised ValueError: not text",)),
   }
 
 
@@ -496,6 +512,12 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
+    "thread_share_probe": "red team round 15, open: nothing bounds the number of tasks a "
+                          "sandboxed exporter holds (seccomp allows clone with CLONE_THREAD, "
+                          "the rlimits wall sets no RLIMIT_NPROC, no pids cgroup), and every "
+                          "sandboxed process runs as one user, so a thread hog empties the "
+                          "pool its neighbours' exporters and analysis helpers draw on "
+                          "(docs/red-team/round15.md, finding 1); the probe starts all 1024",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "
