@@ -464,14 +464,40 @@ class PreferenceRow:
 # ---------------------------------------------------------------------------------------------
 # JSON round trip, strict in both directions.
 
+def text(value: str) -> str:
+  """`value` as text every UTF-8 writer accepts: a character UTF-8 cannot encode (a lone
+  surrogate, which a JSON escape such as `\\ud800` carries from a candidate's exception) as its
+  escape, readable and never an error (red team round 15: one such character in one record's
+  error stopped the whole build at pyarrow)."""
+  try:
+    value.encode("utf-8")
+  except UnicodeEncodeError:
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+  return value
+
+
+def textual(value: Any) -> Any:
+  """A JSON value (objects, lists, strings, scalars) with every string and key made `text`: what
+  a walled process answered, read at the trust boundary."""
+  if isinstance(value, str):
+    return text(value)
+  if isinstance(value, dict):
+    return {textual(k): textual(v) for k, v in value.items()}
+  if isinstance(value, list):
+    return [textual(v) for v in value]
+  return value
+
+
 def to_json_dict(obj: Any) -> Any:
-  """A record as plain JSON values (enums to strings, tuples to lists)."""
+  """A record as plain JSON values (enums to strings, tuples to lists, strings `text`)."""
   if dataclasses.is_dataclass(obj):
     return {f.name: to_json_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
   if isinstance(obj, enum.Enum):
     return obj.value
   if isinstance(obj, (tuple, list)):
     return [to_json_dict(v) for v in obj]
+  if isinstance(obj, str):
+    return text(obj)
   return obj
 
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pallasbench_dataset.precision import DEFAULT_PRECISION
+from pallasbench_dataset.schema import textual
 
 MAX_RESULT_BYTES: Final = 256 << 20
 MAX_ARTIFACT_BYTES: Final = 64 << 20
@@ -207,7 +208,7 @@ def decode(raw: bytes, request: ExportRequest) -> ExportReport:
     raise ProtocolError(f"the exporter's answer is not JSON (not UTF-8: {e})") from None
   _bound_structure(text)
   try:
-    data = json.loads(text)
+    data = textual(json.loads(text))  # a JSON escape can hold what UTF-8 cannot: made text here
   except (ValueError, RecursionError) as e:  # JSONDecodeError; RecursionError past the bound
     raise ProtocolError(f"the exporter's answer is not JSON ({e})") from None
   if not isinstance(data, dict):

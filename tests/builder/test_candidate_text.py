@@ -19,10 +19,8 @@ refuses. Here that record, as a population run holds it, goes to the build.
 import dataclasses
 
 import pyarrow.parquet as pq
-import pytest
 
 from builder import build
-from builder.records import BuildError
 from pallasbench_dataset.schema import ErrorType, Status
 
 from tests import runfixtures as rf
@@ -34,12 +32,6 @@ MEASURED = ("importing <kernel source> raised ValueError: bad \ud800 here\nraise
             "at <kernel source>:1 in <module>: raise ValueError(\"bad \\ud800 here\")")
 
 
-@pytest.mark.xfail(strict=True, raises=BuildError, reason="red team round 15, open: "
-                   "protocol.decode keeps the lone surrogates of the exporter's JSON, the "
-                   "record carries them, and pyarrow refuses them when the build writes the "
-                   "candidates config: BuildError 'rows for train-00000-of-00001.parquet do not "
-                   "match schema.py's features: 'utf-8' codec can't encode character '\\ud800''"
-                   " (docs/red-team/round15.md)")
 def test_one_candidate_s_error_text_does_not_break_the_build(trees, tmp_path):
   records = rf.standard_records(trees)
   run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))

@@ -905,6 +905,22 @@ def test_a_candidates_kernels_are_checked_against_the_shipped_ones(
   assert reasons == ([fingerprint.copy_reason(copies)] if reject and copies else [])
 
 
+def test_a_copy_check_that_cannot_run_is_the_judges_failure_not_a_verdict(analysis,
+                                                                          monkeypatch):
+  """Red team round 15: the shipped kernels' analysis failing (a neighbour starved the trusted
+  helper) ends the item as the judge's failure, `harness_error`, which no cache keeps and after
+  which the judge is replaced; never a verdict taken as if the candidate copied nothing."""
+  def shipped_copies(*args, **kwargs):
+    raise fingerprint.ShippedAnalysisError("the shipped kernel kernels_gpu/relu.py at small "
+                                           "float32 None could not be analysed: SIGABRT")
+  monkeypatch.setattr(fingerprint, "shipped_copies", shipped_copies)
+  report = _report(_entry(artifacts={"cuda": _blob(platforms=("cuda",))}))
+  with pytest.raises(judge.Failure, match="the copy check cannot run: .*SIGABRT") as failed:
+    judge._structure_reasons(report, _item(reject_copies=False), RELU, TINY, _ctx(),  # pylint: disable=protected-access
+                             judge._State(fields={}))  # pylint: disable=protected-access
+  assert (failed.value.status, failed.value.error_type) == (Status.ERROR, ErrorType.HARNESS)
+
+
 def test_analyze_turns_an_analysis_error_into_a_rejection(monkeypatch):
   def broken(_, serialized):
     raise module_analysis.ModuleAnalysisError(f"unknown op in {serialized}")
@@ -2271,6 +2287,20 @@ def test_decode_parses_a_full_answer():
       triton_ir=("ir",), lowers_tpu=True, tpu_error="t",
       exports=(protocol.SizeExport(size="small", artifacts={"cpu": b"abc"}, errors={"cuda": "no"},
                                    stage="lowering", trace_s=1.0, lower_s=0.5),))
+
+
+def test_decode_makes_every_string_of_the_answer_text():
+  """Red team round 15 (class 17): JSON's escapes carry what UTF-8 cannot encode, a lone
+  surrogate from the candidate's exception or names; the answer is made text where it is read,
+  each such character its escape, wherever it sits (an error, a key, a call's field)."""
+  lone = "bad \ud800 here"
+  raw = _answer(load_error=lone, pallas_calls=[{"name": lone, lone: [lone]}],
+                exports=[dict(size="small", artifacts={}, errors={"cuda": lone})])
+  assert b"\\ud800" in raw  # ASCII on the wire
+  report = protocol.decode(raw, REQUEST)
+  escaped = "bad \\ud800 here"
+  assert report.load_error == escaped and report.exports[0].errors == {"cuda": escaped}
+  assert report.pallas_calls == ({"name": escaped, escaped: [escaped]},)
 
 
 def test_decode_defaults_for_what_the_exporter_may_leave_out():

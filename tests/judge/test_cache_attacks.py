@@ -26,7 +26,9 @@ import pathlib
 import pytest
 
 from pallasbench_dataset import reward as rw
+from pallasbench_dataset.evaluation.judge import core
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
+from pallasbench_dataset.evaluation.judge.module_analysis import ModuleAnalysisError
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
 from pallasbench_dataset.kernels import Variant, tree_dir
 from pallasbench_dataset.schema import ErrorType, Status, to_json_dict
@@ -210,27 +212,45 @@ def test_a_verdict_the_host_s_load_decided_is_judged_again(reward_cache, status,
 # aborts, for reasons its neighbours decide: LLVM's thread pool aborts when the sandboxed
 # user's task slots are gone (adv_thread_hog_relu, tests/judge/demo_thread_griefing.py: an
 # honest relu got the first reason below), the OOM killer picks it, a loaded core stretches its
-# 60 s. `load_decided` knows only the stage budgets' wording, so the cache keeps these.
-@pytest.mark.xfail(strict=True, reason="red team round 15, open: verdicts.load_decided does not "
-                   "know the analysis helper's resource deaths (a signal, its own 60 s, its "
-                   "memory), so a rejection the neighbours decided is stored and served")
-@pytest.mark.parametrize("reason", [
-    "the exported module cannot be analysed: the module analysis process died with SIGABRT "
-    "while analysing the module: the artifact's module cannot be read safely",
-    "the exported module cannot be analysed: the module analysis process was killed by "
-    "SIGKILL while analysing the module: the artifact's module cannot be read safely",
-    "the exported module cannot be analysed: the module analysis took longer than 60 s while "
-    "analysing the module: the artifact's module cannot be read safely",
-    "the exported module cannot be analysed: the module analysis outgrew 4.0 GiB (4.1 GiB) "
-    "while analysing the module: the artifact's module cannot be read safely",
+# 60 s. The helper names what ended it (`ModuleAnalysisError.ended_by`, set in
+# analysis_process' `_wait`: test_module_analysis checks each), the judge's `Unanalysable`
+# makes it the record's error type, and the cache keeps no such record whatever its reasons say.
+@pytest.mark.parametrize("reason,ended_by", [
+    ("the module analysis process died with SIGABRT while analysing the module",
+     ErrorType.CRASH),
+    ("the module analysis process was killed by SIGKILL while analysing the module",
+     ErrorType.CRASH),
+    ("the module analysis took longer than 60 s while analysing the module", ErrorType.TIMEOUT),
+    ("the module analysis outgrew 4.0 GiB (4.1 GiB) while analysing the module",
+     ErrorType.OUT_OF_MEMORY),
 ], ids=["aborted", "killed", "analysis_time", "analysis_memory"])
-def test_an_analysis_the_neighbours_ended_is_judged_again(reward_cache, reason):
+def test_an_analysis_the_neighbours_ended_is_judged_again(reward_cache, reason, ended_by):
   cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
-  starved = dataclasses.replace(_record(item, Status.REJECTED), correct=False, reasons=(reason,))
+  failure = core.Unanalysable(ModuleAnalysisError(
+      f"{reason}: the artifact's module cannot be read safely", ended_by))
+  assert failure.status is Status.REJECTED and failure.error_type is ended_by
+  starved = dataclasses.replace(_record(item, failure.status), correct=False,
+                                error_type=failure.error_type, error=str(failure),
+                                reasons=(str(failure),))
   cache.put(item, starved, driver.empty_artifacts(item))  # the batch beside a thread hog
+  assert not any(cache.folder.rglob("*.json"))             # not stored
   judge = Judge(Status.PASS)                               # an idle host: the honest verdict
   (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
   assert judge.asked == ["c-2"] and record.status is Status.PASS and not record.cached
+
+
+def test_a_module_the_analysis_refused_is_still_a_kept_rejection(reward_cache):
+  """A refusal no limit or signal ended (the module nested past the analysis' limits) is the
+  artifact's own verdict: stored and served."""
+  cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
+  failure = core.Unanalysable(ModuleAnalysisError("calls and regions nested deeper than 64"))
+  assert failure.error_type is None
+  refused = dataclasses.replace(_record(item, failure.status), correct=False,
+                                reasons=(str(failure),))
+  cache.put(item, refused, driver.empty_artifacts(item))
+  judge = Judge(Status.PASS)
+  (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
+  assert judge.asked == [] and record.status is Status.REJECTED and record.cached
 
 
 def test_a_rejection_for_another_reason_is_still_stored_and_served(reward_cache):

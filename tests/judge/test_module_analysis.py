@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import functools
 import itertools
+import json
 import logging
 import math
 import multiprocessing
@@ -48,7 +49,7 @@ from pallasbench_dataset.evaluation.pipeline.driver import has_verdict
 from pallasbench_dataset.jaxpr_analysis import analyze
 from pallasbench_dataset.kernels import load_kernel, load_module
 from pallasbench_dataset.lowering import TRITON_CUSTOM_CALL, abstract_gpu, export_for
-from pallasbench_dataset.schema import Status
+from pallasbench_dataset.schema import ErrorType, Status
 from tests import runfixtures as run_fixtures
 from tests.paths import CONTROLS
 
@@ -1288,8 +1289,9 @@ def test_a_module_that_crashes_the_parser_is_refused_not_fatal():
   finally:
     resource.setrlimit(resource.RLIMIT_STACK, stack)
   try:
-    with pytest.raises(ModuleAnalysisError, match="died with SIGSEGV while analysing"):
+    with pytest.raises(ModuleAnalysisError, match="died with SIGSEGV while analysing") as died:
       analyser.analyse(deep)
+    assert died.value.ended_by is ErrorType.CRASH  # never cached: a neighbour can abort it too
     report, _ = analyser.analyse(HONEST_SERIALIZED())
     assert report.outside_flops == 8 * 128
   finally:
@@ -2266,8 +2268,9 @@ def test_an_analysis_past_its_time_is_refused_and_the_helper_replaced():
   analyser = ModuleAnalyser(timeout_s=0.3)
   try:
     analyser.analyse(HONEST_SERIALIZED())  # started: the limit is on the analysis alone
-    with pytest.raises(ModuleAnalysisError, match="took longer than 0.3 s while analysing"):
+    with pytest.raises(ModuleAnalysisError, match="took longer than 0.3 s while analysing") as late:
       analyser.analyse(_serialized(_chain_of_adds(30_000)))
+    assert late.value.ended_by is ErrorType.TIMEOUT
     assert analyser.analyse(HONEST_SERIALIZED())[0].outside_flops == 8 * 128
   finally:
     analyser.close()
@@ -2292,14 +2295,34 @@ def test_an_item_s_leftover_memory_never_decides_the_next_item_s_verdict(monkeyp
     for analyser in (kept, renewed):
       analyser.analyse(HONEST_SERIALIZED())  # the first item
       swollen.add(_pid(analyser))
-    with pytest.raises(ModuleAnalysisError, match="outgrew 4.0 GiB"):  # the premise
+    with pytest.raises(ModuleAnalysisError, match="outgrew 4.0 GiB") as swelled:  # the premise
       kept.analyse(other)
+    assert swelled.value.ended_by is ErrorType.OUT_OF_MEMORY
     renewed.fresh()
     assert _pid(renewed) not in swollen
     assert renewed.analyse(other)[0].outside_flops > 0
   finally:
     kept.close()
     renewed.close()
+
+
+def test_the_helper_s_answer_is_made_text_where_the_judge_reads_it(monkeypatch):
+  """Red team round 15 (class 17): the helper parses the candidate's bytes, and one an exploit
+  subverted may answer strings UTF-8 cannot encode (JSON escapes carry a lone surrogate); the
+  judge reads them as text, each such character its escape."""
+  analyser = ModuleAnalyser()
+  real = ModuleAnalyser._exchange  # pylint: disable=protected-access
+
+  def subverted(self, request):
+    data = json.loads(real(self, request))
+    data["text"] += "\ud800"
+    return json.dumps(data).encode()
+  monkeypatch.setattr(ModuleAnalyser, "_exchange", subverted)
+  try:
+    _, text = analyser.analyse(HONEST_SERIALIZED())
+    assert text.endswith("\\ud800") and text.encode("utf-8")
+  finally:
+    analyser.close()
 
 
 def test_fresh_retires_a_helper_that_read_a_module_and_forgets_its_answers():

@@ -264,15 +264,17 @@ def test_the_record_of_a_judge_that_died_names_the_run_as_the_judge_does(process
   assert record.run == processes.started[0].run_info
 
 
-@pytest.mark.parametrize("error_type, compiled, retired", [
-    (ErrorType.RUNTIME, True, True), (ErrorType.OUT_OF_MEMORY, True, True),
-    (ErrorType.OUT_OF_MEMORY, False, False), (ErrorType.COMPILE, False, False),
-    (ErrorType.LOWERING, False, False), (ErrorType.HARNESS, False, True),
-    (ErrorType.TIMEOUT, False, False)])
-def test_judge_is_replaced_only_when_its_device_is_suspect(processes, error_type, compiled,
+@pytest.mark.parametrize("status, error_type, compiled, retired", [
+    (Status.ERROR, ErrorType.RUNTIME, True, True), (Status.ERROR, ErrorType.OUT_OF_MEMORY, True, True),
+    (Status.ERROR, ErrorType.OUT_OF_MEMORY, False, False),
+    (Status.ERROR, ErrorType.COMPILE, False, False), (Status.ERROR, ErrorType.LOWERING, False, False),
+    (Status.ERROR, ErrorType.HARNESS, False, True), (Status.ERROR, ErrorType.TIMEOUT, False, False),
+    # the edge artifact's analysis helper outgrew its memory after the compile: no device's fault
+    (Status.REJECTED, ErrorType.OUT_OF_MEMORY, True, False)])
+def test_judge_is_replaced_only_when_its_device_is_suspect(processes, status, error_type, compiled,
                                                            retired):
   profile = runfixtures.record(types.SimpleNamespace(), "relu", kernel_sha256="0" * 64).compile
-  record = _record(status=Status.ERROR, error_type=error_type, error="boom",
+  record = _record(status=status, error_type=error_type, error="boom",
                    compile=dataclasses.replace(profile, compile_s=0.5 if compiled else None))
   assert driver.device_suspect(record) is retired
   processes.answers += [("result", (record, driver.empty_artifacts(ITEM)))]

@@ -18,8 +18,10 @@ cannot be put up the helper does not run and the judge analyses nothing
 (`sandbox.WallsUnavailable`, an error of the judge, never a module parsed unwalled).
 
 The judge kills the helper when it dies, runs out of time or outgrows its memory; the
-artifact is then refused with a `ModuleAnalysisError` saying which, a `rejected` verdict like
-any other (cached, never re-measured). A verdict is a function of the item's own bytes: after
+artifact is then refused with a `ModuleAnalysisError` saying which, and naming it in
+`ended_by` (crash, timeout, out_of_memory): a `rejected` verdict the cache never keeps, since
+a neighbour can decide it (red team round 15: a candidate holding every task slot of the
+sandboxed user made LLVM abort in the helper parsing an honest module). A verdict is a function of the item's own bytes: after
 each item the judge retires the helper that read them (`ModuleAnalyser.fresh`), so the next
 item's modules go to a helper no other candidate touched, neither the memory an earlier
 analysis grew it to (red team round 13: a refused 12 MB module left a helper at 815 MiB, and
@@ -49,6 +51,7 @@ from pallasbench_dataset.evaluation.judge import budgets, mlir_context
 from pallasbench_dataset.evaluation.judge.children import death_message, process_rss_bytes
 from pallasbench_dataset.evaluation.judge.module_analysis import (
     AnalysisLimits, KernelCall, ModuleAnalysisError, ModuleReport, analyze_module)
+from pallasbench_dataset.schema import ErrorType, textual
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +148,7 @@ class ModuleAnalyser:
     while len(self._answers) > REMEMBERED:
       self._answers.popitem(last=False)
     try:
-      data = json.loads(answer)
+      data = textual(json.loads(answer))  # the walled helper's strings, made text here
       refused = data.get("refused")
       found = None if refused is not None else (_report_from_json(data["report"]), str(data["text"]))
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -165,7 +168,8 @@ class ModuleAnalyser:
     answer, failure = self._wait("analysing the module", self._timeout_s)
     if failure is not None:
       self.close()
-      raise ModuleAnalysisError(f"{failure}: the artifact's module cannot be read safely")
+      raise ModuleAnalysisError(f"{failure[0]}: the artifact's module cannot be read safely",
+                                failure[1])
     return answer
 
   def _spawn(self) -> None:
@@ -191,13 +195,14 @@ class ModuleAnalyser:
       if unavailable is not None:
         raise sandbox.WallsUnavailable(f"the module analysis process: {unavailable}")
       # no artifact's fault: the judge cannot judge
-      said = failure if failure is not None else f"it said {answer!r} instead of b'ready'"
+      said = failure[0] if failure is not None else f"it said {answer!r} instead of b'ready'"
       raise RuntimeError(f"the module analysis process did not start: {said}")
     self._ready = True
 
-  def _wait(self, doing: str, timeout_s: float) -> tuple[bytes | None, str | None]:
-    """The helper's next message, or why there is none: it died, ran past `timeout_s` or
-    outgrew its memory first."""
+  def _wait(self, doing: str, timeout_s: float
+            ) -> tuple[bytes | None, tuple[str, ErrorType] | None]:
+    """The helper's next message, or why there is none and which limit or signal ended it:
+    it died, ran past `timeout_s` or outgrew its memory first."""
     deadline = time.monotonic() + timeout_s
     proc = self._child.process
     while True:
@@ -207,12 +212,14 @@ class ModuleAnalyser:
       except (EOFError, OSError):
         pass  # it died: the closed socket reads as readable
       if proc.poll() is not None:
-        return None, f"{death_message(proc.returncode, 'the module analysis process')} while {doing}"
+        return None, (f"{death_message(proc.returncode, 'the module analysis process')} "
+                      f"while {doing}", ErrorType.CRASH)
       if time.monotonic() > deadline:
-        return None, f"the module analysis took longer than {timeout_s:g} s while {doing}"
+        return None, (f"the module analysis took longer than {timeout_s:g} s while {doing}",
+                      ErrorType.TIMEOUT)
       if (rss := process_rss_bytes(proc.pid)) > self._memory_bytes:
         return None, (f"the module analysis outgrew {self._memory_bytes / 2**30:.1f} GiB "
-                      f"({rss / 2**30:.1f} GiB) while {doing}")
+                      f"({rss / 2**30:.1f} GiB) while {doing}", ErrorType.OUT_OF_MEMORY)
 
   def close(self) -> None:
     if self._conn is not None:

@@ -177,10 +177,12 @@ class Failure(Exception):
 
 class Unanalysable(Failure):
   """An artifact whose module the analysis refused (it cannot be costed, exhausted the
-  analysis' budget, or crashed it): rejected, whichever of the candidate's artifacts it is."""
+  analysis' budget, or crashed it): rejected, whichever of the candidate's artifacts it is;
+  its error type says which limit or signal ended the helper, where one did (`ended_by`)."""
 
   def __init__(self, error: module_analysis.ModuleAnalysisError):
-    super().__init__(Status.REJECTED, None, f"the exported module cannot be analysed: {error}")
+    super().__init__(Status.REJECTED, error.ended_by,
+                     f"the exported module cannot be analysed: {error}")
 
 
 def _shape_text(shape: Sequence[int]) -> str:
@@ -282,8 +284,11 @@ def _structure_reasons(report: ExportReport, item: JudgeItem, spec: TaskSpec, di
   reasons = _sized_reasons(found, spec, dims)
   if item.variant == Variant.CANDIDATE:  # on whichever platform's export the structure is read
     ctx.stage(budgets.COPY_CHECK)  # the shipped kernels exported here: the judge's own work
-    copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
-                                        ctx.trusted_analyser, platform=platform)
+    try:
+      copies = fingerprint.shipped_copies(found.kernels, spec.name, item.size, item.precision,
+                                          ctx.trusted_analyser, platform=platform)
+    except fingerprint.ShippedAnalysisError as e:  # no verdict without the copy check
+      raise Failure(Status.ERROR, ErrorType.HARNESS, f"the copy check cannot run: {e}") from None
     ctx.stage(budgets.ARTIFACT_CHECKS)
     state.fields["copy_of"] = copies
     if copies and item.options.reject_copies:

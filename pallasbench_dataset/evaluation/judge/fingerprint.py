@@ -29,7 +29,12 @@ platform (cuda, or tpu where the judge read the candidate's TPU export) at their
 at any config of their tables, have one of these fingerprints at the same task, size and
 precision. The shipped side is computed by the judge from the trees themselves (exported here,
 analysed by the same helper), never taken from a table, so it is always the shipped code of
-this checkout.
+this checkout. A config that does not export at a size adds no fingerprint (the same every
+time); an analysis of a shipped kernel that fails is tried once more on a fresh helper, then
+raises `ShippedAnalysisError`: a failed trusted computation is never an answer, neither
+returned nor cached (red team round 15: a neighbour's thread hog aborted the helper once, and
+the empty fingerprint set it left was cached for the judge's life, every later paste of the
+task no copy).
 """
 
 from __future__ import annotations
@@ -57,6 +62,11 @@ _OLD_DIALECT_ATTR: Final = re.compile(rb"#(\w+)<(\w+) (\w+)>")
 QUOTED_STRING: Final = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 # Symbol references in an attribute's text: `@matmul`, `@"other name"`.
 _SYMBOL_REF: Final = re.compile(rf'@(?:{QUOTED_STRING}|[\w$.\-]+)')
+
+
+class ShippedAnalysisError(RuntimeError):
+  """A shipped kernel's module could not be analysed: the copy check cannot run (the judge's
+  failure, never the candidate's verdict)."""
 
 
 class Analyser(Protocol):
@@ -219,7 +229,8 @@ def _shipped(task: str, size: str, precision: str, analyser: Analyser, platform:
   """Each shipped tree's kernel fingerprints for `task` at `size` and `precision`: its kernel
   exported for `platform` here (trusted code) at each of `_shipped_configs` and analysed by
   `analyser`. A config that does not export at this size adds none; a tree whose kernel does
-  not load has none."""
+  not load has none; an analysis that fails twice raises ShippedAnalysisError (module
+  docstring), so the cache keeps nothing."""
   from pallasbench_dataset.kernels import kernel_path, load_kernel  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.lowering import export_for  # pylint: disable=import-outside-toplevel
   from pallasbench_dataset.tasks import get_task  # pylint: disable=import-outside-toplevel
@@ -240,13 +251,27 @@ def _shipped(task: str, size: str, precision: str, analyser: Analyser, platform:
       try:
         exported = export_for(platform, functools.partial(module.kernel, interpret=False,
                                                           **options), *structs)
-        report, _ = analyser.analyse(exported.mlir_module_serialized)
-      except Exception as e:  # pylint: disable=broad-except  (it does not lower, or is refused)
+      except Exception as e:  # pylint: disable=broad-except  (it does not lower at this size)
         logger.debug("no fingerprint of %s at %s %s %s: %s", name, size, precision, config, e)
         continue
+      report = _analysed(analyser, exported.mlir_module_serialized,
+                         f"{name} at {size} {precision} {config}")
       found.update(k.fingerprint for k in report.kernels if k.fingerprint)
     prints[name] = frozenset(found)
   return prints
+
+
+def _analysed(analyser: Analyser, serialized: bytes, what: str) -> Any:
+  """The report on a shipped kernel's module; after a failure the analyser has retired its
+  helper, so the second try runs on a fresh one; ShippedAnalysisError if that fails too."""
+  try:
+    return analyser.analyse(serialized)[0]
+  except Exception as e:  # pylint: disable=broad-except  (retried, then raised)
+    logger.warning("the analysis of %s failed, tried again: %s", what, e)
+  try:
+    return analyser.analyse(serialized)[0]
+  except Exception as e:  # pylint: disable=broad-except  (raised as the judge's failure)
+    raise ShippedAnalysisError(f"the shipped kernel {what} could not be analysed: {e}") from e
 
 
 def _shipped_configs(module) -> list[dict | None]:

@@ -68,6 +68,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from pallasbench_dataset.evaluation.judge import fingerprint, kernel_state, mlir_context
+from pallasbench_dataset.schema import ErrorType
 
 logger = logging.getLogger(__name__)
 
@@ -172,8 +173,15 @@ class ModuleAnalysisError(ValueError):
   """The module cannot be analyzed soundly (unparsable, no @main, dynamic shapes, recursion,
   nested deeper or larger than the analysis' limits).
 
-  The judge must reject such an artifact: its cost cannot be bounded.
+  The judge must reject such an artifact: its cost cannot be bounded. `ended_by` says when a
+  limit or a signal ended the helper analysing it (a crash, its time, its memory) rather than
+  the analysis refusing the module: the host's load can decide those (red team round 15), so
+  the record carries it as its error type and the verdict cache never keeps it.
   """
+
+  def __init__(self, message: str, ended_by: ErrorType | None = None):
+    super().__init__(message)
+    self.ended_by = ended_by
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

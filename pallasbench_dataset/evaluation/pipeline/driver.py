@@ -166,8 +166,11 @@ def has_verdict(record: EvalRecord) -> bool:
 
 
 def device_suspect(record: EvalRecord) -> bool:
+  """Whether the judge that made `record` is replaced: its harness broke, or a kernel it ran
+  faulted (an `error`: a `rejected` whose analysis helper outgrew its memory is no device's)."""
   ran = record.compile is not None and record.compile.compile_s is not None
-  return record.error_type is ErrorType.HARNESS or (ran and record.error_type in DEVICE_FAULTS)
+  return record.error_type is ErrorType.HARNESS or (
+      ran and record.status is Status.ERROR and record.error_type in DEVICE_FAULTS)
 
 
 def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,

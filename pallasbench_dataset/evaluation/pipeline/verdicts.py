@@ -6,7 +6,7 @@ jax and jaxlib). Those name one JSON file in the cache folder holding the record
 artifacts; a later evaluation with the same key reuses them, marked `cached`. Records that are
 no verdict on the kernel (a killed process, a harness bug: `driver.has_verdict`) are never
 stored, nor those the host's load may have decided (`load_decided`: a stage cut by its time
-limit or budget, memory exhausted). Those depend on what ran beside the item, which another
+limit or budget, memory exhausted, the analysis helper killed or aborted). Those depend on what ran beside the item, which another
 candidate of the same batch controls (red team round 14: an exporter keeping every core busy
 starves its neighbours into timeouts), and on limits the key does not hold; stored, they would
 pay an honest source 0 in every later batch, a gain for the griefer under GRPO. Such an item
@@ -152,11 +152,18 @@ def key_of(item: WorkItem, record: EvalRecord) -> VerdictKey:
   return _key(item, record.judge_version, record.environment)
 
 
+# The error types that say a limit or a signal ended a process, whatever the status: a
+# `rejected` carries one when the analysis helper died, ran out of time or outgrew its memory
+# (`ModuleAnalysisError.ended_by`).
+ENDED_BY_A_LIMIT: Final = frozenset({ErrorType.TIMEOUT, ErrorType.OUT_OF_MEMORY, ErrorType.CRASH})
+
+
 def load_decided(record: EvalRecord) -> bool:
   """Whether the host's load, or limits the key does not hold, may have decided `record`: a
   stage cut by the evaluation's time limit (`timeout`), one past its stage or compile budget
-  (`budgets.ran_out`), memory exhausted."""
-  return (record.status is Status.TIMEOUT or record.error_type is ErrorType.OUT_OF_MEMORY
+  (`budgets.ran_out`), a process a limit or a signal ended (`ENDED_BY_A_LIMIT`: memory
+  exhausted, the analysis helper killed, aborted or out of time)."""
+  return (record.status is Status.TIMEOUT or record.error_type in ENDED_BY_A_LIMIT
           or (record.status is Status.REJECTED and ran_out(record.reasons)))
 
 
