@@ -166,9 +166,13 @@ WALL_ATTEMPTS = textwrap.dedent("""
     libc = ctypes.CDLL(None, use_errno=True)
     def raw(name, *args):
       numbers = {"x86_64": dict(mount=165, ptrace=101, io_uring_setup=425, bpf=321, keyctl=250,
-                                personality=135, kcmp=312, memfd_secret=447, syslog=103),
+                                personality=135, kcmp=312, memfd_secret=447, syslog=103,
+                                shmget=29, semget=64, msgget=68, mq_open=240, inotify_init1=294,
+                                io_setup=206),
                  "aarch64": dict(mount=40, ptrace=117, io_uring_setup=425, bpf=280, keyctl=219,
-                                 personality=92, kcmp=272, memfd_secret=447, syslog=116)}
+                                 personality=92, kcmp=272, memfd_secret=447, syslog=116,
+                                 shmget=194, semget=190, msgget=186, mq_open=180,
+                                 inotify_init1=26, io_setup=0)}
       nr = numbers[os.uname().machine][name]
       if libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args]) < 0:
         raise OSError(ctypes.get_errno(), name)
@@ -208,6 +212,12 @@ WALL_ATTEMPTS = textwrap.dedent("""
         "personality": lambda: raw("personality", 0x0400000),
         "kcmp_parent": lambda: raw("kcmp", parent, os.getpid(), 0, 0, 0),
         "syslog": lambda: raw("syslog", 3, 0, 0),
+        "shmget": lambda: raw("shmget", 0, 4096, 0o1600),     # IPC_PRIVATE, IPC_CREAT | 0600
+        "semget": lambda: raw("semget", 0, 1, 0o1600),
+        "msgget": lambda: raw("msgget", 0, 0o1600),
+        "mq_open": lambda: raw("mq_open", 0, 0o100, 0o600, 0),  # EFAULT were it let through
+        "inotify_init1": lambda: raw("inotify_init1", 0),
+        "io_setup": lambda: raw("io_setup", 1, 0),            # EFAULT were it let through
         "write_outside": lambda: open(target, "w"),
         "rdwr_outside": lambda: os.close(os.open(target, os.O_RDWR | os.O_CREAT)),
         "write_inside": lambda: open("inside", "w"),
@@ -796,6 +806,13 @@ def test_seccomp_program_decides_like_the_table(machine):
   assert decide(nrs["open_by_handle_at"]) == decide(nrs["bpf"]) == decide(nrs["mount"]) == eperm
   assert decide(nrs["memfd_create"]) == decide(nrs["memfd_secret"]) == eperm
   assert decide(nrs["personality"]) == decide(nrs["kcmp"]) == decide(nrs["syslog"]) == eperm
+  pools = ["shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl",
+           "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+           "mq_timedreceive", "mq_notify", "mq_getsetattr", "inotify_init1", "inotify_add_watch",
+           "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"]
+  pools += ["inotify_init"] * (machine == "x86_64")  # aarch64 has only inotify_init1
+  assert {name: decide(nrs[name]) for name in pools} == dict.fromkeys(pools, eperm)
+  assert decide(nrs["inotify_add_watch"], 3, 0, 0) == eperm  # whatever its arguments
   assert decide(nrs["clone"], 0x11) == eperm                       # fork: SIGCHLD, no thread
   assert decide(nrs["clone"], 0x3D0F00) == allow                   # pthread_create's flags
   assert decide(nrs["clone3"]) == enosys
@@ -815,7 +832,8 @@ def test_seccomp_program_decides_like_the_table(machine):
   for option in walls.DENIED_PRCTL:
     assert decide(nrs["prctl"], option) == eperm, option
   assert decide(nrs["prctl"], 15) == decide(nrs["prctl"], 38) == allow  # SET_NAME, NO_NEW_PRIVS
-  assert decide(0) == decide(nrs["seccomp"]) == allow              # read; more filters
+  read = {"x86_64": 0, "aarch64": 63}[machine]                     # (aarch64's 0 is io_setup)
+  assert decide(read) == decide(nrs["seccomp"]) == allow           # read; more filters
   if machine == "x86_64":
     assert decide(0x40000000 + 59) == kill                         # x32 execve
 
