@@ -299,7 +299,7 @@ def test_the_judges_analysis_helper_is_behind_the_same_walls(monkeypatch, target
       analyser.analyse(b"any module")
   finally:
     analyser.close()
-  assert {"landlock", "seccomp", "rlimits", "dies-with-parent"} | (
+  assert {"landlock", "seccomp", "rlimits", "dies-with-parent", "own-tasks"} | (
       {"unprivileged"} if ROOT else set()) <= set(analyser.layers), analyser.layers
   assert secret.read_text() not in str(answered.value)
   _assert_denied_everywhere(json.loads(str(answered.value)))
@@ -1118,7 +1118,9 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
         _throwaway_mount_namespace()
       layers = walls.confine(config)
       found = {"layers": list(layers), "uid": os.getresuid(), "gid": os.getresgid(),
-               "as": resource.getrlimit(resource.RLIMIT_AS)[0]}
+               "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+               "nproc": resource.getrlimit(resource.RLIMIT_NPROC),
+               "sigpending": resource.getrlimit(resource.RLIMIT_SIGPENDING)}
       death = ctypes.c_int(0)
       ctypes.CDLL(None).prctl(2, ctypes.byref(death), 0, 0, 0)
       found["death_signal"] = death.value
@@ -1146,12 +1148,15 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
     found = _in_fork(confined)
   finally:
     shutil.rmtree(scratch)
-  wanted = ["private-proc", "dies-with-parent", "rlimits", "one-core", "landlock", "seccomp"]
+  wanted = ["private-proc", "dies-with-parent", "rlimits", "one-core", "own-tasks", "landlock",
+            "seccomp"]
   if ROOT:
     wanted = ["veil"] * bool(config.veil) + ["unprivileged"] + wanted
     assert found["uid"] == found["gid"] == [walls.NOBODY] * 3
   assert found["layers"] == wanted
   assert found["as"] == 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert found["nproc"] == [walls.task_limit(1)] * 2  # on its one core
+  assert found["sigpending"] == [walls.MAX_PENDING_SIGNALS] * 2
   assert found["death_signal"] == signal.SIGKILL and found["read_scratch"] == []
   assert found["cores"] == [config.cpu] and found["nice"] == walls.ONE_CORE_NICE
   assert found["more_cores"] == "EPERM" and found["higher_priority"] in {"EACCES", "EPERM"}
@@ -1246,6 +1251,114 @@ def test_a_launched_child_gets_one_core_and_its_cpu_backstop_only_behind_the_one
   else:
     assert "one-core" not in layers and seen["cores"] == parent and seen["nice"] == base
     assert seen["cpu_s"] == 30 * len(parent) + 1
+
+
+# A sandboxed helper that takes every task and every queued signal it can get, says how many,
+# and holds them until its second descriptor reads.
+TASK_HOG = textwrap.dedent("""
+    import os, signal, sys, threading
+    out, hold = int(sys.argv[1]), int(sys.argv[2])
+    threading.stack_size(64 << 10)
+    release, started, queued = threading.Event(), 0, 0
+    while started < 4096:
+      try:
+        threading.Thread(target=release.wait, daemon=True).start()
+      except RuntimeError:  # "can't start new thread"
+        break
+      started += 1
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+    while queued < 4096:
+      try:  # tgkill queues an RT signal against RLIMIT_SIGPENDING (kill() would not)
+        signal.pthread_kill(threading.get_ident(), signal.SIGRTMIN)
+      except OSError:
+        break
+      queued += 1
+    os.write(out, f"{started} {queued}".encode())
+    os.read(hold, 1)
+    """)
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_each_sandboxed_child_holds_its_own_share_of_the_task_pool():
+  """Red team round 15, finding 1: every sandboxed process runs as one user, and a thread hog
+  emptied the pool its neighbours start threads from. Two helpers of the launcher, one user:
+  the first takes every task and queued signal it can and holds them, and the second still
+  gets exactly as many. Each count is the "own-tasks" limit on one core (the interpreter's
+  own thread is one task), far below the 1024 threads of round 15's probe: a limit set before
+  the child's user namespace, or on it from the parent, would be one count for both (the
+  second would get none), and no limit would let each take all 4096."""
+  assert walls.task_limit(1) <= 128  # the policy the constants' comment argues for
+  pipes, helpers, said = [], [], []
+  try:
+    for _ in range(2):
+      (out_r, out_w), (hold_r, hold_w) = os.pipe(), os.pipe()
+      pipes += [out_r, out_w, hold_r, hold_w]
+      helpers.append(sandbox.start_sandboxed(
+          [sys.executable, "-c", TASK_HOG, str(out_w), str(hold_r)], memory_bytes=MEMORY_BYTES,
+          pass_fds=(out_w, hold_r)))
+      os.close(out_w)
+      pipes.remove(out_w)
+      said.append(os.read(out_r, 100).decode())  # the first holds all it took meanwhile
+    for helper in helpers:
+      layers, unavailable = helper.walls()
+      assert unavailable is None and {"one-core", "own-tasks"} <= set(layers), layers
+    counts = [tuple(map(int, text.split())) for text in said]
+  finally:
+    for helper in helpers:
+      helper.close()
+    for fd in pipes:
+      os.close(fd)
+  assert counts == [(walls.task_limit(1) - 1, walls.MAX_PENDING_SIGNALS)] * 2, counts
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+@pytest.mark.parametrize("refused", [None, "user namespace", "mount"])
+def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeypatch, refused):
+  """The "own-tasks" limits cap the count of the user namespace the process is in: in the one
+  it started in they would cap every process of its user together (every child, and the judge
+  on a host that is not root), a smaller shared pool. So where user namespaces are refused
+  nothing is set and no layer is said; where only a mount in one is refused ("private-proc"
+  not up) the namespace is the child's own and the limits are set."""
+  import resource  # pylint: disable=import-outside-toplevel
+  before = [resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  try:
+    config = launch._config(scratch, 600 << 20,  # pylint: disable=protected-access
+                            ("veil", "unprivileged", "private-proc", "own-tasks"), False)
+    if refused == "user namespace":
+      monkeypatch.setattr(walls, "private_proc", lambda _: False)
+    elif refused == "mount":
+      def no_mount(*_):
+        raise PermissionError(1, "mount refused")
+      monkeypatch.setattr(walls, "_stage_proc", no_mount)
+
+    def confined():
+      import encodings.ascii  # pylint: disable=import-outside-toplevel,unused-import
+      if ROOT:
+        _throwaway_mount_namespace()
+      layers = walls.confine(config)
+      return {"layers": list(layers), "limits": [
+          resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]}
+
+    found = _in_fork(confined)
+  finally:
+    shutil.rmtree(scratch)
+  cores = len(os.sched_getaffinity(0))
+  wanted = ["veil"] * bool(config.veil) + ["unprivileged"] * ROOT
+  if refused is None:
+    wanted += ["private-proc", "own-tasks"]
+  elif refused == "mount":
+    wanted += ["own-tasks"]
+  assert found["layers"] == wanted
+  if refused == "user namespace":
+    assert found["limits"] == [list(limit) for limit in before]
+  else:
+    assert found["limits"] == [[walls.task_limit(cores)] * 2, [walls.MAX_PENDING_SIGNALS] * 2]
+
+
+def test_task_limit_grows_with_the_cores_from_its_base():
+  assert [walls.task_limit(n) for n in (1, 2, 64)] == [96, 128, 2112]
+  assert walls.task_limit(0) == walls.TASKS_BASE
 
 
 def test_next_core_takes_the_parent_s_cores_in_turn_from_an_offset_of_its_pid(monkeypatch):
