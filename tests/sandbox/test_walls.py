@@ -1312,13 +1312,14 @@ def test_each_sandboxed_child_holds_its_own_share_of_the_task_pool():
 
 
 @pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
-@pytest.mark.parametrize("refused", [None, "user namespace", "mount"])
+@pytest.mark.parametrize("refused", [None, "user namespace", "mount", "low hard limit"])
 def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeypatch, refused):
   """The "own-tasks" limits cap the count of the user namespace the process is in: in the one
   it started in they would cap every process of its user together (every child, and the judge
   on a host that is not root), a smaller shared pool. So where user namespaces are refused
   nothing is set and no layer is said; where only a mount in one is refused ("private-proc"
-  not up) the namespace is the child's own and the limits are set."""
+  not up) the namespace is the child's own and the limits are set. A hard limit already lower
+  is kept, never raised."""
   import resource  # pylint: disable=import-outside-toplevel
   before = [resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
@@ -1336,6 +1337,8 @@ def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeyp
       import encodings.ascii  # pylint: disable=import-outside-toplevel,unused-import
       if ROOT:
         _throwaway_mount_namespace()
+      if refused == "low hard limit":
+        resource.setrlimit(resource.RLIMIT_NPROC, (50, 50))
       layers = walls.confine(config)
       return {"layers": list(layers), "limits": [
           resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]}
@@ -1345,13 +1348,15 @@ def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeyp
     shutil.rmtree(scratch)
   cores = len(os.sched_getaffinity(0))
   wanted = ["veil"] * bool(config.veil) + ["unprivileged"] * ROOT
-  if refused is None:
+  if refused in (None, "low hard limit"):
     wanted += ["private-proc", "own-tasks"]
   elif refused == "mount":
     wanted += ["own-tasks"]
   assert found["layers"] == wanted
   if refused == "user namespace":
     assert found["limits"] == [list(limit) for limit in before]
+  elif refused == "low hard limit":
+    assert found["limits"] == [[50, 50], [walls.MAX_PENDING_SIGNALS] * 2]
   else:
     assert found["limits"] == [[walls.task_limit(cores)] * 2, [walls.MAX_PENDING_SIGNALS] * 2]
 
