@@ -29,6 +29,11 @@ analysed: the module analysis process died with SIGABRT while analysing the modu
 thread pool aborts, and `verdicts.load_decided` does not know that reason, so the verdict cache
 keeps it as the honest source's verdict for every later batch (docs/red-team/round15.md).
 
+Closed (session 32): the walls' "own-tasks" sets RLIMIT_NPROC inside each sandboxed child's
+own user namespace, where the kernel counts the child's tasks apart (ucounts, Linux 5.14+):
+the hog holds at most its own 96 tasks, and its neighbours' pools are untouched
+(tests/sandbox/test_walls.py::test_each_sandboxed_child_holds_its_own_share_of_the_task_pool).
+
 Expected: pass (its own verdict is right; see adv_thread_share_probe_relu for the hole).
 """
 import threading

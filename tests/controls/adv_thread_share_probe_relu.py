@@ -17,8 +17,9 @@ probing (3 here: the interpreter and XLA:CPU's pool on its one core).
 Why every check lets the hog through: see adv_thread_hog_relu.
 
 Expected: pass (the exporter's task count bounded, so that no candidate can empty the pool its
-neighbours' exporters and analysis helpers start their threads from). Now: incorrect
-(KNOWN_OPEN): the exporter starts all 1024.
+neighbours' exporters and analysis helpers start their threads from). Was incorrect (red team
+round 15: the exporter started all 1024); closed in session 32 by the walls' "own-tasks"
+(RLIMIT_NPROC inside the child's own user namespace: 96 tasks on its one core).
 """
 import threading
 

@@ -388,6 +388,8 @@ def _cases() -> dict[str, Case]:
       # then crashes, one analysed then is `rejected` (LLVM's thread pool aborts the helper),
       # and the verdict cache keeps that (tests/judge/demo_thread_griefing.py). The hog itself
       # passes (its verdict is right); the probe answers wrong while it can start 1024 threads.
+      # Closed (session 32): the walls' "own-tasks" (RLIMIT_NPROC set inside each child's own
+      # user namespace, where the kernel counts its tasks apart: 96 on its one core).
       "thread_hog": Case("adv_thread_hog_relu", relu, P),
       "thread_share_probe": Case("adv_thread_share_probe_relu", relu, P),
       # Red team round 15, the record's text: an exception holding a lone surrogate (ASCII in
@@ -512,12 +514,6 @@ def run() -> Run:
 
 # Controls the judge does not stop yet, each with why (strict: a fix shows as XPASS).
 KNOWN_OPEN: dict[str, str] = {
-    "thread_share_probe": "red team round 15, open: nothing bounds the number of tasks a "
-                          "sandboxed exporter holds (seccomp allows clone with CLONE_THREAD, "
-                          "the rlimits wall sets no RLIMIT_NPROC, no pids cgroup), and every "
-                          "sandboxed process runs as one user, so a thread hog empties the "
-                          "pool its neighbours' exporters and analysis helpers draw on "
-                          "(docs/red-team/round15.md, finding 1); the probe starts all 1024",
     "sliced_memo": "red team round 8, open: _reaches_out follows a kernel result through any "
                    "plain op (a slice) to the return, so a result returned only in part is "
                    "taken as returned whole, and the rows the slice drops are stale_temp's "

@@ -166,9 +166,13 @@ WALL_ATTEMPTS = textwrap.dedent("""
     libc = ctypes.CDLL(None, use_errno=True)
     def raw(name, *args):
       numbers = {"x86_64": dict(mount=165, ptrace=101, io_uring_setup=425, bpf=321, keyctl=250,
-                                personality=135, kcmp=312, memfd_secret=447, syslog=103),
+                                personality=135, kcmp=312, memfd_secret=447, syslog=103,
+                                shmget=29, semget=64, msgget=68, mq_open=240, inotify_init1=294,
+                                io_setup=206),
                  "aarch64": dict(mount=40, ptrace=117, io_uring_setup=425, bpf=280, keyctl=219,
-                                 personality=92, kcmp=272, memfd_secret=447, syslog=116)}
+                                 personality=92, kcmp=272, memfd_secret=447, syslog=116,
+                                 shmget=194, semget=190, msgget=186, mq_open=180,
+                                 inotify_init1=26, io_setup=0)}
       nr = numbers[os.uname().machine][name]
       if libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args]) < 0:
         raise OSError(ctypes.get_errno(), name)
@@ -208,6 +212,12 @@ WALL_ATTEMPTS = textwrap.dedent("""
         "personality": lambda: raw("personality", 0x0400000),
         "kcmp_parent": lambda: raw("kcmp", parent, os.getpid(), 0, 0, 0),
         "syslog": lambda: raw("syslog", 3, 0, 0),
+        "shmget": lambda: raw("shmget", 0, 4096, 0o1600),     # IPC_PRIVATE, IPC_CREAT | 0600
+        "semget": lambda: raw("semget", 0, 1, 0o1600),
+        "msgget": lambda: raw("msgget", 0, 0o1600),
+        "mq_open": lambda: raw("mq_open", 0, 0o100, 0o600, 0),  # EFAULT were it let through
+        "inotify_init1": lambda: raw("inotify_init1", 0),
+        "io_setup": lambda: raw("io_setup", 1, 0),            # EFAULT were it let through
         "write_outside": lambda: open(target, "w"),
         "rdwr_outside": lambda: os.close(os.open(target, os.O_RDWR | os.O_CREAT)),
         "write_inside": lambda: open("inside", "w"),
@@ -289,7 +299,7 @@ def test_the_judges_analysis_helper_is_behind_the_same_walls(monkeypatch, target
       analyser.analyse(b"any module")
   finally:
     analyser.close()
-  assert {"landlock", "seccomp", "rlimits", "dies-with-parent"} | (
+  assert {"landlock", "seccomp", "rlimits", "dies-with-parent", "own-tasks"} | (
       {"unprivileged"} if ROOT else set()) <= set(analyser.layers), analyser.layers
   assert secret.read_text() not in str(answered.value)
   _assert_denied_everywhere(json.loads(str(answered.value)))
@@ -796,6 +806,13 @@ def test_seccomp_program_decides_like_the_table(machine):
   assert decide(nrs["open_by_handle_at"]) == decide(nrs["bpf"]) == decide(nrs["mount"]) == eperm
   assert decide(nrs["memfd_create"]) == decide(nrs["memfd_secret"]) == eperm
   assert decide(nrs["personality"]) == decide(nrs["kcmp"]) == decide(nrs["syslog"]) == eperm
+  pools = ["shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl",
+           "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+           "mq_timedreceive", "mq_notify", "mq_getsetattr", "inotify_init1", "inotify_add_watch",
+           "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"]
+  pools += ["inotify_init"] * (machine == "x86_64")  # aarch64 has only inotify_init1
+  assert {name: decide(nrs[name]) for name in pools} == dict.fromkeys(pools, eperm)
+  assert decide(nrs["inotify_add_watch"], 3, 0, 0) == eperm  # whatever its arguments
   assert decide(nrs["clone"], 0x11) == eperm                       # fork: SIGCHLD, no thread
   assert decide(nrs["clone"], 0x3D0F00) == allow                   # pthread_create's flags
   assert decide(nrs["clone3"]) == enosys
@@ -815,7 +832,8 @@ def test_seccomp_program_decides_like_the_table(machine):
   for option in walls.DENIED_PRCTL:
     assert decide(nrs["prctl"], option) == eperm, option
   assert decide(nrs["prctl"], 15) == decide(nrs["prctl"], 38) == allow  # SET_NAME, NO_NEW_PRIVS
-  assert decide(0) == decide(nrs["seccomp"]) == allow              # read; more filters
+  read = {"x86_64": 0, "aarch64": 63}[machine]                     # (aarch64's 0 is io_setup)
+  assert decide(read) == decide(nrs["seccomp"]) == allow           # read; more filters
   if machine == "x86_64":
     assert decide(0x40000000 + 59) == kill                         # x32 execve
 
@@ -1100,7 +1118,9 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
         _throwaway_mount_namespace()
       layers = walls.confine(config)
       found = {"layers": list(layers), "uid": os.getresuid(), "gid": os.getresgid(),
-               "as": resource.getrlimit(resource.RLIMIT_AS)[0]}
+               "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+               "nproc": resource.getrlimit(resource.RLIMIT_NPROC),
+               "sigpending": resource.getrlimit(resource.RLIMIT_SIGPENDING)}
       death = ctypes.c_int(0)
       ctypes.CDLL(None).prctl(2, ctypes.byref(death), 0, 0, 0)
       found["death_signal"] = death.value
@@ -1128,12 +1148,15 @@ def test_confine_in_a_forked_copy_puts_up_every_wall(target, secret):
     found = _in_fork(confined)
   finally:
     shutil.rmtree(scratch)
-  wanted = ["private-proc", "dies-with-parent", "rlimits", "one-core", "landlock", "seccomp"]
+  wanted = ["private-proc", "dies-with-parent", "rlimits", "one-core", "own-tasks", "landlock",
+            "seccomp"]
   if ROOT:
     wanted = ["veil"] * bool(config.veil) + ["unprivileged"] + wanted
     assert found["uid"] == found["gid"] == [walls.NOBODY] * 3
   assert found["layers"] == wanted
   assert found["as"] == 2 * (600 << 20) + walls.ADDRESS_SPACE_HEADROOM
+  assert found["nproc"] == [walls.task_limit(1)] * 2  # on its one core
+  assert found["sigpending"] == [walls.MAX_PENDING_SIGNALS] * 2
   assert found["death_signal"] == signal.SIGKILL and found["read_scratch"] == []
   assert found["cores"] == [config.cpu] and found["nice"] == walls.ONE_CORE_NICE
   assert found["more_cores"] == "EPERM" and found["higher_priority"] in {"EACCES", "EPERM"}
@@ -1228,6 +1251,119 @@ def test_a_launched_child_gets_one_core_and_its_cpu_backstop_only_behind_the_one
   else:
     assert "one-core" not in layers and seen["cores"] == parent and seen["nice"] == base
     assert seen["cpu_s"] == 30 * len(parent) + 1
+
+
+# A sandboxed helper that takes every task and every queued signal it can get, says how many,
+# and holds them until its second descriptor reads.
+TASK_HOG = textwrap.dedent("""
+    import os, signal, sys, threading
+    out, hold = int(sys.argv[1]), int(sys.argv[2])
+    threading.stack_size(64 << 10)
+    release, started, queued = threading.Event(), 0, 0
+    while started < 4096:
+      try:
+        threading.Thread(target=release.wait, daemon=True).start()
+      except RuntimeError:  # "can't start new thread"
+        break
+      started += 1
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+    while queued < 4096:
+      try:  # tgkill queues an RT signal against RLIMIT_SIGPENDING (kill() would not)
+        signal.pthread_kill(threading.get_ident(), signal.SIGRTMIN)
+      except OSError:
+        break
+      queued += 1
+    os.write(out, f"{started} {queued}".encode())
+    os.read(hold, 1)
+    """)
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_each_sandboxed_child_holds_its_own_share_of_the_task_pool():
+  """Red team round 15, finding 1: every sandboxed process runs as one user, and a thread hog
+  emptied the pool its neighbours start threads from. Two helpers of the launcher, one user:
+  the first takes every task and queued signal it can and holds them, and the second still
+  gets exactly as many. Each count is the "own-tasks" limit on one core (the interpreter's
+  own thread is one task), far below the 1024 threads of round 15's probe: a limit set before
+  the child's user namespace, or on it from the parent, would be one count for both (the
+  second would get none), and no limit would let each take all 4096."""
+  assert walls.task_limit(1) <= 128  # the policy the constants' comment argues for
+  pipes, helpers, said = [], [], []
+  try:
+    for _ in range(2):
+      (out_r, out_w), (hold_r, hold_w) = os.pipe(), os.pipe()
+      pipes += [out_r, out_w, hold_r, hold_w]
+      helpers.append(sandbox.start_sandboxed(
+          [sys.executable, "-c", TASK_HOG, str(out_w), str(hold_r)], memory_bytes=MEMORY_BYTES,
+          pass_fds=(out_w, hold_r)))
+      os.close(out_w)
+      pipes.remove(out_w)
+      said.append(os.read(out_r, 100).decode())  # the first holds all it took meanwhile
+    for helper in helpers:
+      layers, unavailable = helper.walls()
+      assert unavailable is None and {"one-core", "own-tasks"} <= set(layers), layers
+    counts = [tuple(map(int, text.split())) for text in said]
+  finally:
+    for helper in helpers:
+      helper.close()
+    for fd in pipes:
+      os.close(fd)
+  assert counts == [(walls.task_limit(1) - 1, walls.MAX_PENDING_SIGNALS)] * 2, counts
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+@pytest.mark.parametrize("refused", [None, "user namespace", "mount", "low hard limit"])
+def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeypatch, refused):
+  """The "own-tasks" limits cap the count of the user namespace the process is in: in the one
+  it started in they would cap every process of its user together (every child, and the judge
+  on a host that is not root), a smaller shared pool. So where user namespaces are refused
+  nothing is set and no layer is said; where only a mount in one is refused ("private-proc"
+  not up) the namespace is the child's own and the limits are set. A hard limit already lower
+  is kept, never raised."""
+  import resource  # pylint: disable=import-outside-toplevel
+  before = [resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]
+  scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
+  try:
+    config = launch._config(scratch, 600 << 20,  # pylint: disable=protected-access
+                            ("veil", "unprivileged", "private-proc", "own-tasks"), False)
+    if refused == "user namespace":
+      monkeypatch.setattr(walls, "private_proc", lambda _: False)
+    elif refused == "mount":
+      def no_mount(*_):
+        raise PermissionError(1, "mount refused")
+      monkeypatch.setattr(walls, "_stage_proc", no_mount)
+
+    def confined():
+      import encodings.ascii  # pylint: disable=import-outside-toplevel,unused-import
+      if ROOT:
+        _throwaway_mount_namespace()
+      if refused == "low hard limit":
+        resource.setrlimit(resource.RLIMIT_NPROC, (50, 50))
+      layers = walls.confine(config)
+      return {"layers": list(layers), "limits": [
+          resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]}
+
+    found = _in_fork(confined)
+  finally:
+    shutil.rmtree(scratch)
+  cores = len(os.sched_getaffinity(0))
+  wanted = ["veil"] * bool(config.veil) + ["unprivileged"] * ROOT
+  if refused in (None, "low hard limit"):
+    wanted += ["private-proc", "own-tasks"]
+  elif refused == "mount":
+    wanted += ["own-tasks"]
+  assert found["layers"] == wanted
+  if refused == "user namespace":
+    assert found["limits"] == [list(limit) for limit in before]
+  elif refused == "low hard limit":
+    assert found["limits"] == [[50, 50], [walls.MAX_PENDING_SIGNALS] * 2]
+  else:
+    assert found["limits"] == [[walls.task_limit(cores)] * 2, [walls.MAX_PENDING_SIGNALS] * 2]
+
+
+def test_task_limit_grows_with_the_cores_from_its_base():
+  assert [walls.task_limit(n) for n in (1, 2, 64)] == [96, 128, 2112]
+  assert walls.task_limit(0) == walls.TASKS_BASE
 
 
 def test_next_core_takes_the_parent_s_cores_in_turn_from_an_offset_of_its_pid(monkeypatch):

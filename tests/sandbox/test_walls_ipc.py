@@ -1,4 +1,4 @@
-"""Red team round 15: System V IPC is no wall of the sandbox, and what it holds outlives the child.
+"""Red team round 15: System V IPC was no wall of the sandbox, and what it held outlived the child.
 
 The walls bound a sandboxed process' memory by its resident set, which the parent watches, and
 its address space (RLIMIT_AS); memfd is refused so that "every page the child holds is in its
@@ -17,9 +17,14 @@ them behind: the host's memory is gone for every later evaluation (their process
 then die as out of memory, or the OOM killer takes the judges), and nothing the run cleans up
 removes them.
 
+Closed (session 32), twice over: seccomp refuses System V IPC and POSIX message queues
+(walls.POOL_SYSCALLS), and "private-proc" gives the child an IPC namespace of its own, so what
+native code makes where seccomp is not up dies with the child. Each wall is tested alone.
+
 Here the child is the stand-in for native code (tripwire off, as test_walls does for every
 wall). It plants one 64 MiB segment and one small message queue and exits; the test then
-removes both (inert).
+removes whatever is left (inert). Run it in `unshare --ipc`: a mutant of both walls then
+plants in a throwaway namespace.
 """
 
 import json
@@ -28,6 +33,7 @@ import sys
 
 import pytest
 
+from pallasbench_dataset.evaluation.sandbox import ALL_WALLS
 from tests.sandbox.test_walls import LINUX, run_child
 
 CHUNK = 64 << 20
@@ -68,10 +74,14 @@ def _segment_bytes(shmid: int) -> int | None:
   return None
 
 
+def _segments() -> set[int]:
+  """The ids of the System V segments of CHUNK bytes in this process' IPC namespace."""
+  with open("/proc/sysvipc/shm") as f:
+    next(f)
+    return {int(line.split()[1]) for line in f if int(line.split()[3]) == CHUNK}
+
+
 @pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
-@pytest.mark.xfail(strict=True, reason="red team round 15, open: seccomp refuses neither shmget "
-                   "nor msgget and the child shares the host's IPC namespace, so native code "
-                   "holds memory outside its limit that outlives it (docs/red-team/round15.md)")
 def test_system_v_ipc_is_refused_or_dies_with_the_child():
   with run_child(PLANT, tripwire_=False) as run:
     assert run.returncode == 0, run.stderr[-2000:]
@@ -89,3 +99,25 @@ def test_system_v_ipc_is_refused_or_dies_with_the_child():
   finally:
     for kind, ident in planted:
       _remove(kind, ident)
+  assert found["shmget"] == found["msgget"] == "EPERM", found
+
+
+# Every wall but seccomp: what native code makes must die with the child (its IPC namespace).
+NO_SECCOMP = tuple(w for w in ALL_WALLS if w != "seccomp")
+
+
+@pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
+def test_without_seccomp_what_the_child_made_dies_with_its_ipc_namespace():
+  before = _segments()
+  with run_child(PLANT, walls_=NO_SECCOMP, tripwire_=False) as run:
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "private-proc" in run.layers and "seccomp" not in run.layers, run.layers
+    found = json.loads(run.stdout.splitlines()[0])
+  left = _segments() - before
+  try:
+    assert isinstance(found["shmget"], int) and found.get("touched"), found  # made, in its own
+    assert isinstance(found["msgget"], int), found
+    assert not left, ("segments of the child outlived it:", left)
+  finally:
+    for shmid in left:
+      _remove("shm", shmid)
