@@ -18,7 +18,8 @@ copied solutions (the shipped kernel imported, read and run, or pasted in), 13 r
 checkout, 14 forging the record's sandbox layers, 15 the verdict cache (a stale or lucky pass
 served again: test_cache_attacks.py; here the controls' own verdicts), 16 griefing (a
 candidate's cost landing on the other evaluations of its batch: cores, and since round 15 the
-host's task slots).
+host's task slots), 17 the record's text (a string UTF-8 cannot write, carried into the record
+by a JSON escape: made text where the judge reads it).
 
 Holes this suite found and the judge now closes: a switch on a data-derived index, a
 data-dependent while loop of "free" ops, a narrowing convert in a loop condition (each a gather
@@ -392,10 +393,11 @@ def _cases() -> dict[str, Case]:
       # user namespace, where the kernel counts its tasks apart: 96 on its one core).
       "thread_hog": Case("adv_thread_hog_relu", relu, P),
       "thread_share_probe": Case("adv_thread_share_probe_relu", relu, P),
-      # Red team round 15, the record's text: an exception holding a lone surrogate (ASCII in
-      # the source) crosses the exporter's JSON as an escape and lands in the record as a
-      # surrogate again; its verdict is right, but the text breaks every UTF-8 consumer (the
+      # Red team round 15, class 17, the record's text: an exception holding a lone surrogate
+      # (ASCII in the source) crossed the exporter's JSON as an escape and landed in the record
+      # as a surrogate again; its verdict was right, but the text broke every UTF-8 consumer (the
       # build: tests/builder/test_candidate_text.py; the record: tests/judge/test_record_text.py).
+      # Closed (session 32): schema.textual where the answer is read, the character its escape.
       "surrogate_error": Case("adv_surrogate_error_relu", relu, Status.ERROR,
                               ("raised ValueError: not text",)),
   }
