@@ -400,6 +400,16 @@ def _cases() -> dict[str, Case]:
       # Closed (session 32): schema.textual where the answer is read, the character its escape.
       "surrogate_error": Case("adv_surrogate_error_relu", relu, Status.ERROR,
                               ("raised ValueError: not text",)),
+      # Red team round 16, class 17, the population's text: a U+2028 / U+0085 in a comment is
+      # inert in Python and the kernel passes (right), but the run writes it raw into
+      # candidates.jsonl and reads that back with str.splitlines(): the whole run's population
+      # is unreadable (summary, --resume, the build: tests/population/test_candidate_lines.py).
+      "line_separator": Case("adv_line_separator_relu", relu, P),
+      # Red team round 16, class 17, the published text: a ``` line in a docstring is inert in
+      # Python and the kernel passes (right), but the preference config's fixed ``` fence
+      # (builder.training.fenced) then ends early and its `chosen` answer reads back as the
+      # docstring's `return x` (tests/builder/test_chosen_text.py).
+      "fence_in_docstring": Case("adv_fence_in_docstring_relu", relu, P),
   }
 
 
