@@ -19,7 +19,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from pallasbench_dataset import schema
+from pallasbench_dataset import jsonlines, schema
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, precision_order
@@ -268,7 +268,7 @@ def read_jsonl(path: pathlib.Path, cls: type) -> Iterable[Any]:
   """One record a line. A line that is not JSON at all is a torn write of a killed run
   (the evaluator re-measures it on --resume): skipped with a warning. A JSON line that does
   not fit the schema is an error."""
-  for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+  for lineno, line in enumerate(jsonlines.lines(_read_text(path)), start=1):
     if not line.strip():
       continue
     try:

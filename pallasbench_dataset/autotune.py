@@ -53,6 +53,7 @@ from typing import Any, Final
 
 import jax
 
+from pallasbench_dataset import jsonlines
 from pallasbench_dataset.arguments import ListOption
 from pallasbench_dataset.evaluation.judge import budgets, checks, compile_profile, environment, timing
 from pallasbench_dataset.evaluation.errors import short_error
@@ -277,7 +278,7 @@ def read_results(path: pathlib.Path) -> list[dict[str, Any]]:
   """The results lines; a torn last line (a killed run) is ignored."""
   if not path.exists():
     return []
-  lines = path.read_text().splitlines()
+  lines = jsonlines.lines(path.read_text())
   out = []
   for number, text in enumerate(lines, 1):
     try:

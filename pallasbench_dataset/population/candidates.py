@@ -20,6 +20,7 @@ import pathlib
 from collections.abc import Iterable
 from typing import Any, Final
 
+from pallasbench_dataset import jsonlines
 from pallasbench_dataset.kernels import sha256
 from pallasbench_dataset.tasks import TASKS
 
@@ -52,7 +53,7 @@ class Candidate:
     return f"{self.id}.py"
 
   def to_json(self) -> str:
-    return json.dumps(dataclasses.asdict(self), ensure_ascii=False)
+    return json.dumps(dataclasses.asdict(self))  # escaped: ASCII lines (jsonlines.py)
 
 
 def read_candidates(path: pathlib.Path) -> list[Candidate]:
@@ -100,7 +101,7 @@ def _text_of(path: pathlib.Path) -> str:
 
 def _read_jsonl(path: pathlib.Path) -> list[Candidate]:
   candidates, lines = [], {}
-  for n, line in enumerate(_text_of(path).splitlines(), start=1):
+  for n, line in enumerate(jsonlines.lines(_text_of(path)), start=1):
     if not line.strip():
       continue
     where = f"{path}:{n}"

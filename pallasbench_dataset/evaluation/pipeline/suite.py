@@ -32,6 +32,7 @@ from typing import Final, TextIO
 
 import distributed
 
+from pallasbench_dataset import jsonlines
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.pipeline import cluster
 from pallasbench_dataset.evaluation.judge import budgets, environment
@@ -90,7 +91,7 @@ def _read_lines(path: pathlib.Path, cls: type) -> list[tuple[str, object]]:
   if not path.exists():
     return []
   out = []
-  for n, line in enumerate(path.read_text().splitlines(), 1):
+  for n, line in enumerate(jsonlines.lines(path.read_text()), 1):
     try:
       out.append((line, from_json_dict(cls, json.loads(line))))
     except (json.JSONDecodeError, ValueError) as e:
