@@ -25,6 +25,7 @@ no row of theirs is in `train`, so a model trained on `train` is evaluated on ta
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -87,8 +88,19 @@ def split_of(task: str) -> str:
   return "test" if task in TEST_TASKS else "train"
 
 
+# A run of backticks opening a line, after any indentation: what a Markdown reader
+# (reward.extract_kernel among them) takes for a fence.
+_BACKTICKS_OPENING_A_LINE: Final = re.compile(r"^[ \t]*(`+)", re.MULTILINE)
+
+
 def fenced(source: str) -> str:
-  return f"```python\n{source.rstrip()}\n```"
+  """`source` as an answer's Python block, in a fence longer than any run of backticks that
+  opens one of its lines, so that nothing in the source can close it: a candidate's docstring
+  holding ``` made the published answer read back as a text the judge never saw (red team
+  round 16). `reward.extract_kernel` reads the source back whole."""
+  longest = max((len(m.group(1)) for m in _BACKTICKS_OPENING_A_LINE.finditer(source)), default=0)
+  fence = "`" * max(3, longest + 1)
+  return f"{fence}python\n{source.rstrip()}\n{fence}"
 
 
 def _user(text: str) -> tuple[Message, ...]:

@@ -9,7 +9,8 @@ reward applies to a model's answer), then reads a text of the candidate's choosi
 any Markdown renderer of the row. tests/controls/adv_fence_in_docstring_relu.py passes the
 judge (measured: `pass`); its fenced form reads back as a plain `return x` whose own verdict is
 `rejected` ("no Pallas kernel in the exported module"), published as the pair's passing, faster
-answer.
+answer. Closed (session 32): `fenced` uses a fence longer than any fence-like line of the
+source.
 """
 
 import dataclasses
@@ -26,17 +27,13 @@ from tests.builder.test_pieces import (  # noqa: F401  pylint: disable=unused-im
     _candidate, _candidate_record, _population_run, trees)
 from tests.paths import CONTROLS
 
-REASON = ("red team round 16, open: builder.training.fenced uses a fixed ``` fence, so a "
-          "line of the candidate's source that starts with ``` ends the block early")
 SOURCE = (CONTROLS / "adv_fence_in_docstring_relu.py").read_text()
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_a_fenced_source_reads_back_as_itself():
   assert extract_kernel(training.fenced(SOURCE)) == SOURCE.rstrip() + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_a_published_chosen_answer_is_the_source_the_judge_passed(trees, tmp_path):
   import pyarrow.parquet as pq
   records = rf.standard_records(trees)
@@ -55,3 +52,16 @@ def test_a_published_chosen_answer_is_the_source_the_judge_passed(trees, tmp_pat
   assert rows, "the build made no population pair"
   for row in rows:
     assert extract_kernel(row["chosen"][-1]["content"]) == SOURCE.rstrip() + "\n"
+
+
+@pytest.mark.parametrize("source", [
+    "x = 1\n```\ny = 2\n",                          # a bare fence line
+    '"""\n````python\nreturn x\n````\n"""\n',       # a longer fence, tagged
+    "s = '''\n    ```\n'''\n",                      # an indented fence
+    "doc = '''\n~~~\n```\n~~~~\n'''\n",             # tildes beside backticks
+    "a = '`````' + '``'\n```` \n",                  # a run inside a line, then a fence and a space
+], ids=["bare", "longer_tagged", "indented", "tildes", "inline_run"])
+def test_every_fenced_source_reads_back_as_itself(source):
+  """Class 17, the published text: whatever fence-like lines a source holds, the answer the
+  builder publishes for it reads back (reward.extract_kernel, a trainer's rule) as the source."""
+  assert extract_kernel(training.fenced(source)) == source.rstrip() + "\n"
