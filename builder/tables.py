@@ -7,6 +7,7 @@ tables of each are joined with a `precision` column."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -19,6 +20,30 @@ from pallasbench_dataset.schema import EvalRecord
 _CELL_CHARS: Final = 160
 
 
+# What a text may not hold raw in the card's Markdown (GitHub's and the Hub's renderers): a
+# cell's bar, a code span's backtick, the `<` that opens HTML (a raw `<!--` hid the rest of the
+# card; a `>` alone opens nothing inside a line).
+_INLINE_ESCAPES: Final = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;"})
+_BACKTICK_RUN: Final = re.compile(r"`+")
+
+
+def md_inline(text: str) -> str:
+  """`text` inert in a line of the card: its whitespace (newlines included) collapsed, so it
+  cannot start a heading or a block, and its bars, backticks and angle brackets escaped. Every
+  text that does not come from the builder itself (a record's error, a candidate's id) reaches
+  the card through this or `md_code` (red team round 16)."""
+  return " ".join(text.split()).translate(_INLINE_ESCAPES)
+
+
+def md_code(text: str) -> str:
+  """`text` as one inert code span: whitespace collapsed, delimited by a backtick run longer
+  than any inside it (a code span shows its content literally, HTML included)."""
+  text = " ".join(text.split())
+  fence = "`" * (1 + max((len(m) for m in _BACKTICK_RUN.findall(text)), default=0))
+  pad = " " if text.startswith("`") or text.endswith("`") else ""
+  return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _cell(value: Any, fmt: str | None = None) -> str:
   if value is None or (isinstance(value, float) and math.isnan(value)):
     return "–"
@@ -28,7 +53,7 @@ def _cell(value: Any, fmt: str | None = None) -> str:
     return format(value, fmt)
   if isinstance(value, float):
     return f"{value:.3g}"
-  text = " ".join(readable(str(value)).split()).replace("|", "\\|")
+  text = md_inline(readable(str(value)))
   return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 1] + "…"
 
 

@@ -13,7 +13,7 @@ from pallasbench_dataset.schema import CandidateRow, Status, to_json_dict
 
 from builder.candidates import PopulationRun
 from builder.sections.inputs import CardInputs
-from builder.tables import md_table
+from builder.tables import md_code, md_table
 
 _CANDIDATE_FORMATS: Final = {"speedup": ".3f", "runtime_ms": ".4g"}
 BEST_CANDIDATES: Final = 10
@@ -41,12 +41,12 @@ def candidates_stats(populations: Sequence[PopulationRun],
   return {"n": len(rows), "n_runs": len(populations), "n_cached": int(df["cached"].sum()),
           "n_missing": sum(len(run.missing) for run in populations),
           "n_cheats": int((df["kind"] == "cheat").sum()),
-          "cheats_passed": ", ".join(f"`{c}`" for c in cheats["candidate"]) or "none",
+          "cheats_passed": ", ".join(md_code(c) for c in cheats["candidate"]) or "none",
           "by_kind": md_table(_by_kind(df)) if rows else "(none)",
           "best": md_table(passed[["candidate", "run", "task", "kind", "speedup", "runtime_ms"]],
                            _CANDIDATE_FORMATS),
           "comparable": bool(df["timing_comparable"].all()) if rows else True,
-          "commands": [(run.name, run.command) for run in populations]}
+          "commands": [(md_code(run.name), md_code(run.command)) for run in populations]}
 
 
 def context(card: CardInputs) -> Mapping[str, Any]:

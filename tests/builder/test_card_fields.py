@@ -7,23 +7,20 @@ HTML (class 17, the card's text).
 code span and writes its own heading into the card; one holding `<!--` in the `best` table
 opens an HTML comment that hides the rest of the card where it is rendered (the Hub's README).
 Measured with ids "relu/fast<!--" and "relu/x`\\n\\n## Forged heading\\n\\n`y" (both passed, the
-second a cheat): the README holds the line "## Forged heading" and a raw "<!--".
+second a cheat): the README holds the line "## Forged heading" and a raw "<!--". Closed
+(session 32): builder.tables.md_inline for every cell, md_code for the code spans.
 """
 
-import pytest
+import pandas as pd
 
 from builder import build
+from builder.tables import md_code, md_inline, md_table
 from pallasbench_dataset.population.candidates import Candidate
 
 from tests import runfixtures as rf
 from tests.builder.test_pieces import (  # noqa: F401  pylint: disable=unused-import
     _population_run, trees)
 
-REASON = ("red team round 16, open: candidate ids (and kinds) reach the card raw: backticks, "
-          "newlines and HTML are not escaped (sections.candidates, tables._cell)")
-
-
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_candidate_ids_cannot_write_the_card(trees, tmp_path):
   records = rf.standard_records(trees)
   run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))
@@ -35,4 +32,16 @@ def test_candidate_ids_cannot_write_the_card(trees, tmp_path):
                                 candidate_runs=[pop], repo_id="o/pb")
   card = (summary.out_dir / "README.md").read_text()
   assert "\n## Forged heading\n" not in card
-  assert "<!--" not in card
+  assert "relu/fast<!--" not in card and card.count("<!--") == 1  # the builder's own mark
+  assert "relu/fast&lt;!--" in card                             # shown, inert
+
+
+def test_text_from_outside_the_builder_is_inert_in_the_card():
+  """md_inline (every table cell, through tables._cell) and md_code (a code span): no newline,
+  so no heading or block; no raw HTML; no backtick that ends a span; no bar that ends a cell."""
+  hostile = "a|b`c\n\n## h\n<!-- x -->"
+  assert md_inline(hostile) == "a\\|b\\`c ## h &lt;!-- x -->"
+  assert md_table(pd.DataFrame([{"id": hostile}])).splitlines()[-1] == (
+      "| a\\|b\\`c ## h &lt;!-- x --> |")
+  assert md_code("x`` y\n# z") == "```x`` y # z```"
+  assert md_code("`edge") == "`` `edge ``"

@@ -769,8 +769,9 @@ def test_summary_rows_one_per_fixed_kernel_at_the_headline(trees, tmp_path):
     (12345.0, None, "1.23e+04"),
     (7, None, "7"), ("a | b", None, "a \\| b"), ("a\n  b\tc ", None, "a b c"),
     ("x" * 160, None, "x" * 160), ("x" * 161, None, "x" * 159 + "…"),
-    ("bytes \\x00\\x01\\x02\\x03\\x04 here", None, "<serialised IR bytes>"),
-    ("a" * 60 + " \\x00\\x01\\x02\\x03 then", None, "a" * 60 + " <bytes> then"),
+    ("bytes \\x00\\x01\\x02\\x03\\x04 here", None, "&lt;serialised IR bytes>"),
+    ("a" * 60 + " \\x00\\x01\\x02\\x03 then", None, "a" * 60 + " &lt;bytes> then"),
+    ("x `y` <!-- z", None, "x \\`y\\` &lt;!-- z"),  # inert in the card (md_inline)
 ])
 def test_cell(value, fmt, text):
   assert tables._cell(value, fmt) == text
@@ -2984,7 +2985,7 @@ def test_candidates_stats_count_by_kind_and_list_the_fastest():
               "| relu/t1 | r | relu | tuning | 1.500 | 0.3333 |\n"
               "| relu/u | r | relu | – | 0.250 | 2 |",
       "comparable": True,
-      "commands": [("p1", "c"), ("p2", "evaluate --out p2")]}
+      "commands": [("`p1`", "`c`"), ("`p2`", "`evaluate --out p2`")]}
   many = [_candidate_row(f"{i:02d}", speedup=1 + i, run=f"r{i % 2}") for i in range(12)]
   best = sections.candidates.candidates_stats(populations, many)["best"].splitlines()[2:]
   assert [line.split(" | ")[0] for line in best] == [f"| relu/{i:02d}" for i in range(11, 1, -1)]
@@ -2999,7 +3000,7 @@ def test_candidates_stats_of_runs_that_judged_nothing():
   got = sections.candidates.candidates_stats([_population("p", "ab", "")], [])
   assert got == {"n": 0, "n_runs": 1, "n_cached": 0, "n_missing": 2, "n_cheats": 0,
                  "cheats_passed": "none", "by_kind": "(none)", "best": "(none)",
-                 "comparable": True, "commands": [("p", "c")]}
+                 "comparable": True, "commands": [("`p`", "`c`")]}
 
 
 def test_candidates_plot(figures):
