@@ -1,0 +1,129 @@
+"""Red team round 17: the verdict cache's "the host's load decided it" exemption, chosen by the
+candidate.
+
+`verdicts.load_decided` keeps out of the reward's cache every verdict the host's load may have
+decided (round 14: a timeout, a stage past its budget, memory exhausted, the analysis helper
+killed), so that a neighbour cannot make an honest source's starved verdict stick. Two ways a
+candidate takes the same exemption for its own failures:
+
+1. `budgets.ran_out` searches every reason of a `rejected` record for the budget phrase, and a
+   rejection's reasons quote the candidate's own names: the exporter's `input_writes` are
+   "<pallas_call name>: input <i>", and `pl.pallas_call(..., name=...)` is free text in an
+   honest program. A kernel named "... ran past its 1 s budget ..." that is rejected is never
+   stored: judged again (export, analysis) in every batch that repeats it. Mutation session 31
+   recorded the invariant this breaks ("a candidate's own text naming a budget must not buy it
+   another draw: the Status.REJECTED guard in load_decided") for `incorrect` only.
+2. A kernel that spins on its unlucky draws (a data-dependent loop in the kernel: the judge's
+   time limit or the correctness stage's budget ends it) turns each of its failures into a
+   load-decided one. Its text is then judged on fresh seeds in every batch that repeats it,
+   and paid whenever a draw is lucky: the lottery the reward's cache was built to stop
+   (`serve_fresh_passes=False` stops the pass side; this is the failure side).
+
+Both are strict xfails: each assertion states what the cache should do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.experimental import pallas as pl
+
+from pallasbench_dataset import jaxpr_analysis
+from pallasbench_dataset import reward as rw
+from pallasbench_dataset.evaluation.judge import budgets
+from pallasbench_dataset.evaluation.pipeline import driver, verdicts
+from pallasbench_dataset.schema import ErrorType, Status
+
+from tests import runfixtures as rf
+from tests.judge import test_building_blocks as bb
+# Fixtures of the two modules whose stand-ins these tests use.
+from tests.judge.test_building_blocks import analysis  # noqa: F401  pylint: disable=unused-import
+from tests.judge.test_cache_attacks import (  # noqa: F401  pylint: disable=unused-import
+    FRESH, Judge, _item, _record, _served, reward_cache)
+
+BUDGET_NAME = "k ran past its 1 s budget"
+
+
+def _writes_its_input(x):
+  """A Pallas kernel that writes its input ref (rejected: inputs mutated in place), named by
+  its author."""
+  def body(x_ref, o_ref):
+    x_ref[...] = x_ref[...] * 2.0
+    o_ref[...] = x_ref[...]
+  return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                        name=BUDGET_NAME, interpret=True)(x)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 17, finding 1: budgets.ran_out searches every reason of a rejection, and "
+    "the input-writes reason quotes the kernel's own pallas_call name; a rejection naming a "
+    "budget is never stored, so the rejected text is judged again in every batch"))
+def test_a_rejection_whose_reason_quotes_the_kernel_s_own_name_is_stored(
+    analysis, tmp_path):  # pylint: disable=redefined-outer-name
+  # The exporter's reading of the kernel's jaxpr (jaxpr_analysis, as exporter/program.py runs it).
+  found = jaxpr_analysis.analyze(jax.make_jaxpr(_writes_its_input)(jnp.ones((8, 16))))
+  assert found.input_writes == (f"{BUDGET_NAME}: input 0",)
+  # The judge's record of that export (module analysis stubbed, as test_building_blocks does).
+  report = bb._report(bb._entry(artifacts=bb._artifacts()), input_writes=found.input_writes)
+  judged, _ = bb._evaluate(report)
+  assert judged.status is Status.REJECTED and judged.error_type is None
+  assert judged.reasons == (f"the kernel writes to its input refs ({BUDGET_NAME}: input 0): "
+                            "inputs mutated in place",)
+  # That record, as the reward's cache gets it for the completion's source.
+  reward = rw.KernelReward(device="cpu", size="small", cache_dir=tmp_path / "cache")
+  try:
+    cache, item = reward.cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
+    rejected = dataclasses.replace(_record(item, Status.REJECTED), correct=False,
+                                   reasons=judged.reasons)
+    cache.put(item, rejected, driver.empty_artifacts(item))
+    judge = Judge(Status.REJECTED)
+    (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
+    assert not verdicts.load_decided(rejected), "the kernel's own name reads as a stage's budget"
+    assert judge.asked == [] and record.cached, "the rejected text is judged again"
+  finally:
+    reward.close()
+
+
+def _lottery(cache, candidate, status, reason=None, error_type=None):
+  """One batch of the reward's cache for a lottery kernel that spins on its unlucky draws: the
+  judge (stood in for) answers `status`; returns the record paid and whether it was judged."""
+  item = _item("adv_cache_lottery_relu", FRESH, candidate)
+
+  def measure(items):
+    for it in items:
+      asked.append(it.candidate)
+      record = _record(it, status)
+      if status is not Status.PASS:
+        record = dataclasses.replace(record, correct=False, reasons=(reason,) if reason else (),
+                                     error=reason if error_type else None, error_type=error_type)
+      yield it, record, driver.empty_artifacts(it)
+  asked: list[str] = []
+  (record,) = [r for r, _ in verdicts.evaluate([item], cache, rf.ENV, measure)]
+  return record, bool(asked)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 17, finding 2: a kernel that spins on its unlucky draws turns each failure "
+    "into a load-decided one (timeout, stage over budget), never stored: its text is judged on "
+    "fresh seeds in every batch that repeats it and paid whenever a draw is lucky"))
+def test_a_lottery_kernel_cannot_keep_its_failures_out_of_the_cache(reward_cache):
+  cache = reward_cache
+  spun_budget = budgets.overrun(budgets.CORRECTNESS, 120.0)
+  spun_limit = ("the judge found no verdict within the 60 s limit: its correctness runs stage "
+                "ran for the last 58 s; the process was killed")
+  # Batch 1 and 2: the draws were unlucky; the kernel's device loop spun until the judge's
+  # stage budget, then its time limit, ended it (the two ways a spinning kernel ends).
+  first, judged_1 = _lottery(cache, "c-1", Status.REJECTED, spun_budget)
+  second, judged_2 = _lottery(cache, "c-2", Status.TIMEOUT, spun_limit, ErrorType.TIMEOUT)
+  assert judged_1 and rw.reward_of(first) == 0.0 and rw.reward_of(second) == 0.0
+  assert verdicts.load_decided(first) and verdicts.load_decided(second)
+  # Batch 3: a lucky draw.
+  third, judged_3 = _lottery(cache, "c-3", Status.PASS)
+  # What the cache does for the same kernel when it answers `incorrect` on its unlucky draws:
+  # the first failure is held, and every repeat of the text is paid 0.
+  assert not judged_3 and rw.reward_of(third) == 0.0, (
+      f"judged again in batch 2: {judged_2}, in batch 3: {judged_3}; batch 3 paid "
+      f"{rw.reward_of(third)}")
