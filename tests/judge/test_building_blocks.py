@@ -610,6 +610,7 @@ def test_judge_outputs_edge_shape():
 # judge: artifacts, the steps of a verdict, timing and the record
 
 from pallasbench_dataset.evaluation import protocol, sandbox  # noqa: E402
+from pallasbench_dataset.evaluation.pipeline import driver as pipeline_driver  # noqa: E402
 from pallasbench_dataset.evaluation.judge import core as judge  # noqa: E402
 from pallasbench_dataset.evaluation.judge import (  # noqa: E402
     analysis_process, budgets, fingerprint, memcheck, mlir_context, module_analysis, timing)
@@ -988,8 +989,8 @@ def test_compile_stage_failures_are_not_tried_again(analysis, monkeypatch):  # p
   assert _failure(_compile, _blob(), _ctx(), failed) == (
       Status.ERROR, ErrorType.COMPILE, "ptxas fatal: too big\nmore")
   ran_out = judge.Precompiled(outcome="timeout", message="not within the 60 s budget")
-  assert _failure(_compile, _blob(), _ctx(), ran_out) == (  # the candidate's: a cached verdict
-      Status.REJECTED, None, "compile stage: not within the 60 s budget")
+  assert _failure(_compile, _blob(), _ctx(), ran_out) == (  # the candidate's, but a budget ended
+      Status.REJECTED, ErrorType.TIMEOUT, "compile stage: not within the 60 s budget")  # it: never cached
 
 
 def test_compile_stage_checks_still_come_first(analysis):
@@ -1884,12 +1885,15 @@ def test_failure_record_of_a_judge_that_never_reported():
   assert (record.correct, record.robust, record.exporter_output) == (False, False, "printed")
 
 
-def test_a_stage_over_its_budget_is_a_rejection_with_no_error():
+def test_a_stage_over_its_budget_is_a_rejection_a_time_limit_ended():
+  """As the driver maps `over_budget` (`driver._FAILURES`): rejected, with the error type
+  `timeout` that keeps it out of the verdict cache (red team round 17: never the words)."""
   item = _item(_outcome(wall_s=0.5))
-  record = judge.failure_record(item, CPU_ENV, None, Status.REJECTED, None,
+  status, error_type = pipeline_driver._FAILURES["over_budget"]  # pylint: disable=protected-access
+  record = judge.failure_record(item, CPU_ENV, None, status, error_type,
                                 "the timing stage ran past its budget of 300 s\ndetail")
-  assert (record.status, record.error_type, record.error, record.reasons) == (
-      Status.REJECTED, None, None, ("the timing stage ran past its budget of 300 s",))
+  assert (record.status, record.error_type, record.reasons) == (
+      Status.REJECTED, ErrorType.TIMEOUT, ("the timing stage ran past its budget of 300 s",))
 
 def _finish(env=CPU_ENV, output="", **fields):
   item = _item(_outcome(output=output, wall_s=0.5))

@@ -182,17 +182,18 @@ def test_a_failure_on_fresh_seeds_is_served_to_a_reward(reward_cache):
 @pytest.mark.parametrize("status,error_type,reason", [
     (Status.TIMEOUT, "timeout", "export (import, trace, lower) took longer than 60 s; the "
      "exporter was killed"),
-    (Status.REJECTED, None, "the correctness runs stage ran past its 120 s budget; its process "
-     "was killed"),
-    (Status.REJECTED, None, "compile stage: the compile did not finish within the 30 s compile "
-     "budget; it was killed"),
+    (Status.REJECTED, "timeout", "the correctness runs stage ran past its 120 s budget; its "
+     "process was killed"),
+    (Status.REJECTED, "timeout", "compile stage: the compile did not finish within the 30 s "
+     "compile budget; it was killed"),
     (Status.ERROR, "out_of_memory", "RESOURCE_EXHAUSTED: out of memory allocating 8 GiB"),
 ], ids=["timeout", "stage_budget", "compile_budget", "out_of_memory"])
 def test_a_verdict_the_host_s_load_decided_is_judged_again(reward_cache, status, error_type,
                                                             reason):
   cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
-  starved = dataclasses.replace(
-      _record(item, status), correct=False, reasons=() if error_type else (reason,),
+  starved = dataclasses.replace(  # as the judge and the driver write them
+      _record(item, status), correct=False,
+      reasons=(reason,) if status is Status.REJECTED or not error_type else (),
       error=reason if error_type else None,
       error_type=None if error_type is None else ErrorType(error_type))
   cache.put(item, starved, driver.empty_artifacts(item))  # the batch beside a hog
@@ -266,11 +267,13 @@ def test_a_rejection_for_another_reason_is_still_stored_and_served(reward_cache)
 
 
 
-def test_a_rejection_whose_later_reason_is_a_stage_s_budget_is_kept_out(reward_cache):
-  """Every reason of a rejection is read, not only its first: one that also ran past a stage's
-  budget was decided, in part, by the host's load, and is neither stored nor served."""
+def test_a_rejection_a_budget_ended_is_kept_out_whatever_its_reasons_say(reward_cache):
+  """The record's error type decides, not its reasons: a rejection whose stage ran past its
+  budget (error type `timeout`, as the judge writes it) was decided, in part, by the host's
+  load, and is neither stored nor served, whatever its first reason says."""
   cache, item = reward_cache, _item("adv_pos_eager_setup_relu", FRESH, "c-1")
-  starved = dataclasses.replace(_record(item, Status.REJECTED), correct=False, reasons=(
+  starved = dataclasses.replace(_record(item, Status.REJECTED), correct=False,
+                                error_type=ErrorType.TIMEOUT, reasons=(
       "the kernel reads its inputs outside their blocks",
       "the correctness runs stage ran past its 120 s budget; its process was killed"))
   assert verdicts.load_decided(starved)

@@ -57,10 +57,6 @@ def _writes_its_input(x):
                         name=BUDGET_NAME, interpret=True)(x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 17, finding 1: budgets.ran_out searches every reason of a rejection, and "
-    "the input-writes reason quotes the kernel's own pallas_call name; a rejection naming a "
-    "budget is never stored, so the rejected text is judged again in every batch"))
 def test_a_rejection_whose_reason_quotes_the_kernel_s_own_name_is_stored(
     analysis, tmp_path):  # pylint: disable=redefined-outer-name
   # The exporter's reading of the kernel's jaxpr (jaxpr_analysis, as exporter/program.py runs it).

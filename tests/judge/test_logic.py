@@ -301,7 +301,7 @@ def test_exporter_claims_can_only_add_rejections():
 
 def test_export_failures_become_records():
   for failure, status, error_type in (("timeout", Status.TIMEOUT, ErrorType.TIMEOUT),
-                                      ("over_budget", Status.REJECTED, None),
+                                      ("over_budget", Status.REJECTED, ErrorType.TIMEOUT),
                                       ("violation", Status.REJECTED, None),
                                       ("malformed", Status.REJECTED, None),
                                       ("crash", Status.ERROR, ErrorType.CRASH),

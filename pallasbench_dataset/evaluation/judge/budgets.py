@@ -83,5 +83,7 @@ _RAN_OUT: Final = re.compile(r"ran past its \d+ s budget|within the \d+ s compil
 
 def ran_out(reasons: Iterable[str]) -> bool:
   """Whether a record's reasons say one of its stages ran past its budget (a `rejected` that,
-  like a `timeout`, can depend on the host's load)."""
+  like a `timeout`, can depend on the host's load): the card's reading of released records,
+  which carry no error type for it (judge 3). The verdict cache reads the error type the judge
+  sets (`timeout`), never these words, which a reason may quote from the candidate's names."""
   return any(_RAN_OUT.search(reason) for reason in reasons)

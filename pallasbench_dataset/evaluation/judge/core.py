@@ -227,7 +227,7 @@ def _export_failure(export: ExportOutcome) -> Failure | None:
     return None
   status, error_type = {
       "timeout": (Status.TIMEOUT, ErrorType.TIMEOUT),
-      "over_budget": (Status.REJECTED, None),
+      "over_budget": (Status.REJECTED, ErrorType.TIMEOUT),  # its budget ended it: never cached
       "violation": (Status.REJECTED, None),
       "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
       "crash": (Status.ERROR, ErrorType.CRASH),
@@ -332,7 +332,7 @@ def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Con
     raise Failure(Status.ERROR, classify(note.message or "", "compile"),
                   short_error(note.message or "compile failed"))
   if note is not None and note.outcome == "timeout":  # over the compile stage's budget
-    raise Failure(Status.REJECTED, None, f"compile stage: {note.message}")
+    raise Failure(Status.REJECTED, ErrorType.TIMEOUT, f"compile stage: {note.message}")
   ctx.stage(budgets.COMPILE)
   try:
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir,

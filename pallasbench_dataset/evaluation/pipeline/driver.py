@@ -116,7 +116,9 @@ def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcom
 
 _FAILURES: Final = {
     "timeout": (Status.TIMEOUT, ErrorType.TIMEOUT),
-    "over_budget": (Status.REJECTED, None),  # a verdict on the candidate: `budgets`
+    # A verdict on the candidate (`budgets`) whose error type says a time limit ended it: the
+    # verdict cache keeps none (`verdicts.load_decided`).
+    "over_budget": (Status.REJECTED, ErrorType.TIMEOUT),
     "crash": (Status.ERROR, ErrorType.CRASH),
     "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
     "harness_error": (Status.ERROR, ErrorType.HARNESS),

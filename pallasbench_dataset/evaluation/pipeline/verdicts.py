@@ -50,7 +50,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, has_verdict
-from pallasbench_dataset.evaluation.judge.budgets import ran_out
 from pallasbench_dataset.evaluation.judge.core import JUDGE_VERSION, EvalOptions
 from pallasbench_dataset.keys import precision_field
 from pallasbench_dataset.kernels import Variant, tree_dir
@@ -153,18 +152,20 @@ def key_of(item: WorkItem, record: EvalRecord) -> VerdictKey:
 
 
 # The error types that say a limit or a signal ended a process, whatever the status: a
-# `rejected` carries one when the analysis helper died, ran out of time or outgrew its memory
-# (`ModuleAnalysisError.ended_by`).
+# `rejected` carries one when a stage ran past its budget or the compile past the compile
+# budget (timeout), or the analysis helper died, ran out of time or outgrew its memory
+# (`ModuleAnalysisError.ended_by`). Set where the judge and the driver raise them, never read
+# from a reason's words, which quote the candidate's own names (red team round 17: a kernel
+# named "... ran past its 1 s budget" kept its own rejection out of the cache).
 ENDED_BY_A_LIMIT: Final = frozenset({ErrorType.TIMEOUT, ErrorType.OUT_OF_MEMORY, ErrorType.CRASH})
 
 
 def load_decided(record: EvalRecord) -> bool:
   """Whether the host's load, or limits the key does not hold, may have decided `record`: a
-  stage cut by the evaluation's time limit (`timeout`), one past its stage or compile budget
-  (`budgets.ran_out`), a process a limit or a signal ended (`ENDED_BY_A_LIMIT`: memory
-  exhausted, the analysis helper killed, aborted or out of time)."""
-  return (record.status is Status.TIMEOUT or record.error_type in ENDED_BY_A_LIMIT
-          or (record.status is Status.REJECTED and ran_out(record.reasons)))
+  stage cut by the evaluation's time limit (`timeout`), or a process a limit or a signal ended
+  (`ENDED_BY_A_LIMIT`: a stage or compile budget, memory exhausted, the analysis helper
+  killed, aborted or out of time), read from the record's status and error type alone."""
+  return record.status is Status.TIMEOUT or record.error_type in ENDED_BY_A_LIMIT
 
 
 class VerdictCache:
