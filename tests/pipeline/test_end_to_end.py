@@ -102,7 +102,8 @@ def test_a_compile_over_its_budget_is_a_rejection_naming_the_stage(tmp_path):
   tight = suite.ClusterOptions(plan=CLUSTER.plan, compile_budget_s=0.01)
   _run(tmp_path, _items("gpu"), cluster_options=tight)
   (record,) = _records(tmp_path)
-  assert record.status is Status.REJECTED and record.error_type is None
+  # rejected, typed as a time limit's: the verdict cache never keeps it (verdicts.load_decided)
+  assert record.status is Status.REJECTED and record.error_type is ErrorType.TIMEOUT
   assert record.reasons[0].startswith("compile stage:") and "0 s compile budget" in record.reasons[0]
 
 
