@@ -179,6 +179,13 @@ def test_a_failure_on_fresh_seeds_is_served_to_a_reward(reward_cache):
 
 # -- a verdict the host's load decided (red team round 14, class 16) --------------------------------
 
+def _kept_out(cache, item, record):
+  """`record` was put once: no verdict is stored or served, one strike is counted."""
+  key = verdicts.key_for(item, record.environment)
+  assert cache.get(key) is None and cache.lookup(item, record.environment) is None
+  assert cache.struck(key)[0] == 1
+
+
 @pytest.mark.parametrize("status,error_type,reason", [
     (Status.TIMEOUT, "timeout", "export (import, trace, lower) took longer than 60 s; the "
      "exporter was killed"),
@@ -197,7 +204,7 @@ def test_a_verdict_the_host_s_load_decided_is_judged_again(reward_cache, status,
       error=reason if error_type else None,
       error_type=None if error_type is None else ErrorType(error_type))
   cache.put(item, starved, driver.empty_artifacts(item))  # the batch beside a hog
-  assert not any(cache.folder.rglob("*.json"))             # not stored
+  _kept_out(cache, item, starved)
   key = verdicts.key_for(item, starved.environment)        # nor served, stored by older code
   path = cache._path(key)  # pylint: disable=protected-access
   path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +241,7 @@ def test_an_analysis_the_neighbours_ended_is_judged_again(reward_cache, reason, 
                                 error_type=failure.error_type, error=str(failure),
                                 reasons=(str(failure),))
   cache.put(item, starved, driver.empty_artifacts(item))  # the batch beside a thread hog
-  assert not any(cache.folder.rglob("*.json"))             # not stored
+  _kept_out(cache, item, starved)
   judge = Judge(Status.PASS)                               # an idle host: the honest verdict
   (record,) = _served([_item("adv_pos_eager_setup_relu", FRESH, "c-2")], cache, judge)
   assert judge.asked == ["c-2"] and record.status is Status.PASS and not record.cached
@@ -278,7 +285,7 @@ def test_a_rejection_a_budget_ended_is_kept_out_whatever_its_reasons_say(reward_
       "the correctness runs stage ran past its 120 s budget; its process was killed"))
   assert verdicts.load_decided(starved)
   cache.put(item, starved, driver.empty_artifacts(item))
-  assert not any(cache.folder.rglob("*.json"))
+  _kept_out(cache, item, starved)
 
 
 @pytest.mark.parametrize("status,error_type,reason", [

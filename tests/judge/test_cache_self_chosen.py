@@ -19,7 +19,9 @@ candidate takes the same exemption for its own failures:
    and paid whenever a draw is lucky: the lottery the reward's cache was built to stop
    (`serve_fresh_passes=False` stops the pass side; this is the failure side).
 
-Both are strict xfails: each assertion states what the cache should do.
+Both were strict xfails, each assertion stating what the cache should do; both are closed
+(session 32: the cache reads a record's status and error type only; session 33: a limit's
+failure that recurs in a second batch is held).
 """
 
 from __future__ import annotations
@@ -89,25 +91,59 @@ def _lottery(cache, candidate, status, reason=None, error_type=None):
   return record, bool(asked)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 17, finding 2: a kernel that spins on its unlucky draws turns each failure "
-    "into a load-decided one (timeout, stage over budget), never stored: its text is judged on "
-    "fresh seeds in every batch that repeats it and paid whenever a draw is lucky"))
+# Red team round 17, finding 2, closed (session 33): the reward's cache counts each batch's
+# load-decided failure of a key (`VerdictCache.struck`) and holds the key's last one once it
+# has recurred in `reward.STRIKES` batches, whatever passes came between.
 def test_a_lottery_kernel_cannot_keep_its_failures_out_of_the_cache(reward_cache):
   cache = reward_cache
   spun_budget = budgets.overrun(budgets.CORRECTNESS, 120.0)
   spun_limit = ("the judge found no verdict within the 60 s limit: its correctness runs stage "
                 "ran for the last 58 s; the process was killed")
-  # Batch 1 and 2: the draws were unlucky; the kernel's device loop spun until the judge's
-  # stage budget, then its time limit, ended it (the two ways a spinning kernel ends).
-  first, judged_1 = _lottery(cache, "c-1", Status.REJECTED, spun_budget)
-  second, judged_2 = _lottery(cache, "c-2", Status.TIMEOUT, spun_limit, ErrorType.TIMEOUT)
-  assert judged_1 and rw.reward_of(first) == 0.0 and rw.reward_of(second) == 0.0
+  # Batch 1: an unlucky draw; the kernel's device loop spun until the correctness stage's
+  # budget ended it (a `rejected` typed timeout, as the judge writes it).
+  first, judged_1 = _lottery(cache, "c-1", Status.REJECTED, spun_budget, ErrorType.TIMEOUT)
+  # Batch 2: a lucky draw, paid: one load-decided failure may be a neighbour's doing.
+  lucky, judged_2 = _lottery(cache, "c-2", Status.PASS)
+  # Batch 3: unlucky again; the judge's time limit ended it.
+  second, judged_3 = _lottery(cache, "c-3", Status.TIMEOUT, spun_limit, ErrorType.TIMEOUT)
+  assert judged_1 and judged_2 and judged_3
   assert verdicts.load_decided(first) and verdicts.load_decided(second)
-  # Batch 3: a lucky draw.
-  third, judged_3 = _lottery(cache, "c-3", Status.PASS)
-  # What the cache does for the same kernel when it answers `incorrect` on its unlucky draws:
-  # the first failure is held, and every repeat of the text is paid 0.
-  assert not judged_3 and rw.reward_of(third) == 0.0, (
-      f"judged again in batch 2: {judged_2}, in batch 3: {judged_3}; batch 3 paid "
-      f"{rw.reward_of(third)}")
+  assert rw.reward_of(first) == 0.0 and rw.reward_of(lucky) > 0 and rw.reward_of(second) == 0.0
+  # Batch 4: a lucky draw would pay again, but the text has ended by a limit in two batches.
+  fourth, judged_4 = _lottery(cache, "c-4", Status.PASS)
+  assert not judged_4 and fourth.cached and rw.reward_of(fourth) == 0.0, (
+      f"judged again in batch 4: {judged_4}; paid {rw.reward_of(fourth)}")
+  assert fourth.status is Status.TIMEOUT and fourth.reasons == (spun_limit,)
+
+
+def test_one_starved_batch_is_judged_again_and_only_batches_count_as_strikes(reward_cache):
+  """The honest neighbour: one load-decided failure (twins of one batch count once) leaves
+  the text to be judged again, and a cache that counts no strikes (a population run's) serves
+  what it stored, never a limit's failure."""
+  cache = reward_cache
+  starved = budgets.overrun(budgets.CORRECTNESS, 120.0)
+  items = [_item("adv_cache_lottery_relu", FRESH, c) for c in ("c-1", "c-2", "c-3")]
+  asked: list[str] = []
+
+  def measure(todo):
+    for it in todo:
+      asked.append(it.candidate)
+      yield it, dataclasses.replace(_record(it, Status.REJECTED), correct=False,
+                                    reasons=(starved,), error_type=ErrorType.TIMEOUT), \
+          driver.empty_artifacts(it)
+  records = [r for r, _ in verdicts.evaluate(items, cache, rf.ENV, measure)]
+  assert asked == ["c-1"] and [r.cached for r in records] == [False, True, True]
+  key = verdicts.key_for(items[0], rf.ENV)
+  assert cache.struck(key)[0] == 1 and cache.get(key) is None
+  _, judged = _lottery(cache, "c-4", Status.PASS)
+  assert judged, "one starved batch held the text"
+  population = verdicts.VerdictCache(cache.folder)  # no strikes: never serves a limit's failure
+  cache.put(items[0], records[0], driver.empty_artifacts(items[0]))
+  assert cache.struck(key)[0] == 2
+  assert cache.lookup(items[0], rf.ENV)[0].status is Status.REJECTED
+  assert population.lookup(items[0], rf.ENV)[0].status is Status.PASS  # batch 2's pass
+
+
+def test_strikes_must_be_a_positive_count(tmp_path):
+  with pytest.raises(ValueError, match="positive"):
+    verdicts.VerdictCache(tmp_path, strikes=0)

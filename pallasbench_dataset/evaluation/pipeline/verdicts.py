@@ -10,7 +10,8 @@ limit or budget, memory exhausted, the analysis helper killed or aborted). Those
 candidate of the same batch controls (red team round 14: an exporter keeping every core busy
 starves its neighbours into timeouts), and on limits the key does not hold; stored, they would
 pay an honest source 0 in every later batch, a gain for the griefer under GRPO. Such an item
-is judged again each time it comes: a slow kernel costs its own judge time, never a verdict.
+is judged again when it comes again (until it recurs: `strikes`, below): a slow kernel costs
+its own judge time, never a verdict.
 
 A cached verdict pays its source again without new evidence, so the cache is part of the judge.
 The judge's code is in the key (`judge_code`: a digest of every file of this package and of the
@@ -28,6 +29,16 @@ built with `serve_fresh_passes=False`: it serves failures and passes measured on
 fixed seeds, and judges a fresh-seed pass again (its copies in one run still share one
 measurement), so a lucky evaluation is paid once, not for every repeat of its text. A
 population run keeps the default: a resubmitted population costs nothing but what changed.
+
+The same cache holds a load-decided failure that recurs (`strikes=`, the reward's 2). A kernel
+can end its own unlucky draws that way: one that spins in a device loop when its fast path
+would be wrong runs into a stage's budget or the judge's limit instead of answering
+`incorrect` (red team round 17), and judged again in every batch it would be paid on each
+lucky draw. So each load-decided failure is counted under its key (`<digest>.strikes.json`,
+one per batch: a batch measures a key once), and a key that has ended that way in `strikes`
+batches is served its last such record as its verdict, whatever passes came between. An honest
+source a neighbour starved once is still judged again; to make its failure stick, a griefer
+must starve the same text in as many separate batches.
 
 Only the driver writes the folder: the exporter, the one process that runs candidate code,
 may write nothing outside its sandbox's scratch folder, and the judge and compilers hand
@@ -171,9 +182,13 @@ def load_decided(record: EvalRecord) -> bool:
 class VerdictCache:
   """One folder of verdicts: `<folder>/<digest[:2]>/<digest>.json`."""
 
-  def __init__(self, folder: pathlib.Path, *, serve_fresh_passes: bool = True):
+  def __init__(self, folder: pathlib.Path, *, serve_fresh_passes: bool = True,
+               strikes: int | None = None):
+    if strikes is not None and strikes < 1:
+      raise ValueError(f"strikes must be a positive count or None, not {strikes}")
     self.folder = pathlib.Path(folder)
     self.serve_fresh_passes = serve_fresh_passes
+    self.strikes = strikes
 
   def serves(self, record: EvalRecord, item: WorkItem) -> bool:
     """Whether `evaluate` may reuse the stored `record` for `item`: always, but for a pass on
@@ -182,12 +197,12 @@ class VerdictCache:
     return not load_decided(record) and (
         self.serve_fresh_passes or record.status is not Status.PASS or bool(item.options.seeds))
 
-  def _path(self, key: VerdictKey) -> pathlib.Path:
+  def _path(self, key: VerdictKey, kind: str = "") -> pathlib.Path:
     digest = key.digest()
-    return self.folder / digest[:2] / f"{digest}.json"
+    return self.folder / digest[:2] / f"{digest}{kind}.json"
 
-  def get(self, key: VerdictKey) -> Outcome | None:
-    path = self._path(key)
+  def _read(self, path: pathlib.Path, key: VerdictKey) -> dict | None:
+    """The entry at `path` if it holds `key` (None: absent, judged by other code, unusable)."""
     try:
       data = json.loads(path.read_text())
       stored = data.get("key")
@@ -198,25 +213,58 @@ class VerdictCache:
         return None
       if stored != key.fields():
         raise ValueError("its key is not the one its name says")
-      return from_json_dict(EvalRecord, data["record"]), from_json_dict(Artifacts, data["artifacts"])
+      data["outcome"] = (from_json_dict(EvalRecord, data["record"]),
+                         from_json_dict(Artifacts, data["artifacts"]))
+      return data
     except FileNotFoundError:
       return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
       logger.warning("verdict cache entry %s is unusable (%s): evaluated again", path, e)
       return None
 
+  def get(self, key: VerdictKey) -> Outcome | None:
+    """The verdict stored under `key`."""
+    entry = self._read(self._path(key), key)
+    return None if entry is None else entry["outcome"]
+
+  def struck(self, key: VerdictKey) -> tuple[int, Outcome | None]:
+    """How many batches ended `key` by a limit (`load_decided`), and the last such outcome."""
+    entry = self._read(self._path(key, ".strikes"), key)
+    if entry is None or type(entry.get("count")) is not int or entry["count"] < 1:
+      return 0, None
+    return entry["count"], entry["outcome"]
+
+  def lookup(self, item: WorkItem, environment: Environment) -> Outcome | None:
+    """What the cache serves for `item` on a judge in `environment`: its stored verdict where
+    `serves` allows it, else the last load-decided failure of a key struck `strikes` times."""
+    key = key_for(item, environment)
+    hit = self.get(key)
+    if hit is not None and self.serves(hit[0], item):
+      return hit
+    if self.strikes is not None:
+      count, last = self.struck(key)
+      if count >= self.strikes:
+        return last
+    return None
+
   def put(self, item: WorkItem, record: EvalRecord, artifacts: Artifacts) -> None:
     """Stores a verdict under the key its record was measured with (a record that is no
-    verdict, that the load may have decided, or whose judge never reported its machine, is not
-    stored)."""
-    if (not has_verdict(record) or load_decided(record)
-        or record.environment.hardware == "unknown"):
+    verdict, or whose judge never reported its machine, is not stored; one the load may have
+    decided is counted as a strike where the cache counts them, never stored as a verdict)."""
+    if not has_verdict(record) or record.environment.hardware == "unknown":
       return
     key = key_of(item, record)
-    path = self._path(key)
+    entry = {"key": key.fields(), "record": to_json_dict(record),
+             "artifacts": to_json_dict(artifacts)}
+    if not load_decided(record):
+      self._write(self._path(key), entry)
+    elif self.strikes is not None:
+      self._write(self._path(key, ".strikes"), {**entry, "count": self.struck(key)[0] + 1})
+
+  def _write(self, path: pathlib.Path, entry: dict) -> None:
+    """Writes `entry` beside `path` and renames it there (never half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"key": key.fields(), "record": to_json_dict(record),
-                       "artifacts": to_json_dict(artifacts)})
+    text = json.dumps(entry)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
       with os.fdopen(fd, "w") as f:
@@ -245,12 +293,12 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
   judge in `environment` (None: the judges' machine is unknown, nothing is looked up), else
   from `measure`, once for items of the same source, task, size, precision and options (the
   others get its outcome, marked cached). Cached outcomes come first, then each measured one
-  as it arrives, stored in the cache. A hit the cache does not serve (`VerdictCache.serves`)
+  as it arrives, stored in the cache. A hit the cache does not serve (`VerdictCache.lookup`)
   is measured again and replaced."""
   waiting: dict[tuple[str, ...], list[WorkItem]] = {}
   for item in items:
-    hit = None if environment is None else cache.get(key_for(item, environment))
-    if hit is not None and cache.serves(hit[0], item):
+    hit = None if environment is None else cache.lookup(item, environment)
+    if hit is not None:
       yield reuse(hit, item)
     else:
       waiting.setdefault(_twins(item), []).append(item)
