@@ -1312,14 +1312,15 @@ def test_each_sandboxed_child_holds_its_own_share_of_the_task_pool():
 
 
 @pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
-@pytest.mark.parametrize("refused", [None, "user namespace", "mount", "low hard limit"])
+@pytest.mark.parametrize("refused", [None, "user namespace", "mount", "low hard limit",
+                                     "low soft limit"])
 def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeypatch, refused):
   """The "own-tasks" limits cap the count of the user namespace the process is in: in the one
   it started in they would cap every process of its user together (every child, and the judge
   on a host that is not root), a smaller shared pool. So where user namespaces are refused
   nothing is set and no layer is said; where only a mount in one is refused ("private-proc"
   not up) the namespace is the child's own and the limits are set. A hard limit already lower
-  is kept, never raised."""
+  is kept, never raised; a soft limit lower than its hard one is not the bound."""
   import resource  # pylint: disable=import-outside-toplevel
   before = [resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]
   scratch = pathlib.Path(tempfile.mkdtemp(prefix="pallasbench-sandbox-"))
@@ -1339,6 +1340,8 @@ def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeyp
         _throwaway_mount_namespace()
       if refused == "low hard limit":
         resource.setrlimit(resource.RLIMIT_NPROC, (50, 50))
+      elif refused == "low soft limit":
+        resource.setrlimit(resource.RLIMIT_NPROC, (10, resource.getrlimit(resource.RLIMIT_NPROC)[1]))
       layers = walls.confine(config)
       return {"layers": list(layers), "limits": [
           resource.getrlimit(k) for k in (resource.RLIMIT_NPROC, resource.RLIMIT_SIGPENDING)]}
@@ -1348,7 +1351,7 @@ def test_own_tasks_is_put_up_only_in_a_user_namespace_of_the_child_s_own(monkeyp
     shutil.rmtree(scratch)
   cores = len(os.sched_getaffinity(0))
   wanted = ["veil"] * bool(config.veil) + ["unprivileged"] * ROOT
-  if refused in (None, "low hard limit"):
+  if refused in (None, "low hard limit", "low soft limit"):
     wanted += ["private-proc", "own-tasks"]
   elif refused == "mount":
     wanted += ["own-tasks"]

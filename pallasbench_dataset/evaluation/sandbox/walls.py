@@ -572,27 +572,45 @@ def die_with_parent(parent: int) -> bool:
   return True
 
 
+def _under_hard(wanted: Iterable[tuple[int, int]], hard_limit: Callable[[int], int]
+                ) -> tuple[tuple[int, int], ...]:
+  """Each (rlimit, value) of `wanted`, the value lowered to the rlimit's present hard limit
+  (`hard_limit(rlimit)`, resource.RLIM_INFINITY for none): an unprivileged process cannot
+  raise it."""
+  import resource  # pylint: disable=import-outside-toplevel
+  return tuple((kind, value if (hard := hard_limit(kind)) == resource.RLIM_INFINITY
+                else min(hard, value)) for kind, value in wanted)
+
+
+def _present_hard(kind: int) -> int:
+  """This process' hard limit of rlimit `kind`."""
+  import resource  # pylint: disable=import-outside-toplevel
+  return resource.getrlimit(kind)[1]
+
+
+def _set_fixed(limits: Iterable[tuple[int, int]]) -> None:
+  """Sets each (rlimit, value) of `limits`, soft = hard, so never raised again."""
+  import resource  # pylint: disable=import-outside-toplevel
+  for kind, value in limits:
+    resource.setrlimit(kind, (value, value))
+
+
 def resource_limits(memory_bytes: int, hard_limit: Callable[[int], int]
                     ) -> tuple[tuple[int, int], ...]:
   """(rlimit, value) of each limit limit_resources sets: core 0, file size 0, MAX_OPEN_FILES
   descriptors, the address space of the module docstring; none above its present hard limit
   (`hard_limit(rlimit)`, resource.RLIM_INFINITY for none)."""
   import resource  # pylint: disable=import-outside-toplevel
-  limits = []
-  for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 0),
+  return _under_hard(((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 0),
                       (resource.RLIMIT_NOFILE, MAX_OPEN_FILES),
-                      (resource.RLIMIT_AS, 2 * memory_bytes + ADDRESS_SPACE_HEADROOM)):
-    hard = hard_limit(kind)
-    limits.append((kind, value if hard == resource.RLIM_INFINITY else min(hard, value)))
-  return tuple(limits)
+                      (resource.RLIMIT_AS, 2 * memory_bytes + ADDRESS_SPACE_HEADROOM)),
+                     hard_limit)
 
 
 def limit_resources(memory_bytes: int) -> bool:
   """Sets resource_limits(), soft = hard (so never raised again); False where it cannot."""
-  import resource  # pylint: disable=import-outside-toplevel
   try:
-    for kind, value in resource_limits(memory_bytes, lambda k: resource.getrlimit(k)[1]):
-      resource.setrlimit(kind, (value, value))
+    _set_fixed(resource_limits(memory_bytes, _present_hard))
   except (OSError, ValueError) as e:
     logger.warning("resource limits not set: %s", e)
     return False
@@ -629,11 +647,8 @@ def own_tasks(host_user_namespace: int) -> bool:
     if _user_namespace() == host_user_namespace:
       raise OSError(errno.EPERM, "no user namespace of its own: the limits would cap the "
                     "count of every process of its user")
-    for kind, value in ((resource.RLIMIT_NPROC, task_limit(len(os.sched_getaffinity(0)))),
-                        (resource.RLIMIT_SIGPENDING, MAX_PENDING_SIGNALS)):
-      hard = resource.getrlimit(kind)[1]
-      value = value if hard == resource.RLIM_INFINITY else min(hard, value)
-      resource.setrlimit(kind, (value, value))
+    _set_fixed(_under_hard(((resource.RLIMIT_NPROC, task_limit(len(os.sched_getaffinity(0)))),
+                            (resource.RLIMIT_SIGPENDING, MAX_PENDING_SIGNALS)), _present_hard))
   except (OSError, ValueError) as e:
     logger.warning("the child's tasks are not bounded apart: %s", e)
     return False
