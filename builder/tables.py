@@ -27,18 +27,23 @@ _INLINE_ESCAPES: Final = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;"})
 _BACKTICK_RUN: Final = re.compile(r"`+")
 
 
+def _one_line(text: str) -> str:
+  """`text` with every run of whitespace, newlines included, one space."""
+  return " ".join(text.split())
+
+
 def md_inline(text: str) -> str:
   """`text` inert in a line of the card: its whitespace (newlines included) collapsed, so it
   cannot start a heading or a block, and its bars, backticks and angle brackets escaped. Every
   text that does not come from the builder itself (a record's error, a candidate's id) reaches
   the card through this or `md_code` (red team round 16)."""
-  return " ".join(text.split()).translate(_INLINE_ESCAPES)
+  return _one_line(text).translate(_INLINE_ESCAPES)
 
 
 def md_code(text: str) -> str:
   """`text` as one inert code span: whitespace collapsed, delimited by a backtick run longer
   than any inside it (a code span shows its content literally, HTML included)."""
-  text = " ".join(text.split())
+  text = _one_line(text)
   fence = "`" * (1 + max((len(m) for m in _BACKTICK_RUN.findall(text)), default=0))
   pad = " " if text.startswith("`") or text.endswith("`") else ""
   return f"{fence}{pad}{text}{pad}{fence}"

@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 import json
 import logging
+import math
 import pathlib
 import shutil
 import subprocess
@@ -130,6 +131,12 @@ def _candidate(kernel: str | pathlib.Path | None, source: str | None) -> tuple[s
   if isinstance(kernel, str) and "\n" in kernel:
     return kernel, "<kernel source>"
   return read_source(kernel)
+
+
+def measurable(speedup: float) -> bool:
+  """Whether `speedup` is a ratio two timings can give (finite and positive): a score or a
+  reward pays no other (red team round 17: an infinite one would outrank every kernel)."""
+  return math.isfinite(speedup) and speedup > 0
 
 
 def summary_text(record: EvalRecord) -> str:

@@ -64,7 +64,6 @@ import contextlib
 import dataclasses
 import io
 import logging
-import math
 import pathlib
 import re
 import shutil
@@ -73,7 +72,8 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from pallasbench_dataset.evaluate import default_options, resolve_device, summary_text
+from pallasbench_dataset.evaluate import (
+    default_options, measurable, resolve_device, summary_text)
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import Limits, default_memory_limit
 from pallasbench_dataset.evaluation.pipeline import cluster, suite, verdicts
@@ -191,7 +191,7 @@ def paid_speedup(record: EvalRecord) -> float | None:
   comparable timing."""
   measured = [s for s in (record.speedup, record.speedup_shipped) if s is not None]
   if not record.timing_comparable or record.speedup is None or not all(
-      math.isfinite(s) and s > 0 for s in measured):
+      measurable(s) for s in measured):
     return None
   return min(measured)
 

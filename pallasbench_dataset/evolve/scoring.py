@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from pallasbench_dataset.evaluate import (
-    DEFAULT_SIZE, DEFAULT_TIMEOUT_S, evaluate, resolve_device, summary_text)
+    DEFAULT_SIZE, DEFAULT_TIMEOUT_S, evaluate, measurable, resolve_device, summary_text)
 from pallasbench_dataset.schema import EvalRecord, Status
 from pallasbench_dataset.tasks import Size
 
@@ -64,7 +64,7 @@ def passed(record: EvalRecord) -> bool:
 def combined_score(record: EvalRecord) -> float:
   if not passed(record):
     return 0.0
-  if not record.timing_comparable or record.speedup is None:
+  if not record.timing_comparable or record.speedup is None or not measurable(record.speedup):
     return UNTIMED_PASS
   return float(record.speedup)
 

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import importlib.util
 import json
+import math
 import pathlib
 
 import jax
@@ -199,6 +200,9 @@ def test_only_a_pass_scores_and_the_feedback_holds_reasons_and_error():
   untimed = record(device="cpu", comparable=False)  # interpret mode: kept, never scored
   assert untimed.speedup == 2.0 and not untimed.timing_comparable
   assert scoring.combined_score(untimed) == scoring.UNTIMED_PASS
+  for impossible in (math.inf, math.nan, 0.0, -2.0):  # no timing gives one: never a score
+    assert scoring.combined_score(
+        dataclasses.replace(record(), speedup=impossible)) == scoring.UNTIMED_PASS
   rejected = record(status=Status.REJECTED, reasons=("a timing above the hardware's limit",))
   assert rejected.speedup == 2.0 and scoring.combined_score(rejected) == 0.0
   correct, metrics = shinka_adapter.results(rejected, scoring.Settings(size="medium", device="gpu"))
