@@ -1,10 +1,12 @@
 """Red team round 18: findings as strict xfails (docs/red-team/round18.md).
 
-1. A failure's error type is read from its text, and the text is the candidate's
-   (`errors.classify`: any "out of memory" makes it `out_of_memory`). The verdict cache's
-   exemption for the host's load (`verdicts.load_decided`: `ENDED_BY_A_LIMIT`) then keeps the
-   candidate's own failure out of the cache: round 17's finding 1 (a reason's words claiming a
-   stage's budget), closed for the reasons, is open again through the error type.
+1. A failure's error type is read from evidence the candidate writes: its text
+   (`errors.classify`: any "out of memory" makes it `out_of_memory`) and how its exporter ended
+   (a compile() RecursionError escapes `load_module` and the exporter "crashes"). The verdict
+   cache's exemption for the host's load (`verdicts.load_decided`: `ENDED_BY_A_LIMIT`) and
+   `driver.has_verdict` (NO_VERDICT) then keep the candidate's own failure out of the cache:
+   round 17's finding 1 (a reason's words claiming a stage's budget), closed for the reasons,
+   is open again through the error type.
 2. A kernel file that Python runs is not read as Python: `kernels.read_source` decodes UTF-8
    and keeps a byte order mark, and never reads a PEP 263 coding declaration, so an honest
    kernel saved with a BOM is an `error` ("syntax error ... U+FEFF") and one declared latin-1
@@ -79,6 +81,16 @@ def test_a_failure_in_the_candidate_s_own_words_is_not_load_decided(
       f"the failing text is judged again: its error type {judged.error_type.value} (read from "
       f"the candidate's words) is load-decided: {verdicts.load_decided(failed)}")
   assert judged.error_type is not ErrorType.OUT_OF_MEMORY and not verdicts.load_decided(failed)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team round 18, finding 1, open: kernels.load_module catches only SyntaxError from "
+    "compile(); a text the compiler refuses another way (RecursionError) escapes the exporter "
+    "as a crash, a record that says nothing about the kernel (NO_VERDICT) and is never cached"))
+def test_a_text_the_compiler_refuses_is_a_load_error_not_a_crash():
+  source = "x = 1" + "+1" * 300_000 + "\n"  # Python refuses it too (python F: RecursionError)
+  with pytest.raises(kernels.KernelLoadError):
+    kernels.load_module(source, "deep.py")
 
 
 def _bom_file(tmp_path):
