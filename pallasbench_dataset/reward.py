@@ -149,23 +149,29 @@ def _message_text(message: Mapping[str, Any]) -> str:
 
 
 def extract_kernel(text: str) -> str | None:
-  """The last closed fenced block tagged python, py, python3 or py3 (any case) or untagged;
-  None if there is none. Fences are CommonMark's: ``` or ~~~ (or longer) opening a line,
-  closed by a line of at least as many of the same character. One pass of an anchored
+  """The last closed fenced block tagged python, py, python3 or py3 (any case), as the prompt
+  promises (`evolve.prompt.ANSWER`); in an answer with no tagged block, its last untagged one.
+  None if there is neither (red team round 18: an answer's trailing untagged block of what its
+  kernel printed is not its kernel). Fences are CommonMark's: ``` or ~~~ (or longer) opening
+  a line, closed by a line of at least as many of the same character. One pass of an anchored
   pattern finds the fence lines (linear time: each line is tried once, nothing backtracks
-  across lines); only the last block's text is ever copied."""
-  last, opened = None, None
+  across lines); only the judged block's text is ever copied."""
+  last = {True: None, False: None}  # the last closed block, by whether it is tagged python
+  opened = None
   for line in _FENCE_LINE.finditer(text):
     indent, fence, rest = line.groups()
     if opened is None:
       info = rest.split()
-      opened = (indent, fence, (info[0].lower() if info else "") in CODE_TAGS, line.end() + 1)
+      tag = info[0].lower() if info else ""
+      opened = (indent, fence, tag if tag in CODE_TAGS else None, line.end() + 1)
     elif fence[0] == opened[1][0] and len(fence) >= len(opened[1]) and not rest.strip():
-      last = (opened[0], opened[3], line.start()) if opened[2] else last
+      if opened[2] is not None:
+        last[bool(opened[2])] = (opened[0], opened[3], line.start())
       opened = None
-  if last is None:
+  block = last[True] or last[False]
+  if block is None:
     return None
-  indent, begin, end = last
+  indent, begin, end = block
   return "".join((row[len(indent):] if row.startswith(indent) else row.lstrip(" \t")
                   ).removesuffix("\r") + "\n" for row in text[begin:end].split("\n")[:-1])
 

@@ -13,7 +13,10 @@ from pallasbench_dataset.schema import ErrorType
 MAX_ERROR_CHARS: Final = 4000
 _ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\[0-7]{3}|\\[nrt'\"]){4,}")
 _ESCAPE: Final = re.compile(r"\\(?:x[0-9a-fA-F]{2}|[0-7]{3})")
-_MEMORY_ERROR: Final = re.compile(r"(?:^|raised )MemoryError\b")
+# The stages whose failure text the exporter writes, and with it the candidate (its exception's
+# message): typed by their stage alone.
+_EXPORTER_STAGES: Final = {"load": ErrorType.LOAD, "trace": ErrorType.TRACE,
+                           "lowering": ErrorType.LOWERING}
 
 
 def readable(text: str) -> str:
@@ -88,11 +91,22 @@ def _where(e: BaseException) -> str:
   return f"raised at {where}" + (f": {last.line}" if last.line else "")
 
 
-def classify(text: str, stage: str) -> ErrorType:
-  """The error type of a failure at `stage` (trace, lowering, compile, run) from its text."""
-  first = text.lstrip().split("\n", 1)[0]  # the address-space limit raises MemoryError
-  if ("RESOURCE_EXHAUSTED" in text and "hared memory" not in text) or \
-      "out of memory" in text.lower() or _MEMORY_ERROR.search(first):
+def classify(failure: BaseException | str, stage: str) -> ErrorType:
+  """The error type of a failure at `stage` (load, trace, lowering, compile, run).
+
+  The type is read from what the trusted side observed, never from words a candidate can
+  write, since the verdict cache acts on it (`out_of_memory` is kept out of the reward's cache
+  as the host's doing; red team round 18 raised those words at import). The exporter's stages
+  get their own type whatever their text says: that text is the candidate's, and the
+  exporter's memory death arrives apart, observed by the driver. The judge's own calls
+  (compile, run) ran out of memory where they raised MemoryError or XLA's status code, opening
+  the message, is RESOURCE_EXHAUSTED (but for shared memory: a kernel's own configuration);
+  words elsewhere in a message, which can quote the kernel's names, decide nothing."""
+  if stage in _EXPORTER_STAGES:
+    return _EXPORTER_STAGES[stage]
+  text = str(failure).lstrip()
+  first = text.split("\n", 1)[0]
+  if isinstance(failure, MemoryError) or (
+      first.startswith("RESOURCE_EXHAUSTED") and "hared memory" not in first):
     return ErrorType.OUT_OF_MEMORY
-  return {"load": ErrorType.LOAD, "trace": ErrorType.TRACE, "lowering": ErrorType.LOWERING,
-          "compile": ErrorType.COMPILE}.get(stage, ErrorType.RUNTIME)
+  return ErrorType.COMPILE if stage == "compile" else ErrorType.RUNTIME

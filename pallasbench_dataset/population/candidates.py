@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from pallasbench_dataset import jsonlines
-from pallasbench_dataset.kernels import sha256
+from pallasbench_dataset.kernels import KernelLoadError, read_source, sha256
 from pallasbench_dataset.tasks import TASKS
 
 # The population as the run folder keeps it (a JSON Lines file of the form above, every field
@@ -131,6 +131,15 @@ def _read_jsonl(path: pathlib.Path) -> list[Candidate]:
   return candidates
 
 
+def _kernel_text(path: pathlib.Path) -> str:
+  """A candidate file's text as Python reads it (`kernels.read_source`: its coding line, no
+  byte order mark)."""
+  try:
+    return read_source(path)[0]
+  except KernelLoadError as e:
+    raise PopulationError(str(e)) from None
+
+
 def _read_folder(folder: pathlib.Path) -> list[Candidate]:
   candidates = []
   for path in sorted(folder.rglob("*.py")):
@@ -141,5 +150,5 @@ def _read_folder(folder: pathlib.Path) -> list[Candidate]:
       raise PopulationError(f"{path}: a candidate folder holds <task>/<name>.py files, one "
                             "folder per task; move it into its task's folder")
     task = _check_task(parts[0], f"{path} (its folder names the task)")
-    candidates.append(Candidate(id=f"{task}/{path.stem}", task=task, source=_text_of(path)))
+    candidates.append(Candidate(id=f"{task}/{path.stem}", task=task, source=_kernel_text(path)))
   return candidates

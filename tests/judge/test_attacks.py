@@ -55,6 +55,7 @@ from jax.experimental import pallas as pl
 from pallasbench_dataset.evaluation import sandbox
 from pallasbench_dataset.evaluation.judge import module_analysis
 from pallasbench_dataset.evaluation.judge.compile_profile import compile_exported
+from pallasbench_dataset.evaluation.pipeline import driver, verdicts
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, export_request
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import Limits
@@ -91,6 +92,7 @@ class Case:
   detail: tuple[str, ...] = ()   # one of these substrings in some reason (or the error)
   options: EvalOptions = OPTIONS
   precision: str = "float32"      # the task's precision (precision.PRECISIONS)
+  kept: bool | None = None        # whether the verdict cache stores the record (None: unasked)
 
 
 def _cases() -> dict[str, Case]:
@@ -410,6 +412,16 @@ def _cases() -> dict[str, Case]:
       # (builder.training.fenced) then ends early and its `chosen` answer reads back as the
       # docstring's `return x` (tests/builder/test_chosen_text.py).
       "fence_in_docstring": Case("adv_fence_in_docstring_relu", relu, P),
+      # Red team round 18, class 15: a failure that chooses an ending the verdict cache keeps
+      # out. Words of memory exhausted in its import's exception typed the record
+      # out_of_memory, and an exporter that ended itself was a `crash`; each is now an error of
+      # its own stage that the cache keeps. And an honest file saved with a byte order mark,
+      # which Python runs, was a syntax error; it is read as Python reads it.
+      "oom_words": Case("adv_r18_oom_words_relu", relu, Status.ERROR, ("out of memory",),
+                        kept=True),
+      "exit_at_import": Case("adv_exit_at_import_relu", relu, Status.ERROR,
+                             ("the exporter exited with code 3 without a result",), kept=True),
+      "pos_bom": Case("adv_r18_pos_bom_relu", relu, P),
   }
 
 
@@ -558,6 +570,8 @@ def test_control_gets_its_exact_status(run, name):
     texts = [*record.reasons, record.error or ""]
     assert any(d in t for d in case.detail for t in texts), summary
   assert record.precision == case.precision, summary
+  if case.kept is not None:
+    assert (driver.has_verdict(record) and not verdicts.load_decided(record)) is case.kept, summary
   if record.status is Status.PASS:
     assert record.correct and record.robust and record.reasons == (), summary
     assert record.runtime_ms > 0 and record.baseline_ms > 0 and record.timed_outputs_checked == 2

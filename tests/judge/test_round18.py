@@ -1,4 +1,4 @@
-"""Red team round 18: findings as strict xfails (docs/red-team/round18.md).
+"""Red team round 18: its findings, closed (docs/red-team/round18.md).
 
 1. A failure's error type is read from evidence the candidate writes: its text
    (`errors.classify`: any "out of memory" makes it `out_of_memory`) and how its exporter ended
@@ -16,12 +16,18 @@
    python *or untagged*, so an answer that follows the prompt and then shows what its kernel
    printed in an untagged block is judged on the printout: reward 0 for a correct kernel.
 
-Each assertion states what should hold; `--runxfail` shows each failing on it.
+Each assertion states what should hold. They were strict xfails; all are closed (session 33):
+`errors.classify` types the exporter's stages by their stage and the judge's own calls by a
+MemoryError or XLA's status code alone; `load_module` turns every refusal of Python's compiler
+into a KernelLoadError, and an exporter that ends itself is an `error` of the text
+(`driver.export`: "exited"); `read_source` reads as Python does; `extract_kernel` takes the
+last python-tagged block, an untagged one only where none is tagged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import signal
 
 import pytest
 
@@ -60,10 +66,6 @@ def _failing_report(where: str):
                               stage="trace"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 18, finding 1, open: errors.classify types a failure out_of_memory from the "
-    "words of its text, which the candidate writes (its import's or its trace's exception), and "
-    "verdicts.load_decided exempts out_of_memory from the cache"))
 @pytest.mark.parametrize("where", ["import", "trace"])
 def test_a_failure_in_the_candidate_s_own_words_is_not_load_decided(
     analysis, reward_cache, where):  # pylint: disable=redefined-outer-name
@@ -83,10 +85,6 @@ def test_a_failure_in_the_candidate_s_own_words_is_not_load_decided(
   assert judged.error_type is not ErrorType.OUT_OF_MEMORY and not verdicts.load_decided(failed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 18, finding 1, open: kernels.load_module catches only SyntaxError from "
-    "compile(); a text the compiler refuses another way (RecursionError) escapes the exporter "
-    "as a crash, a record that says nothing about the kernel (NO_VERDICT) and is never cached"))
 def test_a_text_the_compiler_refuses_is_a_load_error_not_a_crash():
   source = "x = 1" + "+1" * 300_000 + "\n"  # Python refuses it too (python F: RecursionError)
   with pytest.raises(kernels.KernelLoadError):
@@ -105,10 +103,6 @@ def _latin1_file(tmp_path):
   return path
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 18, finding 2, open: kernels.read_source decodes a kernel file as UTF-8 "
-    "text (a byte order mark kept, a coding declaration ignored), not as Python reads a "
-    "source file"))
 @pytest.mark.parametrize("make", [_bom_file, _latin1_file], ids=["byte_order_mark", "latin1"])
 def test_a_kernel_file_python_runs_is_read_as_python(tmp_path, make):
   path = make(tmp_path)
@@ -125,11 +119,53 @@ MODULE = ("import jax\nfrom jax.experimental import pallas as pl\n\n\n"
           "                        interpret=interpret)(x)\n")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team round 18, finding 3, open: reward.extract_kernel takes the last block tagged "
-    "python or untagged; the prompt (evolve.prompt.ANSWER) names the last ```python block"))
 def test_the_block_judged_is_the_one_the_prompt_names():
   assert "the last such block" in prompt.ANSWER and "```python" in prompt.ANSWER
   answer = (f"Here is the module.\n\n```python\n{MODULE}```\n\n"
             "On a (4, 4) input it printed:\n\n```\n[[0. 0.5 0. 1.]]\nmax abs error 0.0\n```\n")
   assert rw.extract_kernel(answer) == MODULE, rw.extract_kernel(answer)
+
+
+class _Run:  # what driver.export reads of a sandboxed run that ended without an answer
+  def __init__(self, returncode):
+    self.returncode, self.stdout, self.stderr = returncode, "", "Fatal Python error"
+    self.result, self.result_cut, self.violations, self.unavailable = b"", False, (), None
+    self.timed_out = self.out_of_memory = False
+    self.wall_s, self.layers = 0.1, ("landlock",)
+
+  violated = False
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc_info):
+    pass
+
+
+@pytest.mark.parametrize("returncode,failure", [
+    (3, "exited"), (-signal.SIGSEGV, "exited"), (-signal.SIGABRT, "exited"),
+    (-signal.SIGKILL, "crash")], ids=["exit_code", "segv", "abort", "sigkill"])
+def test_an_exporter_that_ends_itself_is_a_verdict_and_a_kill_from_outside_is_not(
+    analysis, monkeypatch, returncode, failure):  # pylint: disable=redefined-outer-name
+  """An exit code or a signal the exporter raised itself is the candidate's choice, an error
+  the cache keeps; a SIGKILL (the supervisor's own are typed timeout and memory) may have come
+  from outside, a crash: no verdict, a strike in the reward's cache."""
+  monkeypatch.setattr(driver.sandbox, "run_sandboxed", lambda *a, **k: _Run(returncode))
+  item = _item(OOM_WORDS, FRESH, "c-1")
+  outcome = driver.export(item, "cpu", driver.Limits(timeout_s=60, memory_bytes=1 << 30))
+  assert outcome.failure == failure and outcome.report is None
+  judged, _ = bb._evaluate(outcome)
+  assert judged.status is Status.ERROR
+  assert driver.has_verdict(judged) is (failure == "exited")
+  assert verdicts.load_decided(judged) is (failure == "crash")
+
+
+def test_a_crash_is_a_strike_and_a_harness_error_is_nothing(reward_cache):
+  item = _item(OOM_WORDS, FRESH, "c-1")
+  record = _record(item, Status.ERROR)
+  key = verdicts.key_for(item, record.environment)
+  for error_type, strikes in ((ErrorType.HARNESS, 0), (ErrorType.CRASH, 1), (ErrorType.CRASH, 2)):
+    record = dataclasses.replace(record, correct=False, error_type=error_type, error="died")
+    reward_cache.put(item, record, driver.empty_artifacts(item))
+    assert reward_cache.get(key) is None and reward_cache.struck(key)[0] == strikes
+  assert reward_cache.lookup(item, record.environment)[0].error_type is ErrorType.CRASH

@@ -231,6 +231,7 @@ def _export_failure(export: ExportOutcome) -> Failure | None:
       "violation": (Status.REJECTED, None),
       "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
       "crash": (Status.ERROR, ErrorType.CRASH),
+      "exited": (Status.ERROR, ErrorType.RUNTIME),  # the candidate's program ended it
       "malformed": (Status.REJECTED, None),
       "unavailable": (Status.ERROR, ErrorType.HARNESS)}[export.failure]
   return Failure(status, error_type, export.message or export.failure)
@@ -338,7 +339,7 @@ def _compile(exported: jax.export.Exported, spec: TaskSpec, dims: Dims, ctx: Con
     compiled = compile_exported(exported, spec.input_structs(dims), ctx.dump_dir,
                                 ptx_past_cache=not (note is not None and note.ptx))
   except Exception as e:  # XLA, Triton or ptxas refused the kernel
-    raise Failure(Status.ERROR, classify(str(e), "compile"), short_error(e)) from None
+    raise Failure(Status.ERROR, classify(e, "compile"), short_error(e)) from None
   if note is not None and note.outcome == "compiled":
     compiled = dataclasses.replace(compiled, compile_s=note.compile_s, ptx=note.ptx or compiled.ptx)
   return compiled
@@ -410,7 +411,7 @@ def evaluate_artifact(item: JudgeItem, ctx: Context) -> tuple[EvalRecord, Artifa
     state.fields.update(status=Status.ERROR, error_type=ErrorType.OUTPUT, error=str(e),
                         reasons=(*state.fields.get("reasons", ()), str(e)))
   except Exception as e:  # the candidate's program failed while running
-    state.fields.update(status=Status.ERROR, error_type=classify(str(e), "run"),
+    state.fields.update(status=Status.ERROR, error_type=classify(e, "run"),
                         error=short_error(e),
                         reasons=(*state.fields.get("reasons", ()), headline(e)))
   finally:

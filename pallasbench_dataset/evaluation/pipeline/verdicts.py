@@ -33,12 +33,13 @@ population run keeps the default: a resubmitted population costs nothing but wha
 The same cache holds a load-decided failure that recurs (`strikes=`, the reward's 2). A kernel
 can end its own unlucky draws that way: one that spins in a device loop when its fast path
 would be wrong runs into a stage's budget or the judge's limit instead of answering
-`incorrect` (red team round 17), and judged again in every batch it would be paid on each
-lucky draw. So each load-decided failure is counted under its key (`<digest>.strikes.json`,
-one per batch: a batch measures a key once), and a key that has ended that way in `strikes`
-batches is served its last such record as its verdict, whatever passes came between. An honest
-source a neighbour starved once is still judged again; to make its failure stick, a griefer
-must starve the same text in as many separate batches.
+`incorrect` (red team round 17), or kills its own exporter with SIGKILL (a `crash`), and
+judged again in every batch it would be paid on each lucky draw. So each load-decided failure
+is counted under its key (`<digest>.strikes.json`, one per batch: a batch measures a key
+once), and a key that has ended that way in `strikes` batches is served its last such record
+as its verdict, whatever passes came between. An honest source a neighbour starved once is
+still judged again; to make its failure stick, a griefer must starve the same text in as many
+separate batches.
 
 Only the driver writes the folder: the exporter, the one process that runs candidate code,
 may write nothing outside its sandbox's scratch folder, and the judge and compilers hand
@@ -248,10 +249,12 @@ class VerdictCache:
     return None
 
   def put(self, item: WorkItem, record: EvalRecord, artifacts: Artifacts) -> None:
-    """Stores a verdict under the key its record was measured with (a record that is no
-    verdict, or whose judge never reported its machine, is not stored; one the load may have
-    decided is counted as a strike where the cache counts them, never stored as a verdict)."""
-    if not has_verdict(record) or record.environment.hardware == "unknown":
+    """Stores a verdict under the key its record was measured with. One the load may have
+    decided (a killed process, a `crash`, included) is counted as a strike where the cache
+    counts them, never stored as a verdict; a harness error, or a record whose judge never
+    reported its machine, is neither."""
+    if record.environment.hardware == "unknown" or not (
+        has_verdict(record) or load_decided(record)):
       return
     key = key_of(item, record)
     entry = {"key": key.fields(), "record": to_json_dict(record),
