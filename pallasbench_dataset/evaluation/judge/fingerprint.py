@@ -111,6 +111,8 @@ def parse_mosaic_gpu(module_bytecode: bytes):
   named `stable_mosaic_gpu.<op>`). Call it only inside the walled helper."""
   from jaxlib.mlir import ir  # pylint: disable=import-outside-toplevel
   from jaxlib.mosaic.python import mosaic_gpu as mosaic_gpu_dialect  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge import mlir_context  # pylint: disable=import-outside-toplevel
+  mlir_context.remember_dialects_without_op_classes()
   readable = _OLD_DIALECT_ATTR.sub(lambda m: b"#%s.%s<%s>" % m.groups(), module_bytecode)
   context = _fresh_context()
   mosaic_gpu_dialect.register_dialect(context)

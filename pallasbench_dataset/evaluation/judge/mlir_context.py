@@ -11,7 +11,10 @@ the two on shipped kernels).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import io
+import sys
+import types
 
 import jaxlib.mlir._mlir_libs._jax_mlir_ext as jax_mlir_ext
 from jaxlib import _jax
@@ -24,6 +27,26 @@ class _Context(ir.Context):
 
   def __init__(self):  # pylint: disable=super-init-not-called
     super(ir.Context, self).__init__()  # pylint: disable=bad-super-call
+
+
+# The module a Mosaic GPU kernel's ops (parsed unregistered: `fingerprint.parse_mosaic_gpu`)
+# would have their Python op classes in. jaxlib ships none.
+_NO_OP_CLASSES = "jaxlib.mlir.dialects.stable_mosaic_gpu"
+
+
+@functools.cache
+def remember_dialects_without_op_classes() -> None:
+  """Makes MLIR's lookup of the op classes of a Mosaic GPU kernel's dialect find nothing once.
+
+  MLIR's Python bindings, wrapping an op, look for a Python module of its dialect under each
+  of their search prefixes and never remember a failed search: every op of a Mosaic GPU kernel
+  module cost three failed imports, each a search of sys.path, 85-90% of analysing such a
+  module (matmul_relu at `large`: 2.0 s, 0.16 s with this; docs/ci-time-session33.md). An
+  empty module under the first prefix is found once and remembered; it registers no op class,
+  so each op is the generic OpView it was before and every reading is the same. Should jaxlib
+  ever ship such a module, it is left to be found."""
+  if _NO_OP_CLASSES not in sys.modules and importlib.util.find_spec(_NO_OP_CLASSES) is None:
+    sys.modules[_NO_OP_CLASSES] = types.ModuleType(_NO_OP_CLASSES, "no op classes")
 
 
 @functools.cache
