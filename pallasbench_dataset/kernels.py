@@ -63,9 +63,14 @@ def read_source(path: str | pathlib.Path) -> tuple[str, str]:
   if path.suffix != ".py":
     raise KernelLoadError(f"{str(path)!r} is not a .py file: a kernel is a Python file (to "
                           "evaluate source text, pass it as source=...)")
-  try:  # as Python reads a source file: a UTF-8 byte order mark dropped, a PEP 263 coding
-    with tokenize.open(path) as f:  # line honoured (red team round 18)
-      return f.read(), str(path)
+  try:  # as Python reads a source file (a byte order mark dropped: red team round 18), but
+    with path.open("rb") as f:  # UTF-8 only: the text is judged, hashed and published as
+      encoding, _ = tokenize.detect_encoding(f.readline)  # UTF-8, and another declaration
+      f.seek(0)                                           # would read it back as another
+      if encoding not in ("utf-8", "utf-8-sig"):          # program (round 19: utf-7)
+        raise KernelLoadError(f"kernel file {str(path)!r} declares the {encoding} encoding: "
+                              "a kernel is UTF-8 text; save it as UTF-8 without the declaration")
+      return f.read().decode(encoding), str(path)
   except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as e:
     raise KernelLoadError(f"kernel file {str(path)!r} cannot be read: {e}") from None
 

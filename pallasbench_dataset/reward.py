@@ -49,9 +49,10 @@ verdict cache, so the same source for the same task is judged once in a batch, a
 once across batches. A pass on fresh seeds is judged again in each batch that repeats it: one
 evaluation is a sample, and a kernel wrong on some draws passes some evaluations; paying its
 one lucky pass for every repeat of the text would reward the lottery. A failure that a limit
-ended (a timeout, a stage past its budget) is judged again too, since a neighbour may have
-starved it, until it recurs in a second batch (`STRIKES`): then it holds like any failure, so
-a kernel that spins on its unlucky draws cannot keep them out of the cache. Each evaluation has a budget (`budget_s` for the export and again for the judge,
+ended (a timeout, a stage past its budget, a process killed) may be a neighbour's doing: it is
+judged again at the end of its batch, alone, on the same draw, and that verdict is the one
+paid; ended so again, it holds like any failure, so a kernel that spins on its unlucky draws
+cannot keep them out of the cache. Each evaluation has a budget (`budget_s` for the export and again for the judge,
 `compile_budget_s` per compiled artifact): a slow candidate becomes a `timeout` verdict,
 reward 0, while the others go on. The judge's feedback on the last batch is
 `reward.last_feedback` (status, reasons, error, speedup, the record, and `text()` for the next
@@ -92,9 +93,6 @@ UNREADABLE: Final = "unreadable"  # ... of one whose text cannot be read (its re
 # Per evaluation: the export, and the judge, each get `budget_s`; each compile `compile_budget_s`.
 DEFAULT_BUDGET_S: Final = {"gpu": 60.0, "cpu": 300.0}
 DEFAULT_COMPILE_BUDGET_S: Final = {"gpu": 30.0, "cpu": 120.0}
-# In how many batches a source's failure a limit ended (`verdicts.load_decided`) must recur
-# before the cache holds it: 1 would let a neighbour's load decide an honest verdict for good.
-STRIKES: Final = 2
 # A completion is read only up to this many characters (a kernel is a few KB; a trainer's
 # completions are bounded by its token limit): beyond it, it is unreadable, at no cost.
 MAX_COMPLETION_CHARS: Final = 1 << 20
@@ -296,9 +294,9 @@ class KernelReward:
     self.options = dataclasses.replace(options or default_options(self.device),
                                        reject_copies=reject_copies)
     # A pass on fresh seeds is a sample, judged again rather than paid again; a failure a limit
-    # ended is judged again until it recurs in a second batch, then held (`verdicts`).
+    # ended is judged again alone, on the same draw, and held if it recurs (`verdicts`).
     self.cache = verdicts.VerdictCache(cache_dir or verdicts.default_folder(),
-                                       serve_fresh_passes=False, strikes=STRIKES)
+                                       serve_fresh_passes=False, judge_limits_again=True)
     self.runs_dir = None if runs_dir is None else pathlib.Path(runs_dir)
     self.git_commit = git_commit
     self.plan = cluster.default_plan(self.device, gpus, cpu_workers)

@@ -44,7 +44,7 @@ class ErrorType(enum.StrEnum):
   RUNTIME = "runtime_error"        # raised while running
   OUTPUT = "output_error"          # wrong output shape, dtype or structure
   OUT_OF_MEMORY = "out_of_memory"  # RESOURCE_EXHAUSTED or the memory limit
-  CRASH = "crash"                  # the judge died, a worker was lost, or a SIGKILL from outside
+  CRASH = "crash"                  # the child process died (segfault, abort)
   TIMEOUT = "timeout"
   HARNESS = "harness_error"        # the evaluator itself failed: a bug to report
 

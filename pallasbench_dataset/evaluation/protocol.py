@@ -233,9 +233,8 @@ def decode(raw: bytes, request: ExportRequest) -> ExportReport:
 class ExportOutcome:
   """What the driver saw of one sandboxed export: the parsed answer, or why there is none."""
   report: ExportReport | None
-  failure: str | None           # "over_budget", "timeout", "violation", "memory", "crash"
-                                # (SIGKILL), "exited" (by itself), "malformed" or
-                                # "unavailable" (no sandbox here: nothing ran)
+  failure: str | None           # "over_budget", "timeout", "violation", "memory", "crash",
+                                # "malformed" or "unavailable" (no sandbox here: nothing ran)
   message: str | None           # the failure's explanation
   output: str                   # what the exporter printed (stdout, then stderr), truncated
   layers: tuple[str, ...]       # the sandbox layers in force

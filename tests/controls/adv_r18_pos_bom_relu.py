@@ -1,6 +1,8 @@
-﻿"""Honest control, red team round 18 (a false positive): the shipped relu saved with a
-UTF-8 byte order mark, as Windows editors and PowerShell's Out-File write it. Python runs such
-a file (`python file.py`, `import`): the tokenizer drops the mark. Expected: pass.
+﻿"""Honest control, red team round 18 (a false positive): a relu saved with a UTF-8 byte order
+mark, as Windows editors and PowerShell's Out-File write it. Python runs such a file (`python
+file.py`, `import`): the tokenizer drops the mark. Expected: pass. It is the shipped relu with
+its max written as a select, so that it is no copy of the shipped kernel (test_attacks checks
+that no honest control is named one).
 """
 import functools
 from typing import Final
@@ -37,7 +39,8 @@ def _relu_kernel(x_ref, o_ref, *, n: int, block: int):
   idx = pl.program_id(0) * block + jnp.arange(block)
   mask = idx < n
   x = pltriton.load(x_ref.at[pl.ds(pl.program_id(0) * block, block)], mask=mask, other=0.0)
-  pltriton.store(o_ref.at[pl.ds(pl.program_id(0) * block, block)], jnp.maximum(x, 0.0), mask=mask)
+  pltriton.store(o_ref.at[pl.ds(pl.program_id(0) * block, block)], jnp.where(x > 0.0, x, 0.0),
+                 mask=mask)
 
 
 def config_ok(config) -> bool:

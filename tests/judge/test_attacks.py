@@ -414,13 +414,15 @@ def _cases() -> dict[str, Case]:
       "fence_in_docstring": Case("adv_fence_in_docstring_relu", relu, P),
       # Red team round 18, class 15: a failure that chooses an ending the verdict cache keeps
       # out. Words of memory exhausted in its import's exception typed the record
-      # out_of_memory, and an exporter that ended itself was a `crash`; each is now an error of
-      # its own stage that the cache keeps. And an honest file saved with a byte order mark,
-      # which Python runs, was a syntax error; it is read as Python reads it.
+      # out_of_memory: now a load error the cache keeps. An exporter that ends itself stays a
+      # `crash` (the host ends exporters too: round 19), kept out of the cache at first; the
+      # reward's cache judges it again alone and holds it there (test_cache_self_chosen).
+      # And an honest file saved with a byte order mark, which Python runs, was a syntax
+      # error; it is read as Python reads it.
       "oom_words": Case("adv_r18_oom_words_relu", relu, Status.ERROR, ("out of memory",),
                         kept=True),
       "exit_at_import": Case("adv_exit_at_import_relu", relu, Status.ERROR,
-                             ("the exporter exited with code 3 without a result",), kept=True),
+                             ("the exporter exited with code 3 without a result",), kept=False),
       "pos_bom": Case("adv_r18_pos_bom_relu", relu, P),
   }
 

@@ -21,7 +21,7 @@ candidate takes the same exemption for its own failures:
 
 Both were strict xfails, each assertion stating what the cache should do; both are closed
 (session 32: the cache reads a record's status and error type only; session 33: a limit's
-failure that recurs in a second batch is held).
+failure is judged again alone on the same draw, and held where it recurs).
 """
 
 from __future__ import annotations
@@ -73,77 +73,113 @@ def test_a_rejection_whose_reason_quotes_the_kernel_s_own_name_is_stored(
     reward.close()
 
 
-def _lottery(cache, candidate, status, reason=None, error_type=None):
-  """One batch of the reward's cache for a lottery kernel that spins on its unlucky draws: the
-  judge (stood in for) answers `status`; returns the record paid and whether it was judged."""
-  item = _item("adv_cache_lottery_relu", FRESH, candidate)
+SPUN_BUDGET = budgets.overrun(budgets.CORRECTNESS, 120.0)
+SPUN_LIMIT = ("the judge found no verdict within the 60 s limit: its correctness runs stage "
+              "ran for the last 58 s; the process was killed")
+# How a judge's run ends, as the judge and the driver write it.
+SPUN = {"budget": (Status.REJECTED, SPUN_BUDGET, ErrorType.TIMEOUT),
+        "limit": (Status.TIMEOUT, SPUN_LIMIT, ErrorType.TIMEOUT),
+        "crash": (Status.ERROR, "the exporter died with SIGKILL", ErrorType.CRASH),
+        "pass": (Status.PASS, None, None),
+        "incorrect": (Status.INCORRECT, "seed 7: not allclose", None)}
 
-  def measure(items):
+
+class Runs:
+  """Stands in for the judge: the n-th call of `measure` ends its items as `endings[n]`;
+  records every call's items (candidate, seeds)."""
+
+  def __init__(self, *endings):
+    self.endings, self.calls = list(endings), []
+
+  def __call__(self, items):
+    if not items:  # a batch the cache answered whole
+      return
+    status, reason, error_type = SPUN[self.endings[len(self.calls)]]
+    self.calls.append([(it.candidate, it.options.seeds) for it in items])
     for it in items:
-      asked.append(it.candidate)
-      record = _record(it, status)
+      record = dataclasses.replace(_record(it, status), seeds=it.options.seeds or (7, 8))
       if status is not Status.PASS:
-        record = dataclasses.replace(record, correct=False, reasons=(reason,) if reason else (),
-                                     error=reason if error_type else None, error_type=error_type)
+        record = dataclasses.replace(record, correct=False, reasons=(reason,),
+                                     error=reason if status is not Status.REJECTED else None,
+                                     error_type=error_type)
       yield it, record, driver.empty_artifacts(it)
-  asked: list[str] = []
-  (record,) = [r for r, _ in verdicts.evaluate([item], cache, rf.ENV, measure)]
-  return record, bool(asked)
 
 
-# Red team round 17, finding 2, closed (session 33): the reward's cache counts each batch's
-# load-decided failure of a key (`VerdictCache.struck`) and holds the key's last one once it
-# has recurred in `reward.STRIKES` batches, whatever passes came between.
-def test_a_lottery_kernel_cannot_keep_its_failures_out_of_the_cache(reward_cache):
+def _batch(cache, candidates, runs, control="adv_cache_lottery_relu"):
+  """One batch of a cache for `candidates` (all of one text): the records paid."""
+  return [r for r, _ in verdicts.evaluate([_item(control, FRESH, c) for c in candidates],
+                                          cache, rf.ENV, runs)]
+
+
+# Red team round 17, finding 2, closed (session 33): the reward's cache judges a limit's failure
+# once more at the end of its batch, alone and on the same seeds, and holds one that recurs.
+@pytest.mark.parametrize("first,again", [("budget", "limit"), ("limit", "limit"),
+                                         ("crash", "crash"), ("budget", "crash")])
+def test_a_lottery_kernel_cannot_keep_its_failures_out_of_the_cache(reward_cache, first, again):
   cache = reward_cache
-  spun_budget = budgets.overrun(budgets.CORRECTNESS, 120.0)
-  spun_limit = ("the judge found no verdict within the 60 s limit: its correctness runs stage "
-                "ran for the last 58 s; the process was killed")
-  # Batch 1: an unlucky draw; the kernel's device loop spun until the correctness stage's
-  # budget ended it (a `rejected` typed timeout, as the judge writes it).
-  first, judged_1 = _lottery(cache, "c-1", Status.REJECTED, spun_budget, ErrorType.TIMEOUT)
-  # Batch 2: a lucky draw, paid: one load-decided failure may be a neighbour's doing.
-  lucky, judged_2 = _lottery(cache, "c-2", Status.PASS)
-  # Batch 3: unlucky again; the judge's time limit ended it.
-  second, judged_3 = _lottery(cache, "c-3", Status.TIMEOUT, spun_limit, ErrorType.TIMEOUT)
-  assert judged_1 and judged_2 and judged_3
-  assert verdicts.load_decided(first) and verdicts.load_decided(second)
-  assert rw.reward_of(first) == 0.0 and rw.reward_of(lucky) > 0 and rw.reward_of(second) == 0.0
-  # Batch 4: a lucky draw would pay again, but the text has ended by a limit in two batches.
-  fourth, judged_4 = _lottery(cache, "c-4", Status.PASS)
-  assert not judged_4 and fourth.cached and rw.reward_of(fourth) == 0.0, (
-      f"judged again in batch 4: {judged_4}; paid {rw.reward_of(fourth)}")
-  assert fourth.status is Status.TIMEOUT and fourth.reasons == (spun_limit,)
+  runs = Runs(first, again)  # an unlucky draw: the kernel spins (or dies) on it, and again
+  (record,) = _batch(cache, ["c-1"], runs)
+  assert runs.calls == [[("c-1", ())], [("c-1", (7, 8))]], "judged again alone, same seeds"
+  assert verdicts.load_decided(record) and rw.reward_of(record) == 0.0
+  lucky = Runs("pass")  # batch 2: a lucky draw would pay; the text is held
+  (record,) = _batch(cache, ["c-2"], lucky)
+  assert lucky.calls == [] and record.cached and rw.reward_of(record) == 0.0
+  assert (record.status, record.reasons) == (SPUN[again][0], (SPUN[again][1],))
 
 
-def test_one_starved_batch_is_judged_again_and_only_batches_count_as_strikes(reward_cache):
-  """The honest neighbour: one load-decided failure (twins of one batch count once) leaves
-  the text to be judged again, and a cache that counts no strikes (a population run's) serves
-  what it stored, never a limit's failure."""
+def test_a_source_a_neighbour_starved_is_judged_again_alone_and_paid(reward_cache):
+  """The honest neighbour: starved in its batch (and its twin with it), it passes alone, is
+  paid, and nothing holds it; the next batch judges it again as any fresh-seed pass."""
   cache = reward_cache
-  starved = budgets.overrun(budgets.CORRECTNESS, 120.0)
-  items = [_item("adv_cache_lottery_relu", FRESH, c) for c in ("c-1", "c-2", "c-3")]
-  asked: list[str] = []
+  runs = Runs("budget", "pass")
+  records = _batch(cache, ["c-1", "c-2"], runs, "adv_pos_eager_setup_relu")
+  assert runs.calls == [[("c-1", ())], [("c-1", (7, 8))]]
+  assert [(r.status, r.cached) for r in records] == [(Status.PASS, False), (Status.PASS, True)]
+  assert all(rw.reward_of(r) > 0 for r in records)
+  later = Runs("pass")
+  (record,) = _batch(cache, ["c-3"], later, "adv_pos_eager_setup_relu")
+  assert later.calls == [[("c-3", ())]] and rw.reward_of(record) > 0
+
+
+def test_what_a_source_answers_alone_is_its_verdict(reward_cache):
+  """Judged again alone, a failure of the kernel's own (here `incorrect` on the same draw) is
+  stored and served like any: the next batch is not judged."""
+  cache = reward_cache
+  (record,) = _batch(cache, ["c-1"], Runs("budget", "incorrect"))
+  assert record.status is Status.INCORRECT
+  later = Runs("pass")
+  (record,) = _batch(cache, ["c-2"], later)
+  assert later.calls == [] and record.cached and record.status is Status.INCORRECT
+
+
+def test_each_source_is_judged_again_alone_after_the_batch(reward_cache):
+  """Two starved sources of one batch are judged again one at a time, after every first
+  measurement of the batch (no source of it beside them); a judge killed before it wrote its
+  seeds is judged again on fresh ones."""
+  cache = reward_cache
+  items = [_item("adv_cache_lottery_relu", FRESH, "c-1"),
+           _item("adv_pos_eager_setup_relu", FRESH, "c-2")]
 
   def measure(todo):
+    calls.append([it.candidate for it in todo])
     for it in todo:
-      asked.append(it.candidate)
-      yield it, dataclasses.replace(_record(it, Status.REJECTED), correct=False,
-                                    reasons=(starved,), error_type=ErrorType.TIMEOUT), \
-          driver.empty_artifacts(it)
+      ending = "limit" if len(calls) == 1 else "pass"
+      status, reason, error_type = SPUN[ending]
+      record = _record(it, status)
+      if ending == "limit":  # killed before it answered: no seeds
+        record = dataclasses.replace(record, correct=False, reasons=(reason,), seeds=(),
+                                     error=reason, error_type=error_type)
+      seen.append(it.options.seeds)
+      yield it, record, driver.empty_artifacts(it)
+  calls, seen = [], []
   records = [r for r, _ in verdicts.evaluate(items, cache, rf.ENV, measure)]
-  assert asked == ["c-1"] and [r.cached for r in records] == [False, True, True]
-  key = verdicts.key_for(items[0], rf.ENV)
-  assert cache.struck(key)[0] == 1 and cache.get(key) is None
-  _, judged = _lottery(cache, "c-4", Status.PASS)
-  assert judged, "one starved batch held the text"
-  population = verdicts.VerdictCache(cache.folder)  # no strikes: never serves a limit's failure
-  cache.put(items[0], records[0], driver.empty_artifacts(items[0]))
-  assert cache.struck(key)[0] == 2
-  assert cache.lookup(items[0], rf.ENV)[0].status is Status.REJECTED
-  assert population.lookup(items[0], rf.ENV)[0].status is Status.PASS  # batch 2's pass
+  assert calls == [["c-1", "c-2"], ["c-1"], ["c-2"]] and seen == [()] * 4
+  assert [r.status for r in records] == [Status.PASS, Status.PASS]
 
 
-def test_strikes_must_be_a_positive_count(tmp_path):
-  with pytest.raises(ValueError, match="positive"):
-    verdicts.VerdictCache(tmp_path, strikes=0)
+def test_a_population_run_never_judges_again_in_its_batch(tmp_path):
+  cache = verdicts.VerdictCache(tmp_path)  # a population run's: no judge_limits_again
+  runs = Runs("budget")
+  (record,) = _batch(cache, ["c-1"], runs)
+  assert len(runs.calls) == 1 and verdicts.load_decided(record)
+  assert cache.lookup(_item("adv_cache_lottery_relu", FRESH, "c-2"), rf.ENV) is None

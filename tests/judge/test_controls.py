@@ -54,7 +54,7 @@ EXPECTED = {
     "raises_relu": ("relu", Status.ERROR, ErrorType.TRACE),
     "syntax_error": ("relu", Status.ERROR, ErrorType.LOAD),
     "no_kernel_function": ("relu", Status.ERROR, ErrorType.LOAD),
-    "aborts_relu": ("relu", Status.ERROR, ErrorType.RUNTIME),
+    "aborts_relu": ("relu", Status.ERROR, ErrorType.CRASH),
     "pos_calls_reference_relu": ("relu", Status.PASS, None),
     "pos_softmax_rowwise": ("softmax", Status.PASS, None),
     "pos_matmul_strips": ("matmul", Status.PASS, None),

@@ -17,8 +17,11 @@
    hashed, published) keeps that declaration: saved again as UTF-8 and read back, it is
    another program (utf-7: `+AC0-` is `-`), with another hash and verdict.
 
-Each test states what should hold, as a strict xfail: it fails on the present code because the
-attack works.
+Each test states what should hold. They were strict xfails; all are closed (session 33): an
+exporter that died is a `crash` again, whoever ended it; the reward's cache no longer counts
+strikes across batches (findings 2 and 3) but judges a limit's failure again at the end of its
+batch, alone, on the same seeds, and holds only one that recurs there; `read_source` refuses a
+declared encoding other than UTF-8.
 """
 
 from __future__ import annotations
@@ -73,9 +76,6 @@ def _exported(monkeypatch, run):
 
 # -- 1. an ending the host causes, typed as the candidate's ---------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 1: an exporter that died "
-                   "before the candidate's first line (no tripwire layer) is typed 'exited', "
-                   "'the kernel's program ended it', a verdict the cache keeps")
 def test_an_exporter_that_died_before_any_candidate_code_ran_is_no_verdict_on_it(
     analysis, monkeypatch, reward_cache):  # pylint: disable=redefined-outer-name
   item, outcome = _exported(monkeypatch, _HostEnded(
@@ -93,9 +93,6 @@ def test_an_exporter_that_died_before_any_candidate_code_ran_is_no_verdict_on_it
       f"served {held and held[0].status}")
 
 
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 1: a signal the host sends "
-                   "(SIGTERM from systemd/Slurm/earlyoom, SIGXCPU from the supervisor's own "
-                   "RLIMIT_CPU) is typed 'exited', a verdict the cache keeps at once")
 @pytest.mark.parametrize("returncode", [-signal.SIGTERM, -signal.SIGXCPU],
                          ids=["sigterm", "sigxcpu"])
 def test_a_signal_the_host_sends_is_at_most_a_strike(
@@ -111,15 +108,16 @@ def test_a_signal_the_host_sends_is_at_most_a_strike(
 
 def _batch(cache, candidate, status, error_type=None):
   """One batch of the reward's cache for the honest text: the judge (stood in for) answers
-  `status`; returns the record paid and whether it was judged."""
+  `status` in the batch; judged again alone after it, the text passes (the neighbour that
+  starved it is gone). Returns the record paid and whether it was judged."""
   item, asked = _item(HONEST, FRESH, candidate), []
   starved = budgets.overrun(budgets.CORRECTNESS, 120.0)
 
   def measure(items):
     for it in items:
       asked.append(it.candidate)
-      record = _record(it, status)
-      if status is not Status.PASS:
+      record = _record(it, status if len(asked) == 1 else Status.PASS)
+      if record.status is not Status.PASS:
         record = dataclasses.replace(record, correct=False, reasons=(starved,),
                                      error_type=error_type)
       yield it, record, driver.empty_artifacts(it)
@@ -127,12 +125,10 @@ def _batch(cache, candidate, status, error_type=None):
   return record, bool(asked)
 
 
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 2: strikes never decay and "
-                   "a pass never answers them: an honest text starved twice, ten passes apart, "
-                   "is served its failure for good")
 def test_an_honest_text_that_passes_between_two_starved_batches_is_still_judged(reward_cache):
   cache = reward_cache
-  _batch(cache, "c-1", Status.REJECTED, ErrorType.TIMEOUT)  # a neighbour starved it
+  starved, _ = _batch(cache, "c-1", Status.REJECTED, ErrorType.TIMEOUT)  # a neighbour starved it
+  assert rw.reward_of(starved) > 0  # judged again alone, it passed: paid in that batch
   paid = [rw.reward_of(_batch(cache, f"c-{i}", Status.PASS)[0]) for i in range(2, 12)]
   assert all(p > 0 for p in paid)  # ten batches: judged, passed, paid
   _batch(cache, "c-12", Status.REJECTED, ErrorType.TIMEOUT)  # starved once more
@@ -142,13 +138,10 @@ def test_an_honest_text_that_passes_between_two_starved_batches_is_still_judged(
       f"({record.reasons}), paid {rw.reward_of(record)}")
 
 
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 2: each rank of a "
-                   "data-parallel trainer sharing the cache folder is a 'batch': one starved "
-                   "step holds an honest text for good")
-def test_one_starved_step_on_two_ranks_is_one_strike(tmp_path):
+def test_one_starved_step_on_two_ranks_holds_nothing(tmp_path):
   folder = tmp_path / "cache"  # the default folder is one per host, shared by every rank
-  rank_0, rank_1 = (verdicts.VerdictCache(folder, serve_fresh_passes=False, strikes=rw.STRIKES)
-                    for _ in range(2))
+  rank_0, rank_1 = (verdicts.VerdictCache(folder, serve_fresh_passes=False,
+                                          judge_limits_again=True) for _ in range(2))
   # One training step: the policy's favourite text in both ranks' shards; a neighbour's load
   # starves the exporters of that moment.
   _batch(rank_0, "c-1", Status.REJECTED, ErrorType.TIMEOUT)
@@ -158,41 +151,17 @@ def test_one_starved_step_on_two_ranks_is_one_strike(tmp_path):
       f"one starved step: judged {judged}, served {record.status}, paid {rw.reward_of(record)}")
 
 
-# -- 3. a strike lost between two drivers ----------------------------------------------------------
-
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 3: a strike is read, "
-                   "counted and written back without a lock; two drivers on one folder lose one")
-def test_two_drivers_striking_one_key_count_two(tmp_path, monkeypatch):
-  folder = tmp_path / "cache"
-  a, b = (verdicts.VerdictCache(folder, serve_fresh_passes=False, strikes=rw.STRIKES)
-          for _ in range(2))
-  item = _item("adv_cache_lottery_relu", FRESH, "c-1")
-  spun = dataclasses.replace(_record(item, Status.TIMEOUT), correct=False,
-                             error_type=ErrorType.TIMEOUT, reasons=("spun",))
-  write = verdicts.VerdictCache._write
-
-  def a_writes(self, path, entry):  # driver b's whole put lands between a's read and write
-    if self is a:
-      b.put(item, spun, driver.empty_artifacts(item))
-    write(self, path, entry)
-  monkeypatch.setattr(verdicts.VerdictCache, "_write", a_writes)
-  a.put(item, spun, driver.empty_artifacts(item))
-  key = verdicts.key_for(item, rf.ENV)
-  assert a.struck(key)[0] == 2 and a.lookup(item, rf.ENV) is not None, (
-      f"two unlucky batches, counted {a.struck(key)[0]}: the lottery text is judged again")
-
-
 # -- 4. the text read is not the text that reads back -----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 4: read_source keeps a "
-                   "non-UTF-8 coding declaration in the text it returns; saved and read again "
-                   "it is another program")
 def test_the_text_the_judge_reads_reads_back_as_itself(tmp_path):
-  judged, _ = kernels.read_source(CONTROLS / f"{UTF7}.py")
+  """Closed by refusing any declared encoding but UTF-8 (a UTF-8 text with its declaration
+  reads back as itself)."""
+  with pytest.raises(kernels.KernelLoadError, match="declares the utf-7 encoding"):
+    kernels.read_source(CONTROLS / f"{UTF7}.py")
+  source = "# -*- coding: utf-8 -*-\n# caf\u00e9\n" + kernels.kernel_path("gpu", "relu").read_text()
+  path = tmp_path / "utf8_relu.py"
+  path.write_text(source, encoding="utf-8")
+  judged, _ = kernels.read_source(path)
   saved = tmp_path / "published_relu.py"  # the published text, saved as a kernel file
   saved.write_text(judged, encoding="utf-8")
-  again, _ = kernels.read_source(saved)
-  assert again == judged, (
-      f"{kernels.sha256(judged)[:12]} read back as {kernels.sha256(again)[:12]}: "
-      f"{[l for l in judged.splitlines() if 'AC0-' in l]} became "
-      f"{[l for l in again.splitlines() if 'jnp.maximum' in l]}")
+  assert judged == source and kernels.read_source(saved)[0] == judged

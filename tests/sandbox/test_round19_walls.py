@@ -1,8 +1,9 @@
 """Red team round 19, finding 1, through the real sandbox (docs/red-team/round19.md).
 
 The host's own limits end an honest exporter before any candidate code runs, and
-`driver.export` types that ending `exited` ("the kernel's program ended it"): an `error` that
-the reward's cache stores as the text's verdict. Here the host's RLIMIT_NPROC hard limit (a
+`driver.export` typed that ending `exited` ("the kernel's program ended it"): an `error` that
+the reward's cache stored as the text's verdict. Closed (session 33): every death of the
+exporter is a `crash`, judged again alone by the reward's cache. Here the host's RLIMIT_NPROC hard limit (a
 `ulimit -u`, limits.conf's nproc; a container's pids.max fails thread creation the same way)
 is low: `walls.own_tasks` keeps a limit under the hard one, XLA:CPU's client cannot start its
 threads in `jax.devices()`, and the exporter aborts before the tripwire is armed.
@@ -47,17 +48,13 @@ def _host_task_limit(tasks: int):
 
 @pytest.mark.skipif(not (ROOT and LINUX), reason="the child leaves root for user nobody, whom "
                     "RLIMIT_NPROC binds (a root child ignores it)")
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 1: an honest exporter the "
-                   "host's task limit aborts in its own start-up (no candidate code ran) is "
-                   "typed 'exited', a verdict on the text")
 def test_an_honest_exporter_the_host_s_task_limit_aborted_is_no_verdict():
   run = subprocess.run([sys.executable, "-c", _EXPORT], cwd=REPO, capture_output=True,
                        text=True, timeout=300, preexec_fn=_host_task_limit(3), check=False)
   assert run.returncode == 0, run.stderr[-2000:]
   outcome = json.loads(run.stdout.strip().splitlines()[-1])
-  assert "tripwire" not in outcome["layers"], outcome  # died before the candidate's first line
-  assert outcome["failure"] not in ("exited", None), (
-      f"{outcome['failure']}: {outcome['message']!r}")
+  # It dies in jax's start-up, before or just after the tripwire is armed (both were seen).
+  assert outcome["failure"] == "crash", f"{outcome['failure']}: {outcome['message']!r}"
 
 
 _EXPORT_CONTROL = """
@@ -74,15 +71,14 @@ print(json.dumps({"failure": out.failure, "message": out.message, "layers": list
 
 
 @pytest.mark.skipif(not LINUX, reason="the walls are Linux x86_64 and aarch64 only")
-@pytest.mark.xfail(strict=True, reason="red team round 19, finding 5: signal.raise_signal "
-                   "(no audit event; seccomp allows a process to signal itself) sends the "
-                   "exporter SIGKILL, the one ending still typed a kill from outside (crash)")
-def test_a_kernel_cannot_send_its_own_exporter_the_outside_s_signal():
+def test_a_kernel_that_sends_its_own_exporter_sigkill_gets_a_crash_like_any_death():
+  """A signal says nothing of who sent it, either way (round 19): every death of the exporter
+  is a `crash`, no verdict; the reward's cache judges it again alone and holds it where it
+  recurs (tests/judge/test_cache_self_chosen.py)."""
   run = subprocess.run([sys.executable, "-c", _EXPORT_CONTROL,
                         "tests/controls/adv_r19_self_sigkill_relu.py"], cwd=REPO,
                        capture_output=True, text=True, timeout=300, check=False)
   assert run.returncode == 0, run.stderr[-2000:]
   outcome = json.loads(run.stdout.strip().splitlines()[-1])
   assert "tripwire" in outcome["layers"], outcome  # the candidate's code ran, armed
-  assert outcome["failure"] in ("exited", "violation"), (
-      f"{outcome['failure']}: {outcome['message']!r}")
+  assert outcome["failure"] == "crash", f"{outcome['failure']}: {outcome['message']!r}"

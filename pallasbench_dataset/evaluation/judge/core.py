@@ -231,7 +231,6 @@ def _export_failure(export: ExportOutcome) -> Failure | None:
       "violation": (Status.REJECTED, None),
       "memory": (Status.ERROR, ErrorType.OUT_OF_MEMORY),
       "crash": (Status.ERROR, ErrorType.CRASH),
-      "exited": (Status.ERROR, ErrorType.RUNTIME),  # the candidate's program ended it
       "malformed": (Status.REJECTED, None),
       "unavailable": (Status.ERROR, ErrorType.HARNESS)}[export.failure]
   return Failure(status, error_type, export.message or export.failure)

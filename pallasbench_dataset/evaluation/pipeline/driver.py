@@ -10,7 +10,6 @@ one after another.
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -102,14 +101,12 @@ def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcom
       outcome.update(failure="memory", message=f"the exporter's memory exceeded "
                      f"{limits.memory_bytes / 2**30:.1f} GiB; it was killed")
     elif run.returncode != 0:
-      # Ended by itself (an exit code, or a signal it raised itself): the candidate's program,
-      # which runs in it, chose that ending, a verdict on the text (red team round 18). Only a
-      # SIGKILL, which the supervisor did not send here, may have come from outside.
+      # Whoever ended it, the candidate's program or the host (a signal from outside, a limit
+      # that aborted its start-up: red team round 19), it is no verdict on the text; a reward's
+      # verdict cache judges it again alone and holds an ending that recurs (`verdicts`).
       tail = run.stderr.strip().splitlines()[-1:] or ["no error output"]
-      by_itself = run.returncode != -signal.SIGKILL
-      outcome.update(failure="exited" if by_itself else "crash",
-                     message=f"{death_message(run.returncode, 'the exporter')} ({tail[0][:300]})"
-                     + (": the kernel's program ended it" if by_itself else ""))
+      outcome.update(failure="crash",
+                     message=f"{death_message(run.returncode, 'the exporter')} ({tail[0][:300]})")
     else:
       try:
         if run.result_cut:

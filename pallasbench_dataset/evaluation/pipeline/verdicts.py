@@ -10,8 +10,8 @@ limit or budget, memory exhausted, the analysis helper killed or aborted). Those
 candidate of the same batch controls (red team round 14: an exporter keeping every core busy
 starves its neighbours into timeouts), and on limits the key does not hold; stored, they would
 pay an honest source 0 in every later batch, a gain for the griefer under GRPO. Such an item
-is judged again when it comes again (until it recurs: `strikes`, below): a slow kernel costs
-its own judge time, never a verdict.
+is judged again when it comes again (the reward's cache first judges it again alone: below):
+a slow kernel costs its own judge time, never a verdict.
 
 A cached verdict pays its source again without new evidence, so the cache is part of the judge.
 The judge's code is in the key (`judge_code`: a digest of every file of this package and of the
@@ -30,16 +30,16 @@ fixed seeds, and judges a fresh-seed pass again (its copies in one run still sha
 measurement), so a lucky evaluation is paid once, not for every repeat of its text. A
 population run keeps the default: a resubmitted population costs nothing but what changed.
 
-The same cache holds a load-decided failure that recurs (`strikes=`, the reward's 2). A kernel
-can end its own unlucky draws that way: one that spins in a device loop when its fast path
-would be wrong runs into a stage's budget or the judge's limit instead of answering
-`incorrect` (red team round 17), or kills its own exporter with SIGKILL (a `crash`), and
-judged again in every batch it would be paid on each lucky draw. So each load-decided failure
-is counted under its key (`<digest>.strikes.json`, one per batch: a batch measures a key
-once), and a key that has ended that way in `strikes` batches is served its last such record
-as its verdict, whatever passes came between. An honest source a neighbour starved once is
-still judged again; to make its failure stick, a griefer must starve the same text in as many
-separate batches.
+The reward's cache (`judge_limits_again`) also holds a load-decided failure that recurs. A
+kernel can end its own unlucky draws that way: one that spins in a device loop when its fast
+path would be wrong runs into a stage's budget or the judge's limit instead of answering
+`incorrect` (red team round 17), or kills its own exporter (rounds 18 and 19), and judged
+again in every batch it would be paid on each lucky draw. So such an item is judged once more
+at the end of its batch, alone and on the same seeds where its record has them (`evaluate`),
+and a failure of that kind again is stored `held`: served for good. A neighbour starved an
+honest source in the batch, not when it ran alone; the host's own rare starvation would have
+to strike both runs. Nothing is counted across batches, so nothing depends on how many
+trainers share the folder.
 
 Only the driver writes the folder: the exporter, the one process that runs candidate code,
 may write nothing outside its sandbox's scratch folder, and the judge and compilers hand
@@ -184,12 +184,10 @@ class VerdictCache:
   """One folder of verdicts: `<folder>/<digest[:2]>/<digest>.json`."""
 
   def __init__(self, folder: pathlib.Path, *, serve_fresh_passes: bool = True,
-               strikes: int | None = None):
-    if strikes is not None and strikes < 1:
-      raise ValueError(f"strikes must be a positive count or None, not {strikes}")
+               judge_limits_again: bool = False):
     self.folder = pathlib.Path(folder)
     self.serve_fresh_passes = serve_fresh_passes
-    self.strikes = strikes
+    self.judge_limits_again = judge_limits_again
 
   def serves(self, record: EvalRecord, item: WorkItem) -> bool:
     """Whether `evaluate` may reuse the stored `record` for `item`: always, but for a pass on
@@ -198,12 +196,13 @@ class VerdictCache:
     return not load_decided(record) and (
         self.serve_fresh_passes or record.status is not Status.PASS or bool(item.options.seeds))
 
-  def _path(self, key: VerdictKey, kind: str = "") -> pathlib.Path:
+  def _path(self, key: VerdictKey) -> pathlib.Path:
     digest = key.digest()
-    return self.folder / digest[:2] / f"{digest}{kind}.json"
+    return self.folder / digest[:2] / f"{digest}.json"
 
-  def _read(self, path: pathlib.Path, key: VerdictKey) -> dict | None:
-    """The entry at `path` if it holds `key` (None: absent, judged by other code, unusable)."""
+  def _read(self, key: VerdictKey) -> dict | None:
+    """The entry stored under `key` (None: absent, judged by other code, unusable)."""
+    path = self._path(key)
     try:
       data = json.loads(path.read_text())
       stored = data.get("key")
@@ -224,45 +223,31 @@ class VerdictCache:
       return None
 
   def get(self, key: VerdictKey) -> Outcome | None:
-    """The verdict stored under `key`."""
-    entry = self._read(self._path(key), key)
+    """The record and artifacts stored under `key`."""
+    entry = self._read(key)
     return None if entry is None else entry["outcome"]
-
-  def struck(self, key: VerdictKey) -> tuple[int, Outcome | None]:
-    """How many batches ended `key` by a limit (`load_decided`), and the last such outcome."""
-    entry = self._read(self._path(key, ".strikes"), key)
-    if entry is None or type(entry.get("count")) is not int or entry["count"] < 1:
-      return 0, None
-    return entry["count"], entry["outcome"]
 
   def lookup(self, item: WorkItem, environment: Environment) -> Outcome | None:
     """What the cache serves for `item` on a judge in `environment`: its stored verdict where
-    `serves` allows it, else the last load-decided failure of a key struck `strikes` times."""
-    key = key_for(item, environment)
-    hit = self.get(key)
-    if hit is not None and self.serves(hit[0], item):
-      return hit
-    if self.strikes is not None:
-      count, last = self.struck(key)
-      if count >= self.strikes:
-        return last
+    `serves` allows it, or a limit's failure that recurred when judged again alone (`held`)."""
+    entry = self._read(key_for(item, environment))
+    if entry is None:
+      return None
+    if entry.get("held") is True or self.serves(entry["outcome"][0], item):
+      return entry["outcome"]
     return None
 
-  def put(self, item: WorkItem, record: EvalRecord, artifacts: Artifacts) -> None:
-    """Stores a verdict under the key its record was measured with. One the load may have
-    decided (a killed process, a `crash`, included) is counted as a strike where the cache
-    counts them, never stored as a verdict; a harness error, or a record whose judge never
-    reported its machine, is neither."""
-    if record.environment.hardware == "unknown" or not (
-        has_verdict(record) or load_decided(record)):
+  def put(self, item: WorkItem, record: EvalRecord, artifacts: Artifacts, *,
+          held: bool = False) -> None:
+    """Stores a verdict under the key its record was measured with (a record that is no
+    verdict, that the load may have decided, or whose judge never reported its machine, is not
+    stored), or, `held`, a limit's failure that recurred alone (`evaluate`), served as one."""
+    if record.environment.hardware == "unknown" or (
+        load_decided(record) is not held or not (held or has_verdict(record))):
       return
     key = key_of(item, record)
-    entry = {"key": key.fields(), "record": to_json_dict(record),
-             "artifacts": to_json_dict(artifacts)}
-    if not load_decided(record):
-      self._write(self._path(key), entry)
-    elif self.strikes is not None:
-      self._write(self._path(key, ".strikes"), {**entry, "count": self.struck(key)[0] + 1})
+    self._write(self._path(key), {"key": key.fields(), "record": to_json_dict(record),
+                                  "artifacts": to_json_dict(artifacts), "held": held})
 
   def _write(self, path: pathlib.Path, entry: dict) -> None:
     """Writes `entry` beside `path` and renames it there (never half a file)."""
@@ -290,6 +275,14 @@ def _twins(item: WorkItem) -> tuple[str, ...]:
   return (item.kernel_sha256, item.task, str(item.size), item.precision, _options(item.options))
 
 
+def _same_draw(item: WorkItem, first: EvalRecord) -> WorkItem:
+  """`item` again on the seeds `first` drew, where its record has them (a judge that reached
+  its correctness runs wrote them; one its time limit killed before it answered did not)."""
+  if item.options.seeds or not first.seeds:
+    return item
+  return dataclasses.replace(item, options=dataclasses.replace(item.options, seeds=first.seeds))
+
+
 def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Environment | None,
              measure: Callable[[list[WorkItem]], Iterable[Measured]]) -> Iterator[Outcome]:
   """Each item's record and artifacts: from the cache when it holds the item's verdict on a
@@ -297,7 +290,15 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
   from `measure`, once for items of the same source, task, size, precision and options (the
   others get its outcome, marked cached). Cached outcomes come first, then each measured one
   as it arrives, stored in the cache. A hit the cache does not serve (`VerdictCache.lookup`)
-  is measured again and replaced."""
+  is measured again and replaced.
+
+  Where the cache judges limits again (`judge_limits_again`, the reward's), an item whose
+  record the load may have decided is measured once more after the others, alone, on the
+  same seeds where its record has them: that outcome is the item's, and one the load may
+  have decided again is stored `held`, served for good. A neighbour that starved an honest
+  source in the batch is not beside it then, and a kernel that ends its own unlucky draws by
+  a limit (spinning until a budget ends it, killing its own process: red team rounds 17 to
+  19) ends the same draw the same way."""
   waiting: dict[tuple[str, ...], list[WorkItem]] = {}
   for item in items:
     hit = None if environment is None else cache.lookup(item, environment)
@@ -305,8 +306,22 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
       yield reuse(hit, item)
     else:
       waiting.setdefault(_twins(item), []).append(item)
+  again: list[tuple[WorkItem, EvalRecord]] = []
   for item, record, artifacts in measure([group[0] for group in waiting.values()]):
+    if cache.judge_limits_again and load_decided(record):
+      again.append((item, record))
+      continue
     cache.put(item, record, artifacts)
-    yield record, artifacts
-    for twin in waiting[_twins(item)][1:]:
-      yield reuse((record, artifacts), twin)
+    yield from _with_twins(waiting[_twins(item)], record, artifacts)
+  for item, first in again:
+    for _, record, artifacts in measure([_same_draw(item, first)]):
+      cache.put(item, record, artifacts, held=load_decided(record))
+      yield from _with_twins(waiting[_twins(item)], record, artifacts)
+
+
+def _with_twins(group: list[WorkItem], record: EvalRecord, artifacts: Artifacts
+                ) -> Iterator[Outcome]:
+  """The measured outcome of `group[0]`, then the same for each of its twins, marked cached."""
+  yield record, artifacts
+  for twin in group[1:]:
+    yield reuse((record, artifacts), twin)
