@@ -119,7 +119,9 @@ def test_a_lottery_kernel_cannot_keep_its_failures_out_of_the_cache(reward_cache
   cache = reward_cache
   runs = Runs(first, again)  # an unlucky draw: the kernel spins (or dies) on it, and again
   (record,) = _batch(cache, ["c-1"], runs)
-  assert runs.calls == [[("c-1", ())], [("c-1", (7, 8))]], "judged again alone, same seeds"
+  [[(first, drawn)], again_alone] = runs.calls
+  assert first == "c-1" and len(drawn) == FRESH.num_seeds  # the driver drew the seeds
+  assert again_alone == [("c-1", drawn)], "judged again alone, on the same seeds"
   assert verdicts.load_decided(record) and rw.reward_of(record) == 0.0
   lucky = Runs("pass")  # batch 2: a lucky draw would pay; the text is held
   (record,) = _batch(cache, ["c-2"], lucky)
@@ -133,12 +135,13 @@ def test_a_source_a_neighbour_starved_is_judged_again_alone_and_paid(reward_cach
   cache = reward_cache
   runs = Runs("budget", "pass")
   records = _batch(cache, ["c-1", "c-2"], runs, "adv_pos_eager_setup_relu")
-  assert runs.calls == [[("c-1", ())], [("c-1", (7, 8))]]
+  [[(first, drawn)], again_alone] = runs.calls
+  assert first == "c-1" and again_alone == [("c-1", drawn)]
   assert [(r.status, r.cached) for r in records] == [(Status.PASS, False), (Status.PASS, True)]
   assert all(rw.reward_of(r) > 0 for r in records)
   later = Runs("pass")
   (record,) = _batch(cache, ["c-3"], later, "adv_pos_eager_setup_relu")
-  assert later.calls == [[("c-3", ())]] and rw.reward_of(record) > 0
+  assert [c for c, _ in later.calls[0]] == ["c-3"] and rw.reward_of(record) > 0
 
 
 def test_what_a_source_answers_alone_is_its_verdict(reward_cache):
@@ -154,8 +157,8 @@ def test_what_a_source_answers_alone_is_its_verdict(reward_cache):
 
 def test_each_source_is_judged_again_alone_after_the_batch(reward_cache):
   """Two starved sources of one batch are judged again one at a time, after every first
-  measurement of the batch (no source of it beside them); a judge killed before it wrote its
-  seeds is judged again on fresh ones."""
+  measurement of the batch (no source of it beside them), each on the seeds the driver drew
+  for it, also where its judge was killed before it wrote them."""
   cache = reward_cache
   items = [_item("adv_cache_lottery_relu", FRESH, "c-1"),
            _item("adv_pos_eager_setup_relu", FRESH, "c-2")]
@@ -173,7 +176,9 @@ def test_each_source_is_judged_again_alone_after_the_batch(reward_cache):
       yield it, record, driver.empty_artifacts(it)
   calls, seen = [], []
   records = [r for r, _ in verdicts.evaluate(items, cache, rf.ENV, measure)]
-  assert calls == [["c-1", "c-2"], ["c-1"], ["c-2"]] and seen == [()] * 4
+  assert calls == [["c-1", "c-2"], ["c-1"], ["c-2"]]
+  assert seen[2:] == seen[:2] and all(len(s) == FRESH.num_seeds for s in seen)
+  assert seen[0] != seen[1]  # a draw per source
   assert [r.status for r in records] == [Status.PASS, Status.PASS]
 
 
@@ -181,5 +186,5 @@ def test_a_population_run_never_judges_again_in_its_batch(tmp_path):
   cache = verdicts.VerdictCache(tmp_path)  # a population run's: no judge_limits_again
   runs = Runs("budget")
   (record,) = _batch(cache, ["c-1"], runs)
-  assert len(runs.calls) == 1 and verdicts.load_decided(record)
+  assert runs.calls == [[("c-1", ())]] and verdicts.load_decided(record)  # the judge draws
   assert cache.lookup(_item("adv_cache_lottery_relu", FRESH, "c-2"), rf.ENV) is None

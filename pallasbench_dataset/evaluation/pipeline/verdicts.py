@@ -35,7 +35,7 @@ kernel can end its own unlucky draws that way: one that spins in a device loop w
 path would be wrong runs into a stage's budget or the judge's limit instead of answering
 `incorrect` (red team round 17), or kills its own exporter (rounds 18 and 19), and judged
 again in every batch it would be paid on each lucky draw. So such an item is judged once more
-at the end of its batch, alone and on the same seeds where its record has them (`evaluate`),
+at the end of its batch, alone and on the same seeds, which the driver drew (`evaluate`),
 and a failure of that kind again is stored `held`: served for good. A neighbour starved an
 honest source in the batch, not when it ran alone; the host's own rare starvation would have
 to strike both runs. Nothing is counted across batches, so nothing depends on how many
@@ -57,6 +57,7 @@ import json
 import logging
 import os
 import pathlib
+import secrets
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
@@ -275,12 +276,14 @@ def _twins(item: WorkItem) -> tuple[str, ...]:
   return (item.kernel_sha256, item.task, str(item.size), item.precision, _options(item.options))
 
 
-def _same_draw(item: WorkItem, first: EvalRecord) -> WorkItem:
-  """`item` again on the seeds `first` drew, where its record has them (a judge that reached
-  its correctness runs wrote them; one its time limit killed before it answered did not)."""
-  if item.options.seeds or not first.seeds:
+def _drawn(item: WorkItem) -> WorkItem:
+  """`item` on seeds drawn here, as the judge would draw them (`secrets`), where it has none:
+  the driver knows the draw, also of an evaluation its time limit killed before it answered,
+  and can judge the same draw again. Like the judge's own draw, it never reaches the exporter."""
+  if item.options.seeds:
     return item
-  return dataclasses.replace(item, options=dataclasses.replace(item.options, seeds=first.seeds))
+  seeds = tuple(secrets.randbelow(2**31) for _ in range(item.options.num_seeds))
+  return dataclasses.replace(item, options=dataclasses.replace(item.options, seeds=seeds))
 
 
 def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Environment | None,
@@ -292,9 +295,9 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
   as it arrives, stored in the cache. A hit the cache does not serve (`VerdictCache.lookup`)
   is measured again and replaced.
 
-  Where the cache judges limits again (`judge_limits_again`, the reward's), an item whose
-  record the load may have decided is measured once more after the others, alone, on the
-  same seeds where its record has them: that outcome is the item's, and one the load may
+  Where the cache judges limits again (`judge_limits_again`, the reward's), each source is
+  measured on seeds drawn here (`_drawn`), and one whose record the load may have decided is
+  measured once more after the others, alone, on the same seeds: that outcome is the item's, and one the load may
   have decided again is stored `held`, served for good. A neighbour that starved an honest
   source in the batch is not beside it then, and a kernel that ends its own unlucky draws by
   a limit (spinning until a budget ends it, killing its own process: red team rounds 17 to
@@ -306,17 +309,23 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
       yield reuse(hit, item)
     else:
       waiting.setdefault(_twins(item), []).append(item)
-  again: list[tuple[WorkItem, EvalRecord]] = []
-  for item, record, artifacts in measure([group[0] for group in waiting.values()]):
+  # Where limits are judged again, each source is measured on a draw the driver made.
+  sources = [_drawn(group[0]) if cache.judge_limits_again else group[0]
+             for group in waiting.values()]
+  groups = {_twins(source): group for source, group in zip(sources, waiting.values())}
+  again: list[WorkItem] = []
+  for measured, record, artifacts in measure(sources):
+    group = groups[_twins(measured)]
     if cache.judge_limits_again and load_decided(record):
-      again.append((item, record))
+      again.append(measured)
       continue
-    cache.put(item, record, artifacts)
-    yield from _with_twins(waiting[_twins(item)], record, artifacts)
-  for item, first in again:
-    for _, record, artifacts in measure([_same_draw(item, first)]):
-      cache.put(item, record, artifacts, held=load_decided(record))
-      yield from _with_twins(waiting[_twins(item)], record, artifacts)
+    cache.put(group[0], record, artifacts)
+    yield from _with_twins(group, record, artifacts)
+  for measured in again:  # alone, on the same draw
+    group = groups[_twins(measured)]
+    for _, record, artifacts in measure([measured]):
+      cache.put(group[0], record, artifacts, held=load_decided(record))
+      yield from _with_twins(group, record, artifacts)
 
 
 def _with_twins(group: list[WorkItem], record: EvalRecord, artifacts: Artifacts
