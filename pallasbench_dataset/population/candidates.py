@@ -132,8 +132,8 @@ def _read_jsonl(path: pathlib.Path) -> list[Candidate]:
 
 
 def _kernel_text(path: pathlib.Path) -> str:
-  """A candidate file's text as Python reads it (`kernels.read_source`: its coding line, no
-  byte order mark)."""
+  """A candidate file's text as the judge reads it (`kernels.read_source`: UTF-8, no byte
+  order mark)."""
   try:
     return read_source(path)[0]
   except KernelLoadError as e:

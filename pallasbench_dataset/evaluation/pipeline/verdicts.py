@@ -297,8 +297,8 @@ def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Enviro
 
   Where the cache judges limits again (`judge_limits_again`, the reward's), each source is
   measured on seeds drawn here (`_drawn`), and one whose record the load may have decided is
-  measured once more after the others, alone, on the same seeds: that outcome is the item's, and one the load may
-  have decided again is stored `held`, served for good. A neighbour that starved an honest
+  measured once more after the others, alone, on the same seeds: that outcome is the item's,
+  and one the load may have decided again is stored `held`, served for good. A neighbour that starved an honest
   source in the batch is not beside it then, and a kernel that ends its own unlucky draws by
   a limit (spinning until a budget ends it, killing its own process: red team rounds 17 to
   19) ends the same draw the same way."""
