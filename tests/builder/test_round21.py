@@ -175,3 +175,22 @@ def test_a_record_that_says_pass_and_not_allclose_is_refused(trees, tmp_path):
                                                      "262144 elements off",))
   with pytest.raises(BuildError):
     bc.read_population(_population_run(tmp_path / "pop", trees, [c], [edited]))
+
+
+# -- 6. one candidate's kind aborts the build ---------------------------------------------------
+
+MATHTEXT_KIND = r"$\undefinedmacro$"  # any text with two unescaped dollar signs is mathtext
+
+
+@pytest.mark.xfail(strict=True, reason="round 21 finding 6: plots.candidates_png draws each kind "
+                   "as a matplotlib tick label, parsed as mathtext: a ValueError aborts the build")
+def test_one_candidate_s_kind_does_not_abort_the_build(trees, tmp_path):
+  records = rf.standard_records(trees)
+  run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))
+  honest = Candidate(id="relu/honest", task="relu", source="# honest\n", kind="tuning")
+  odd = Candidate(id="relu/odd", task="relu", source="# odd\n", kind=MATHTEXT_KIND)
+  pop = _population_run(tmp_path / "pop", trees, [honest, odd])
+  summary = build.build_dataset([run], tmp_path / "out", kernel_trees=trees, candidate_runs=[pop],
+                                repo_id="o/pb")
+  table = pq.read_table(summary.out_dir / "candidates" / "train-00000-of-00001.parquet")
+  assert [r["kind"] for r in table.to_pylist()] == ["tuning", MATHTEXT_KIND]
