@@ -152,3 +152,85 @@ def _encodes(text: str) -> bool:
   except UnicodeEncodeError:
     return False
   return True
+
+
+# -- finding 8: two callers of one shared scheduler get each other's verdicts -------------------
+
+def _export_stand_in(item, settings):  # pylint: disable=unused-argument
+  import time  # pylint: disable=import-outside-toplevel
+  time.sleep(1.5)  # both ranks' exports are in flight at once, as in one trainer step
+  return {"source": item.source}
+
+
+def _compile_stand_in(item, exported, settings):  # pylint: disable=unused-argument
+  return exported
+
+
+def _judge_stand_in(item, exported, notes, settings):  # pylint: disable=unused-argument
+  """The judge of what was exported: right if its source says so, else incorrect."""
+  from pallasbench_dataset.kernels import sha256  # pylint: disable=import-outside-toplevel
+  source = exported["source"]
+  if "# right" in source:
+    record = rf.record(None, item.task, item.variant, item.size, kernel_sha256=sha256(source),
+                       device="cpu", comparable=False)
+  else:
+    record = dataclasses.replace(
+        rf.record(None, item.task, item.variant, item.size, kernel_sha256=sha256(source),
+                  device="cpu", comparable=False, status=Status.INCORRECT, correct=False,
+                  runtime_ms=None, baseline_ms=None), reasons=("seed 1: not allclose",))
+  record = dataclasses.replace(record, candidate=item.candidate, seeds=item.options.seeds)
+  return record, rf.artifacts_for([record])[0]
+
+
+def _environment_stand_in(settings):  # pylint: disable=unused-argument
+  return rf.ENV
+
+
+@pytest.mark.xfail(strict=True, reason="round 21 finding 8: Dask stage keys name (task, variant, "
+                   "size, candidate id) only; on a shared scheduler a second caller's submit of "
+                   "the same key is served the first caller's export, compile and verdict")
+def test_two_ranks_on_one_shared_scheduler_are_judged_on_their_own_texts(tmp_path, monkeypatch):
+  """Two data-parallel ranks, each with its KernelReward on the shared judging cluster the
+  reward documents (`scheduler=`) and one verdict cache folder, score one completion each for
+  the same task in the same step: rank 0 a right kernel, rank 1 a wrong one. Both items are
+  `completion-00000` of relu at small, so their stages have the same Dask keys
+  (`export-relu-candidate-small-completion-00000`, ...). Dask answers a key it holds with the
+  task it holds (measured: a second client's submit of a held key, another function and
+  argument, gets the first's result), and the driver never checks that the record it gets is
+  of its own item's source. One rank is paid the other's verdict, and the cache stores it
+  under that rank's own text."""
+  import threading  # pylint: disable=import-outside-toplevel
+  import distributed  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset import reward as rw  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.judge.core import EvalOptions  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.evaluation.pipeline import stages  # pylint: disable=import-outside-toplevel
+  from pallasbench_dataset.kernels import sha256  # pylint: disable=import-outside-toplevel
+  for name, stand_in in (("export_stage", _export_stand_in), ("compile_stage", _compile_stand_in),
+                         ("judge_stage", _judge_stand_in),
+                         ("judge_environment", _environment_stand_in)):
+    monkeypatch.setattr(stages, name, stand_in)
+  texts = {0: "# right\ndef kernel(x): return x\n", 1: "# wrong\ndef kernel(x): return -x\n"}
+  got: dict[int, object] = {}
+  with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=8,
+                                resources={stages.CPU_RESOURCE: 4, stages.GPU_RESOURCE: 2},
+                                dashboard_address="127.0.0.1:0",
+                                worker_dashboard_address="127.0.0.1:0") as shared:
+    def rank(n: int) -> None:
+      with rw.KernelReward(device="cpu", size="small", scheduler=shared.scheduler_address,
+                           cache_dir=tmp_path / "cache", options=EvalOptions(num_seeds=1)) as r:
+        r(completions=[f"```python\n{texts[n]}```"], task="relu")
+        got[n] = r.last_feedback[0]
+    threads = [threading.Thread(target=rank, args=(n,)) for n in (0, 1)]
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join(60)
+  assert set(got) == {0, 1}, "a rank did not finish"
+  seen = {n: (f.kernel_sha256 == sha256(texts[n]), f.status, f.reward) for n, f in got.items()}
+  import json  # pylint: disable=import-outside-toplevel
+  stored = [json.loads(f.read_text()) for f in (tmp_path / "cache").rglob("*.json")]
+  mixed = [(e["key"]["kernel_sha256"][:8], e["record"]["kernel_sha256"][:8],
+            e["record"]["status"]) for e in stored
+           if e["key"]["kernel_sha256"] != e["record"]["kernel_sha256"]]
+  assert seen[0][:2] == (True, "pass") and seen[1][:2] == (True, "incorrect"), (seen, mixed)
+  assert not mixed, mixed  # a text's cache entry holds the verdict on another text
