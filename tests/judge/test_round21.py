@@ -158,7 +158,7 @@ def _encodes(text: str) -> bool:
 
 def _export_stand_in(item, settings):  # pylint: disable=unused-argument
   import time  # pylint: disable=import-outside-toplevel
-  time.sleep(1.5)  # both ranks' exports are in flight at once, as in one trainer step
+  time.sleep(3.0)  # both ranks' exports are in flight at once, as in one trainer step
   return {"source": item.source}
 
 
