@@ -1,5 +1,12 @@
-"""Red team round 21, finding 5: what the operator's terminal shows is the candidate's to draw
-(docs/red-team/round21.md).
+"""Red team round 21: the pipeline around a verdict (docs/red-team/round21.md).
+
+- Finding 8 (high): on one shared Dask scheduler (`KernelReward(scheduler=...)`, the ranks of a
+  data-parallel trainer), two callers' items of one task and candidate id share their stages'
+  keys, and the second is served the first's export, compile and verdict, stored in the
+  verdict cache under its own text.
+- Finding 7: a candidate id (or folder file name) that is not text stops a whole population
+  run with no record; a source that is not text stops it unnamed.
+- Finding 5, below: what the operator's terminal shows is the candidate's to draw.
 
 `evaluate.summary_text`, which `python -m pallasbench_dataset.evaluate` prints (and
 ShinkaEvolve's job log, `evolve.shinka_adapter.main`), holds the kernel's printed output
@@ -17,18 +24,30 @@ record is `incorrect` (exit status 1), and the pane then shows only
 
 with the pane's title "relu: pass" and no "incorrect" anywhere in its scrollback.
 
-The test states what should hold: the summary is inert text (no control character but the
+The tests state what should hold: the summary is inert text (no control character but the
 line feed), whatever the kernel printed or raised. A strict xfail until fixed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
+import time
 
+import distributed
+import msgpack
 import pytest
 
-from pallasbench_dataset.evaluate import summary_text
-from pallasbench_dataset.schema import ErrorType, Status
+from pallasbench_dataset import reward as rw
+from pallasbench_dataset.evaluate import CPU_OPTIONS, summary_text
+from pallasbench_dataset.evaluation.judge.core import EvalOptions
+from pallasbench_dataset.evaluation.pipeline import report, stages, suite
+from pallasbench_dataset.kernels import sha256
+from pallasbench_dataset.population.candidates import PopulationError, read_candidates
+from pallasbench_dataset.population.run import work_items
+from pallasbench_dataset.schema import (
+    ErrorType, EvalRecord, Status, from_json_dict, to_json_dict)
 
 from tests import runfixtures as rf
 
@@ -77,7 +96,6 @@ def test_the_run_report_shows_a_failure_s_reason_inert():
   """`python -m pallasbench_dataset.evaluation.pipeline.report RUN` prints, under each row that
   did not pass, the first line of its first reason (150 characters): a candidate's exception
   message moves the cursor up and rewrites the row above it as `pass`."""
-  from pallasbench_dataset.evaluation.pipeline import report  # pylint: disable=import-outside-toplevel
   reason = f"importing relu.py raised ValueError: {ESC}[1A{ESC}[60G{ESC}[0Kpass"
   record = dataclasses.replace(_incorrect(), status=Status.ERROR, error_type=ErrorType.LOAD,
                                error=reason, reasons=(reason,))
@@ -88,7 +106,6 @@ def test_the_run_report_shows_a_failure_s_reason_inert():
 # -- finding 7: one candidate's id stops the population run ------------------------------------
 
 def _population_file(tmp_path, **candidate):
-  import json  # pylint: disable=import-outside-toplevel
   path = tmp_path / "pop.jsonl"
   plain = {"task": "relu", "id": "relu/plain", "source": "def kernel(x): ...\n"}
   path.write_text(json.dumps(plain) + "\n" + json.dumps({**plain, **candidate}) + "\n")
@@ -119,13 +136,6 @@ def test_a_candidate_s_name_or_text_is_refused_at_the_door_or_judged(tmp_path, f
   encode character", no file or line named). What should hold: `read_candidates` refuses the
   candidate naming its line or file (PopulationError), or every candidate it returns can be
   scheduled (its stage keys encode as Dask sends them), hashed, and recorded under its own id."""
-  import msgpack  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluate import CPU_OPTIONS  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation.pipeline import suite  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.population.candidates import (  # pylint: disable=import-outside-toplevel
-      PopulationError, read_candidates)
-  from pallasbench_dataset.population.run import work_items  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.schema import EvalRecord, from_json_dict, to_json_dict  # pylint: disable=import-outside-toplevel
   path = {"jsonl_id": lambda: _population_file(tmp_path, id="relu/odd-\ud800"),
           "jsonl_source": lambda: _population_file(tmp_path, id="relu/odd",
                                                    source="def kernel(x): ...  # \ud800\n"),
@@ -141,7 +151,8 @@ def test_a_candidate_s_name_or_text_is_refused_at_the_door_or_judged(tmp_path, f
             if not _encodes(getattr(c, field))]
   assert not untext, untext
   for item in work_items(candidates, "small", CPU_OPTIONS):
-    msgpack.packb(f"export-{suite._slug(item)}", use_bin_type=True)  # pylint: disable=protected-access
+    slug = suite._slug(item)  # pylint: disable=protected-access
+    msgpack.packb(f"export-{slug}", use_bin_type=True)
     record = _incorrect(candidate=item.candidate)
     assert from_json_dict(EvalRecord, to_json_dict(record)).candidate == item.candidate
 
@@ -157,7 +168,6 @@ def _encodes(text: str) -> bool:
 # -- finding 8: two callers of one shared scheduler get each other's verdicts -------------------
 
 def _export_stand_in(item, settings):  # pylint: disable=unused-argument
-  import time  # pylint: disable=import-outside-toplevel
   time.sleep(3.0)  # both ranks' exports are in flight at once, as in one trainer step
   return {"source": item.source}
 
@@ -168,7 +178,6 @@ def _compile_stand_in(item, exported, settings):  # pylint: disable=unused-argum
 
 def _judge_stand_in(item, exported, notes, settings):  # pylint: disable=unused-argument
   """The judge of what was exported: right if its source says so, else incorrect."""
-  from pallasbench_dataset.kernels import sha256  # pylint: disable=import-outside-toplevel
   source = exported["source"]
   if "# right" in source:
     record = rf.record(None, item.task, item.variant, item.size, kernel_sha256=sha256(source),
@@ -199,12 +208,6 @@ def test_two_ranks_on_one_shared_scheduler_are_judged_on_their_own_texts(tmp_pat
   argument, gets the first's result), and the driver never checks that the record it gets is
   of its own item's source. One rank is paid the other's verdict, and the cache stores it
   under that rank's own text."""
-  import threading  # pylint: disable=import-outside-toplevel
-  import distributed  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset import reward as rw  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation.judge.core import EvalOptions  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.evaluation.pipeline import stages  # pylint: disable=import-outside-toplevel
-  from pallasbench_dataset.kernels import sha256  # pylint: disable=import-outside-toplevel
   for name, stand_in in (("export_stage", _export_stand_in), ("compile_stage", _compile_stand_in),
                          ("judge_stage", _judge_stand_in),
                          ("judge_environment", _environment_stand_in)):
@@ -227,7 +230,6 @@ def test_two_ranks_on_one_shared_scheduler_are_judged_on_their_own_texts(tmp_pat
       t.join(60)
   assert set(got) == {0, 1}, "a rank did not finish"
   seen = {n: (f.kernel_sha256 == sha256(texts[n]), f.status, f.reward) for n, f in got.items()}
-  import json  # pylint: disable=import-outside-toplevel
   stored = [json.loads(f.read_text()) for f in (tmp_path / "cache").rglob("*.json")]
   mixed = [(e["key"]["kernel_sha256"][:8], e["record"]["kernel_sha256"][:8],
             e["record"]["status"]) for e in stored
