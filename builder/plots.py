@@ -8,12 +8,13 @@ data, texts, legend): `content_of` reads it back. Pixels may differ by a few bet
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from pallasbench_dataset.precision import get_precision
@@ -21,6 +22,18 @@ from pallasbench_dataset.schema import CandidateRow, EvalRecord, Status, Summary
 
 _DPI = 100
 CONTENT_KEY: Final = "pallasbench-content"  # the PNG text chunk holding what the plot shows
+
+
+def _as_written(draw: Callable[..., bytes]) -> Callable[..., bytes]:
+  """`draw` with every text it makes drawn as written, never as mathtext: a row's text (a
+  candidate's kind, a task's name) with two dollar signs would otherwise be parsed, and a parse
+  error would fail the whole build (red team round 21)."""
+  @functools.wraps(draw)
+  def drawn(*args, **kwargs) -> bytes:
+    import matplotlib  # pylint: disable=import-outside-toplevel
+    with matplotlib.rc_context({"text.parse_math": False}):
+      return draw(*args, **kwargs)
+  return drawn
 
 
 def _figure(width: float, height: float):
@@ -92,6 +105,7 @@ def content_of(png: bytes) -> dict[str, Any] | None:
   return None
 
 
+@_as_written
 def _empty(title: str, message: str) -> bytes:
   fig = _figure(6, 2.5)
   ax = fig.add_subplot()
@@ -129,6 +143,7 @@ def _passed(status: str) -> bool:
   return status == Status.PASS.value
 
 
+@_as_written
 def speedup_png(rows: Sequence[SummaryRow], *, comparable: bool, precision: str | None = None,
                 size: str | None = None, runs: Sequence[str] = ()) -> bytes:
   """Speedup (baseline / kernel, log scale) per task: each fixed kernel a bar from 1.0 to its
@@ -178,6 +193,7 @@ _STATUS_COLORS = {Status.PASS: "tab:green", Status.INCORRECT: "tab:orange",
                   Status.REJECTED: "tab:red", Status.ERROR: "tab:grey", Status.TIMEOUT: "tab:purple"}
 
 
+@_as_written
 def candidates_png(rows: Sequence[CandidateRow]) -> bytes:
   """Verdicts of the candidates by kind: one bar per kind, split by status."""
   title = "Verdicts on the population's candidates, by kind"
@@ -253,6 +269,7 @@ def _label_offsets(labels: Sequence[tuple[str, float, float]]) -> list[tuple[flo
   return offsets
 
 
+@_as_written
 def roofline_png(records: Sequence[EvalRecord], precision: str | None = None) -> bytes:
   """Achieved TFLOP/s against arithmetic intensity for the fixed kernels (marker by size,
   colour by verdict), under the ceilings of the runs their records come from, as the card's

@@ -23,7 +23,7 @@ from pallasbench_dataset import jsonlines, schema
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import DEFAULT_PRECISION, PRECISIONS, precision_order
-from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord
+from pallasbench_dataset.schema import Artifacts, Environment, ErrorType, EvalRecord, Status
 from pallasbench_dataset.tasks import TASKS, Size
 
 log = logging.getLogger(__name__)
@@ -318,9 +318,29 @@ def _check_size(size: str, where: str) -> None:
 
 
 def check_record(record: EvalRecord, path: pathlib.Path) -> None:
-  """A record agrees with the task registry and its speedups with its times."""
+  """A record agrees with the task registry, its status with its own fields, and its speedups
+  with its times."""
   _check_registry(record, path)
+  _check_status(record, path)
   _check_speedup(record, path)
+
+
+def _check_status(record: EvalRecord, path: pathlib.Path) -> None:
+  """What the judge writes with a pass (`judge.core`): no reason, no error, correct and robust.
+  A pass that says otherwise was not written by the judge (red team round 21: a line edited
+  from `incorrect` to `pass` was published as a pass, and chosen for training)."""
+  if record.status is not Status.PASS:
+    return
+  wrong = [what for what, bad in [
+      ("reasons", bool(record.reasons)),
+      ("not correct and robust", not (record.correct and record.robust)),
+      ("an error", record.error is not None or record.error_type is not None)] if bad]
+  if wrong:
+    key = dataclasses.replace(EvalKey.of(record), candidate=None)
+    raise BuildError(f"{path}: {key.label()} says {record.status.value} with "
+                     f"{', '.join(wrong)} (reasons {list(record.reasons)[:2]}, correct "
+                     f"{record.correct}, robust {record.robust}, error type "
+                     f"{record.error_type}): the judge writes no such record; measure it again")
 
 
 def _check_registry(record: EvalRecord, path: pathlib.Path) -> None:

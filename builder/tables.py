@@ -22,8 +22,14 @@ _CELL_CHARS: Final = 160
 
 # What a text may not hold raw in the card's Markdown (GitHub's and the Hub's renderers): a
 # cell's bar, a code span's backtick, the `<` that opens HTML (a raw `<!--` hid the rest of the
-# card; a `>` alone opens nothing inside a line).
-_INLINE_ESCAPES: Final = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;"})
+# card; a `>` alone opens nothing inside a line), the brackets and bang of links and images (a
+# candidate's id drew a third party's image in the card, red team round 21) and the ampersand
+# of character references (`&#8238;` writes a right-to-left override).
+_INLINE_ESCAPES: Final = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;", "[": "\\[",
+                                        "]": "\\]", "!": "\\!", "&": "\\&"})
+# The starts of the autolinks GFM makes of bare text (`https://...`, `www.`), broken by an
+# escape that renders as nothing.
+_AUTOLINK: Final = re.compile(r"(?<=[A-Za-z0-9])(?=://)|(?i:(?<=www)(?<![A-Za-z0-9]www)(?=\.))")
 _BACKTICK_RUN: Final = re.compile(r"`+")
 
 
@@ -34,10 +40,11 @@ def _one_line(text: str) -> str:
 
 def md_inline(text: str) -> str:
   """`text` inert in a line of the card: its whitespace (newlines included) collapsed, so it
-  cannot start a heading or a block, and its bars, backticks and angle brackets escaped. Every
+  cannot start a heading or a block, and what opens HTML, a link, an image, an autolink or a
+  character reference escaped (bars and backticks too). Every
   text that does not come from the builder itself (a record's error, a candidate's id) reaches
   the card through this or `md_code` (red team round 16)."""
-  return _one_line(text).translate(_INLINE_ESCAPES)
+  return _AUTOLINK.sub("\\\\", _one_line(text).translate(_INLINE_ESCAPES))
 
 
 def md_code(text: str) -> str:

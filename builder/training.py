@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from pallasbench_dataset.evolve.prompt import GPU_RULES, repair_prompt, task_prompt
+from pallasbench_dataset.population.candidates import MUST_FAIL
 from pallasbench_dataset.schema import (
     CandidateRow, EvalRecord, Message, PreferenceRow, SftRow, Status, to_json_dict)
 from pallasbench_dataset.tasks import TASKS
@@ -237,7 +238,14 @@ def population_pairs(candidates: Iterable[CandidateRow]) -> list[PreferenceRow]:
   """Pairs within each (task, size, machine, run) of the population runs: every distinct
   source that is not the fastest passing one is `rejected` once, against a passing one that
   is `better`: the passing candidates in turn (fastest first) for those that failed, the
-  fastest for those that passed slower. Sources judged twice (cached twins) count once."""
+  fastest for those that passed slower. Sources judged twice (cached twins) count once.
+
+  A `chosen` answer needs nothing against it in the whole build (red team round 21): a source
+  that any row of its task shows not passing (a twin, another size, run or machine), or that
+  its population calls a kind that must fail (a hole in the judge), is never chosen."""
+  candidates = list(candidates)
+  doubted = {(c.task, c.kernel_sha256) for c in candidates
+             if c.status != Status.PASS.value or c.kind in MUST_FAIL}
   groups: dict[tuple, list[CandidateRow]] = {}
   for c in candidates:
     groups.setdefault((c.task_id, c.task, c.size, c.hardware, c.run), []).append(c)
@@ -250,7 +258,8 @@ def population_pairs(candidates: Iterable[CandidateRow]) -> list[PreferenceRow]:
     comparable = all(c.timing_comparable for c in unique)
     kernels = [_judged(f"{run}/{c.candidate}", c.source, c.status, c.speedup, c.kernel_sha256,
                        ()) for c in unique]
-    passed = sorted((k for k in kernels if k["status"] == Status.PASS.value),
+    passed = sorted((k for k in kernels if k["status"] == Status.PASS.value
+                     and (task, k["sha256"]) not in doubted),
                     key=lambda k: (-(k["speedup"] or 0.0), k["name"]))
     if not passed:
       continue

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from pallasbench_dataset.evaluation.pipeline.driver import WorkItem, run_items
+from pallasbench_dataset.evaluation.errors import inert
 from pallasbench_dataset.evaluation.judge.core import EvalOptions
 from pallasbench_dataset.evaluation.judge.process import (
     DEFAULT_TIMEOUT_S, JudgeConfig, Limits, default_memory_limit, make_dump_dir)
@@ -162,7 +163,7 @@ def summary_text(record: EvalRecord) -> str:
     lines.append(f"  the kernel printed ({len(printed)} line(s)"
                  + (f", the last {PRINTED_LINES}" if len(printed) > PRINTED_LINES else "") + "):")
     lines += [f"    | {line}" for line in printed[-PRINTED_LINES:]]
-  return "\n".join(lines)
+  return inert("\n".join(lines))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,14 @@ _EXPORTER_STAGES: Final = {"load": ErrorType.LOAD, "trace": ErrorType.TRACE,
                            "lowering": ErrorType.LOWERING}
 
 
+def inert(text: str) -> str:
+  """`text` as shown to a person (a terminal, a log): every character that is not printable
+  but the line feed and the tab (escape sequences, bell, bidi overrides) written as its Python
+  escape, so a candidate's printed output or error cannot draw the screen (red team round 21)."""
+  return "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode()
+                 for c in text)
+
+
 def readable(text: str) -> str:
   """Error text without serialised IR: escaped-byte runs become `<bytes>`, and a text that is
   mostly escaped bytes (a dump of MLIR bytecode) becomes one marker."""

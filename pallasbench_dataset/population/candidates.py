@@ -28,6 +28,8 @@ from pallasbench_dataset.tasks import TASKS
 # filled): the builder reads each candidate's source, parent and kind from it.
 CANDIDATES: Final = "candidates.jsonl"
 KINDS: Final = ("tuning", "broken", "cheat")  # what the generator says; others are accepted
+# Kinds of candidate that may never pass: one that does is a hole in the judge.
+MUST_FAIL: Final = ("broken", "cheat")
 _FIELDS: Final = ("id", "task", "source", "parent", "kind")
 
 
@@ -89,6 +91,23 @@ def _text(data: dict, name: str, where: str, *, required: bool) -> str | None:
   if not isinstance(value, str) or not value.strip():
     need = "a non-empty string" + ("" if required else " or null")
     raise PopulationError(f"{where}: {name!r} must be {need}, not {value!r}")
+  return _checked(value, name, where)
+
+
+def _checked(value: str, name: str, where: str) -> str:
+  """`value` if it is text: UTF-8 encodes (no lone surrogate, which JSON escapes and file names
+  carry) and, but for the source, is one line of printable characters (an id, a kind and a
+  parent are shown in keys, tables, plots and terminals)."""
+  try:
+    value.encode("utf-8")
+  except UnicodeEncodeError as e:
+    raise PopulationError(f"{where}: {name!r} is not text (a lone surrogate, "
+                          f"{value[e.start]!r}, at character {e.start}); write it as UTF-8"
+                          ) from None
+  if name != "source" and not value.isprintable():
+    bad = next(c for c in value if not c.isprintable())
+    raise PopulationError(f"{where}: {name!r} holds the control or format character {bad!r}; "
+                          f"it must be one line of printable text, not {value!r}")
   return value
 
 
@@ -150,5 +169,6 @@ def _read_folder(folder: pathlib.Path) -> list[Candidate]:
       raise PopulationError(f"{path}: a candidate folder holds <task>/<name>.py files, one "
                             "folder per task; move it into its task's folder")
     task = _check_task(parts[0], f"{path} (its folder names the task)")
-    candidates.append(Candidate(id=f"{task}/{path.stem}", task=task, source=_kernel_text(path)))
+    name = _checked(path.stem, "id", f"{path!r} (its file name is the candidate's id)")
+    candidates.append(Candidate(id=f"{task}/{name}", task=task, source=_kernel_text(path)))
   return candidates

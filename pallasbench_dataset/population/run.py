@@ -29,11 +29,8 @@ from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, ClusterOptio
 from pallasbench_dataset.evaluation.pipeline.verdicts import VerdictCache
 from pallasbench_dataset.kernels import Variant
 from pallasbench_dataset.population.candidates import (
-    CANDIDATES, Candidate, PopulationError, read_candidates, to_jsonl)
+    CANDIDATES, MUST_FAIL, Candidate, PopulationError, read_candidates, to_jsonl)
 from pallasbench_dataset.schema import EvalRecord, Status
-
-# Kinds of candidate that may never pass: one that does is a hole in the judge.
-MUST_FAIL: Final = ("broken", "cheat")
 
 
 def work_items(candidates: Sequence[Candidate], size: str, options: EvalOptions) -> list[WorkItem]:

@@ -25,23 +25,23 @@ def test_candidate_ids_cannot_write_the_card(trees, tmp_path):
   records = rf.standard_records(trees)
   run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))
   hide = Candidate(id="relu/fast<!--", task="relu", source="# a\n", kind="tuning")
-  forge = Candidate(id="relu/x`\n\n## Forged heading\n\n`y", task="relu", source="# b\n",
-                    kind="cheat")
+  # (An id with a line break is refused when the population is read: round 21, finding 7.)
+  forge = Candidate(id="relu/x` ## Forged heading `y", task="relu", source="# b\n", kind="cheat")
   pop = _population_run(tmp_path / "pop", trees, [hide, forge])
   summary = build.build_dataset([run], tmp_path / "out", kernel_trees=trees,
                                 candidate_runs=[pop], repo_id="o/pb")
   card = (summary.out_dir / "README.md").read_text()
-  assert "\n## Forged heading\n" not in card
+  assert "\n## Forged heading" not in card and "relu/x\\` ## Forged heading \\`y" in card
   assert "relu/fast<!--" not in card and card.count("<!--") == 1  # the builder's own mark
-  assert "relu/fast&lt;!--" in card                             # shown, inert
+  assert "relu/fast&lt;\\!--" in card                             # shown, inert
 
 
 def test_text_from_outside_the_builder_is_inert_in_the_card():
   """md_inline (every table cell, through tables._cell) and md_code (a code span): no newline,
   so no heading or block; no raw HTML; no backtick that ends a span; no bar that ends a cell."""
   hostile = "a|b`c\n\n## h\n<!-- x -->"
-  assert md_inline(hostile) == "a\\|b\\`c ## h &lt;!-- x -->"
+  assert md_inline(hostile) == "a\\|b\\`c ## h &lt;\\!-- x -->"
   assert md_table(pd.DataFrame([{"id": hostile}])).splitlines()[-1] == (
-      "| a\\|b\\`c ## h &lt;!-- x --> |")
+      "| a\\|b\\`c ## h &lt;\\!-- x --> |")
   assert md_code("x`` y\n# z") == "```x`` y # z```"
   assert md_code("`edge") == "`` `edge ``"

@@ -7,7 +7,7 @@ the build trusts.
    twin judged apart: `population evaluate --no-cache`, another run, another cache) is
    published as a `chosen` answer, `chosen_status` "pass"; across two runs the same text is
    `chosen` in one pair and `rejected` in another.
-2. A candidate its own population names a `cheat` or `broken` (`population.run.MUST_FAIL`:
+2. A candidate its own population names a `cheat` or `broken` (`population.candidates.MUST_FAIL`:
    "one that passes is a hole in the judge", which the card lists as "Cheats that passed")
    is `chosen` by the preference config when it passed.
 3. `tables.md_inline`, "text inert in a line of the card", escapes bars, backticks and `<`
@@ -18,7 +18,8 @@ the build trusts.
    `pass` that still says `correct: false` and `not allclose` is published as a pass and
    chosen.
 
-Each test states what should hold and is a strict xfail until fixed.
+Each test states what should hold; written as strict xfails, they pass since the fixes
+(round21.md, "Since").
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from builder.records import BuildError
 from builder.sections import candidates as card_candidates
 from builder.tables import md_inline, md_table
 from pallasbench_dataset.population.candidates import Candidate
-from pallasbench_dataset.population.run import MUST_FAIL
+from pallasbench_dataset.population.candidates import MUST_FAIL
 from pallasbench_dataset.schema import CandidateRow, Status
 
 from tests import runfixtures as rf
@@ -68,22 +69,18 @@ def _failed_shas(rows) -> set[str]:
 
 # -- 1. a text the build shows incorrect is chosen ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 1: population_pairs keeps the first row "
-                   "of each source by id; the same text's incorrect verdict is not consulted")
 def test_a_text_one_twin_shows_incorrect_is_never_chosen():
   """One run judged without the cache (`--no-cache`): two candidates hold the lottery text,
-  `a` passed on its draw, `b` was incorrect on its own; `c` is another, failing kernel."""
+  `a` passed on its draw, `b` was incorrect on its own; `c` is another, failing kernel, and
+  `d` a slower one that passed."""
   rows = [_row("a", "pass", 2.0, source=LOTTERY), _row("b", "incorrect", None, source=LOTTERY),
-          _row("c", "incorrect", None)]
+          _row("c", "incorrect", None), _row("d", "pass", 1.0)]
   pairs = training.population_pairs(rows)
   assert pairs, "no pair at all: the test no longer measures what it was written for"
   chosen = {p.chosen_sha256 for p in pairs}
   assert not chosen & _failed_shas(rows), [(p.chosen_kernel, p.rejected_kernel) for p in pairs]
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 1: runs are paired apart; a text passed "
-                   "in one run and incorrect in another is chosen in the first, rejected in the "
-                   "second")
 def test_one_text_is_never_both_chosen_and_rejected(trees, tmp_path):
   """Two population runs of one machine (each with its own cache, or the judge's code moved on
   between them) judged the lottery text: `pass` in run `p1`, `incorrect` in run `p2`. Built,
@@ -116,8 +113,6 @@ def test_one_text_is_never_both_chosen_and_rejected(trees, tmp_path):
 
 # -- 2. a cheat that passed is chosen -----------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 2: population_pairs ignores `kind`; a "
-                   "`cheat` or `broken` candidate that passed (a hole in the judge) is chosen")
 @pytest.mark.parametrize("kind", MUST_FAIL)
 def test_a_candidate_its_population_says_must_fail_is_never_chosen(kind):
   rows = [_row("hole", "pass", 3.0, kind=kind), _row("tuned", "pass", 1.0, kind="tuning"),
@@ -138,15 +133,11 @@ def _html(markdown: str) -> str:
   return MarkdownIt("gfm-like").render(markdown)
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 3: md_inline leaves Markdown link and "
-                   "image syntax live: a candidate's id or kind renders as <a> and <img>")
 def test_text_md_inline_makes_inert_renders_no_link_or_image():
   html = _html(md_inline(HOSTILE_TEXT))
   assert "<img" not in html and "<a " not in html, html
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 3: the candidates section's tables show "
-                   "a candidate's id and kind through md_inline")
 def test_the_card_s_candidate_tables_render_no_link_or_image(trees, tmp_path):
   hostile = Candidate(id=f"relu/{HOSTILE_TEXT}", task="relu", source="# fast\n", kind=HOSTILE_TEXT)
   run = bc.read_population(_population_run(tmp_path / "pop", trees, [hostile]))
@@ -164,8 +155,6 @@ def test_md_table_still_shows_the_text():
 
 # -- 4. a record whose status contradicts its own fields ----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 4: the build never checks a record's "
-                   "status against its correct/reasons/error fields")
 def test_a_record_that_says_pass_and_not_allclose_is_refused(trees, tmp_path):
   """The judge writes `pass` only with correct, robust, no reasons and no error
   (`judge.core`); a line edited from `incorrect` to `pass` keeps the rest."""
@@ -182,8 +171,6 @@ def test_a_record_that_says_pass_and_not_allclose_is_refused(trees, tmp_path):
 MATHTEXT_KIND = r"$\undefinedmacro$"  # any text with two unescaped dollar signs is mathtext
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 6: plots.candidates_png draws each kind "
-                   "as a matplotlib tick label, parsed as mathtext: a ValueError aborts the build")
 def test_one_candidate_s_kind_does_not_abort_the_build(trees, tmp_path):
   records = rf.standard_records(trees)
   run = rf.write_run(tmp_path / "run", records, rf.artifacts_for(records))

@@ -329,3 +329,17 @@ def test_a_population_run_keeps_its_fresh_seed_passes(tmp_path):
   judge = Judge(Status.PASS)
   (record,) = _served([item], cache, judge)
   assert judge.asked == [] and record.cached
+
+
+# -- a record of another text (red team round 21, finding 8) ---------------------------------------
+
+def test_a_record_of_another_text_is_never_stored_under_this_one(reward_cache):
+  """Whoever hands the cache a record (a stage of another caller's item, a bug), it stores a
+  verdict only under the text it was measured on."""
+  cache, item = reward_cache, _item("adv_cache_lottery_relu", FRESH, "c-1")
+  other = _item("aborts_relu", FRESH, "c-1")
+  record = _record(other, Status.INCORRECT)
+  cache.put(item, record, driver.empty_artifacts(item))
+  _kept_out(cache, item, record)
+  cache.put(other, record, driver.empty_artifacts(other))  # its own text: stored
+  assert cache.lookup(other, record.environment) is not None

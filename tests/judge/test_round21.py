@@ -25,7 +25,8 @@ record is `incorrect` (exit status 1), and the pane then shows only
 with the pane's title "relu: pass" and no "incorrect" anywhere in its scrollback.
 
 The tests state what should hold: the summary is inert text (no control character but the
-line feed), whatever the kernel printed or raised. A strict xfail until fixed.
+line feed), whatever the kernel printed or raised. Written as strict xfails; they pass since
+the fixes.
 """
 
 from __future__ import annotations
@@ -71,16 +72,12 @@ def _incorrect(**fields):
   return dataclasses.replace(record, reasons=("seed 1: not allclose",), **fields)
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 5: summary_text prints the kernel's "
-                   "output with its terminal control sequences")
 def test_what_the_kernel_printed_is_shown_inert():
   text = summary_text(_incorrect(exporter_output=PRINTED))
   assert "incorrect" in text.splitlines()[0]
   assert not _controls(text), _controls(text)
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 5: an error's first line keeps the "
-                   "control characters of the candidate's exception message")
 def test_what_the_kernel_raised_is_shown_inert():
   error = (f"importing relu.py raised ValueError: {ESC}[2K{ESC}[1A{ESC}[2K"
            "relu [small, cpu]: pass")
@@ -90,8 +87,6 @@ def test_what_the_kernel_raised_is_shown_inert():
   assert not _controls(text), _controls(text)
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 5: the run report prints a failure's "
-                   "first reason as the candidate wrote it")
 def test_the_run_report_shows_a_failure_s_reason_inert():
   """`python -m pallasbench_dataset.evaluation.pipeline.report RUN` prints, under each row that
   did not pass, the first line of its first reason (150 characters): a candidate's exception
@@ -123,9 +118,6 @@ def _population_folder(tmp_path):
   return folder
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 7: a candidate id holding a lone "
-                   "surrogate is read, then breaks Dask's msgpack of the stage keys: the whole "
-                   "population run stops with no record")
 @pytest.mark.parametrize("form", ["jsonl_id", "folder_file_name", "jsonl_source"])
 def test_a_candidate_s_name_or_text_is_refused_at_the_door_or_judged(tmp_path, form):
   """Measured (CPU, in the namespace): `population evaluate` of a JSON Lines file whose second
@@ -195,9 +187,6 @@ def _environment_stand_in(settings):  # pylint: disable=unused-argument
   return rf.ENV
 
 
-@pytest.mark.xfail(strict=True, reason="round 21 finding 8: Dask stage keys name (task, variant, "
-                   "size, candidate id) only; on a shared scheduler a second caller's submit of "
-                   "the same key is served the first caller's export, compile and verdict")
 def test_two_ranks_on_one_shared_scheduler_are_judged_on_their_own_texts(tmp_path, monkeypatch):
   """Two data-parallel ranks, each with its KernelReward on the shared judging cluster the
   reward documents (`scheduler=`) and one verdict cache folder, score one completion each for
@@ -236,3 +225,34 @@ def test_two_ranks_on_one_shared_scheduler_are_judged_on_their_own_texts(tmp_pat
            if e["key"]["kernel_sha256"] != e["record"]["kernel_sha256"]]
   assert seen[0][:2] == (True, "pass") and seen[1][:2] == (True, "incorrect"), (seen, mixed)
   assert not mixed, mixed  # a text's cache entry holds the verdict on another text
+
+
+def _judge_of_another_text(item, exported, notes, settings):  # pylint: disable=unused-argument
+  """A stage that answers with a pass measured on another text (what a shared key served)."""
+  record = rf.record(None, item.task, item.variant, item.size, kernel_sha256=sha256("# other\n"),
+                     device="cpu", comparable=False)
+  record = dataclasses.replace(record, candidate=item.candidate, seeds=item.options.seeds)
+  return record, rf.artifacts_for([record])[0]
+
+
+def test_a_stage_s_answer_for_another_text_is_a_harness_error_never_paid_or_stored(
+    tmp_path, monkeypatch):
+  """The driver uses a stage's record only for the item that asked for it (its text, task,
+  size, precision and candidate); another's is the pipeline's error, paid nothing, stored
+  nowhere."""
+  for name, stand_in in (("export_stage", _export_stand_in), ("compile_stage", _compile_stand_in),
+                         ("judge_stage", _judge_of_another_text),
+                         ("judge_environment", _environment_stand_in)):
+    monkeypatch.setattr(stages, name, stand_in)
+  with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=4,
+                                resources={stages.CPU_RESOURCE: 2, stages.GPU_RESOURCE: 1},
+                                dashboard_address="127.0.0.1:0",
+                                worker_dashboard_address="127.0.0.1:0") as shared:
+    with rw.KernelReward(device="cpu", size="small", scheduler=shared.scheduler_address,
+                         cache_dir=tmp_path / "cache", options=EvalOptions(num_seeds=1)) as r:
+      assert r(completions=["```python\n# right\ndef kernel(x): return x\n```"],
+               task="relu") == [0.0]
+      feedback = r.last_feedback[0]
+  assert (feedback.status, feedback.record.error_type) == ("error", ErrorType.HARNESS), feedback
+  assert "answered for another item" in feedback.error
+  assert not list((tmp_path / "cache").rglob("*.json"))

@@ -18,6 +18,7 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
+from pallasbench_dataset.evaluation.errors import inert
 from pallasbench_dataset.evaluation.pipeline.suite import MANIFEST, read_records
 from pallasbench_dataset.keys import EvalKey
 from pallasbench_dataset.precision import (
@@ -63,7 +64,7 @@ def table(records: Sequence[EvalRecord]) -> str:
     if r.status.value != "pass":
       first = (r.reasons[0] if r.reasons else r.error or "").splitlines()
       lines.append(f"{'':>45}{(first[0] if first else '')[:150]}")
-  return "\n".join(lines)
+  return inert("\n".join(lines))
 
 
 def _matmul_rates(ceilings: dict) -> str:

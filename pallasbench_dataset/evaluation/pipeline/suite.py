@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Final, TextIO
 
@@ -434,6 +435,14 @@ def _slug(item: WorkItem) -> str:
   return EvalKey.of(item).label("-")
 
 
+def _of_its_item(item: WorkItem, record: EvalRecord) -> bool:
+  """Whether `record` is a measurement of `item`: its text, task, size, precision and
+  candidate (a stage's result is used only for the item that asked for it)."""
+  return (record.kernel_sha256, record.task, str(record.size), record.precision,
+          record.candidate) == (item.kernel_sha256, item.task, str(item.size), item.precision,
+                                item.candidate)
+
+
 def _outcomes(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
               git_commit: str | None, cache: verdicts.VerdictCache | None
               ) -> Iterator[tuple[EvalRecord, Artifacts]]:
@@ -504,13 +513,17 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
   if not todo:
     return
   cpu, gpu = {stages.CPU_RESOURCE: 1}, {stages.GPU_RESOURCE: 1}
+  # Dask answers a key it already holds with the task it holds, whoever submits it: every key
+  # of this call carries a tag drawn here, so that no other caller of a shared scheduler (the
+  # ranks of a trainer, whose completions share ids) and no other call is given our stages.
+  tag = uuid.uuid4().hex[:16]
   upstream = {}
   for item in todo:
     slug = _slug(item)
     exported = client.submit(stages.export_stage, item, settings, resources=cpu,
-                             key=f"export-{slug}", pure=False)
+                             key=f"export-{slug}-{tag}", pure=False)
     compiled = client.submit(stages.compile_stage, item, exported, settings, resources=cpu,
-                             key=f"compile-{slug}", pure=False)
+                             key=f"compile-{slug}-{tag}", pure=False)
     upstream[slug] = (item, exported, compiled)
   waiting = list(upstream)
   running = distributed.as_completed()
@@ -525,7 +538,7 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
     waiting.remove(slug)
     item, exported, compiled = upstream[slug]
     judged = client.submit(stages.judge_stage, item, exported, compiled, settings,
-                           resources=gpu, key=f"judge-{_slug(item)}", pure=False)
+                           resources=gpu, key=f"judge-{slug}-{tag}", pure=False)
     items[judged] = item
     running.add(judged)
 
@@ -538,6 +551,10 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
     worker = next(iter(client.who_has([future])[future.key]), None)
     try:
       record, artifacts = future.result()
+      if not _of_its_item(item, record):
+        raise ValueError(f"the judge answered for another item ({record.task}, {record.size},"
+                         f" {record.precision}, {record.candidate}, text "
+                         f"{record.kernel_sha256[:12]})")
       last_env = record.environment
     except distributed.KilledWorker as e:
       record = failure_record(item, last_env, None, "crash", f"the worker running a stage of it "

@@ -242,8 +242,9 @@ class VerdictCache:
           held: bool = False) -> None:
     """Stores a verdict under the key its record was measured with (a record that is no
     verdict, that the load may have decided, or whose judge never reported its machine, is not
-    stored), or, `held`, a limit's failure that recurred alone (`evaluate`), served as one."""
-    if record.environment.hardware == "unknown" or (
+    stored), or, `held`, a limit's failure that recurred alone (`evaluate`), served as one.
+    A record of another text than `item`'s is never stored under `item`'s."""
+    if record.kernel_sha256 != item.kernel_sha256 or record.environment.hardware == "unknown" or (
         load_decided(record) is not held or not (held or has_verdict(record))):
       return
     key = key_of(item, record)
