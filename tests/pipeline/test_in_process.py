@@ -738,7 +738,7 @@ class _Stage:
     worker = distributed.get_worker()
     with self.lock:
       self.events.append((stage, suite._slug(item)))  # pylint: disable=protected-access
-      self.placed.append((worker.name, worker.get_current_task(), settings))
+      self.placed.append((worker.name, _untagged(worker.get_current_task()), settings))
 
   def wait(self, stage, slug):
     if (stage, slug) in self.hold:
@@ -749,6 +749,11 @@ class _Stage:
 
 
 _STAGE = _Stage()
+
+
+def _untagged(key: str) -> str:
+  """A stage's key without the tag its `_schedule` call drew (`export-relu-gpu-medium`)."""
+  return str(key).rsplit("-", 1)[0]
 
 
 def _export_stand_in(item, settings):
@@ -770,7 +775,7 @@ def _judge_stand_in(item, exported, notes, settings):
   assert exported["exported"] == slug and notes == {"notes": slug}
   with _STAGE.lock:
     _STAGE.settings.append(settings)
-    _STAGE.judge_keys.append(sorted(k for k in _STAGE.cluster.scheduler.tasks
+    _STAGE.judge_keys.append(sorted(_untagged(k) for k in _STAGE.cluster.scheduler.tasks
                                     if str(k).startswith("judge-")))
   _STAGE.log("judge", item, settings)
   if _STAGE.on_judge is not None:
@@ -780,6 +785,7 @@ def _judge_stand_in(item, exported, notes, settings):
     raise _STAGE.raises[slug]
   record = dataclasses.replace(
       _record(), task=item.task, variant=item.variant, size=item.size,
+      kernel_sha256=item.kernel_sha256, candidate=item.candidate, precision=item.precision,
       stages=StageTimes(export_s=1.0, compile_s=2.0, judge_s=3.0, compile_cache_hit=True),
       run=RunInfo(command=settings.command, run_id=settings.run_id, gpu_index=0,
                   ceiling_copy_gbps=1.0, ceiling_read_gbps=2.0, ceiling_matmul_tflops=3.0))
@@ -839,8 +845,8 @@ def _client_knows_done(client, key, timeout_s=10.0):
   """Waits until `client` has heard that the task `key` finished."""
   deadline = time.monotonic() + timeout_s
   while time.monotonic() < deadline:
-    state = client.futures.get(key)
-    if state is not None and state.status == "finished":
+    states = [state for k, state in list(client.futures.items()) if _untagged(k) == key]
+    if states and states[0].status == "finished":
       return
     time.sleep(0.01)
   raise AssertionError(f"{key} did not finish")
