@@ -169,6 +169,6 @@ def _read_folder(folder: pathlib.Path) -> list[Candidate]:
       raise PopulationError(f"{path}: a candidate folder holds <task>/<name>.py files, one "
                             "folder per task; move it into its task's folder")
     task = _check_task(parts[0], f"{path} (its folder names the task)")
-    name = _checked(path.stem, "id", f"{path!r} (its file name is the candidate's id)")
+    name = _checked(path.stem, "id", f"{str(path)!r} (its file name is the candidate's id)")
     candidates.append(Candidate(id=f"{task}/{name}", task=task, source=_kernel_text(path)))
   return candidates
