@@ -16,6 +16,11 @@ things of the first judgement are not the same in the second:
    calls on a GPU against about a dozen correctness draws) gets a fresh lottery for them
    (measured: one deterministic text, one set of --seeds, `pass` and `timeout` in its timing
    stage, tests/controls/adv_r20_timing_spin_relu.py).
+3. and, on a GPU, not even the same artifact on the same inputs: device code may read the
+   GPU's clocks (inline PTX `mov.u32 $0, %clock;` declares nothing, so kernel_state passes
+   it), so a kernel can flip its own coin at run time. The cuda export of such a kernel is
+   read without a finding (measured: tests/controls/adv_r20_clock_coin_relu.py). A fix that
+   replays the first judgement exactly still replays a coin.
 
 Each test states what should hold; each is a strict xfail until the finding is closed.
 """
@@ -26,7 +31,13 @@ import dataclasses
 
 import pytest
 
+import functools
+
 from pallasbench_dataset import reward as rw
+from pallasbench_dataset.evaluation.judge import module_analysis
+from pallasbench_dataset.kernels import load_module
+from pallasbench_dataset.lowering import export_for
+from pallasbench_dataset.tasks import get_task
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge import core as judge
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
@@ -38,6 +49,7 @@ from tests.judge import test_building_blocks as bb
 from tests.judge.test_building_blocks import analysis  # noqa: F401  pylint: disable=unused-import
 from tests.judge.test_cache_attacks import (  # noqa: F401  pylint: disable=unused-import
     FRESH, _item, _record, reward_cache)
+from tests.paths import CONTROLS
 
 COIN = "adv_r20_export_coin_relu"
 
@@ -111,3 +123,24 @@ def test_judged_again_on_the_same_seeds_the_timing_stage_sees_the_same_inputs(
   assert timed_first and drawn == timed_first, (
       f"on the seeds {first.seeds} both times, the timed calls got {timed_first} and then "
       f"{drawn}")
+
+
+# -- 3. device code flips its own coin ---------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="red team round 20, finding 3: a Triton kernel's inline "
+                   "PTX may read the GPU's clocks (%clock, %globaltimer): a kernel that is no "
+                   "function of its inputs is read without a finding")
+def test_device_code_that_reads_a_clock_is_no_pure_function_of_its_inputs():
+  spec = get_task("relu")
+  dims = spec.dims("small")
+  module = load_module((CONTROLS / "adv_r20_clock_coin_relu.py").read_text(),
+                       "adv_r20_clock_coin_relu.py")
+  text = export_for("cuda", functools.partial(module.kernel, interpret=False),
+                    *spec.input_structs("small")).mlir_module()
+  report = module_analysis.analyze_module(text)
+  reasons = module_analysis.module_reasons(report, task_flops=spec.flops(dims),
+                                           output_elements=512 * 512,
+                                           task_bytes=spec.io_bytes(dims))
+  assert [k.backend for k in report.kernels] == ["triton"] and "%clock" in text
+  assert report.stateful_ops and reasons, (
+      f"a kernel whose spin follows %clock: stateful ops {report.stateful_ops}, reasons {reasons}")
