@@ -21,6 +21,10 @@ things of the first judgement are not the same in the second:
    it), so a kernel can flip its own coin at run time. The cuda export of such a kernel is
    read without a finding (measured: tests/controls/adv_r20_clock_coin_relu.py). A fix that
    replays the first judgement exactly still replays a coin.
+4. (GPU, reasoned; the rule measured) the judge process that ran a kernel memcheck then
+   caught writing outside its buffers is kept for the next item: memcheck runs after the
+   correctness runs, which ran the kernel unwatched about a dozen times in that process, and
+   `driver.device_suspect` replaces a judge after an `error` only, never after a rejection.
 
 Each test states what should hold; each is a strict xfail until the finding is closed.
 """
@@ -41,7 +45,7 @@ from pallasbench_dataset.tasks import get_task
 from pallasbench_dataset.evaluation.judge import budgets
 from pallasbench_dataset.evaluation.judge import core as judge
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
-from pallasbench_dataset.schema import ErrorType, Status
+from pallasbench_dataset.schema import ErrorType, FilterResult, Status
 
 from tests import runfixtures as rf
 from tests.judge import test_building_blocks as bb
@@ -144,3 +148,22 @@ def test_device_code_that_reads_a_clock_is_no_pure_function_of_its_inputs():
   assert [k.backend for k in report.kernels] == ["triton"] and "%clock" in text
   assert report.stateful_ops and reasons, (
       f"a kernel whose spin follows %clock: stateful ops {report.stateful_ops}, reasons {reasons}")
+
+
+# -- 4. a judge whose device memory a kernel wrote past its buffers is kept -------------------
+
+@pytest.mark.xfail(strict=True, reason="red team round 20, finding 4: a kernel memcheck caught "
+                   "writing outside its buffers ran unwatched in the judge's correctness runs "
+                   "first, and device_suspect keeps that judge for the next item (rejections "
+                   "never replace it)")
+def test_a_judge_that_ran_a_kernel_writing_outside_its_buffers_is_replaced():
+  item = _item("adv_pos_eager_setup_relu", FRESH, "c-1")
+  found = ("the kernel accessed device memory outside its buffers (compute-sanitizer memcheck: "
+           "========= Invalid __global__ write of size 4 bytes)")
+  record = dataclasses.replace(
+      _record(item, Status.REJECTED), correct=True, robust=False, reasons=(found,),
+      filters=(FilterResult(name="memcheck", passed=False, value=None, threshold=None,
+                            detail="errors: Invalid __global__ write of size 4 bytes"),))
+  assert record.compile is not None and record.compile.compile_s is not None  # it ran here
+  assert driver.device_suspect(record), (
+      f"{record.status.value} by memcheck ({found[:60]}...): the judge is kept for the next item")
