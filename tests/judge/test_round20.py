@@ -25,6 +25,10 @@ things of the first judgement are not the same in the second:
    caught writing outside its buffers is kept for the next item: memcheck runs after the
    correctness runs, which ran the kernel unwatched about a dozen times in that process, and
    `driver.device_suspect` replaces a judge after an `error` only, never after a rejection.
+5. (a false positive) round 19's refusal of declared encodings other than UTF-8 refuses UTF-8
+   itself under the names Python accepts for it: `tokenize.detect_encoding` normalises only
+   `utf-8`/`utf_8`, so `# -*- coding: utf8 -*-` is "the utf8 encoding" and an honest file is
+   not judged (the CLI exits 2; a population folder holding it is refused whole).
 
 Each test states what should hold; each is a strict xfail until the finding is closed.
 """
@@ -37,6 +41,7 @@ import pytest
 
 import functools
 
+from pallasbench_dataset import kernels
 from pallasbench_dataset import reward as rw
 from pallasbench_dataset.evaluation.judge import module_analysis
 from pallasbench_dataset.kernels import load_module
@@ -167,3 +172,21 @@ def test_a_judge_that_ran_a_kernel_writing_outside_its_buffers_is_replaced():
   assert record.compile is not None and record.compile.compile_s is not None  # it ran here
   assert driver.device_suspect(record), (
       f"{record.status.value} by memcheck ({found[:60]}...): the judge is kept for the next item")
+
+
+# -- 5. UTF-8 under another of its names ------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="red team round 20, finding 5: read_source refuses a UTF-8 "
+                   "file whose declaration spells the codec utf8 (tokenize normalises only "
+                   "utf-8 and utf_8), though Python runs it and it reads back as itself")
+@pytest.mark.parametrize("name", ["utf8", "UTF8", "u8"])
+def test_a_utf8_file_declared_by_another_name_of_utf8_is_read(tmp_path, name):
+  control = (CONTROLS / "adv_r20_pos_utf8_alias_relu.py").read_text(encoding="utf-8")
+  path = tmp_path / "declared_relu.py"
+  path.write_text(control.replace("coding: utf8", f"coding: {name}", 1), encoding="utf-8")
+  compile(path.read_bytes(), str(path), "exec")  # Python reads it (bytes: its declaration)
+  try:
+    read = kernels.read_source(path)[0]
+  except kernels.KernelLoadError as e:
+    read = f"refused: {e}"
+  assert read == path.read_text(encoding="utf-8"), f"Python runs it; read_source: {read[:120]}"
