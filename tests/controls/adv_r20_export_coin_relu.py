@@ -11,7 +11,10 @@ stand-in for a fast path that would be wrong there; the loop runs about 2^31 tri
 limit ends it). Tails: the plain relu. The same text on the same seeds is then judged
 `timeout` by one export and `pass` by the next (measured through the evaluate CLI with
 fixed --seeds): the second measurement of a starved lottery is a fresh coin, not the same
-program, so the text is paid instead of held with probability 1/2 per unlucky batch.
+program, so the text is paid instead of held with probability 1/2 per unlucky batch. It
+prints its coin (the record's exporter_output says which program was judged). Through the
+real reward (KernelReward on this CPU, a batch of this text and two honest ones): the spun
+draw was judged again on a new export and paid in 3 of 4 heads-first batches.
 
 Expected (what should hold): a failure a limit ended is judged again on the artifact it was
 ended on (the first export's bytes), so the coin is not flipped again; now: re-exported.
@@ -24,6 +27,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 HEADS = os.urandom(1)[0] & 1  # drawn once per export, where no one else can see it
+print("coin:", "heads" if HEADS else "tails")  # the record's exporter_output says which
 ROWS = 64
 SPIN = 2**31 - 1
 
