@@ -24,7 +24,8 @@ things of the first judgement are not the same in the second:
 4. (GPU, reasoned; the rule measured) the judge process that ran a kernel memcheck then
    caught writing outside its buffers is kept for the next item: memcheck runs after the
    correctness runs, which ran the kernel unwatched about a dozen times in that process, and
-   `driver.device_suspect` replaces a judge after an `error` only, never after a rejection.
+   `driver.device_suspect` replaces a judge after an `error` only, never after a rejection
+   (tests/controls/adv_r20_oob_writer_relu.py: such a writer, which a CPU judge passes).
 5. (a false positive) round 19's refusal of declared encodings other than UTF-8 refuses UTF-8
    itself under the names Python accepts for it: `tokenize.detect_encoding` normalises only
    `utf-8`/`utf_8`, so `# -*- coding: utf8 -*-` is "the utf8 encoding" and an honest file is
