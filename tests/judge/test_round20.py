@@ -3,8 +3,8 @@
 Round 17's lottery (a kernel that spins on its unlucky draws, so that a limit, not a wrong
 answer, ends them and the cache keeps nothing) was closed in session 33 by judging such a
 failure once more, alone, "on the same draw", and holding it when it recurs: the driver draws
-the correctness seeds (`verdicts._drawn`), so the second judgement sees the same inputs. Two
-things of the first judgement are not the same in the second:
+the correctness seeds (`verdicts._drawn`), so the second judgement sees the same inputs. Three
+things of the first judgement are not the same in the second (1 to 3); 4 and 5 are apart:
 
 1. the program. Judging again exports again, and the exporter runs the candidate's file
    again: what it exports is the candidate's choice each time (a coin from `os.urandom` at
@@ -15,7 +15,7 @@ things of the first judgement are not the same in the second:
    second judgement too, so a kernel whose unlucky draws fall in the timing stage (53 timed
    calls on a GPU against about a dozen correctness draws) gets a fresh lottery for them
    (measured: one deterministic text, one set of --seeds, `pass` and `timeout` in its timing
-   stage, tests/controls/adv_r20_timing_spin_relu.py).
+   stage, tests/controls/adv_r20_timing_spin_relu.py);
 3. and, on a GPU, not even the same artifact on the same inputs: device code may read the
    GPU's clocks (inline PTX `mov.u32 $0, %clock;` declares nothing, so kernel_state passes
    it), so a kernel can flip its own coin at run time. The cuda export of such a kernel is
@@ -37,21 +37,19 @@ Each test states what should hold; each is a strict xfail until the finding is c
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 
-import functools
-
 from pallasbench_dataset import kernels
 from pallasbench_dataset import reward as rw
-from pallasbench_dataset.evaluation.judge import module_analysis
-from pallasbench_dataset.kernels import load_module
-from pallasbench_dataset.lowering import export_for
-from pallasbench_dataset.tasks import get_task
-from pallasbench_dataset.evaluation.judge import budgets
+from pallasbench_dataset.evaluation.judge import budgets, module_analysis
 from pallasbench_dataset.evaluation.judge import core as judge
 from pallasbench_dataset.evaluation.pipeline import driver, verdicts
+from pallasbench_dataset.kernels import load_module
+from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.schema import ErrorType, FilterResult, Status
+from pallasbench_dataset.tasks import get_task
 
 from tests import runfixtures as rf
 from tests.judge import test_building_blocks as bb
