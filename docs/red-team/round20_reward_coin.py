@@ -1,4 +1,4 @@
-"""Red team round 20, finding 1, measured end to end: the real reward (KernelReward on a CPU,
+"""Red team round 20, findings 1 and 2, measured end to end: the real reward (KernelReward on a CPU,
 a local Dask cluster, the sandboxed exporter, the judge) on batches of [a coin control, two
 honest relus], a fresh verdict cache each batch; every measurement is logged (suite._schedule
 wrapped). Run as root only inside a throwaway namespace:
@@ -6,6 +6,8 @@ wrapped). Run as root only inside a throwaway namespace:
   unshare --mount --propagation private --pid --fork --mount-proc --ipc env PYTHONPATH=$PWD \
     HOME=/tmp/rt20/home XDG_CACHE_HOME=/tmp/rt20/home/.cache .venv/bin/python \
     docs/red-team/round20_reward_coin.py tests/controls/adv_r20_export_coin_relu.py /tmp/rt20/rr 6
+
+(finding 2: the same with adv_r20_timing_spin_relu.py's threshold 1.0 changed to 1.4, 14 batches)
 """
 import pathlib, time, sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
