@@ -8,6 +8,7 @@ so two kernels for one task never share state.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import hashlib
 import importlib.util
@@ -63,11 +64,15 @@ def read_source(path: str | pathlib.Path) -> tuple[str, str]:
   if path.suffix != ".py":
     raise KernelLoadError(f"{str(path)!r} is not a .py file: a kernel is a Python file (to "
                           "evaluate source text, pass it as source=...)")
-  try:  # as Python reads a source file (a byte order mark dropped: red team round 18), but
-    with path.open("rb") as f:  # UTF-8 only: the text is judged, hashed and published as
-      encoding, _ = tokenize.detect_encoding(f.readline)  # UTF-8, and another declaration
-      f.seek(0)                                           # would read it back as another
-      if encoding not in ("utf-8", "utf-8-sig"):          # program (round 19: utf-7)
+  # As Python reads a source file (a byte order mark dropped: red team round 18), but UTF-8
+  # only: the text is judged, hashed and published as UTF-8, and another declaration would
+  # read it back as another program (round 19: utf-7). UTF-8 under any of its names (utf8,
+  # u8) is UTF-8 (round 20).
+  try:
+    with path.open("rb") as f:
+      encoding, _ = tokenize.detect_encoding(f.readline)
+      f.seek(0)
+      if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
         raise KernelLoadError(f"kernel file {str(path)!r} declares the {encoding} encoding: "
                               "a kernel is UTF-8 text; save it as UTF-8 without the declaration")
       return f.read().decode(encoding), str(path)

@@ -331,6 +331,13 @@ def test_inline_ptx_of_a_triton_kernel_declares_nothing():
     ("{ .reg .pred p; setp.ne.b32 p, $66, 0; wgmma.fence.sync.aligned; }", None),
     (".const .u32 c = 1;", "the directive .const"), (".extern .func malloc;", "the directive .extern"),
     ("#define G .glo ## bal", "a preprocessor line"), ("{ mov.b32 $0, $1;", "a brace left open"),
+    # the launch's own registers are functions of the launch; clocks and placement are not
+    ("mov.u32 $0, %tid.x;", None), ("mov.u32 $0, %ctaid.y;", None), ("mov.u32 $0, %laneid;", None),
+    ("mov.u32 $0, %clock;", "the special register %clock (no function of the kernel's inputs)"),
+    ("mov.u64 $0, %globaltimer;",
+     "the special register %globaltimer (no function of the kernel's inputs)"),
+    ("mov.u32 $0, %smid;", "the special register %smid (no function of the kernel's inputs)"),
+    ("mov.u64 $0, %clock64;", "the special register %clock64 (no function of the kernel's inputs)"),
 ])
 def test_inline_ptx_declarations_are_found_by_their_position(asm, why):
   assert kernel_state.ptx_state(asm) == why

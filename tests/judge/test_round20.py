@@ -31,13 +31,15 @@ things of the first judgement are not the same in the second (1 to 3); 4 and 5 a
    `utf-8`/`utf_8`, so `# -*- coding: utf8 -*-` is "the utf8 encoding" and an honest file is
    not judged (the CLI exits 2; a population folder holding it is refused whole).
 
-Each test states what should hold; each is a strict xfail until the finding is closed.
+Each test states what should hold; written as strict xfails, they pass since the fixes
+(round20.md, "Since").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 
 import pytest
 
@@ -63,31 +65,32 @@ COIN = "adv_r20_export_coin_relu"
 
 
 class _Exporter:
-  """Stands in for the pipeline as the candidate's program sees it: each `measure` call exports
-  the text again, and the control's import draws its coin again (scripted here: heads, then
-  tails, as the CLI measured them in round 20); heads spins on the driver's draw until the
-  correctness stage's budget ends it, tails is plain relu and passes."""
+  """Stands in for the pipeline as the candidate's program sees it: each `measure` call of an
+  item without its export exports the text again, and the control's import draws its coin
+  again (scripted here: heads, then tails, as the CLI measured them in round 20); heads spins
+  on the driver's draw until the correctness stage's budget ends it, tails is plain relu and
+  passes. As `suite._schedule` does (`_with_its_export`, tested in test_in_process), a record
+  the load may have decided comes back with the export its judge ran, and an item that
+  carries its export is not exported again (`driver.export`)."""
 
   def __init__(self, *coins):
     self.coins, self.exports = list(coins), []
 
   def __call__(self, items):
     for it in items:
-      heads = self.coins[len(self.exports)]
+      heads = it.exported.heads if it.exported is not None else self.coins[len(self.exports)]
       self.exports.append((it.candidate, it.options.seeds, heads))
       record = dataclasses.replace(_record(it, Status.PASS), seeds=it.options.seeds)
       if heads:
         spun = budgets.overrun(budgets.CORRECTNESS, 120.0)
         record = dataclasses.replace(record, status=Status.REJECTED, correct=False,
                                      reasons=(spun,), error_type=ErrorType.TIMEOUT)
+        it = dataclasses.replace(it, exported=types.SimpleNamespace(failure=None, heads=heads))
       yield it, record, driver.empty_artifacts(it)
 
 
 # -- 1. judged again, the candidate's program is exported again --------------------------------
 
-@pytest.mark.xfail(strict=True, reason="red team round 20, finding 1: a limit's failure is judged "
-                   "again by exporting the text again; the candidate's program draws a new "
-                   "artifact (an export coin) and the lottery is paid instead of held")
 def test_a_limit_s_failure_is_judged_again_on_the_program_it_was_ended_on(reward_cache):
   cache = reward_cache
   exporter = _Exporter(True, False)  # the first export spins on the draw; the second is relu
@@ -117,9 +120,6 @@ def _timed_seeds(monkeypatch):
   return drawn
 
 
-@pytest.mark.xfail(strict=True, reason="red team round 20, finding 2: the second judgement of a "
-                   "limit's failure is on the same correctness seeds but the timing stage draws "
-                   "fresh inputs, so unlucky draws that fall in timing are a new lottery")
 def test_judged_again_on_the_same_seeds_the_timing_stage_sees_the_same_inputs(
     analysis, monkeypatch):  # pylint: disable=redefined-outer-name
   drawn = _timed_seeds(monkeypatch)
@@ -135,9 +135,6 @@ def test_judged_again_on_the_same_seeds_the_timing_stage_sees_the_same_inputs(
 
 # -- 3. device code flips its own coin ---------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="red team round 20, finding 3: a Triton kernel's inline "
-                   "PTX may read the GPU's clocks (%clock, %globaltimer): a kernel that is no "
-                   "function of its inputs is read without a finding")
 def test_device_code_that_reads_a_clock_is_no_pure_function_of_its_inputs():
   spec = get_task("relu")
   dims = spec.dims("small")
@@ -156,10 +153,6 @@ def test_device_code_that_reads_a_clock_is_no_pure_function_of_its_inputs():
 
 # -- 4. a judge whose device memory a kernel wrote past its buffers is kept -------------------
 
-@pytest.mark.xfail(strict=True, reason="red team round 20, finding 4: a kernel memcheck caught "
-                   "writing outside its buffers ran unwatched in the judge's correctness runs "
-                   "first, and device_suspect keeps that judge for the next item (rejections "
-                   "never replace it)")
 def test_a_judge_that_ran_a_kernel_writing_outside_its_buffers_is_replaced():
   item = _item("adv_pos_eager_setup_relu", FRESH, "c-1")
   found = ("the kernel accessed device memory outside its buffers (compute-sanitizer memcheck: "
@@ -175,9 +168,6 @@ def test_a_judge_that_ran_a_kernel_writing_outside_its_buffers_is_replaced():
 
 # -- 5. UTF-8 under another of its names ------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="red team round 20, finding 5: read_source refuses a UTF-8 "
-                   "file whose declaration spells the codec utf8 (tokenize normalises only "
-                   "utf-8 and utf_8), though Python runs it and it reads back as itself")
 @pytest.mark.parametrize("name", ["utf8", "UTF8", "u8"])
 def test_a_utf8_file_declared_by_another_name_of_utf8_is_read(tmp_path, name):
   control = (CONTROLS / "adv_r20_pos_utf8_alias_relu.py").read_text(encoding="utf-8")

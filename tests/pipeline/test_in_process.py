@@ -274,12 +274,25 @@ def test_the_record_of_a_judge_that_died_names_the_run_as_the_judge_does(process
 def test_judge_is_replaced_only_when_its_device_is_suspect(processes, status, error_type, compiled,
                                                            retired):
   profile = runfixtures.record(types.SimpleNamespace(), "relu", kernel_sha256="0" * 64).compile
-  record = _record(status=status, error_type=error_type, error="boom",
+  record = _record(status=status, error_type=error_type, error="boom", correct=False,
+                   rel_l2_error=None,  # no output of the kernel was compared
                    compile=dataclasses.replace(profile, compile_s=0.5 if compiled else None))
   assert driver.device_suspect(record) is retired
   processes.answers += [("result", (record, driver.empty_artifacts(ITEM)))]
   stages.judge_stage(ITEM, _outcome(), {}, SETTINGS)
   assert processes.started[0].closed is retired
+
+
+@pytest.mark.parametrize("status, correct, device, retired", [
+    (Status.REJECTED, True, "gpu", True),    # memcheck, after the unwatched correctness runs
+    (Status.INCORRECT, False, "gpu", True),  # never watched
+    (Status.PASS, True, "gpu", False),
+    (Status.INCORRECT, False, "cpu", False)])  # interpret mode: no device memory to reach
+def test_a_judge_whose_gpu_ran_a_kernel_that_did_not_pass_is_replaced(status, correct, device,
+                                                                      retired):
+  record = _record(status=status, correct=correct, device=device, rel_l2_error=0.5,
+                   reasons=() if status is Status.PASS else ("seed 1: not allclose",))
+  assert driver.device_suspect(record) is retired
 
 
 def test_a_judge_that_never_answered_is_a_record_with_empty_artifacts(processes):
@@ -758,12 +771,13 @@ def _untagged(key: str) -> str:
 
 def _export_stand_in(item, settings):
   _STAGE.log("export", item, settings)
-  return {"exported": suite._slug(item), "wall_s": 0.25}  # pylint: disable=protected-access
+  slug = suite._slug(item)  # pylint: disable=protected-access
+  return dataclasses.replace(_outcome(wall_s=0.25), output=slug)  # what it exported, by name
 
 
 def _compile_stand_in(item, exported, settings):
   slug = suite._slug(item)  # pylint: disable=protected-access
-  assert exported == {"exported": slug, "wall_s": 0.25}
+  assert exported == dataclasses.replace(_outcome(wall_s=0.25), output=slug)
   _STAGE.wait("compile", slug)
   _STAGE.log("compile", item, settings)
   _STAGE.finished("compile", slug)
@@ -772,7 +786,7 @@ def _compile_stand_in(item, exported, settings):
 
 def _judge_stand_in(item, exported, notes, settings):
   slug = suite._slug(item)  # pylint: disable=protected-access
-  assert exported["exported"] == slug and notes == {"notes": slug}
+  assert exported.output == slug and notes == {"notes": slug}
   with _STAGE.lock:
     _STAGE.settings.append(settings)
     _STAGE.judge_keys.append(sorted(_untagged(k) for k in _STAGE.cluster.scheduler.tasks
@@ -1680,3 +1694,54 @@ def test_every_default_compile_budget_is_the_budgets_tables():
   assert suite.ClusterOptions(plan=None).compile_budget_s == table["gpu"]
   assert autotune.DEFAULT_COMPILE_BUDGET_S == table["gpu"]
   assert run_options.DEFAULT_COMPILE_BUDGET_S == table
+
+
+# ---------------------------------------------------------------------------------------------
+# judged again on its own program (red team round 20, finding 1)
+
+def test_an_item_that_carries_its_export_is_not_exported_again(monkeypatch):
+  def never(*args, **kwargs):
+    raise AssertionError("the exporter ran again")
+  monkeypatch.setattr(driver.sandbox, "run_sandboxed", never)
+  first = _outcome(wall_s=0.75)
+  item = dataclasses.replace(ITEM, exported=first)
+  assert driver.export(item, "cpu", Limits(timeout_s=60.0, memory_bytes=1 << 30)) is first
+  assert item == ITEM and item.kernel_sha256 == ITEM.kernel_sha256  # the same item otherwise
+
+
+def _finished(outcome):
+  return types.SimpleNamespace(status="finished", result=lambda: outcome)
+
+
+@pytest.mark.parametrize("status, error_type, failure, carries", [
+    (Status.TIMEOUT, ErrorType.TIMEOUT, None, True),    # the load may have decided it
+    (Status.ERROR, ErrorType.CRASH, None, True),
+    (Status.PASS, None, None, False),                    # a verdict: never judged again
+    (Status.INCORRECT, None, None, False),
+    (Status.ERROR, ErrorType.CRASH, "crash", False)])   # the exporter died: exported again
+def test_a_record_the_load_may_have_decided_comes_back_with_the_program_its_judge_ran(
+    status, error_type, failure, carries):
+  outcome = dataclasses.replace(_outcome(), failure=failure)
+  record = _record(status=status, error_type=error_type, correct=status is Status.PASS,
+                   reasons=() if status is Status.PASS else ("x",))
+  item = suite._with_its_export(ITEM, record, _finished(outcome))  # pylint: disable=protected-access
+  assert (item.exported is outcome) is carries
+
+
+def test_schedule_yields_a_timed_out_item_with_its_export(stand_ins, dask_cluster, monkeypatch):
+  def export(item, settings):  # pylint: disable=unused-argument
+    return _outcome(wall_s=0.5)
+
+  def judge(item, exported, notes, settings):  # pylint: disable=unused-argument
+    record = _record(status=Status.TIMEOUT, error_type=ErrorType.TIMEOUT, correct=False,
+                     reasons=("the judge found no verdict within the 60 s limit",))
+    record = dataclasses.replace(record, task=item.task, variant=item.variant, size=item.size,
+                                 kernel_sha256=item.kernel_sha256)
+    return record, driver.empty_artifacts(item)
+  monkeypatch.setattr(stages, "export_stage", export)
+  monkeypatch.setattr(stages, "compile_stage", lambda item, exported, settings: {})
+  monkeypatch.setattr(stages, "judge_stage", judge)
+  with distributed.Client(dask_cluster.scheduler_address) as client:
+    ((item, record, _),) = suite._schedule(client, _items(("relu", "gpu")), _settings(),  # pylint: disable=protected-access
+                                          None)
+  assert record.status is Status.TIMEOUT and item.exported == _outcome(wall_s=0.5)

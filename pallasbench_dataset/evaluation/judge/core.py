@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import pathlib
+import random
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -620,8 +621,8 @@ def reads(spec: TaskSpec, dims: Dims, l2_bytes: int) -> Reads:
 
 
 class TimingSets(timing.Feed):
-  """The inputs of one function's timing calls. Each call's are drawn from new OS seeds just
-  before it (outside any timed window), the L2 is then flushed so that a memory-bound kernel
+  """The inputs of one function's timing calls. Each call's are drawn from a seed of its own
+  just before it (outside any timed window), the L2 is then flushed so that a memory-bound kernel
   does not read them from it, and when the call ends they are checked (a kernel's inputs are
   read-only) and freed. So no two calls are given the same input (a memo a kernel keeps across
   calls, where the module analysis cannot see it, has nothing to replay), and while a call runs
@@ -630,15 +631,17 @@ class TimingSets(timing.Feed):
   table larger than the L2) are drawn once. What any call was given can be drawn again from its
   seeds, on buffers no call was given."""
 
-  __slots__ = ("spec", "dims", "shared", "warmup", "whose", "flush", "_shared_seed",
+  __slots__ = ("spec", "dims", "shared", "warmup", "whose", "flush", "_draw", "_shared_seed",
                "_shared_inputs", "_current", "_given", "_reasons")
 
   def __init__(self, spec: TaskSpec, dims: Dims, *, shared: frozenset[int] = frozenset(),
-               warmup: int = 0, whose: str = "", flush: Callable[[], None] | None = None):
+               warmup: int = 0, whose: str = "", flush: Callable[[], None] | None = None,
+               draw: random.Random | None = None):
     self.spec, self.dims, self.shared, self.warmup = spec, dims, shared, warmup
     self.whose = whose  # "the baseline's " in the reasons about the baseline's inputs
     self.flush = flush  # pushes the L2 out (none: a CPU judge, whose timings compare nothing)
-    self._shared_seed = secrets.randbelow(2**31)
+    self._draw = draw or secrets.SystemRandom()  # each call's seed
+    self._shared_seed = self._draw.randrange(2**31)
     self._shared_inputs = {i: spec.make_input(dims, self._shared_seed, i) for i in shared}
     self._current: tuple[jax.Array, ...] = ()
     self._given: dict[int, tuple[int, ...]] = {}  # call -> the seeds of what it was given
@@ -650,7 +653,7 @@ class TimingSets(timing.Feed):
 
   def args(self, call: int) -> tuple[jax.Array, ...]:
     while True:  # a seed no earlier call got (a repeat: 1 in 2**31 a call)
-      seed = secrets.randbelow(2**31)
+      seed = self._draw.randrange(2**31)
       seeds = tuple(self._shared_seed if i in self.shared else seed
                     for i in range(len(self.spec.inputs)))
       if seeds not in self._given.values():
@@ -706,10 +709,22 @@ class TimingSets(timing.Feed):
 
 
 def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, *, warmup: int = 0, whose: str = "",
-                flush: Callable[[], None] | None = None) -> TimingSets:
-  """The timing's feed for one function: inputs drawn from OS seeds for each call."""
+                flush: Callable[[], None] | None = None,
+                seeds: Sequence[int] | None = None) -> TimingSets:
+  """The timing's feed for one function: inputs drawn for each call from OS seeds, or, given
+  the evaluation's `seeds`, from a stream they determine (`drawn_from`)."""
   return TimingSets(spec, dims, shared=reads(spec, dims, l2_bytes).shared, warmup=warmup,
-                    whose=whose, flush=flush)
+                    whose=whose, flush=flush,
+                    draw=None if seeds is None else drawn_from(seeds, f"timing {whose}"))
+
+
+def drawn_from(seeds: Sequence[int], use: str) -> random.Random:
+  """A stream of draws that the evaluation's seeds determine, one per `use`. The judge's seeds
+  are secret (drawn by the driver or the judge, never given to the exporter), and so are these;
+  an evaluation judged again on the same seeds gets every draw again, its timing inputs and
+  its kept outputs too (red team round 20: a kernel that spun only on unlucky timing inputs
+  was paid when judged again on fresh ones)."""
+  return random.Random(f"{use} {tuple(int(s) for s in seeds)}")
 
 
 def speedup(kernel_ms: float, baseline_ms: float) -> float:
@@ -796,11 +811,13 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   fields = state.fields
   flush = timing.L2Flush(ctx.l2_bytes) if ctx.on_gpu else None
   references = [jax.jit(spec.reference), *([] if shipped is None else [shipped])]
+  seeds = fields["seeds"]
   kernel_sets, baseline_sets, *shipped_sets = (
-      timing_sets(spec, dims, ctx.l2_bytes, warmup=opts.warmup, whose=whose, flush=flush)
+      timing_sets(spec, dims, ctx.l2_bytes, warmup=opts.warmup, whose=whose, flush=flush,
+                  seeds=seeds)
       for whose in ("", "the baseline's ", "the shipped kernel's ")[:1 + len(references)])
   read = reads(spec, dims, ctx.l2_bytes)
-  keep = frozenset(secrets.SystemRandom().sample(
+  keep = frozenset(drawn_from(seeds, "kept outputs").sample(
       range(opts.timing_iterations),
       timed_outputs_checked(spec.output_bytes(dims), opts.timing_iterations,
                             comparable=ctx.on_gpu)))
@@ -847,7 +864,9 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
                 robust=not reasons)
   state.seconds["timing_s"] = time.perf_counter() - start
   ctx.stage(budgets.EAGER_BASELINE)
-  fields.update(_eager_fields(spec, timing_sets(spec, dims, ctx.l2_bytes, flush=flush), opts, ctx,
+  fields.update(_eager_fields(spec, timing_sets(spec, dims, ctx.l2_bytes, flush=flush,
+                                                whose="the eager baseline's ", seeds=seeds),
+                              opts, ctx,
                               kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]
 

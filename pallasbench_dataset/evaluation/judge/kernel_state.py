@@ -28,7 +28,8 @@ small, medium and large, jax 0.11.2) is allowed, and nothing else of its kind:
 - inline PTX (`llvm.inline_asm`, Triton's `tt.elementwise_inline_asm`) only in device code,
   and declaring nothing: no module-scope or linkage directive (`.global`, `.const`, `.extern`,
   `.visible`, `.weak`, `.common`, `.func`, `.entry`, ...), no preprocessor line, no brace that
-  closes a scope it did not open. The shipped kernels' PTX (barriers, mbarriers, wgmma, TMA
+  closes a scope it did not open, no special register that is no function of the inputs
+  (`%clock`, `%globaltimer`, `%smid`, ...). The shipped kernels' PTX (barriers, mbarriers, wgmma, TMA
   prefetches, `max.NaN`) passes; the check reads the text, so an honest kernel's inline PTX
   passes it too;
 - `tt.extern_elementwise` only into libdevice (a `__nv_` symbol, no library path or name of
@@ -93,6 +94,15 @@ _PTX_DECLARATION: Final = re.compile(
     r"(?<![\w.:$%])\.(global|const|extern|visible|weak|common|func|entry|callprototype|alias|"
     r"section|file|version|target|address_size)\b")
 
+# PTX special registers whose value is no function of the kernel's inputs and launch: clocks
+# and timers, where the hardware placed the work (SM and warp ids), performance monitors and
+# the driver's environment. A kernel that reads one can flip its own coin on the device, so
+# that even a replay of its artifact and every seed is a new draw (red team round 20), and
+# tell an instrumented call from an unwatched one.
+_PTX_VOLATILE_REGISTER: Final = re.compile(
+    r"%(clock(?:64|_hi)?|globaltimer(?:_lo|_hi)?|smid|nsmid|warpid|nwarpid|gridid|pm\d+(?:_64)?|"
+    r"envreg\d+)\b")
+
 
 # The attributes a kernel module (and a Triton kernel's function) carries as its lowering emits
 # it, each with the form its value must have. Any other attribute is a finding: the module's
@@ -130,7 +140,8 @@ def attribute_findings(op: ir.Operation, allowed: dict[str, re.Pattern], what: s
 
 
 def ptx_state(asm: str) -> str | None:
-  """Why inline PTX text may declare state (or leave its scope), or None when it cannot."""
+  """Why inline PTX text may declare state (or leave its scope) or read a value that is no
+  function of the kernel's inputs, or None when it cannot."""
   if "#" in asm:
     return "a preprocessor line"
   depth = 0
@@ -142,6 +153,8 @@ def ptx_state(asm: str) -> str | None:
     return "a brace left open"
   if m := _PTX_DECLARATION.search(asm):
     return f"the directive .{m.group(1)}"
+  if m := _PTX_VOLATILE_REGISTER.search(asm):
+    return f"the special register %{m.group(1)} (no function of the kernel's inputs)"
   return None
 
 

@@ -40,6 +40,10 @@ class WorkItem:
   options: EvalOptions = EvalOptions()
   candidate: str | None = None  # a population's candidate id: part of the run's key
   precision: str = DEFAULT_PRECISION  # the task's precision (precision.PRECISIONS)
+  # The export an evaluation judged again is given instead of exporting the text again: the
+  # program its first judgement ran (`suite._schedule` sets it; none: the text is exported).
+  exported: protocol.ExportOutcome | None = dataclasses.field(default=None, repr=False,
+                                                              compare=False)
   # The source's sha256, hashed once here: its record's and its verdict's key's.
   kernel_sha256: str = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -70,7 +74,10 @@ def _printed(run: sandbox.SandboxRun) -> str:
 
 def export(item: WorkItem, device: str, limits: Limits) -> protocol.ExportOutcome:
   """Runs the exporter for `item` in the sandbox; every way it can fail is an outcome. It
-  runs within the export stage's budget, or the evaluation's limit where that is lower."""
+  runs within the export stage's budget, or the evaluation's limit where that is lower. An
+  item that carries its export (`WorkItem.exported`) is not exported again."""
+  if item.exported is not None:
+    return item.exported
   request = export_request(item, device)
   budget = budgets.budget_s(device, budgets.EXPORT)
   timeout_s = min(limits.timeout_s, budget)
@@ -171,11 +178,17 @@ def has_verdict(record: EvalRecord) -> bool:
 
 
 def device_suspect(record: EvalRecord) -> bool:
-  """Whether the judge that made `record` is replaced: its harness broke, or a kernel it ran
-  faulted (an `error`: a `rejected` whose analysis helper outgrew its memory is no device's)."""
-  ran = record.compile is not None and record.compile.compile_s is not None
+  """Whether the judge that made `record` is replaced: its harness broke, a kernel it ran
+  faulted (an `error`: a `rejected` whose analysis helper outgrew its memory is no device's),
+  or a kernel that ran on its GPU did not pass. Such a kernel may have written past its
+  buffers in runs no memory checker watched (memcheck watches one call, after the correctness
+  runs; an incorrect kernel is never watched), and what it reached must not judge the next
+  item (red team round 20)."""
+  compiled = record.compile is not None and record.compile.compile_s is not None
+  ran = record.correct or record.rel_l2_error is not None  # its outputs were compared
   return record.error_type is ErrorType.HARNESS or (
-      ran and record.status is Status.ERROR and record.error_type in DEVICE_FAULTS)
+      compiled and record.status is Status.ERROR and record.error_type in DEVICE_FAULTS) or (
+      record.device == "gpu" and ran and record.status is not Status.PASS)
 
 
 def run_items(items: Iterable[WorkItem], config: JudgeConfig, limits: Limits, *,

@@ -567,11 +567,25 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
       artifacts = empty_artifacts(item)
     if worker is not None:
       judged_on.setdefault(worker, set()).add((item.task, item.size))
+    item = _with_its_export(item, record, upstream[_slug(item)][1])
     for done in (future, *upstream.pop(_slug(item))[1:]):
       done.release()
     if waiting:
       submit_next(worker)
     yield item, record, artifacts
+
+
+def _with_its_export(item: WorkItem, record: EvalRecord, exported: distributed.Future
+                     ) -> WorkItem:
+  """`item`, carrying the program its judge ran where the host's load may have decided its
+  record (`verdicts.load_decided`) and its export succeeded: judged again (`verdicts.evaluate`),
+  that program is judged, not a new export of the text, whose import may choose another
+  (red team round 20: a coin drawn at import). A failed export is exported again: a limit or
+  the host may have ended the exporter (round 19)."""
+  if not verdicts.load_decided(record) or exported.status != "finished":
+    return item
+  outcome = exported.result()
+  return item if outcome.failure is not None else dataclasses.replace(item, exported=outcome)
 
 
 def _pipeline_report(records: Sequence[EvalRecord], wall_s: float, judges: int) -> dict:
