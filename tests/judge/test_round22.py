@@ -1,0 +1,158 @@
+"""Red team round 22 (docs/red-team/round22.md): the fixes of rounds 20 and 21.
+
+1. Round 20 drew every timing input and the sample of kept timed outputs from a stream the
+   evaluation's seeds determine (`core.drawn_from`), on the premise that the seeds are secret.
+   Seeds a caller fixes are not (`--seeds`, `EvalOptions(seeds=...)`, which the reward's cache
+   serves passes on; the population's cheats probe "the public seeds 0-4"). On such seeds a
+   kernel author knows, before any run, every timed call's inputs and which of them the judge
+   keeps: a kernel that computes on those and on anything it does not recognise, and returns
+   zeros for the other timed calls, passes (measured here with the real judge in-process).
+   Before the fix those draws were the OS's on every evaluation.
+2. Round 20 refused clocks read by inline PTX (`ptx_state`) only. A Mosaic GPU kernel reaches
+   the same registers through NVVM ops (`plgpu.inline_mgpu` builds any op):
+   `nvvm.read.ptx.sreg.clock` and its kind, `llvm.call_intrinsic` of the sreg intrinsics,
+   `llvm.intr.readcyclecounter`. The cuda export of a real Pallas kernel that does so is read
+   without a finding (tests/controls/adv_r22_mgpu_clock_relu.py).
+3. `ptx_state` matches the register's name as one token of the asm string; an operand that
+   prints a digit completes it (`%clock6$1` with an immediate 4 is `%clock64` once LLVM has
+   substituted operands; the PTX is reasoned, the regex measured).
+
+Each test states what should hold; written as strict xfails.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxlib.mlir import ir
+
+from pallasbench_dataset.evaluation.judge import core as judge
+from pallasbench_dataset.evaluation.judge import kernel_state, module_analysis
+from pallasbench_dataset.kernels import load_module
+from pallasbench_dataset.lowering import export_for
+from pallasbench_dataset.schema import Status
+from pallasbench_dataset.tasks import get_task
+
+from tests.judge import test_building_blocks as bb
+from tests.judge import test_kernel_state as ks
+# The module-analysis stand-in of the building blocks' in-process judge.
+from tests.judge.test_building_blocks import analysis  # noqa: F401  pylint: disable=unused-import
+from tests.paths import CONTROLS
+
+RELU = get_task("relu")
+SMALL = RELU.dims("small")
+PUBLIC = (0, 1, 2, 3, 4)  # fixed seeds a caller chose, known to whoever writes the kernel
+ITERATIONS, ROUNDS, WARMUP = 50, 2, 3  # EvalOptions' defaults
+
+
+# -- 1. public seeds tell a kernel which timed outputs are checked ------------------------------
+
+def _unchecked_first_elements(seeds, checked: int) -> np.ndarray:
+  """What the kernel's author computes offline from `seeds` alone, with the judge's own
+  functions: the first element of every warm-up and timed call's input, but for the calls whose
+  outputs the judge will keep (its sample of `checked`)."""
+  keep = judge.drawn_from(seeds, "kept outputs").sample(range(ITERATIONS), checked)
+  sets = judge.timing_sets(RELU, SMALL, 0, warmup=WARMUP, seeds=seeds)
+  firsts = []
+  for call in range(-WARMUP, ITERATIONS):
+    (x,) = sets.args(call)
+    if call not in keep:
+      firsts.append(float(x[0, 0]))
+    sets.after(call)
+  return np.asarray(firsts, np.float32)
+
+
+def _skipping(skip: np.ndarray):
+  """A relu that returns zeros, not computing, on any input whose first element is in `skip`,
+  and computes on anything else: a pure function of its input."""
+  table = jnp.asarray(skip)
+
+  def kernel(x):
+    return jnp.where(jnp.any(x[0, 0] == table), jnp.zeros_like(x), jnp.maximum(x, 0.0))
+  return kernel
+
+
+@pytest.mark.xfail(strict=True, reason="round 22, 1: fixed seeds determine the timing draws "
+                   "and the kept-output sample")
+def test_a_kernel_that_knows_the_seeds_cannot_skip_its_unchecked_timed_calls(
+    analysis):  # pylint: disable=redefined-outer-name
+  # On a CPU the judge keeps MIN_TIMED_OUTPUTS_CHECKED outputs (a GPU at relu large keeps 4
+  # of 50, computed alike: `timed_outputs_checked`).
+  checked = judge.timed_outputs_checked(RELU.output_bytes(SMALL), ITERATIONS, comparable=False)
+  skip = _unchecked_first_elements(PUBLIC, checked)
+  assert len(skip) == WARMUP + ITERATIONS - checked == 50
+  report = bb._report(bb._entry(artifacts=bb._artifacts(_skipping(skip))))  # pylint: disable=protected-access
+  options = dict(seeds=PUBLIC, timing_iterations=ITERATIONS, timing_rounds=ROUNDS, warmup=WARMUP)
+  # The check is live: a kernel that skips every timed call is caught by the kept outputs.
+  every = _unchecked_first_elements(PUBLIC, 0)
+  caught, _ = bb._evaluate(bb._report(bb._entry(artifacts=bb._artifacts(_skipping(every)))),  # pylint: disable=protected-access
+                           **options)
+  assert caught.status is Status.REJECTED and "returned a wrong output" in caught.reasons[0]
+  record, _ = bb._evaluate(report, **options)  # pylint: disable=protected-access
+  assert record.correct and record.timed_outputs_checked == checked
+  assert record.status is not Status.PASS, (
+      f"on the seeds {record.seeds}, a kernel that returned zeros on {len(skip)} of the "
+      f"{WARMUP + ITERATIONS} warm-up and timed calls, all but the {checked} the judge kept "
+      f"(known before the run from the seeds alone): {record.status.value}, reasons "
+      f"{list(record.reasons)}")
+
+
+# -- 2. a clock read by an NVVM op, not by inline PTX --------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 22, 2: NVVM special-register ops are not state")
+def test_a_mosaic_gpu_kernel_that_reads_the_clock_by_an_nvvm_op_is_stateful():
+  module = load_module((CONTROLS / "adv_r22_mgpu_clock_relu.py").read_text(),
+                       "adv_r22_mgpu_clock_relu.py")
+  text = export_for("cuda", functools.partial(module.kernel, interpret=False),
+                    *RELU.input_structs("small")).mlir_module()
+  names: set[str] = set()
+
+  def collect(parsed: ir.Module) -> None:
+    parsed.operation.walk(lambda op: names.add(op.operation.name) or ir.WalkResult.ADVANCE)
+  ks._edit_mosaic(text, collect)  # pylint: disable=protected-access
+  assert ks.PREFIX + "nvvm.read.ptx.sreg.clock" in names
+  report = module_analysis.analyze_module(text)
+  reasons = module_analysis.module_reasons(report, task_flops=RELU.flops(SMALL),
+                                           output_elements=512 * 512,
+                                           task_bytes=RELU.io_bytes(SMALL))
+  assert [k.backend for k in report.kernels] == ["mosaic_gpu"]
+  assert report.stateful_ops and reasons, (
+      f"a Mosaic GPU kernel reading %clock by nvvm.read.ptx.sreg.clock: stateful ops "
+      f"{report.stateful_ops}, reasons {reasons}")
+
+
+def _device_op(name: str, result: str, **attributes):
+  def edit(module: ir.Module) -> None:
+    ir.InsertionPoint.at_block_begin(ks._launch_block(module)).insert(  # pylint: disable=protected-access
+        ks._op(name, results=[result], **attributes))  # pylint: disable=protected-access
+  return edit
+
+
+@pytest.mark.xfail(strict=True, reason="round 22, 2: NVVM special-register ops are not state")
+@pytest.mark.parametrize("edit", [
+    _device_op("nvvm.read.ptx.sreg.clock64", "i64"),
+    _device_op("nvvm.read.ptx.sreg.globaltimer", "i64"),
+    _device_op("nvvm.read.ptx.sreg.smid", "i32"),
+    _device_op("llvm.call_intrinsic", "i64", intrin='"llvm.nvvm.read.ptx.sreg.globaltimer"'),
+    _device_op("llvm.intr.readcyclecounter", "i64"),
+], ids=["clock64", "globaltimer", "smid", "call_intrinsic_globaltimer", "readcyclecounter"])
+def test_device_code_that_reads_a_clock_by_any_op_is_stateful(edit):
+  # The same read by inline PTX is refused (round 20): the control of this test.
+  assert ks._stateful(ks._edit_mosaic(ks._matmul_medium(), ks._asm("mov.u32 $0, %clock;")))[0]  # pylint: disable=protected-access
+  found, reasons = ks._stateful(ks._edit_mosaic(ks._matmul_medium(), edit))  # pylint: disable=protected-access
+  assert found and reasons, f"device code reading a clock or its placement: {found}, {reasons}"
+
+
+# -- 3. a register's name completed by an operand --------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 22, 3: ptx_state reads the template, not the PTX")
+@pytest.mark.parametrize("asm", ["mov.u64 $0, %clock6$1;", "mov.u32 $0, %pm$1;",
+                                 "mov.u32 $0, %envreg$1;", "mov.u64 $0, %clock6${1};"])
+def test_a_special_register_spelled_with_an_operand_is_found(asm):
+  # With an immediate operand ("n" constraint, an llvm.mlir.constant 4 or 0), LLVM prints the
+  # digit into the template: %clock64, %pm0, %envreg0.
+  assert kernel_state.ptx_state(asm) is not None, f"{asm!r}: ptx_state passes it"
