@@ -16,12 +16,24 @@
 3. `ptx_state` matches the register's name as one token of the asm string; an operand that
    prints a digit completes it (`%clock6$1` with an immediate 4 is `%clock64` once LLVM has
    substituted operands; the PTX is reasoned, the regex measured).
+5. (GPU, reasoned; the rule measured) round 20 retires a GPU judge after a kernel that ran and
+   did not pass, since memcheck watched one call of it. A kernel that passes ran more calls
+   unwatched: memcheck runs before the timing stage (core.py:474), which then runs it about 53
+   times (3 warm-up, 50 timed) and no checker watches. One that writes past its buffers only on
+   some inputs (x[0, 0] > 2, say: 2% of draws, rarely the one memcheck watches) passes, and its
+   judge, with whatever it reached (the cached shipped and reference executables' buffers),
+   judges the next item.
+6. (a false positive) round 20 accepts UTF-8 under any of its names; a file that declares ASCII
+   (or Latin-1) and holds only ASCII is still refused, though every one of its bytes reads as
+   the same character in UTF-8: Python, the judge's UTF-8 reading and the published text agree
+   (measured: `read_source` refuses `ascii`, `us-ascii`, `latin-1`, `cp1252`).
 
 Each test states what should hold; written as strict xfails.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -32,11 +44,14 @@ from jaxlib.mlir import ir
 
 from pallasbench_dataset.evaluation.judge import core as judge
 from pallasbench_dataset.evaluation.judge import kernel_state, module_analysis
+from pallasbench_dataset.evaluation.pipeline import driver
+from pallasbench_dataset import kernels
 from pallasbench_dataset.kernels import load_module
 from pallasbench_dataset.lowering import export_for
 from pallasbench_dataset.schema import Status
 from pallasbench_dataset.tasks import get_task
 
+from tests import runfixtures as rf
 from tests.judge import test_building_blocks as bb
 from tests.judge import test_kernel_state as ks
 # The module-analysis stand-in of the building blocks' in-process judge.
@@ -156,3 +171,37 @@ def test_a_special_register_spelled_with_an_operand_is_found(asm):
   # With an immediate operand ("n" constraint, an llvm.mlir.constant 4 or 0), LLVM prints the
   # digit into the template: %clock64, %pm0, %envreg0.
   assert kernel_state.ptx_state(asm) is not None, f"{asm!r}: ptx_state passes it"
+
+
+# -- 5. a passing kernel's unwatched timed calls ---------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 22, 5: a pass keeps its judge after 53 unwatched "
+                   "calls")
+def test_a_judge_whose_gpu_ran_unwatched_timed_calls_of_a_kernel_is_replaced():
+  record = rf.record(None, "relu", "candidate", "large", kernel_sha256="0" * 64,
+                     status=Status.PASS, correct=True, device="gpu", rel_l2_error=0.0)
+  assert record.robust and record.timing_iterations and record.compile.compile_s is not None
+  # The same kernel, incorrect on one seed, retires its judge (round 20).
+  assert driver.device_suspect(dataclasses.replace(
+      record, status=Status.INCORRECT, correct=False, reasons=("seed 3: not allclose",)))
+  assert driver.device_suspect(record), (
+      f"a pass on the GPU: memcheck watched one call, then {record.timing_iterations} timed "
+      "calls (and the warm-up) ran unwatched; the judge is kept for the next item")
+
+
+# -- 6. ASCII declared, ASCII written -------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 22, 6: a declaration whose text is the same UTF-8 "
+                   "text is refused")
+@pytest.mark.parametrize("name", ["ascii", "latin-1"])
+def test_an_ascii_file_declared_ascii_is_read(tmp_path, name):
+  text = (f"# -*- coding: {name} -*-\nimport jax.numpy as jnp\n\n\n"
+          "def kernel(x, *, interpret=False):\n  return jnp.maximum(x, 0.0)\n")
+  path = tmp_path / "declared_relu.py"
+  path.write_bytes(text.encode("ascii"))
+  assert path.read_bytes().decode(name) == path.read_bytes().decode("utf-8") == text
+  try:
+    got = kernels.read_source(path)[0]
+  except kernels.KernelLoadError as e:
+    got = f"refused: {e}"
+  assert got == text, f"Python and UTF-8 read the same text; read_source: {got[:110]}"
