@@ -24,9 +24,10 @@ _CELL_CHARS: Final = 160
 # cell's bar, a code span's backtick, the `<` that opens HTML (a raw `<!--` hid the rest of the
 # card; a `>` alone opens nothing inside a line), the brackets and bang of links and images (a
 # candidate's id drew a third party's image in the card, red team round 21) and the ampersand
-# of character references (`&#8238;` writes a right-to-left override).
+# of character references (`&#8238;` writes a right-to-left override), and the backslash
+# itself, which would otherwise escape an escape (round 22: `\[x\](url)` was a live link).
 _INLINE_ESCAPES: Final = str.maketrans({"|": "\\|", "`": "\\`", "<": "&lt;", "[": "\\[",
-                                        "]": "\\]", "!": "\\!", "&": "\\&"})
+                                        "]": "\\]", "!": "\\!", "&": "\\&", "\\": "\\\\"})
 # The starts of the autolinks GFM makes of bare text (`https://...`, `www.`), broken by an
 # escape that renders as nothing.
 _AUTOLINK: Final = re.compile(r"(?<=[A-Za-z0-9])(?=://)|(?i:(?<=www)(?<![A-Za-z0-9]www)(?=\.))")

@@ -64,18 +64,26 @@ def read_source(path: str | pathlib.Path) -> tuple[str, str]:
   if path.suffix != ".py":
     raise KernelLoadError(f"{str(path)!r} is not a .py file: a kernel is a Python file (to "
                           "evaluate source text, pass it as source=...)")
-  # As Python reads a source file (a byte order mark dropped: red team round 18), but UTF-8
-  # only: the text is judged, hashed and published as UTF-8, and another declaration would
-  # read it back as another program (round 19: utf-7). UTF-8 under any of its names (utf8,
-  # u8) is UTF-8 (round 20).
+  # As Python reads a source file (a byte order mark dropped: red team round 18), but as UTF-8
+  # text: the text is judged, hashed and published as UTF-8, so a file whose declared encoding
+  # reads it as another text is refused (round 19: utf-7, where `+AC0-` is `-`). UTF-8 under
+  # any of its names, and a declaration under which the bytes read as the same text (ASCII
+  # declared ascii or latin-1), read as they are (rounds 20 and 22).
   try:
     with path.open("rb") as f:
       encoding, _ = tokenize.detect_encoding(f.readline)
       f.seek(0)
-      if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
-        raise KernelLoadError(f"kernel file {str(path)!r} declares the {encoding} encoding: "
-                              "a kernel is UTF-8 text; save it as UTF-8 without the declaration")
-      return f.read().decode(encoding), str(path)
+      data = f.read()
+    text = data.decode(encoding)
+    try:
+      as_utf8 = data.decode("utf-8-sig" if codecs.lookup(encoding).name == "utf-8-sig"
+                            else "utf-8")
+    except UnicodeDecodeError:
+      as_utf8 = None
+    if as_utf8 != text:
+      raise KernelLoadError(f"kernel file {str(path)!r} declares the {encoding} encoding: "
+                            "a kernel is UTF-8 text; save it as UTF-8 without the declaration")
+    return text, str(path)
   except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as e:
     raise KernelLoadError(f"kernel file {str(path)!r} cannot be read: {e}") from None
 

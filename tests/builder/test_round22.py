@@ -7,7 +7,7 @@
    in the card (the candidate tables, from a candidate's id or kind), and `\\&#8238;` writes a
    right-to-left override. Measured with markdown-it (gfm-like), as round 21's tests render.
 
-Written as strict xfails.
+Written as strict xfails; they pass since the fix (round22.md, "Since").
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ def _html(markdown: str) -> str:
   return MarkdownIt("gfm-like").render(markdown)
 
 
-@pytest.mark.xfail(strict=True, reason="round 22, 4: md_inline leaves the backslash as written")
 @pytest.mark.parametrize("text, live", [(LINK, "<a "), (REFERENCE, "\u202e")],
                          ids=["link", "character_reference"])
 def test_a_text_s_own_backslash_does_not_make_its_bracket_live(text, live):
@@ -40,7 +39,6 @@ def test_a_text_s_own_backslash_does_not_make_its_bracket_live(text, live):
   assert live not in html, f"{text!r} -> {md_inline(text)!r} renders {html!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 22, 4: md_inline leaves the backslash as written")
 def test_the_card_s_candidate_tables_render_no_link_from_an_escaped_bracket(
     trees, tmp_path):  # pylint: disable=redefined-outer-name
   hostile = Candidate(id=f"relu/{LINK}", task="relu", source="# fast\n", kind=LINK)

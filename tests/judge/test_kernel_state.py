@@ -337,7 +337,10 @@ def test_inline_ptx_of_a_triton_kernel_declares_nothing():
     ("mov.u64 $0, %globaltimer;",
      "the special register %globaltimer (no function of the kernel's inputs)"),
     ("mov.u32 $0, %smid;", "the special register %smid (no function of the kernel's inputs)"),
-    ("mov.u64 $0, %clock64;", "the special register %clock64 (no function of the kernel's inputs)"),
+    ("mov.u64 $0, %clock64;", "the special register %clock (no function of the kernel's inputs)"),
+    ("mov.u32 $0, %pm0;", "the special register %pm (no function of the kernel's inputs)"),
+    ("mov.u32 $0, %r$1;", "a register name completed by an operand"),
+    ("{ .reg .u32 %pmask; mov.u32 %pmask, $1; mov.u32 $0, %pmask; }", None),
 ])
 def test_inline_ptx_declarations_are_found_by_their_position(asm, why):
   assert kernel_state.ptx_state(asm) == why

@@ -124,9 +124,11 @@ def test_judged_again_on_the_same_seeds_the_timing_stage_sees_the_same_inputs(
     analysis, monkeypatch):  # pylint: disable=redefined-outer-name
   drawn = _timed_seeds(monkeypatch)
   report = bb._report(bb._entry(artifacts=bb._artifacts()))  # pylint: disable=protected-access
-  first, _ = bb._evaluate(report, seeds=(3, 1))  # pylint: disable=protected-access
+  # The driver's draw: the seeds and the secret it keeps to judge the same draws again.
+  item = dataclasses.replace(bb._item(bb._outcome(report), seeds=(3, 1)), secret=7)  # pylint: disable=protected-access
+  first, _ = judge.evaluate_artifact(item, bb._ctx())  # pylint: disable=protected-access
   timed_first, drawn[:] = list(drawn), []
-  again, _ = bb._evaluate(report, seeds=(3, 1))  # pylint: disable=protected-access
+  again, _ = judge.evaluate_artifact(item, bb._ctx())  # pylint: disable=protected-access
   assert first.status is again.status is Status.PASS and first.seeds == again.seeds
   assert timed_first and drawn == timed_first, (
       f"on the seeds {first.seeds} both times, the timed calls got {timed_first} and then "

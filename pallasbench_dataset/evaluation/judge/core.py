@@ -123,6 +123,9 @@ class JudgeItem:
   precompiled: dict[str, Precompiled] = dataclasses.field(default_factory=dict)  # by size
   candidate: str | None = None  # a population's candidate id, copied to the record
   precision: str = DEFAULT_PRECISION  # the task's precision: the inputs drawn, the tolerance
+  # What the draws a kernel must not predict come from (each timing call's inputs, the sample
+  # of kept outputs): the driver's secret, kept to judge the same draws again; none: OS draws.
+  secret: int | None = None
 
   @property
   def spec(self) -> TaskSpec:
@@ -476,7 +479,7 @@ def _verdict(item: JudgeItem, spec: TaskSpec, dims: Dims, seeds: tuple[int, ...]
     state.fields.update(status=Status.REJECTED, reasons=tuple(reasons), robust=False)
     return
   _time_and_roofline(state.compiled.executable, spec, dims, item.options, ctx, state,
-                     shipped=_shipped_executable(item, spec, ctx))
+                     shipped=_shipped_executable(item, spec, ctx), secret=item.secret)
 
 
 def _shipped_executable(item: JudgeItem, spec: TaskSpec, ctx: Context):
@@ -640,12 +643,15 @@ class TimingSets(timing.Feed):
     self.spec, self.dims, self.shared, self.warmup = spec, dims, shared, warmup
     self.whose = whose  # "the baseline's " in the reasons about the baseline's inputs
     self.flush = flush  # pushes the L2 out (none: a CPU judge, whose timings compare nothing)
-    self._draw = draw or secrets.SystemRandom()  # each call's seed
-    self._shared_seed = self._draw.randrange(2**31)
+    self._draw = draw  # each call's seed: from this stream, or none: from the OS
+    self._shared_seed = self._seed()
     self._shared_inputs = {i: spec.make_input(dims, self._shared_seed, i) for i in shared}
     self._current: tuple[jax.Array, ...] = ()
     self._given: dict[int, tuple[int, ...]] = {}  # call -> the seeds of what it was given
     self._reasons: list[str] = []
+
+  def _seed(self) -> int:
+    return secrets.randbelow(2**31) if self._draw is None else self._draw.randrange(2**31)
 
   def __len__(self) -> int:
     """The input sets drawn so far: one a call."""
@@ -653,7 +659,7 @@ class TimingSets(timing.Feed):
 
   def args(self, call: int) -> tuple[jax.Array, ...]:
     while True:  # a seed no earlier call got (a repeat: 1 in 2**31 a call)
-      seed = self._draw.randrange(2**31)
+      seed = self._seed()
       seeds = tuple(self._shared_seed if i in self.shared else seed
                     for i in range(len(self.spec.inputs)))
       if seeds not in self._given.values():
@@ -709,22 +715,22 @@ class TimingSets(timing.Feed):
 
 
 def timing_sets(spec: TaskSpec, dims: Dims, l2_bytes: int, *, warmup: int = 0, whose: str = "",
-                flush: Callable[[], None] | None = None,
-                seeds: Sequence[int] | None = None) -> TimingSets:
+                flush: Callable[[], None] | None = None, secret: int | None = None) -> TimingSets:
   """The timing's feed for one function: inputs drawn for each call from OS seeds, or, given
-  the evaluation's `seeds`, from a stream they determine (`drawn_from`)."""
+  the evaluation's `secret`, from a stream it determines (`drawn_from`)."""
   return TimingSets(spec, dims, shared=reads(spec, dims, l2_bytes).shared, warmup=warmup,
                     whose=whose, flush=flush,
-                    draw=None if seeds is None else drawn_from(seeds, f"timing {whose}"))
+                    draw=None if secret is None else drawn_from(secret, f"timing {whose}"))
 
 
-def drawn_from(seeds: Sequence[int], use: str) -> random.Random:
-  """A stream of draws that the evaluation's seeds determine, one per `use`. The judge's seeds
-  are secret (drawn by the driver or the judge, never given to the exporter), and so are these;
-  an evaluation judged again on the same seeds gets every draw again, its timing inputs and
-  its kept outputs too (red team round 20: a kernel that spun only on unlucky timing inputs
-  was paid when judged again on fresh ones)."""
-  return random.Random(f"{use} {tuple(int(s) for s in seeds)}")
+def drawn_from(secret: int, use: str) -> random.Random:
+  """A stream of draws that the evaluation's secret determines, one per `use`. The secret is
+  never the seeds, which a caller may fix and records publish (red team round 22: on public
+  seeds a kernel computed which timed calls were checked); it is the driver's, drawn for each
+  evaluation and kept to judge it again on the same draws, its timing inputs and its kept
+  outputs too (round 20: a kernel that spun only on unlucky timing inputs was paid when judged
+  again on fresh ones), or the judge's own, drawn from the OS."""
+  return random.Random(f"{use} {int(secret)}")
 
 
 def speedup(kernel_ms: float, baseline_ms: float) -> float:
@@ -802,22 +808,24 @@ def _timed_output_reasons(kept: dict[int, Any], sets: TimingSets, spec: TaskSpec
 
 
 def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions, ctx: Context,
-                       state: _State, *, shipped: Callable | None = None) -> None:
+                       state: _State, *, shipped: Callable | None = None,
+                       secret: int | None = None) -> None:
   """Times the candidate interleaved with the jitted reference and, where given, the shipped
   kernel (each on input sets of its own), checks the kept outputs and every reference's sets,
-  and records the timing, the roofline and the verdict; then the eager baseline."""
+  and records the timing, the roofline and the verdict; then the eager baseline. Every draw a
+  kernel must not predict comes from `secret` (none: one drawn from the OS now)."""
+  secret = secrets.randbelow(2**63) if secret is None else secret
   start = time.perf_counter()
   ctx.stage(budgets.TIMING)
   fields = state.fields
   flush = timing.L2Flush(ctx.l2_bytes) if ctx.on_gpu else None
   references = [jax.jit(spec.reference), *([] if shipped is None else [shipped])]
-  seeds = fields["seeds"]
   kernel_sets, baseline_sets, *shipped_sets = (
       timing_sets(spec, dims, ctx.l2_bytes, warmup=opts.warmup, whose=whose, flush=flush,
-                  seeds=seeds)
+                  secret=secret)
       for whose in ("", "the baseline's ", "the shipped kernel's ")[:1 + len(references)])
   read = reads(spec, dims, ctx.l2_bytes)
-  keep = frozenset(drawn_from(seeds, "kept outputs").sample(
+  keep = frozenset(drawn_from(secret, "kept outputs").sample(
       range(opts.timing_iterations),
       timed_outputs_checked(spec.output_bytes(dims), opts.timing_iterations,
                             comparable=ctx.on_gpu)))
@@ -865,7 +873,7 @@ def _time_and_roofline(executable, spec: TaskSpec, dims: Dims, opts: EvalOptions
   state.seconds["timing_s"] = time.perf_counter() - start
   ctx.stage(budgets.EAGER_BASELINE)
   fields.update(_eager_fields(spec, timing_sets(spec, dims, ctx.l2_bytes, flush=flush,
-                                                whose="the eager baseline's ", seeds=seeds),
+                                                whose="the eager baseline's ", secret=secret),
                               opts, ctx,
                               kernel_t.median_ms))
   state.seconds["eager_s"] = time.perf_counter() - start - state.seconds["timing_s"]

@@ -99,9 +99,15 @@ _PTX_DECLARATION: Final = re.compile(
 # the driver's environment. A kernel that reads one can flip its own coin on the device, so
 # that even a replay of its artifact and every seed is a new draw (red team round 20), and
 # tell an instrumented call from an unwatched one.
+# A name completed by an operand (`%clock6$1` with the immediate 4 is `%clock64`: LLVM prints
+# operands into the template) is matched by its stem (round 22).
 _PTX_VOLATILE_REGISTER: Final = re.compile(
-    r"%(clock(?:64|_hi)?|globaltimer(?:_lo|_hi)?|smid|nsmid|warpid|nwarpid|gridid|pm\d+(?:_64)?|"
-    r"envreg\d+)\b")
+    r"%(clock|globaltimer|smid|nsmid|warpid|nwarpid|gridid|envreg|pm(?=[\d$]))")
+# The same reads as ops, as Mosaic GPU device code can write them (`plgpu.inline_mgpu`: NVVM's
+# special-register ops, the LLVM intrinsic by name, the cycle counters; round 22).
+_VOLATILE_READ: Final = re.compile(
+    r"nvvm\.read\.ptx\.sreg\.(clock|globaltimer|smid|nsmid|warpid|nwarpid|gridid|envreg|pm)"
+    r"|read(cycle|steady)counter")
 
 
 # The attributes a kernel module (and a Triton kernel's function) carries as its lowering emits
@@ -155,6 +161,8 @@ def ptx_state(asm: str) -> str | None:
     return f"the directive .{m.group(1)}"
   if m := _PTX_VOLATILE_REGISTER.search(asm):
     return f"the special register %{m.group(1)} (no function of the kernel's inputs)"
+  if re.search(r"%\w*\$", asm):
+    return "a register name completed by an operand"
   return None
 
 
@@ -248,6 +256,10 @@ def module_state(module: ir.Module, backend: str, kernel: str, *,
         found.add(f"{name} in host code")
       elif (why := ptx_state(asm)) is not None:
         found.add(f"{name} with {why}")
+    elif _VOLATILE_READ.search(" ".join([name, _attr(op, "intrin") or "",
+                                         _attr(op, "callee") or ""])):
+      found.add(f"{name} (reads a clock or where the hardware placed the work: no function of "
+                "the kernel's inputs)")
     elif name == "tt.extern_elementwise":
       symbol = ir.StringAttr(op.attributes["symbol"]).value if "symbol" in op.attributes else ""
       if (not symbol.startswith("__nv_") or _attr(op, "libpath") not in (None, '""')

@@ -44,6 +44,9 @@ class WorkItem:
   # program its first judgement ran (`suite._schedule` sets it; none: the text is exported).
   exported: protocol.ExportOutcome | None = dataclasses.field(default=None, repr=False,
                                                               compare=False)
+  # The secret the judge's unpredictable draws come from (`JudgeItem.secret`): drawn by the
+  # verdict cache that judges a failure again, on the same draws (none: the judge's own).
+  secret: int | None = dataclasses.field(default=None, repr=False, compare=False)
   # The source's sha256, hashed once here: its record's and its verdict's key's.
   kernel_sha256: str = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -140,7 +143,7 @@ def judge_item(item: WorkItem, export: protocol.ExportOutcome,
   return JudgeItem(task=item.task, variant=item.variant, size=item.size,
                    kernel_sha256=item.kernel_sha256, export=export, options=item.options,
                    precompiled=precompiled or {}, candidate=item.candidate,
-                   precision=item.precision)
+                   precision=item.precision, secret=item.secret)
 
 
 def empty_artifacts(item: WorkItem) -> Artifacts:

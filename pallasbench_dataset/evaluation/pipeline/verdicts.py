@@ -278,13 +278,13 @@ def _twins(item: WorkItem) -> tuple[str, ...]:
 
 
 def _drawn(item: WorkItem) -> WorkItem:
-  """`item` on seeds drawn here, as the judge would draw them (`secrets`), where it has none:
-  the driver knows the draw, also of an evaluation its time limit killed before it answered,
-  and can judge the same draw again. Like the judge's own draw, it never reaches the exporter."""
-  if item.options.seeds:
-    return item
-  seeds = tuple(secrets.randbelow(2**31) for _ in range(item.options.num_seeds))
-  return dataclasses.replace(item, options=dataclasses.replace(item.options, seeds=seeds))
+  """`item` on seeds drawn here, as the judge would draw them (`secrets`), where it has none,
+  and with a secret for the draws a kernel must not predict (`WorkItem.secret`): the driver
+  knows the whole draw, also of an evaluation its time limit killed before it answered, and
+  can judge the same draw again. Like the judge's own draw, it never reaches the exporter."""
+  options = item.options if item.options.seeds else dataclasses.replace(
+      item.options, seeds=tuple(secrets.randbelow(2**31) for _ in range(item.options.num_seeds)))
+  return dataclasses.replace(item, options=options, secret=secrets.randbelow(2**63))
 
 
 def evaluate(items: Iterable[WorkItem], cache: VerdictCache, environment: Environment | None,
