@@ -51,6 +51,7 @@ from pallasbench_dataset.schema import (
     ErrorType, EvalRecord, Status, from_json_dict, to_json_dict)
 
 from tests import runfixtures as rf
+from tests.judge.test_record_text import _encodes
 
 ESC, BEL = "\x1b", "\x07"
 HOME = ESC + "[1G" + ESC + "[2K"
@@ -147,14 +148,6 @@ def test_a_candidate_s_name_or_text_is_refused_at_the_door_or_judged(tmp_path, f
     msgpack.packb(f"export-{slug}", use_bin_type=True)
     record = _incorrect(candidate=item.candidate)
     assert from_json_dict(EvalRecord, to_json_dict(record)).candidate == item.candidate
-
-
-def _encodes(text: str) -> bool:
-  try:
-    text.encode("utf-8")
-  except UnicodeEncodeError:
-    return False
-  return True
 
 
 # -- finding 8: two callers of one shared scheduler get each other's verdicts -------------------
