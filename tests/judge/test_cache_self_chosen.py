@@ -86,16 +86,17 @@ SPUN = {"budget": (Status.REJECTED, SPUN_BUDGET, ErrorType.TIMEOUT),
 
 class Runs:
   """Stands in for the judge: the n-th call of `measure` ends its items as `endings[n]`;
-  records every call's items (candidate, seeds)."""
+  records every call's items (candidate, seeds) and the secrets they carry."""
 
   def __init__(self, *endings):
-    self.endings, self.calls = list(endings), []
+    self.endings, self.calls, self.secrets = list(endings), [], []
 
   def __call__(self, items):
     if not items:  # a batch the cache answered whole
       return
     status, reason, error_type = SPUN[self.endings[len(self.calls)]]
     self.calls.append([(it.candidate, it.options.seeds) for it in items])
+    self.secrets.append([it.secret for it in items])
     for it in items:
       record = dataclasses.replace(_record(it, status), seeds=it.options.seeds or (7, 8))
       if status is not Status.PASS:
@@ -122,6 +123,8 @@ def test_a_lottery_kernel_cannot_keep_its_failures_out_of_the_cache(reward_cache
   [[(first, drawn)], again_alone] = runs.calls
   assert first == "c-1" and len(drawn) == FRESH.num_seeds  # the driver drew the seeds
   assert again_alone == [("c-1", drawn)], "judged again alone, on the same seeds"
+  # and on the same secret, so the timing's inputs and kept outputs are drawn again (round 20)
+  assert runs.secrets[0] == runs.secrets[1] and runs.secrets[0][0] is not None
   assert verdicts.load_decided(record) and rw.reward_of(record) == 0.0
   lucky = Runs("pass")  # batch 2: a lucky draw would pay; the text is held
   (record,) = _batch(cache, ["c-2"], lucky)

@@ -1745,3 +1745,10 @@ def test_schedule_yields_a_timed_out_item_with_its_export(stand_ins, dask_cluste
     ((item, record, _),) = suite._schedule(client, _items(("relu", "gpu")), _settings(),  # pylint: disable=protected-access
                                           None)
   assert record.status is Status.TIMEOUT and item.exported == _outcome(wall_s=0.5)
+
+
+def test_the_driver_s_secret_reaches_the_judge():
+  """The secret the verdict cache drew for an item is the judge's (its timing draws), and an
+  item without one leaves the judge to draw its own."""
+  assert driver.judge_item(dataclasses.replace(ITEM, secret=5), _outcome()).secret == 5
+  assert driver.judge_item(ITEM, _outcome()).secret is None
