@@ -29,8 +29,8 @@ small, medium and large, jax 0.11.2) is allowed, and nothing else of its kind:
   and declaring nothing: no module-scope or linkage directive (`.global`, `.const`, `.extern`,
   `.visible`, `.weak`, `.common`, `.func`, `.entry`, ...), no preprocessor line, no brace that
   closes a scope it did not open, no special register that is no function of the inputs
-  (`%clock`, `%globaltimer`, `%smid`, ...). The shipped kernels' PTX (barriers, mbarriers, wgmma, TMA
-  prefetches, `max.NaN`) passes; the check reads the text, so an honest kernel's inline PTX
+  (`%clock`, `%globaltimer`, `%smid`, ...). The shipped kernels' PTX (barriers, mbarriers,
+  wgmma, TMA prefetches, `max.NaN`) passes; the check reads the text, so an honest kernel's inline PTX
   passes it too;
 - `tt.extern_elementwise` only into libdevice (a `__nv_` symbol, no library path or name of
   its own), as every Pallas Triton lowering emits it;
@@ -103,6 +103,7 @@ _PTX_DECLARATION: Final = re.compile(
 # operands into the template) is matched by its stem (round 22).
 _PTX_VOLATILE_REGISTER: Final = re.compile(
     r"%(clock|globaltimer|smid|nsmid|warpid|nwarpid|gridid|envreg|pm(?=[\d$]))")
+_PTX_OPERAND_NAME: Final = re.compile(r"%\w*\$")  # any register name an operand completes
 # The same reads as ops, as Mosaic GPU device code can write them (`plgpu.inline_mgpu`: NVVM's
 # special-register ops, the LLVM intrinsic by name, the cycle counters; round 22).
 _VOLATILE_READ: Final = re.compile(
@@ -161,7 +162,7 @@ def ptx_state(asm: str) -> str | None:
     return f"the directive .{m.group(1)}"
   if m := _PTX_VOLATILE_REGISTER.search(asm):
     return f"the special register %{m.group(1)} (no function of the kernel's inputs)"
-  if re.search(r"%\w*\$", asm):
+  if _PTX_OPERAND_NAME.search(asm):
     return "a register name completed by an operand"
   return None
 

@@ -436,11 +436,9 @@ def _slug(item: WorkItem) -> str:
 
 
 def _of_its_item(item: WorkItem, record: EvalRecord) -> bool:
-  """Whether `record` is a measurement of `item`: its text, task, size, precision and
-  candidate (a stage's result is used only for the item that asked for it)."""
-  return (record.kernel_sha256, record.task, str(record.size), record.precision,
-          record.candidate) == (item.kernel_sha256, item.task, str(item.size), item.precision,
-                                item.candidate)
+  """Whether `record` is a measurement of `item`: its text and its key in the run (a stage's
+  result is used only for the item that asked for it)."""
+  return record.kernel_sha256 == item.kernel_sha256 and EvalKey.of(record) == EvalKey.of(item)
 
 
 def _outcomes(client: distributed.Client, todo: Sequence[WorkItem], settings: stages.RunSettings,
@@ -567,8 +565,9 @@ def _schedule(client: distributed.Client, todo: Sequence[WorkItem], settings: st
       artifacts = empty_artifacts(item)
     if worker is not None:
       judged_on.setdefault(worker, set()).add((item.task, item.size))
-    item = _with_its_export(item, record, upstream[_slug(item)][1])
-    for done in (future, *upstream.pop(_slug(item))[1:]):
+    _, exported, compiled = upstream.pop(_slug(item))
+    item = _with_its_export(item, record, exported)
+    for done in (future, exported, compiled):
       done.release()
     if waiting:
       submit_next(worker)
